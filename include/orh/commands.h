@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Subcommands. main() parses the global options, loads the config and calls one of
+ * these with the remaining arguments (argv[0] is the command name).
+ * Each returns the process exit code: 0 success, 1 runtime failure, 2 usage/config error.
+ */
+#ifndef ORH_COMMANDS_H
+#define ORH_COMMANDS_H
+
+#include "orh/config.h"
+
+#define ORH_EXIT_OK 0
+#define ORH_EXIT_FAIL 1
+#define ORH_EXIT_USAGE 2
+
+struct orh_ctx {
+	struct orh_config cfg;
+	const char *sysroot;     /* --sysroot, else cfg.sysroot, else "/" */
+	const char *config_path; /* the config file used (may not exist) */
+};
+
+int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv);
+int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv);
+/* Live hook stages: createRuntime, prestart, poststop. argv[0] is the stage. */
+int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv);
+int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv);
+/* Runtime shim: argv holds the runtime's arguments (argv[0] = "runtime"). */
+int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv);
+int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv);
+
+/* Logging for command drivers: stderr and, for hook stages, syslog. */
+void orh_log_open(const char *ident, bool use_syslog);
+void orh_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The per-node configuration file, /etc/oci-rdma-hook/oci-rdma-hook.conf
+ * (documented in man/oci-rdma-hook.conf.5). Parsed with libinih.
+ */
+#ifndef ORH_CONFIG_H
+#define ORH_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "orh/util.h"
+
+#ifndef ORH_DEFAULT_CONFIG
+#define ORH_DEFAULT_CONFIG "/etc/oci-rdma-hook/oci-rdma-hook.conf"
+#endif
+
+#define ORH_MEMLOCK_UNLIMITED UINT64_MAX
+#define ORH_CONFIG_MAX_BYTES (256 * 1024)
+
+enum orh_preset {
+	ORH_PRESET_AUTO = 0,  /* chosen from the hardware found */
+	ORH_PRESET_NONE,      /* no tuned variables, only the discovered ones */
+	ORH_PRESET_INFINIBAND,
+	ORH_PRESET_ROCE,
+	ORH_PRESET_ERDMA,
+};
+
+enum orh_activation {
+	ORH_ACTIVATE_ALWAYS = 0,   /* every container on a node with usable RDMA */
+	ORH_ACTIVATE_ANNOTATION,   /* only containers annotated oci-rdma-hook/enable=true */
+};
+
+enum orh_on_error {
+	ORH_ON_ERROR_WARN = 0,     /* log and start the container unchanged */
+	ORH_ON_ERROR_FAIL,         /* fail containers that asked for RDMA (annotation) */
+};
+
+struct orh_env_setting {
+	char *name;
+	char *value;   /* NULL: remove the variable from the plan */
+	unsigned line; /* line of the config file that set it */
+};
+
+struct orh_config {
+	char *path;                 /* the file read; NULL when built-in defaults */
+	/* [node] */
+	char *sysroot;              /* NULL: "/" */
+	struct orh_strv include;    /* "dev" or "dev:port"; empty: all */
+	struct orh_strv exclude;
+	enum orh_preset preset;
+	bool skip_default_route_nic;
+	int gid_family;             /* AF_INET or AF_INET6 */
+	int roce_version;           /* 1 or 2 */
+	char *socket_ifname;        /* NULL: the default route's interface */
+	uint64_t memlock;           /* bytes, or ORH_MEMLOCK_UNLIMITED */
+	bool management_devices;    /* umad/issm too */
+	/* [containers] */
+	enum orh_activation activation;
+	enum orh_on_error on_error;
+	char *runtime;              /* the runtime the shim execs; default "runc" */
+	bool add_ipc_lock;          /* precreate/shim add CAP_IPC_LOCK */
+	/* [env] */
+	struct orh_env_setting *env;
+	size_t n_env;
+};
+
+void orh_config_defaults(struct orh_config *cfg);
+/* Load path. When must_exist is false and the file does not exist, keep the defaults.
+ * Errors name the file, the line and the key: "FILE:LINE: key 'x': ...". */
+int orh_config_load(struct orh_config *cfg, const char *path, bool must_exist,
+		    struct orh_err *err);
+/* Parse a config held in memory (name is used in messages). */
+int orh_config_parse_string(struct orh_config *cfg, const char *name, const char *text,
+			    struct orh_err *err);
+void orh_config_free(struct orh_config *cfg);
+
+int orh_preset_from_string(const char *s, enum orh_preset *p);
+const char *orh_preset_name(enum orh_preset p);
+/* Is NAME one the config may set (NCCL_* or UCX_*, [A-Z0-9_]+)? */
+bool orh_env_name_allowed(const char *name);
+/* Is VALUE acceptable in /etc/nccl.conf and in an environment (no newline, CR, NUL,
+ * at most 1023 bytes)? */
+bool orh_env_value_allowed(const char *value);
+
+#endif

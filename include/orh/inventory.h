@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The node's RDMA inventory, as read from sysfs and the routing table.
+ * Discovery (src/discover.c) fills it; nothing else writes it.
+ */
+#ifndef ORH_INVENTORY_H
+#define ORH_INVENTORY_H
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "orh/util.h"
+
+#define ORH_NAME_MAX 64
+
+enum orh_port_state {
+	ORH_PORT_NOP = 0,
+	ORH_PORT_DOWN = 1,
+	ORH_PORT_INIT = 2,
+	ORH_PORT_ARMED = 3,
+	ORH_PORT_ACTIVE = 4,
+	ORH_PORT_ACTIVE_DEFER = 5,
+};
+
+enum orh_link_layer {
+	ORH_LL_UNKNOWN = 0, /* "Unknown" (EFA) or unreadable */
+	ORH_LL_INFINIBAND,
+	ORH_LL_ETHERNET,
+};
+
+enum orh_gid_type {
+	ORH_GID_TYPE_UNKNOWN = 0, /* unreadable (EINVAL on an IB GID) */
+	ORH_GID_TYPE_IB_ROCE_V1,  /* "IB/RoCE v1" */
+	ORH_GID_TYPE_ROCE_V2,     /* "RoCE v2" */
+};
+
+struct orh_gid {
+	unsigned index;
+	uint8_t raw[16];
+	enum orh_gid_type type;
+	char ndev[IFNAMSIZ];   /* empty when unreadable (IB GIDs) */
+	bool ipv4_mapped;      /* ::ffff:a.b.c.d */
+	struct in_addr ipv4;   /* valid when ipv4_mapped */
+};
+
+struct orh_chardev {
+	char name[ORH_NAME_MAX]; /* "uverbs0", "umad1", "issm1", "rdma_cm" */
+	unsigned major;
+	unsigned minor;
+	unsigned port;           /* umad/issm: the port number, else 0 */
+	bool present;            /* false when the class entry is missing */
+};
+
+struct orh_port {
+	unsigned num;
+	int state;                   /* enum orh_port_state, -1 when unreadable */
+	char state_text[32];         /* "ACTIVE" */
+	int phys_state;              /* 5 = LinkUp, -1 when unreadable */
+	char phys_state_text[32];    /* "LinkUp" */
+	enum orh_link_layer link_layer;
+	char rate[64];               /* "200 Gb/sec (4X HDR)", empty when unreadable */
+	char netdev[IFNAMSIZ];       /* the port's net device (first GID's ndev, else device/net/) */
+	unsigned gid_tbl_len;        /* number of entries in gids/ */
+	struct orh_gid *gids;        /* only the entries in use, ascending index */
+	size_t n_gids;
+	bool gids_complete;          /* false when the scan stopped early (plan mode) */
+	struct orh_chardev umad;
+	struct orh_chardev issm;
+};
+
+struct orh_device {
+	char name[ORH_NAME_MAX];     /* "mlx5_1", "rocep26s0" */
+	char pci[32];                /* "0000:1a:00.0", empty when not PCI */
+	unsigned vendor;             /* 0x15b3 */
+	unsigned device_id;          /* 0x101d */
+	char driver[32];             /* "mlx5_core", "erdma", "efa" */
+	int node_type;               /* 1 = CA, 4 = RNIC, -1 when unreadable */
+	int numa_node;               /* -1 when unknown */
+	char fw_ver[64];
+	char node_guid[32];
+	struct orh_chardev uverbs;   /* present=false when the device has no uverbs node */
+	struct orh_port *ports;
+	size_t n_ports;
+};
+
+struct orh_netdev {
+	char name[IFNAMSIZ];
+	char operstate[16];          /* "up", "down", "unknown" */
+};
+
+struct orh_inventory {
+	struct orh_device *devs;
+	size_t n_devs;
+	struct orh_chardev rdma_cm;  /* present=false when /sys/class/misc/rdma_cm is missing */
+	char uverbs_abi[16];         /* class-wide abi_version, empty when missing */
+	char default_route_if[IFNAMSIZ]; /* empty when there is no IPv4 default route */
+	struct orh_netdev *netdevs;  /* the net devices the ports and the default route name */
+	size_t n_netdevs;
+	struct orh_strv warnings;    /* one line per skipped entry, naming the file */
+	unsigned long file_reads;    /* how many files discovery opened (for tests/bench) */
+};
+
+/*
+ * What the caller needs from the GID tables.
+ *  ORH_GIDS_ALL  : every used entry (detect).
+ *  ORH_GIDS_PLAN : per port, stop at the first entry that matches `want` and, when
+ *                  want_addrs is set, once every wanted address has been seen.
+ */
+enum orh_gid_scan {
+	ORH_GIDS_ALL = 0,
+	ORH_GIDS_PLAN,
+};
+
+struct orh_gid_want {
+	int family;            /* AF_INET or AF_INET6 */
+	int roce_version;      /* 1 or 2 */
+	const struct in_addr *addrs; /* addresses of a container's netns, or NULL */
+	size_t n_addrs;
+};
+
+struct orh_discover_opts {
+	const char *sysroot;   /* "/" or a fake tree; reads <sysroot>/sys and <sysroot>/proc/net/route */
+	enum orh_gid_scan gid_scan;
+	struct orh_gid_want want;
+};
+
+/* Fill inv. Returns 0 even when entries were skipped (see inv->warnings); -errno only
+ * when the sysroot itself cannot be opened. A missing /sys/class/infiniband is an empty
+ * inventory, not an error. */
+int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv,
+		 struct orh_err *err);
+void orh_inventory_free(struct orh_inventory *inv);
+
+/* Does this GID match `want` (type, family, not link-local, not zero)? */
+bool orh_gid_matches(const struct orh_gid *g, const struct orh_gid_want *want);
+bool orh_gid_is_link_local(const struct orh_gid *g);
+
+/* Value parsers (pure; exported for tests and fuzzers). All return 0 or -EINVAL. */
+int orh_parse_port_state(const char *s, int *num, char *text, size_t text_size); /* "4: ACTIVE" */
+int orh_parse_link_layer(const char *s, enum orh_link_layer *ll);
+int orh_parse_gid(const char *s, uint8_t raw[16]);          /* 8 groups of 4 hex digits */
+void orh_format_gid(const uint8_t raw[16], char out[40]);   /* same form back */
+int orh_parse_gid_type(const char *s, enum orh_gid_type *t);
+int orh_parse_devnum(const char *s, unsigned *major, unsigned *minor); /* "231:192" */
+int orh_parse_hex_id(const char *s, unsigned *out);        /* "0x15b3" */
+/* One /proc/net/route data line: sets *is_default when it is an up default route. */
+int orh_parse_route_line(const char *line, char ifname[IFNAMSIZ], bool *is_default,
+			 unsigned *metric);
+
+const char *orh_link_layer_name(enum orh_link_layer ll);
+const char *orh_gid_type_name(enum orh_gid_type t); /* "v1", "v2", "?" */
+
+#endif

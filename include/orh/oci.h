@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Reading what the runtime hands us: the OCI state (hook stdin) and the bundle's
+ * config.json, and deciding whether a container is activated. Pure functions of their
+ * inputs (src/container/oci.c).
+ */
+#ifndef ORH_OCI_H
+#define ORH_OCI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "orh/config.h"
+#include "orh/plan.h"
+#include "orh/util.h"
+
+#define ORH_STATE_MAX_BYTES (1024 * 1024)       /* hook stdin */
+#define ORH_SPEC_MAX_BYTES (16 * 1024 * 1024)   /* config.json */
+
+#define ORH_ANNOTATION_ENABLE "oci-rdma-hook/enable"   /* "true" | "false" */
+#define ORH_ANNOTATION_PRESET "oci-rdma-hook/preset"   /* a preset name */
+
+struct orh_oci_state {
+	char *id;
+	char *bundle;
+	char *status;
+	pid_t pid;          /* 0 when absent (poststop) */
+	json_t *annotations; /* owned reference, may be NULL */
+};
+
+int orh_oci_state_parse(const char *buf, size_t len, struct orh_oci_state *st,
+			struct orh_err *err);
+void orh_oci_state_free(struct orh_oci_state *st);
+
+/* Read and parse <bundle>/config.json (bounded by ORH_SPEC_MAX_BYTES). */
+int orh_spec_load(const char *bundle, json_t **spec, struct orh_err *err);
+int orh_spec_parse(const char *buf, size_t len, const char *name, json_t **spec,
+		   struct orh_err *err);
+
+enum orh_activation_result {
+	ORH_ACT_SKIP = 0,    /* leave the container exactly as it is */
+	ORH_ACT_DEFAULT,     /* activated by node policy (activation = always) */
+	ORH_ACT_REQUESTED,   /* the container asked (oci-rdma-hook/enable=true) */
+};
+
+/* Decide from the node config and the container's annotations (spec annotations, or
+ * the state's). Fills facts->has_preset/preset from oci-rdma-hook/preset. A bad
+ * annotation value is an error naming the annotation. */
+int orh_activation_decide(const struct orh_config *cfg, const json_t *annotations,
+			  enum orh_activation_result *out, struct orh_container_facts *facts,
+			  struct orh_err *err);
+
+/* Is NAME set in the spec's process.env? */
+bool orh_spec_env_has(const json_t *spec, const char *name);
+/* The path of the network namespace the spec names (linux.namespaces type "network"
+ * with a path), NULL when none is given. *has_netns tells whether the container gets
+ * a network namespace of its own at all. */
+int orh_spec_netns(const json_t *spec, bool *has_netns, const char **path);
+
+#endif

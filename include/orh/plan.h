@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The plan: what a container on this node gets. A pure function of
+ * (node config, inventory, container facts). Appliers apply it and nothing else.
+ */
+#ifndef ORH_PLAN_H
+#define ORH_PLAN_H
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "orh/config.h"
+#include "orh/inventory.h"
+#include "orh/util.h"
+
+/* Facts about one container that change the plan. Zeroed = host network, no override. */
+struct orh_container_facts {
+	bool own_netns;                     /* the container has its own network namespace */
+	char netns_default_if[IFNAMSIZ];    /* that namespace's default route interface */
+	const struct in_addr *addrs;        /* IPv4 addresses held in that namespace */
+	size_t n_addrs;
+	bool has_preset;                    /* the container picked a preset (annotation) */
+	enum orh_preset preset;
+};
+
+struct orh_devnode {
+	char path[64];      /* "/dev/infiniband/uverbs0" */
+	unsigned major;
+	unsigned minor;
+	unsigned mode;      /* 0666 */
+};
+
+struct orh_env_entry {
+	char *name;
+	char *value;
+	char *source;       /* "rule 3: chosen ports", "preset roce", "FILE:LINE" */
+};
+
+struct orh_port_choice {
+	const char *dev;    /* points into the inventory */
+	unsigned port;
+	bool used;
+	int gid_index;      /* -1: none (InfiniBand, or not chosen) */
+	char reason[192];   /* why it is left out, or how it was chosen */
+};
+
+struct orh_plan {
+	struct orh_devnode *nodes;
+	size_t n_nodes;
+	bool set_memlock;
+	uint64_t memlock;   /* ORH_MEMLOCK_UNLIMITED or bytes */
+	struct orh_env_entry *env;   /* ordered */
+	size_t n_env;
+	struct orh_port_choice *ports;
+	size_t n_ports;
+	enum orh_preset preset;      /* the preset applied (never AUTO) */
+	struct orh_strv warnings;
+};
+
+int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv,
+		   const struct orh_container_facts *facts, struct orh_plan *plan,
+		   struct orh_err *err);
+void orh_plan_free(struct orh_plan *plan);
+/* True when the plan gives nothing (no usable device). */
+bool orh_plan_is_empty(const struct orh_plan *plan);
+const struct orh_env_entry *orh_plan_env_get(const struct orh_plan *plan, const char *name);
+
+#endif

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Small helpers shared by every module of oci-rdma-hook.
+ *
+ * Error contract (see HACKING.md):
+ *   - functions return 0 (or a non-negative count) on success and -errno on failure;
+ *   - a function that fails fills a struct orh_err with a message that names what it was
+ *     doing ("reading '/sys/.../state'"); callers on the way up may prepend context with
+ *     orh_err_prefix();
+ *   - only main() and the command drivers log; helpers never print.
+ */
+#ifndef ORH_UTIL_H
+#define ORH_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define ORH_ERR_MAX 1024
+
+struct orh_err {
+	int code;               /* positive errno, 0 when no error */
+	char msg[ORH_ERR_MAX];  /* human-readable, no trailing newline */
+};
+
+/* Record an error and return -code. code may be given positive or negative. */
+int orh_fail(struct orh_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Prepend "context: " to an existing error message; returns -err->code. */
+int orh_err_prefix(struct orh_err *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void orh_err_clear(struct orh_err *err);
+
+/* Cleanup helpers (gcc/clang attribute). */
+static inline void orh_freep(void *p)
+{
+	free(*(void **)p);
+}
+static inline void orh_closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+#define _cleanup_free_ __attribute__((cleanup(orh_freep)))
+#define _cleanup_close_ __attribute__((cleanup(orh_closep)))
+
+static inline void *orh_take_ptr(void *pp)
+{
+	void **p = pp;
+	void *v = *p;
+	*p = NULL;
+	return v;
+}
+#define TAKE_PTR(p) orh_take_ptr(&(p))
+static inline int orh_take_fd(int *fd)
+{
+	int v = *fd;
+	*fd = -1;
+	return v;
+}
+#define TAKE_FD(fd) orh_take_fd(&(fd))
+
+#define ORH_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Allocation that aborts on out-of-memory: a hook that cannot allocate a few KiB
+ * has nothing sensible left to do. */
+void *orh_xmalloc(size_t n);
+void *orh_xcalloc(size_t n, size_t size);
+void *orh_xrealloc(void *p, size_t n);
+char *orh_xstrdup(const char *s);
+char *orh_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A growable, NULL-terminated vector of owned strings. */
+struct orh_strv {
+	char **v;
+	size_t n;
+	size_t cap;
+};
+void orh_strv_push(struct orh_strv *sv, char *owned);
+void orh_strv_pushf(struct orh_strv *sv, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void orh_strv_free(struct orh_strv *sv);
+bool orh_strv_contains(const struct orh_strv *sv, const char *s);
+
+/* Bounded reads.
+ *
+ * orh_read_file_at() reads at most max-1 bytes of dirfd/path (path relative to dirfd,
+ * or absolute when dirfd is AT_FDCWD) into buf and NUL-terminates it. A file that holds
+ * max-1 bytes or more is reported as -EFBIG (the size limit is part of the contract:
+ * every value the hook reads is bounded). Returns the number of bytes read or -errno.
+ * It never follows a FIFO into a block: files are opened O_NONBLOCK and must be
+ * regular files or sysfs attributes.
+ */
+ssize_t orh_read_file_at(int dirfd, const char *path, char *buf, size_t max);
+/* Like orh_read_file_at() but strips one trailing newline and surrounding blanks. */
+ssize_t orh_read_line_at(int dirfd, const char *path, char *buf, size_t max);
+/* Read a whole stream/file into a malloc'd, NUL-terminated buffer of at most max bytes.
+ * -EFBIG when larger. */
+int orh_read_fd_all(int fd, size_t max, char **out, size_t *len);
+
+/* Safe string copy: always NUL-terminates; returns -ENAMETOOLONG when truncated. */
+int orh_strlcpy(char *dst, const char *src, size_t size);
+bool orh_startswith(const char *s, const char *prefix);
+char *orh_strstrip(char *s);
+
+/* Parse a decimal unsigned integer that fills the whole string. */
+int orh_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
+
+#endif
