@@ -17,6 +17,11 @@ struct orh_ctx {
 	struct orh_config cfg;
 	const char *sysroot;     /* --sysroot, else cfg.sysroot, else "/" */
 	const char *config_path; /* the config file used (may not exist) */
+	/* Container-path commands (hook stages, precreate, runtime) are started with a
+	 * broken config too: they must then leave the container unchanged (log the
+	 * error, exit 0 / pass the spec through / exec the runtime untouched). */
+	bool config_failed;
+	struct orh_err config_err;
 };
 
 int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv);

@@ -124,6 +124,7 @@ struct orh_discover_opts {
 	const char *sysroot;   /* "/" or a fake tree; reads <sysroot>/sys and <sysroot>/proc/net/route */
 	enum orh_gid_scan gid_scan;
 	struct orh_gid_want want;
+	bool mad;              /* also read umad/issm (detect, or management_devices) */
 };
 
 /* Fill inv. Returns 0 even when entries were skipped (see inv->warnings); -errno only

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Appliers: the thin parts of the live hook that change a running container
+ * (src/container/{rootfs,devices,cgroup,rlimit,ncclconf,netns}.c). Each applies one part
+ * of a struct orh_plan and nothing else; none of them logs (util.h error contract).
+ *
+ * Every path inside a container's root filesystem is resolved from one rootfs directory
+ * fd with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS), or by a component-by-component
+ * walk where openat2 is missing; the final operation is a *at() call on the parent
+ * directory fd with a single name that is never followed.
+ */
+#ifndef ORH_APPLY_H
+#define ORH_APPLY_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "orh/plan.h"
+#include "orh/util.h"
+
+/* ---- rootfs.c ---------------------------------------------------------------- */
+
+/* Use the component walk instead of openat2 (tests; also chosen on ENOSYS). */
+void orh_rootfs_force_fallback(bool on);
+/* True once the fallback has been used (forced or after ENOSYS). */
+bool orh_rootfs_fallback_active(void);
+
+/* Open a trusted host directory as a rootfs fd (O_PATH | O_DIRECTORY). */
+int orh_rootfs_open(const char *path, int *out, struct orh_err *err);
+/* Open the root filesystem of a starting container. Before pivot_root (runc's
+ * prestart/createRuntime), /proc/<pid>/root is the host's root seen through the
+ * container's mount namespace and the rootfs is `rootfs` (absolute) inside it; after
+ * pivot_root it is /proc/<pid>/root itself. */
+int orh_rootfs_open_container(pid_t pid, const char *rootfs, int *out, struct orh_err *err);
+
+/* Resolve directory `path` inside the root (symlinks resolved as the container would,
+ * never leaving the root). With `create`, missing directories are made with mode 0755.
+ * *out is an O_PATH directory fd. */
+int orh_rootfs_dir(int rootfd, const char *path, bool create, int *out, struct orh_err *err);
+/* Resolve the parent of `path` (see orh_rootfs_dir) and copy the final component, which
+ * the caller must act on with *at() calls that do not follow it. */
+int orh_rootfs_parent(int rootfd, const char *path, bool create, int *dirfd,
+		      char name[NAME_MAX + 1], struct orh_err *err);
+
+/* Run fn(arg) in a forked child and hand its int result, then out_size bytes of `out`
+ * (which fn fills in the child), back over a pipe. The child may setns; the parent's
+ * namespaces never change. -errno when the child could not be run or died; else 0 with
+ * *child_rc = fn's result. */
+int orh_run_in_child(int (*fn)(void *), void *arg, void *out, size_t out_size,
+		     int *child_rc, struct orh_err *err);
+
+/* Bind-mount the file behind src_fd (any fd; host mount namespace) onto the file behind
+ * target_fd (an O_PATH fd inside the container) in the mount namespace of `pid`
+ * (/proc/<pid>/ns/mnt), from a forked child. With `readonly`, the new mount is
+ * read-only. */
+int orh_bind_into_container(pid_t pid, int src_fd, int target_fd, bool readonly,
+			    struct orh_err *err);
+
+/* ---- devices.c --------------------------------------------------------------- */
+
+struct orh_devices_result {
+	unsigned created;   /* mknod'ed */
+	unsigned kept;      /* already present with the right type and numbers */
+	unsigned bound;     /* bind-mounted from the host (mknod gave EPERM) */
+};
+
+/* Make each node in the container: mknod with the plan's numbers and mode; on EPERM
+ * bind-mount <host_root>/<path> after checking its st_rdev. pid is needed only for that
+ * bind mount. Existing correct nodes are left alone. */
+int orh_devices_apply(int rootfd, pid_t pid, const char *host_root,
+		      const struct orh_devnode *nodes, size_t n, struct orh_devices_result *res,
+		      struct orh_err *err);
+
+/* ---- cgroup.c ---------------------------------------------------------------- */
+
+struct orh_cgroup_result {
+	bool v1;            /* devices.allow written */
+	unsigned v2_progs;  /* BPF device programs replaced in the v2 cgroup */
+	bool v2_open;       /* v2 cgroup has no device program: nothing to grant */
+};
+
+/* Allow "c MAJ:MIN rwm" for each node to the cgroups of pid: cgroup v1 devices
+ * controller when mounted, and the cgroup v2 BPF device programs when any. */
+int orh_cgroup_grant(pid_t pid, const struct orh_devnode *nodes, size_t n,
+		     struct orh_cgroup_result *res, struct orh_err *err);
+/* The v2 part on an open cgroup directory fd (tests). *replaced = programs swapped. */
+int orh_cgroup_v2_grant_fd(int cgfd, const struct orh_devnode *nodes, size_t n,
+			   unsigned *replaced, bool *open, struct orh_err *err);
+
+/* ---- rlimit.c ---------------------------------------------------------------- */
+
+enum orh_memlock_outcome {
+	ORH_MEMLOCK_RAISED = 0,   /* soft and hard set to the plan's limit */
+	ORH_MEMLOCK_SOFT_ONLY,    /* hard limit could not be raised (EPERM): soft = hard */
+	ORH_MEMLOCK_ALREADY,      /* the limits were already at least the plan's */
+};
+
+struct orh_memlock_result {
+	enum orh_memlock_outcome outcome;
+	uint64_t soft;      /* the limits now (RLIM_INFINITY as UINT64_MAX) */
+	uint64_t hard;
+};
+
+/* Does the spec's process.rlimits list `type` ("RLIMIT_MEMLOCK")? */
+bool orh_spec_has_rlimit(const json_t *spec, const char *type);
+/* Raise RLIMIT_MEMLOCK of pid to limit (ORH_MEMLOCK_UNLIMITED = infinity). Never
+ * lowers a limit. */
+int orh_memlock_apply(pid_t pid, uint64_t limit, struct orh_memlock_result *res,
+		      struct orh_err *err);
+
+/* ---- ncclconf.c -------------------------------------------------------------- */
+
+#define ORH_NCCL_CONF_MAX_BYTES (1024 * 1024)
+#define ORH_NCCL_MARK_BEGIN "# oci-rdma-hook begin: generated at container start, do not edit"
+#define ORH_NCCL_MARK_END "# oci-rdma-hook end"
+
+/* Merge env into the text of an existing /etc/nccl.conf (old may be NULL): every line of
+ * the image is kept except a block an earlier run wrote (between the markers), and
+ * NAME=VALUE is appended in a new block for each name the image does not define.
+ * Returns the new text (malloc'd, NUL-terminated); *n_added = lines appended. Entries
+ * with names or values that cannot be written as NCCL reads them are an error. */
+int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *env,
+		       size_t n_env, char **out, size_t *n_added, struct orh_err *err);
+
+struct orh_ncclconf_result {
+	size_t added;
+	bool bind_mounted;          /* read-only rootfs: generated file bound over it */
+	char generated[PATH_MAX];   /* the generated file outside the container, or "" */
+};
+
+/* Write the merged /etc/nccl.conf into the rootfs (temp file in /etc, renameat). With
+ * readonly (spec root.readonly) or on EROFS, the file is written to
+ * <state_dir>/nccl.conf and bind-mounted over an existing /etc/nccl.conf in the mount
+ * namespace of pid. A symlink, FIFO or directory at /etc/nccl.conf is refused. */
+int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_dir,
+		       const struct orh_env_entry *env, size_t n_env,
+		       struct orh_ncclconf_result *res, struct orh_err *err);
+
+/* ---- netns.c ----------------------------------------------------------------- */
+
+#define ORH_NETNS_MAX_ADDRS 64
+
+struct orh_netns_info {
+	char default_if[IFNAMSIZ];  /* IPv4 default route's interface, "" when none */
+	struct in_addr addrs[ORH_NETNS_MAX_ADDRS]; /* IPv4 addresses (not loopback) */
+	size_t n_addrs;
+};
+
+/* Read a network namespace's IPv4 addresses and default route (rtnetlink) from a forked
+ * child that setns()-es into nspath. */
+int orh_netns_read(const char *nspath, struct orh_netns_info *out, struct orh_err *err);
+
+#endif

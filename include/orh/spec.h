@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Editing a container's config.json before the runtime creates the container: the one
+ * way to change PID 1's environment and rlimits (precreate hook, runtime shim). Pure
+ * functions of their inputs (src/container/spec.c, src/container/jsonu64.c).
+ */
+#ifndef ORH_SPEC_H
+#define ORH_SPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "orh/plan.h"
+#include "orh/util.h"
+
+struct orh_spec_opts {
+	bool add_ipc_lock;  /* add CAP_IPC_LOCK to bounding/effective/permitted */
+};
+
+/* What orh_spec_apply() changed, for the log line of the driver. */
+struct orh_spec_changes {
+	unsigned devices;        /* linux.devices entries added */
+	unsigned allow_rules;    /* linux.resources.devices rules added */
+	bool memlock;            /* process.rlimits RLIMIT_MEMLOCK added */
+	unsigned env;            /* process.env entries added */
+	unsigned env_kept;       /* plan variables left out because the user set them */
+	unsigned caps;           /* capability sets CAP_IPC_LOCK was added to */
+};
+
+/*
+ * Apply plan to spec (a parsed config.json), in place:
+ *  - linux.devices: {type "c", path, major, minor, fileMode, uid 0, gid 0} for each plan
+ *    node whose path is not listed yet;
+ *  - linux.resources.devices: {allow, type "c", major, minor, access "rwm"} appended (after
+ *    the runtime's deny-all) unless the same rule is there;
+ *  - process.rlimits: RLIMIT_MEMLOCK {soft, hard} when the plan sets memlock and the spec
+ *    has no RLIMIT_MEMLOCK entry;
+ *  - process.env: "NAME=VALUE" for plan variables the spec does not set;
+ *  - CAP_IPC_LOCK in process.capabilities.{bounding,effective,permitted} when
+ *    opts->add_ipc_lock and the spec has a capabilities object (a spec without one keeps
+ *    every capability of the runtime's default and is left alone).
+ * Idempotent: applying the same plan twice gives the spec of one application.
+ * Returns the number of edits (0: the spec is unchanged) or -errno; changes may be NULL.
+ */
+int orh_spec_apply(json_t *spec, const struct orh_plan *plan, const struct orh_spec_opts *opts,
+		   struct orh_spec_changes *changes, struct orh_err *err);
+
+/*
+ * Unsigned 64-bit integers. jansson integers are signed 64-bit, but config.json carries
+ * values up to 2^64-1 (an unlimited rlimit is 18446744073709551615). orh_spec_parse()
+ * turns each integer literal above INT64_MAX into a marker string; orh_json_u64() makes
+ * one; orh_spec_dump() writes them back as plain numbers. A document whose own strings
+ * hold a NUL byte outside such markers is refused, so a marker cannot be forged.
+ */
+json_t *orh_json_u64(uint64_t v);
+/* Is j a non-negative integer or a marker? Stores the value. */
+bool orh_json_get_u64(const json_t *j, uint64_t *v);
+/* Rewrite integer literals above INT64_MAX in a JSON text into markers. *out is NULL when
+ * nothing needed rewriting; *n_markers counts the rewrites. */
+int orh_json_u64_escape(const char *buf, size_t len, char **out, size_t *out_len,
+			size_t *n_markers);
+/* Count the markers in a tree; -EINVAL when a string other than a marker holds a NUL. */
+int orh_json_u64_count(const json_t *j, size_t *n_markers);
+/* Serialise a spec (compact) with markers turned back into numbers; *out is malloc'd
+ * and NUL-terminated. */
+int orh_spec_dump(const json_t *spec, char **out, size_t *len, struct orh_err *err);
+
+#endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* oci-rdma-hook env [--explain]: exactly the NAME=VALUE lines a container gets. */
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "orh/commands.h"
+#include "orh/plan.h"
+
+int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv)
+{
+	struct orh_discover_opts opts = {
+		.sysroot = ctx->sysroot,
+		.gid_scan = ORH_GIDS_PLAN,
+		.want = { .family = ctx->cfg.gid_family, .roce_version = ctx->cfg.roce_version },
+		.mad = ctx->cfg.management_devices,
+	};
+	struct orh_inventory inv;
+	struct orh_plan plan;
+	struct orh_err err = { 0 };
+	bool explain = false;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--explain")) {
+			explain = true;
+		} else {
+			fprintf(stderr, "oci-rdma-hook: env: unknown argument '%s'\n", argv[i]);
+			return ORH_EXIT_USAGE;
+		}
+	}
+	if (orh_discover(&opts, &inv, &err) < 0) {
+		orh_log(LOG_ERR, "%s", err.msg);
+		return ORH_EXIT_FAIL;
+	}
+	if (orh_plan_build(&ctx->cfg, &inv, NULL, &plan, &err) < 0) {
+		orh_log(LOG_ERR, "%s", err.msg);
+		orh_inventory_free(&inv);
+		return ORH_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < plan.n_env; i++)
+		printf("%s=%s\n", plan.env[i].name, plan.env[i].value);
+	if (explain) {
+		fprintf(stderr, "# config: %s\n", ctx->cfg.path ? ctx->cfg.path : "built-in defaults");
+		fprintf(stderr, "# preset: %s\n", orh_preset_name(plan.preset));
+		for (size_t i = 0; i < plan.n_env; i++)
+			fprintf(stderr, "%s=%s  <- %s\n", plan.env[i].name, plan.env[i].value,
+				plan.env[i].source);
+		for (size_t i = 0; i < plan.n_ports; i++)
+			fprintf(stderr, "# %s:%u %s: %s\n", plan.ports[i].dev, plan.ports[i].port,
+				plan.ports[i].used ? "used" : "left out", plan.ports[i].reason);
+		for (size_t i = 0; i < plan.n_nodes; i++)
+			fprintf(stderr, "# device %s c %u:%u\n", plan.nodes[i].path, plan.nodes[i].major,
+				plan.nodes[i].minor);
+		if (plan.set_memlock)
+			fprintf(stderr, "# memlock: %s\n",
+				plan.memlock == ORH_MEMLOCK_UNLIMITED ? "unlimited" : "set");
+		if (orh_plan_is_empty(&plan))
+			fprintf(stderr, "# no usable RDMA port: containers are left unchanged\n");
+		for (size_t i = 0; i < inv.warnings.n; i++)
+			fprintf(stderr, "warning: %s\n", inv.warnings.v[i]);
+		for (size_t i = 0; i < plan.warnings.n; i++)
+			fprintf(stderr, "warning: %s\n", plan.warnings.v[i]);
+	}
+	orh_plan_free(&plan);
+	orh_inventory_free(&inv);
+	return ORH_EXIT_OK;
+}

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The node configuration file, parsed with libinih. */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "orh/config.h"
+
+static const char *const preset_names[] = {
+	[ORH_PRESET_AUTO] = "auto",
+	[ORH_PRESET_NONE] = "none",
+	[ORH_PRESET_INFINIBAND] = "infiniband",
+	[ORH_PRESET_ROCE] = "roce",
+	[ORH_PRESET_ERDMA] = "erdma",
+};
+
+int orh_preset_from_string(const char *s, enum orh_preset *p)
+{
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(preset_names); i++)
+		if (strcmp(s, preset_names[i]) == 0) {
+			*p = (enum orh_preset)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *orh_preset_name(enum orh_preset p)
+{
+	return (size_t)p < ORH_ARRAY_SIZE(preset_names) ? preset_names[p] : "?";
+}
+
+bool orh_env_name_allowed(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!orh_startswith(name, "NCCL_") && !orh_startswith(name, "UCX_"))
+		return false;
+	if (n > 128)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= '0' && name[i] <= '9') ||
+		      name[i] == '_'))
+			return false;
+	return true;
+}
+
+bool orh_env_value_allowed(const char *value)
+{
+	size_t n = strlen(value);
+
+	if (n > 1023)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (value[i] == '\n' || value[i] == '\r' || (unsigned char)value[i] < 0x20 ||
+		    value[i] == 0x7f)
+			return false;
+	return true;
+}
+
+void orh_config_defaults(struct orh_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->preset = ORH_PRESET_AUTO;
+	cfg->skip_default_route_nic = true;
+	cfg->gid_family = AF_INET;
+	cfg->roce_version = 2;
+	cfg->memlock = ORH_MEMLOCK_UNLIMITED;
+	cfg->activation = ORH_ACTIVATE_ALWAYS;
+	cfg->on_error = ORH_ON_ERROR_WARN;
+	cfg->runtime = orh_xstrdup("runc");
+}
+
+void orh_config_free(struct orh_config *cfg)
+{
+	free(cfg->path);
+	free(cfg->sysroot);
+	orh_strv_free(&cfg->include);
+	orh_strv_free(&cfg->exclude);
+	free(cfg->socket_ifname);
+	free(cfg->runtime);
+	for (size_t i = 0; i < cfg->n_env; i++) {
+		free(cfg->env[i].name);
+		free(cfg->env[i].value);
+	}
+	free(cfg->env);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+struct parse_ctx {
+	struct orh_config *cfg;
+	char msg[ORH_ERR_MAX]; /* first error, without the line */
+	int lines;             /* handler calls, to find the line of an error */
+};
+
+static int set_error(struct parse_ctx *pc, const char *section, const char *key,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int set_error(struct parse_ctx *pc, const char *section, const char *key,
+		     const char *fmt, ...)
+{
+	if (!pc->msg[0]) {
+		char what[512];
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(what, sizeof(what), fmt, ap);
+		va_end(ap);
+		snprintf(pc->msg, sizeof(pc->msg), "[%s] key '%s': %s", section, key, what);
+	}
+	return 0; /* inih: error on this line */
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcmp(v, "1") ||
+	    !strcasecmp(v, "on"))
+		*out = true;
+	else if (!strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcmp(v, "0") ||
+		 !strcasecmp(v, "off"))
+		*out = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* "mlx5_1, mlx5_2:1" -> list; each item a device name, optionally ":port". */
+static int parse_dev_list(const char *v, struct orh_strv *out)
+{
+	_cleanup_free_ char *copy = orh_xstrdup(v);
+	char *save = NULL;
+
+	orh_strv_free(out);
+	for (char *tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+		char *colon = strchr(tok, ':');
+		size_t n = colon ? (size_t)(colon - tok) : strlen(tok);
+		unsigned long long port;
+
+		if (n == 0 || n >= 64)
+			return -EINVAL;
+		for (size_t i = 0; i < n; i++)
+			if (!(tok[i] == '_' || tok[i] == '-' || tok[i] == '.' ||
+			      (tok[i] >= 'a' && tok[i] <= 'z') || (tok[i] >= 'A' && tok[i] <= 'Z') ||
+			      (tok[i] >= '0' && tok[i] <= '9')))
+				return -EINVAL;
+		if (colon && (orh_parse_uint(colon + 1, 255, &port) < 0 || port == 0))
+			return -EINVAL;
+		orh_strv_push(out, orh_xstrdup(tok));
+	}
+	return 0;
+}
+
+static int parse_memlock(const char *v, uint64_t *out)
+{
+	unsigned long long n, mult = 1;
+	char num[32];
+	size_t len = strlen(v);
+
+	if (!strcmp(v, "unlimited") || !strcmp(v, "-1")) {
+		*out = ORH_MEMLOCK_UNLIMITED;
+		return 0;
+	}
+	if (len == 0 || len >= sizeof(num))
+		return -EINVAL;
+	strcpy(num, v);
+	switch (num[len - 1]) {
+	case 'K': case 'k': mult = 1ULL << 10; break;
+	case 'M': case 'm': mult = 1ULL << 20; break;
+	case 'G': case 'g': mult = 1ULL << 30; break;
+	case 'T': case 't': mult = 1ULL << 40; break;
+	default: break;
+	}
+	if (mult != 1)
+		num[len - 1] = '\0';
+	if (orh_parse_uint(num, UINT64_MAX / mult, &n) < 0 || n == 0)
+		return -EINVAL;
+	*out = n * mult;
+	return 0;
+}
+
+static bool ifname_ok(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n == 0 || n >= 16)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)v[i] <= ' ' || v[i] == '/' || v[i] == ',' || v[i] == '=' ||
+		    (unsigned char)v[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+static void set_str(char **slot, const char *v)
+{
+	free(*slot);
+	*slot = *v ? orh_xstrdup(v) : NULL;
+}
+
+static int node_key(struct parse_ctx *pc, const char *key, const char *v)
+{
+	struct orh_config *cfg = pc->cfg;
+	const char *s = "node";
+
+	if (!strcmp(key, "sysroot")) {
+		if (*v && v[0] != '/')
+			return set_error(pc, s, key, "'%s' is not an absolute path", v);
+		set_str(&cfg->sysroot, v);
+	} else if (!strcmp(key, "include") || !strcmp(key, "exclude")) {
+		if (parse_dev_list(v, !strcmp(key, "include") ? &cfg->include : &cfg->exclude) < 0)
+			return set_error(pc, s, key, "'%s' is not a list of DEVICE or DEVICE:PORT", v);
+	} else if (!strcmp(key, "preset")) {
+		if (orh_preset_from_string(v, &cfg->preset) < 0)
+			return set_error(pc, s, key,
+					 "'%s' is not one of auto, none, infiniband, roce, erdma", v);
+	} else if (!strcmp(key, "skip_default_route_nic")) {
+		if (parse_bool(v, &cfg->skip_default_route_nic) < 0)
+			return set_error(pc, s, key, "'%s' is not yes or no", v);
+	} else if (!strcmp(key, "gid_family")) {
+		if (!strcmp(v, "ipv4"))
+			cfg->gid_family = AF_INET;
+		else if (!strcmp(v, "ipv6"))
+			cfg->gid_family = AF_INET6;
+		else
+			return set_error(pc, s, key, "'%s' is not ipv4 or ipv6", v);
+	} else if (!strcmp(key, "roce_version")) {
+		if (strcmp(v, "1") && strcmp(v, "2"))
+			return set_error(pc, s, key, "'%s' is not 1 or 2", v);
+		cfg->roce_version = v[0] - '0';
+	} else if (!strcmp(key, "socket_ifname")) {
+		if (*v && !ifname_ok(v))
+			return set_error(pc, s, key, "'%s' is not an interface name", v);
+		set_str(&cfg->socket_ifname, v);
+	} else if (!strcmp(key, "memlock")) {
+		if (parse_memlock(v, &cfg->memlock) < 0)
+			return set_error(pc, s, key,
+					 "'%s' is not 'unlimited' or a size (bytes, or with K/M/G/T)", v);
+	} else if (!strcmp(key, "management_devices")) {
+		if (parse_bool(v, &cfg->management_devices) < 0)
+			return set_error(pc, s, key, "'%s' is not yes or no", v);
+	} else {
+		return set_error(pc, s, key, "unknown key%s", "");
+	}
+	return 1;
+}
+
+static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
+{
+	struct orh_config *cfg = pc->cfg;
+	const char *s = "containers";
+
+	if (!strcmp(key, "activation")) {
+		if (!strcmp(v, "always"))
+			cfg->activation = ORH_ACTIVATE_ALWAYS;
+		else if (!strcmp(v, "annotation"))
+			cfg->activation = ORH_ACTIVATE_ANNOTATION;
+		else
+			return set_error(pc, s, key, "'%s' is not always or annotation", v);
+	} else if (!strcmp(key, "on_error")) {
+		if (!strcmp(v, "warn"))
+			cfg->on_error = ORH_ON_ERROR_WARN;
+		else if (!strcmp(v, "fail"))
+			cfg->on_error = ORH_ON_ERROR_FAIL;
+		else
+			return set_error(pc, s, key, "'%s' is not warn or fail", v);
+	} else if (!strcmp(key, "runtime")) {
+		if (!*v || strchr(v, '\n'))
+			return set_error(pc, s, key, "'%s' is not a program name or path", v);
+		set_str(&cfg->runtime, v);
+	} else if (!strcmp(key, "add_ipc_lock")) {
+		if (parse_bool(v, &cfg->add_ipc_lock) < 0)
+			return set_error(pc, s, key, "'%s' is not yes or no", v);
+	} else {
+		return set_error(pc, s, key, "unknown key%s", "");
+	}
+	return 1;
+}
+
+static int env_key(struct parse_ctx *pc, const char *key, const char *v)
+{
+	struct orh_config *cfg = pc->cfg;
+	struct orh_env_setting *e = NULL;
+
+	if (!orh_env_name_allowed(key))
+		return set_error(pc, "env", key,
+				 "only NCCL_* and UCX_* variables (A-Z, 0-9, _) may be set%s", "");
+	if (!orh_env_value_allowed(v))
+		return set_error(pc, "env", key,
+				 "value has a control character or is longer than 1023 bytes%s", "");
+	for (size_t i = 0; i < cfg->n_env; i++)
+		if (!strcmp(cfg->env[i].name, key))
+			return set_error(pc, "env", key, "set twice%s", "");
+	cfg->env = orh_xrealloc(cfg->env, (cfg->n_env + 1) * sizeof(*cfg->env));
+	e = &cfg->env[cfg->n_env++];
+	e->name = orh_xstrdup(key);
+	e->value = *v ? orh_xstrdup(v) : NULL;
+	e->line = (unsigned)pc->lines; /* fixed up below with the real line number */
+	return 1;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse_ctx *pc = user;
+
+	pc->lines++;
+	if (!name) /* a section line (INI_CALL_HANDLER_ON_NEW_SECTION) */
+		return 1;
+	if (!strcmp(section, "node"))
+		return node_key(pc, name, value);
+	if (!strcmp(section, "containers"))
+		return containers_key(pc, name, value);
+	if (!strcmp(section, "env"))
+		return env_key(pc, name, value);
+	if (!section[0])
+		return set_error(pc, "", name, "key outside a section (use [node], [containers] or [env])%s", "");
+	return set_error(pc, section, name, "unknown section%s", "");
+}
+
+/* inih reports the line of the first error; env entries record their own line by
+ * re-scanning the text, since inih does not hand the line to the handler. */
+static void fix_env_lines(struct orh_config *cfg, const char *text)
+{
+	unsigned line = 0;
+	bool in_env = false;
+	const char *p = text;
+
+	while (*p) {
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+		char buf[256];
+		char *s;
+
+		line++;
+		snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1), p);
+		s = orh_strstrip(buf);
+		if (s[0] == '[')
+			in_env = orh_startswith(s, "[env]");
+		else if (in_env)
+			for (size_t i = 0; i < cfg->n_env; i++) {
+				size_t n = strlen(cfg->env[i].name);
+				if (!strncmp(s, cfg->env[i].name, n) &&
+				    (s[n] == '=' || s[n] == ' ' || s[n] == '\t' || s[n] == ':'))
+					cfg->env[i].line = line;
+			}
+		p = eol ? eol + 1 : p + len;
+	}
+}
+
+int orh_config_parse_string(struct orh_config *cfg, const char *name, const char *text,
+			    struct orh_err *err)
+{
+	struct parse_ctx pc = { .cfg = cfg };
+	int line;
+
+	line = ini_parse_string(text, handler, &pc);
+	if (line != 0) {
+		if (line < 0)
+			return orh_fail(err, ENOMEM, "%s: cannot parse", name);
+		if (!pc.msg[0])
+			snprintf(pc.msg, sizeof(pc.msg), "syntax error (expected 'key = value' or '[section]')");
+		return orh_fail(err, EINVAL, "%s:%d: %s", name, line, pc.msg);
+	}
+	fix_env_lines(cfg, text);
+	free(cfg->path);
+	cfg->path = orh_xstrdup(name);
+	return 0;
+}
+
+int orh_config_load(struct orh_config *cfg, const char *path, bool must_exist,
+		    struct orh_err *err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	if (fd < 0) {
+		if (errno == ENOENT && !must_exist)
+			return 0;
+		return orh_fail(err, errno, "%s: cannot open: %s", path, strerror(errno));
+	}
+	r = orh_read_fd_all(fd, ORH_CONFIG_MAX_BYTES, &text, &len);
+	if (r == -EFBIG)
+		return orh_fail(err, EFBIG, "%s: larger than %d bytes", path, ORH_CONFIG_MAX_BYTES);
+	if (r < 0)
+		return orh_fail(err, r, "%s: cannot read: %s", path, strerror(-r));
+	if (memchr(text, '\0', len))
+		return orh_fail(err, EINVAL, "%s: not a text file", path);
+	return orh_config_parse_string(cfg, path, text, err);
+}

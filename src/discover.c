@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Discovery: the node's RDMA devices, ports, GID tables, uverbs/umad/issm/rdma_cm
+ * numbers and the default route, read from <sysroot>/sys and <sysroot>/proc/net/route.
+ *
+ * Every value is read with a size limit. A missing or garbled file skips that one entry
+ * with a warning naming the file; it never hides the rest of the node. Only what the
+ * caller needs is read: unused GID entries cost one read, their type and netdev none,
+ * and in plan mode a port's scan stops once the decision is made.
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "orh/inventory.h"
+
+#define VALUE_MAX 256          /* every sysfs attribute we read is far shorter */
+#define ROUTE_MAX (1024 * 1024)
+#define MAX_DEVICES 1024
+#define MAX_PORTS 256
+#define MAX_GIDS 4096
+
+struct scan {
+	const struct orh_discover_opts *opts;
+	struct orh_inventory *inv;
+	int root;                  /* sysroot dir fd */
+};
+
+static void warn(struct scan *sc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct scan *sc, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (s)
+		orh_strv_push(&sc->inv->warnings, s);
+}
+
+/* Read one value; on failure return the error (no warning: callers decide). */
+static ssize_t read_value(struct scan *sc, int dirfd, const char *path, char *buf, size_t max)
+{
+	sc->inv->file_reads++;
+	return orh_read_line_at(dirfd, path, buf, max);
+}
+
+static const char *err_text(ssize_t r)
+{
+	return r == -EFBIG ? "value too long" : strerror((int)-r);
+}
+
+/* Read a value that must be there; warn naming <where>/<path> when it is not. */
+static bool read_required(struct scan *sc, int dirfd, const char *where, const char *path,
+			  char *buf, size_t max)
+{
+	ssize_t r = read_value(sc, dirfd, path, buf, max);
+
+	if (r < 0) {
+		warn(sc, "skipping '%s/%s': %s", where, path, err_text(r));
+		return false;
+	}
+	return true;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* List a directory's entries (no dot entries), sorted in version order. */
+static int list_dir(int dirfd, const char *path, struct orh_strv *out)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d)
+		return -errno;
+	fd = -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		orh_strv_push(out, orh_xstrdup(de->d_name));
+	}
+	closedir(d);
+	if (out->n)
+		qsort(out->v, out->n, sizeof(char *), cmp_names);
+	return 0;
+}
+
+static bool valid_name(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || s[i] == '/' || s[i] == '=' || s[i] == ',' ||
+		    s[i] == ':' || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+static void link_basename(int dirfd, const char *path, char *out, size_t size)
+{
+	char buf[512];
+	ssize_t n = readlinkat(dirfd, path, buf, sizeof(buf) - 1);
+	const char *base;
+
+	out[0] = '\0';
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	base = strrchr(buf, '/');
+	base = base ? base + 1 : buf;
+	if (valid_name(base, size))
+		orh_strlcpy(out, base, size);
+}
+
+static bool looks_like_pci(const char *s)
+{
+	unsigned a, b, c, d;
+	char tail;
+
+	return strlen(s) == 12 && sscanf(s, "%4x:%2x:%2x.%1x%c", &a, &b, &c, &d, &tail) == 4;
+}
+
+static void gid_fill_ipv4(struct orh_gid *g)
+{
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	g->ipv4_mapped = memcmp(g->raw, prefix, sizeof(prefix)) == 0;
+	if (g->ipv4_mapped)
+		memcpy(&g->ipv4, g->raw + 12, 4);
+}
+
+static bool gid_is_zero(const uint8_t raw[16])
+{
+	for (int i = 0; i < 16; i++)
+		if (raw[i])
+			return false;
+	return true;
+}
+
+static bool addr_wanted(const struct orh_gid_want *w, const struct orh_gid *g)
+{
+	if (!g->ipv4_mapped)
+		return false;
+	for (size_t i = 0; i < w->n_addrs; i++)
+		if (w->addrs[i].s_addr == g->ipv4.s_addr)
+			return true;
+	return false;
+}
+
+static void scan_gids(struct scan *sc, int portfd, const char *where, struct orh_port *p)
+{
+	const struct orh_gid_want *want = &sc->opts->want;
+	bool plan = sc->opts->gid_scan == ORH_GIDS_PLAN;
+	bool have_pref = false, have_addr = want->n_addrs == 0;
+	struct orh_strv names = { 0 };
+	size_t cap = 0;
+	int r;
+
+	p->gids_complete = true;
+	r = list_dir(portfd, "gids", &names);
+	if (r < 0) {
+		if (r != -ENOENT)
+			warn(sc, "skipping '%s/gids': %s", where, strerror(-r));
+		return;
+	}
+	if (names.n > MAX_GIDS) {
+		warn(sc, "skipping '%s/gids': %zu entries, more than %d", where, names.n, MAX_GIDS);
+		orh_strv_free(&names);
+		return;
+	}
+	p->gid_tbl_len = (unsigned)names.n;
+	for (size_t i = 0; i < names.n; i++) {
+		char path[64], buf[VALUE_MAX];
+		unsigned long long idx;
+		struct orh_gid g = { 0 };
+		ssize_t n;
+
+		if (orh_parse_uint(names.v[i], MAX_GIDS, &idx) < 0) {
+			warn(sc, "skipping '%s/gids/%s': not a GID index", where, names.v[i]);
+			continue;
+		}
+		snprintf(path, sizeof(path), "gids/%llu", idx);
+		n = read_value(sc, portfd, path, buf, sizeof(buf));
+		if (n < 0) {
+			warn(sc, "skipping '%s/%s': %s", where, path, err_text(n));
+			continue;
+		}
+		if (orh_parse_gid(buf, g.raw) < 0) {
+			warn(sc, "skipping '%s/%s': not a GID: '%.48s'", where, path, buf);
+			continue;
+		}
+		if (gid_is_zero(g.raw))
+			continue; /* unused entry: its type and ndev reads would fail with EINVAL */
+		g.index = (unsigned)idx;
+		gid_fill_ipv4(&g);
+		snprintf(path, sizeof(path), "gid_attrs/types/%llu", idx);
+		n = read_value(sc, portfd, path, buf, sizeof(buf));
+		if (n > 0 && orh_parse_gid_type(buf, &g.type) < 0)
+			warn(sc, "ignoring '%s/%s': unknown GID type '%.32s'", where, path, buf);
+		snprintf(path, sizeof(path), "gid_attrs/ndevs/%llu", idx);
+		n = read_value(sc, portfd, path, buf, sizeof(buf));
+		if (n > 0) {
+			if (valid_name(buf, IFNAMSIZ))
+				strcpy(g.ndev, buf);
+			else
+				warn(sc, "ignoring '%s/%s': not an interface name", where, path);
+		}
+		if (!p->netdev[0] && g.ndev[0])
+			strcpy(p->netdev, g.ndev);
+		if (p->n_gids == cap) {
+			cap = cap ? cap * 2 : 8;
+			p->gids = orh_xrealloc(p->gids, cap * sizeof(*p->gids));
+		}
+		p->gids[p->n_gids++] = g;
+		if (plan) {
+			if (!have_pref && orh_gid_matches(&g, want))
+				have_pref = true;
+			if (!have_addr && addr_wanted(want, &g))
+				have_addr = true;
+			if (have_pref && have_addr && i + 1 < names.n) {
+				p->gids_complete = false;
+				break;
+			}
+		}
+	}
+	orh_strv_free(&names);
+}
+
+/* The port's netdev when no GID names one (InfiniBand: the IPoIB interface). */
+static void port_netdev_from_device(struct scan *sc, int devfd, struct orh_port *p)
+{
+	struct orh_strv nets = { 0 };
+
+	if (list_dir(devfd, "device/net", &nets) < 0 || nets.n == 0) {
+		orh_strv_free(&nets);
+		return;
+	}
+	for (size_t i = 0; i < nets.n && !p->netdev[0]; i++) {
+		char path[128], buf[32];
+		unsigned long long dp;
+
+		if (!valid_name(nets.v[i], IFNAMSIZ))
+			continue;
+		snprintf(path, sizeof(path), "device/net/%s/dev_port", nets.v[i]);
+		if (read_value(sc, devfd, path, buf, sizeof(buf)) > 0 &&
+		    orh_parse_uint(buf, 1024, &dp) == 0 && dp + 1 == p->num)
+			strcpy(p->netdev, nets.v[i]);
+	}
+	if (!p->netdev[0] && nets.n == 1 && valid_name(nets.v[0], IFNAMSIZ))
+		strcpy(p->netdev, nets.v[0]);
+	orh_strv_free(&nets);
+}
+
+static void scan_port(struct scan *sc, int devfd, const char *devwhere, struct orh_port *p)
+{
+	char path[64], where[512], buf[VALUE_MAX];
+	_cleanup_close_ int portfd = -1;
+
+	snprintf(path, sizeof(path), "ports/%u", p->num);
+	snprintf(where, sizeof(where), "%s/%s", devwhere, path);
+	p->state = p->phys_state = -1;
+	portfd = openat(devfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (portfd < 0) {
+		warn(sc, "skipping '%s': %s", where, strerror(errno));
+		return;
+	}
+	if (read_required(sc, portfd, where, "state", buf, sizeof(buf)) &&
+	    orh_parse_port_state(buf, &p->state, p->state_text, sizeof(p->state_text)) < 0) {
+		warn(sc, "skipping '%s/state': garbled value '%.32s'", where, buf);
+		p->state = -1;
+	}
+	if (read_required(sc, portfd, where, "phys_state", buf, sizeof(buf)) &&
+	    orh_parse_port_state(buf, &p->phys_state, p->phys_state_text,
+				 sizeof(p->phys_state_text)) < 0) {
+		warn(sc, "skipping '%s/phys_state': garbled value '%.32s'", where, buf);
+		p->phys_state = -1;
+	}
+	if (read_required(sc, portfd, where, "link_layer", buf, sizeof(buf)) &&
+	    orh_parse_link_layer(buf, &p->link_layer) < 0)
+		warn(sc, "skipping '%s/link_layer': garbled value '%.32s'", where, buf);
+	if (read_value(sc, portfd, "rate", buf, sizeof(buf)) > 0)
+		orh_strlcpy(p->rate, buf, sizeof(p->rate));
+	scan_gids(sc, portfd, where, p);
+	if (!p->netdev[0])
+		port_netdev_from_device(sc, devfd, p);
+}
+
+static void scan_device_pci(struct scan *sc, int devfd, const char *where, struct orh_device *d)
+{
+	char buf[VALUE_MAX];
+	long long numa;
+
+	link_basename(devfd, "device", buf, sizeof(buf));
+	if (looks_like_pci(buf))
+		strcpy(d->pci, buf);
+	if (read_value(sc, devfd, "device/vendor", buf, sizeof(buf)) >= 0 &&
+	    orh_parse_hex_id(buf, &d->vendor) < 0)
+		warn(sc, "ignoring '%s/device/vendor': garbled value '%.32s'", where, buf);
+	if (read_value(sc, devfd, "device/device", buf, sizeof(buf)) >= 0 &&
+	    orh_parse_hex_id(buf, &d->device_id) < 0)
+		warn(sc, "ignoring '%s/device/device': garbled value '%.32s'", where, buf);
+	d->numa_node = -1;
+	if (read_value(sc, devfd, "device/numa_node", buf, sizeof(buf)) > 0) {
+		char *end = NULL;
+		numa = strtoll(buf, &end, 10);
+		if (end && !*end && numa >= -1 && numa < 4096)
+			d->numa_node = (int)numa;
+		else
+			warn(sc, "ignoring '%s/device/numa_node': garbled value '%.32s'", where, buf);
+	}
+	link_basename(devfd, "device/driver", d->driver, sizeof(d->driver));
+}
+
+static int cmp_ports(const void *a, const void *b)
+{
+	const struct orh_port *x = a, *y = b;
+	return (x->num > y->num) - (x->num < y->num);
+}
+
+static void scan_device(struct scan *sc, const char *name)
+{
+	struct orh_inventory *inv = sc->inv;
+	char where[512], buf[VALUE_MAX];
+	_cleanup_close_ int devfd = -1;
+	struct orh_strv ports = { 0 };
+	struct orh_device d = { 0 };
+	int r;
+
+	snprintf(where, sizeof(where), "%s/sys/class/infiniband/%s",
+		 strcmp(sc->opts->sysroot, "/") ? sc->opts->sysroot : "", name);
+	if (!valid_name(name, sizeof(d.name))) {
+		warn(sc, "skipping '%s': not a usable device name", where);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "sys/class/infiniband/%s", name);
+	devfd = openat(sc->root, buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (devfd < 0) {
+		warn(sc, "skipping '%s': %s", where, strerror(errno));
+		return;
+	}
+	strcpy(d.name, name);
+	d.node_type = -1;
+	if (read_value(sc, devfd, "node_type", buf, sizeof(buf)) >= 0 &&
+	    orh_parse_port_state(buf, &d.node_type, NULL, 0) < 0) {
+		warn(sc, "ignoring '%s/node_type': garbled value '%.32s'", where, buf);
+		d.node_type = -1;
+	}
+	if (read_value(sc, devfd, "fw_ver", buf, sizeof(buf)) > 0)
+		orh_strlcpy(d.fw_ver, buf, sizeof(d.fw_ver));
+	if (read_value(sc, devfd, "node_guid", buf, sizeof(buf)) > 0)
+		orh_strlcpy(d.node_guid, buf, sizeof(d.node_guid));
+	scan_device_pci(sc, devfd, where, &d);
+
+	r = list_dir(devfd, "ports", &ports);
+	if (r < 0)
+		warn(sc, "skipping '%s/ports': %s", where, strerror(-r));
+	for (size_t i = 0; i < ports.n && d.n_ports < MAX_PORTS; i++) {
+		unsigned long long num;
+
+		if (orh_parse_uint(ports.v[i], 255, &num) < 0 || num == 0) {
+			warn(sc, "skipping '%s/ports/%s': not a port number", where, ports.v[i]);
+			continue;
+		}
+		d.ports = orh_xrealloc(d.ports, (d.n_ports + 1) * sizeof(*d.ports));
+		memset(&d.ports[d.n_ports], 0, sizeof(*d.ports));
+		d.ports[d.n_ports].num = (unsigned)num;
+		scan_port(sc, devfd, where, &d.ports[d.n_ports]);
+		d.n_ports++;
+	}
+	orh_strv_free(&ports);
+	if (d.n_ports)
+		qsort(d.ports, d.n_ports, sizeof(*d.ports), cmp_ports);
+	inv->devs = orh_xrealloc(inv->devs, (inv->n_devs + 1) * sizeof(*inv->devs));
+	inv->devs[inv->n_devs++] = d;
+}
+
+static struct orh_device *find_dev(struct orh_inventory *inv, const char *name)
+{
+	for (size_t i = 0; i < inv->n_devs; i++)
+		if (strcmp(inv->devs[i].name, name) == 0)
+			return &inv->devs[i];
+	return NULL;
+}
+
+static bool read_chardev(struct scan *sc, int classfd, const char *classwhere, const char *ent,
+			 struct orh_chardev *cd)
+{
+	char path[128], buf[VALUE_MAX];
+
+	snprintf(path, sizeof(path), "%s/dev", ent);
+	if (!read_required(sc, classfd, classwhere, path, buf, sizeof(buf)))
+		return false;
+	if (orh_parse_devnum(buf, &cd->major, &cd->minor) < 0) {
+		warn(sc, "skipping '%s/%s': garbled value '%.32s'", classwhere, path, buf);
+		return false;
+	}
+	orh_strlcpy(cd->name, ent, sizeof(cd->name));
+	cd->present = true;
+	return true;
+}
+
+static void scan_uverbs(struct scan *sc, const char *rootname)
+{
+	char where[512];
+	struct orh_strv ents = { 0 };
+	_cleanup_close_ int classfd = openat(sc->root, "sys/class/infiniband_verbs",
+					     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	snprintf(where, sizeof(where), "%s/sys/class/infiniband_verbs", rootname);
+	if (classfd < 0)
+		return;
+	read_value(sc, classfd, "abi_version", sc->inv->uverbs_abi, sizeof(sc->inv->uverbs_abi));
+	if (list_dir(classfd, ".", &ents) < 0)
+		return;
+	for (size_t i = 0; i < ents.n; i++) {
+		char path[128], ibdev[VALUE_MAX];
+		struct orh_chardev cd = { 0 };
+		struct orh_device *d;
+
+		if (!orh_startswith(ents.v[i], "uverbs"))
+			continue;
+		snprintf(path, sizeof(path), "%s/ibdev", ents.v[i]);
+		if (!read_required(sc, classfd, where, path, ibdev, sizeof(ibdev)))
+			continue;
+		d = find_dev(sc->inv, ibdev);
+		if (!d)
+			continue; /* a device that vanished, or one we skipped */
+		if (read_chardev(sc, classfd, where, ents.v[i], &cd))
+			d->uverbs = cd;
+	}
+	orh_strv_free(&ents);
+}
+
+static void scan_mad(struct scan *sc, const char *rootname)
+{
+	char where[512];
+	struct orh_strv ents = { 0 };
+	_cleanup_close_ int classfd = openat(sc->root, "sys/class/infiniband_mad",
+					     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	snprintf(where, sizeof(where), "%s/sys/class/infiniband_mad", rootname);
+	if (classfd < 0 || list_dir(classfd, ".", &ents) < 0)
+		return;
+	for (size_t i = 0; i < ents.n; i++) {
+		char path[128], ibdev[VALUE_MAX], port[32];
+		bool umad = orh_startswith(ents.v[i], "umad");
+		struct orh_chardev cd = { 0 };
+		unsigned long long pnum;
+		struct orh_device *d;
+
+		if (!umad && !orh_startswith(ents.v[i], "issm"))
+			continue;
+		snprintf(path, sizeof(path), "%s/ibdev", ents.v[i]);
+		if (!read_required(sc, classfd, where, path, ibdev, sizeof(ibdev)))
+			continue;
+		snprintf(path, sizeof(path), "%s/port", ents.v[i]);
+		if (!read_required(sc, classfd, where, path, port, sizeof(port)))
+			continue;
+		if (orh_parse_uint(port, 255, &pnum) < 0) {
+			warn(sc, "skipping '%s/%s': garbled value '%.32s'", where, path, port);
+			continue;
+		}
+		d = find_dev(sc->inv, ibdev);
+		if (!d || !read_chardev(sc, classfd, where, ents.v[i], &cd))
+			continue;
+		cd.port = (unsigned)pnum;
+		for (size_t p = 0; p < d->n_ports; p++)
+			if (d->ports[p].num == pnum) {
+				if (umad)
+					d->ports[p].umad = cd;
+				else
+					d->ports[p].issm = cd;
+			}
+	}
+	orh_strv_free(&ents);
+}
+
+static void scan_route(struct scan *sc, const char *rootname)
+{
+	_cleanup_close_ int fd = openat(sc->root, "proc/net/route", O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *text = NULL;
+	unsigned best = ~0u;
+	char *save = NULL;
+	int lineno = 0;
+
+	sc->inv->file_reads++;
+	if (fd < 0) {
+		warn(sc, "skipping '%s/proc/net/route': %s", rootname, strerror(errno));
+		return;
+	}
+	if (orh_read_fd_all(fd, ROUTE_MAX, &text, NULL) < 0) {
+		warn(sc, "skipping '%s/proc/net/route': unreadable or too large", rootname);
+		return;
+	}
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char ifname[IFNAMSIZ];
+		bool is_default;
+		unsigned metric;
+
+		if (lineno++ == 0)
+			continue; /* header */
+		if (orh_parse_route_line(line, ifname, &is_default, &metric) < 0) {
+			warn(sc, "skipping '%s/proc/net/route' line %d: garbled", rootname, lineno);
+			continue;
+		}
+		if (is_default && metric < best && valid_name(ifname, IFNAMSIZ)) {
+			best = metric;
+			strcpy(sc->inv->default_route_if, ifname);
+		}
+	}
+}
+
+static void add_netdev(struct scan *sc, const char *name)
+{
+	struct orh_inventory *inv = sc->inv;
+	char path[128];
+	struct orh_netdev nd = { 0 };
+
+	if (!name[0])
+		return;
+	for (size_t i = 0; i < inv->n_netdevs; i++)
+		if (strcmp(inv->netdevs[i].name, name) == 0)
+			return;
+	strcpy(nd.name, name);
+	snprintf(path, sizeof(path), "sys/class/net/%s/operstate", name);
+	if (read_value(sc, sc->root, path, nd.operstate, sizeof(nd.operstate)) < 0)
+		strcpy(nd.operstate, "missing");
+	inv->netdevs = orh_xrealloc(inv->netdevs, (inv->n_netdevs + 1) * sizeof(*inv->netdevs));
+	inv->netdevs[inv->n_netdevs++] = nd;
+}
+
+int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv,
+		 struct orh_err *err)
+{
+	struct orh_discover_opts o = *opts;
+	const char *rootname;
+	struct scan sc = { .opts = &o, .inv = inv, .root = -1 };
+	struct orh_strv names = { 0 };
+	int r;
+
+	memset(inv, 0, sizeof(*inv));
+	if (!o.sysroot || !*o.sysroot)
+		o.sysroot = "/";
+	rootname = strcmp(o.sysroot, "/") ? o.sysroot : "";
+	sc.root = open(o.sysroot, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sc.root < 0)
+		return orh_fail(err, errno, "opening sysroot '%s': %s", o.sysroot, strerror(errno));
+
+	r = list_dir(sc.root, "sys/class/infiniband", &names);
+	if (r < 0 && r != -ENOENT)
+		warn(&sc, "skipping '%s/sys/class/infiniband': %s", rootname, strerror(-r));
+	for (size_t i = 0; i < names.n && inv->n_devs < MAX_DEVICES; i++)
+		scan_device(&sc, names.v[i]);
+	orh_strv_free(&names);
+
+	if (inv->n_devs) {
+		scan_uverbs(&sc, rootname);
+		if (o.mad)
+			scan_mad(&sc, rootname);
+		if (read_chardev(&sc, sc.root, rootname[0] ? rootname : "", "sys/class/misc/rdma_cm",
+				 &inv->rdma_cm))
+			strcpy(inv->rdma_cm.name, "rdma_cm");
+	}
+	scan_route(&sc, rootname);
+	add_netdev(&sc, inv->default_route_if);
+	for (size_t i = 0; i < inv->n_devs; i++)
+		for (size_t p = 0; p < inv->devs[i].n_ports; p++)
+			add_netdev(&sc, inv->devs[i].ports[p].netdev);
+	close(sc.root);
+	return 0;
+}
+
+void orh_inventory_free(struct orh_inventory *inv)
+{
+	for (size_t i = 0; i < inv->n_devs; i++) {
+		for (size_t p = 0; p < inv->devs[i].n_ports; p++)
+			free(inv->devs[i].ports[p].gids);
+		free(inv->devs[i].ports);
+	}
+	free(inv->devs);
+	free(inv->netdevs);
+	orh_strv_free(&inv->warnings);
+	memset(inv, 0, sizeof(*inv));
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * oci-rdma-hook [--config FILE] [--sysroot DIR] COMMAND [ARGS...]
+ * Called as oci-rdma-runtime it is the runtime shim (see oci-rdma-hook(8)).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "orh-config.h"
+#include "orh/commands.h"
+
+static void usage(FILE *f)
+{
+	fputs("Usage: oci-rdma-hook [--config FILE] [--sysroot DIR] COMMAND [ARGS...]\n"
+	      "\n"
+	      "Commands:\n"
+	      "  detect [--json] [--verbs]   the node's RDMA inventory and what the plan uses\n"
+	      "  env [--explain]             the NAME=VALUE lines a container on this node gets\n"
+	      "  createRuntime | prestart    OCI hook: give the container devices, memlock, NCCL settings\n"
+	      "  poststop                    OCI hook: clean up\n"
+	      "  precreate                   podman precreate hook: edit the spec on stdin\n"
+	      "  runtime ARGS...             runtime shim (also as 'oci-rdma-runtime')\n"
+	      "  cdi [--output FILE]         print a CDI spec for this node\n"
+	      "\n"
+	      "Options:\n"
+	      "  --config FILE   node config (default " ORH_DEFAULT_CONFIG ")\n"
+	      "  --sysroot DIR   read DIR/sys and DIR/proc/net/route instead of /sys and /proc\n"
+	      "  --help, --version\n",
+	      f);
+}
+
+struct command {
+	const char *name;
+	int (*fn)(struct orh_ctx *, int, char **);
+	bool container_path; /* runs for a container: tolerate a broken config */
+};
+
+static const struct command commands[] = {
+	{ "detect", orh_cmd_detect, false },
+	{ "env", orh_cmd_env, false },
+	{ "createRuntime", orh_cmd_hook, true },
+	{ "prestart", orh_cmd_hook, true },
+	{ "poststop", orh_cmd_hook, true },
+	{ "precreate", orh_cmd_precreate, true },
+	{ "runtime", orh_cmd_runtime, true },
+	{ "cdi", orh_cmd_cdi, false },
+};
+
+static int load_config(struct orh_ctx *ctx, const char *config, const char *sysroot,
+		       bool container_path)
+{
+	bool explicit = config != NULL;
+
+	orh_config_defaults(&ctx->cfg);
+	ctx->config_path = config ? config : ORH_DEFAULT_CONFIG;
+	if (orh_config_load(&ctx->cfg, ctx->config_path, explicit, &ctx->config_err) < 0) {
+		if (!container_path) {
+			fprintf(stderr, "oci-rdma-hook: %s\n", ctx->config_err.msg);
+			return ORH_EXIT_USAGE;
+		}
+		ctx->config_failed = true;
+		orh_config_free(&ctx->cfg);
+		orh_config_defaults(&ctx->cfg);
+	}
+	ctx->sysroot = sysroot ? sysroot : ctx->cfg.sysroot ? ctx->cfg.sysroot : "/";
+	return ORH_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	struct orh_ctx ctx = { 0 };
+	const char *config = NULL, *sysroot = NULL;
+	const char *base = argv[0] ? strrchr(argv[0], '/') : NULL;
+	const struct command *cmd = NULL;
+	int i = 1, r;
+
+	base = base ? base + 1 : argv[0] ? argv[0] : "";
+	if (!strcmp(base, "oci-rdma-runtime")) {
+		/* Runtime shim: argv is the runtime's; the config comes from the shim's own
+		 * environment (set by the node operator in the runtime's registration). */
+		orh_log_open("oci-rdma-runtime", true);
+		r = load_config(&ctx, getenv("OCI_RDMA_HOOK_CONFIG"), getenv("OCI_RDMA_HOOK_SYSROOT"),
+				true);
+		if (r == ORH_EXIT_OK)
+			r = orh_cmd_runtime(&ctx, argc, argv);
+		orh_config_free(&ctx.cfg);
+		return r;
+	}
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return ORH_EXIT_OK;
+		} else if (!strcmp(argv[i], "--version")) {
+			puts("oci-rdma-hook " ORH_VERSION);
+			return ORH_EXIT_OK;
+		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
+			config = argv[++i];
+		} else if (!strncmp(argv[i], "--config=", 9)) {
+			config = argv[i] + 9;
+		} else if (!strcmp(argv[i], "--sysroot") && i + 1 < argc) {
+			sysroot = argv[++i];
+		} else if (!strncmp(argv[i], "--sysroot=", 10)) {
+			sysroot = argv[i] + 10;
+		} else {
+			fprintf(stderr, "oci-rdma-hook: unknown or incomplete option '%s'\n", argv[i]);
+			usage(stderr);
+			return ORH_EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return ORH_EXIT_USAGE;
+	}
+	for (size_t c = 0; c < ORH_ARRAY_SIZE(commands); c++)
+		if (!strcmp(argv[i], commands[c].name))
+			cmd = &commands[c];
+	if (!cmd) {
+		fprintf(stderr, "oci-rdma-hook: unknown command '%s' (see --help)\n", argv[i]);
+		return ORH_EXIT_USAGE;
+	}
+	orh_log_open("oci-rdma-hook", cmd->container_path);
+	r = load_config(&ctx, config, sysroot, cmd->container_path);
+	if (r != ORH_EXIT_OK)
+		return r;
+	r = cmd->fn(&ctx, argc - i, argv + i);
+	orh_config_free(&ctx.cfg);
+	return r;
+}

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Parsers for the values sysfs and /proc/net/route hold. Pure; fuzzed. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "orh/inventory.h"
+
+/* "4: ACTIVE" -> 4, "ACTIVE" */
+int orh_parse_port_state(const char *s, int *num, char *text, size_t text_size)
+{
+	unsigned long long v = 0;
+	char digits[8];
+	size_t n = 0;
+
+	while (s[n] >= '0' && s[n] <= '9') {
+		if (n >= sizeof(digits) - 1)
+			return -EINVAL;
+		digits[n] = s[n];
+		n++;
+	}
+	digits[n] = '\0';
+	if (n == 0 || s[n] != ':' || orh_parse_uint(digits, 255, &v) < 0)
+		return -EINVAL;
+	s += n + 1;
+	while (*s == ' ')
+		s++;
+	if (!*s)
+		return -EINVAL;
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != ' ')
+			return -EINVAL;
+	*num = (int)v;
+	if (text && orh_strlcpy(text, s, text_size) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+int orh_parse_link_layer(const char *s, enum orh_link_layer *ll)
+{
+	if (strcmp(s, "InfiniBand") == 0)
+		*ll = ORH_LL_INFINIBAND;
+	else if (strcmp(s, "Ethernet") == 0)
+		*ll = ORH_LL_ETHERNET;
+	else if (strcmp(s, "Unknown") == 0)
+		*ll = ORH_LL_UNKNOWN;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Exactly 8 groups of 4 hex digits separated by ':' (the kernel's %pI6 form). */
+int orh_parse_gid(const char *s, uint8_t raw[16])
+{
+	for (int g = 0; g < 8; g++) {
+		unsigned v = 0;
+
+		for (int i = 0; i < 4; i++) {
+			int h = hexval(*s++);
+			if (h < 0)
+				return -EINVAL;
+			v = (v << 4) | (unsigned)h;
+		}
+		raw[2 * g] = (uint8_t)(v >> 8);
+		raw[2 * g + 1] = (uint8_t)(v & 0xff);
+		if (g < 7 && *s++ != ':')
+			return -EINVAL;
+	}
+	return *s == '\0' ? 0 : -EINVAL;
+}
+
+void orh_format_gid(const uint8_t raw[16], char out[40])
+{
+	snprintf(out, 40, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+		 raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9],
+		 raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]);
+}
+
+int orh_parse_gid_type(const char *s, enum orh_gid_type *t)
+{
+	if (strcmp(s, "IB/RoCE v1") == 0)
+		*t = ORH_GID_TYPE_IB_ROCE_V1;
+	else if (strcmp(s, "RoCE v2") == 0)
+		*t = ORH_GID_TYPE_ROCE_V2;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int orh_parse_devnum(const char *s, unsigned *major, unsigned *minor)
+{
+	char a[12], b[12];
+	const char *colon = strchr(s, ':');
+	unsigned long long ma, mi;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(a) || strlen(colon + 1) >= sizeof(b))
+		return -EINVAL;
+	memcpy(a, s, (size_t)(colon - s));
+	a[colon - s] = '\0';
+	strcpy(b, colon + 1);
+	if (orh_parse_uint(a, 4095, &ma) < 0 || orh_parse_uint(b, 1048575, &mi) < 0)
+		return -EINVAL;
+	*major = (unsigned)ma;
+	*minor = (unsigned)mi;
+	return 0;
+}
+
+int orh_parse_hex_id(const char *s, unsigned *out)
+{
+	unsigned v = 0;
+	size_t n = 0;
+
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return -EINVAL;
+	for (s += 2; *s; s++, n++) {
+		int h = hexval(*s);
+		if (h < 0 || n >= 8)
+			return -EINVAL;
+		v = (v << 4) | (unsigned)h;
+	}
+	if (n == 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* "eth0\t00000000\t01003C0A\t0003\t0\t0\t0\t00000000\t0\t0\t0" */
+int orh_parse_route_line(const char *line, char ifname[IFNAMSIZ], bool *is_default,
+			 unsigned *metric)
+{
+	char ifn[IFNAMSIZ + 1];
+	unsigned dest, gw, flags, refcnt, use, met, mask;
+	int n = 0;
+
+	if (sscanf(line, "%16s %x %x %x %u %u %u %x%n", ifn, &dest, &gw, &flags, &refcnt,
+		   &use, &met, &mask, &n) != 8)
+		return -EINVAL;
+	if (strlen(ifn) >= IFNAMSIZ)
+		return -EINVAL;
+	strcpy(ifname, ifn);
+	/* RTF_UP = 0x1 */
+	*is_default = dest == 0 && mask == 0 && (flags & 0x1);
+	*metric = met;
+	return 0;
+}
+
+const char *orh_link_layer_name(enum orh_link_layer ll)
+{
+	switch (ll) {
+	case ORH_LL_INFINIBAND:
+		return "InfiniBand";
+	case ORH_LL_ETHERNET:
+		return "Ethernet";
+	default:
+		return "Unknown";
+	}
+}
+
+const char *orh_gid_type_name(enum orh_gid_type t)
+{
+	switch (t) {
+	case ORH_GID_TYPE_IB_ROCE_V1:
+		return "v1";
+	case ORH_GID_TYPE_ROCE_V2:
+		return "v2";
+	default:
+		return "?";
+	}
+}
+
+bool orh_gid_is_link_local(const struct orh_gid *g)
+{
+	return g->raw[0] == 0xfe && (g->raw[1] & 0xc0) == 0x80;
+}
+
+bool orh_gid_matches(const struct orh_gid *g, const struct orh_gid_want *want)
+{
+	if (orh_gid_is_link_local(g))
+		return false;
+	if (want->roce_version == 2 && g->type != ORH_GID_TYPE_ROCE_V2)
+		return false;
+	if (want->roce_version == 1 && g->type != ORH_GID_TYPE_IB_ROCE_V1)
+		return false;
+	if (want->family == AF_INET)
+		return g->ipv4_mapped;
+	return !g->ipv4_mapped;
+}

@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The planner: node config x inventory x container facts -> plan.
+ * Pure: reads nothing, writes nothing but the plan. Each numbered rule below is the
+ * rule of the same number in man/oci-rdma-hook.conf.5.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "orh/plan.h"
+
+#define VENDOR_ALIBABA_ERDMA 0x1ded
+#define NCCL_MAX_HCA 32
+
+static bool dev_is_erdma(const struct orh_device *d)
+{
+	return d->vendor == VENDOR_ALIBABA_ERDMA || strcmp(d->driver, "erdma") == 0;
+}
+
+static bool listed(const struct orh_strv *list, const struct orh_device *d, unsigned port)
+{
+	char both[ORH_NAME_MAX + 8];
+
+	snprintf(both, sizeof(both), "%s:%u", d->name, port);
+	return orh_strv_contains(list, d->name) || orh_strv_contains(list, both);
+}
+
+static void env_set(struct orh_plan *plan, const char *name, const char *value, const char *source)
+{
+	for (size_t i = 0; i < plan->n_env; i++)
+		if (!strcmp(plan->env[i].name, name)) {
+			free(plan->env[i].value);
+			free(plan->env[i].source);
+			plan->env[i].value = orh_xstrdup(value);
+			plan->env[i].source = orh_xstrdup(source);
+			return;
+		}
+	plan->env = orh_xrealloc(plan->env, (plan->n_env + 1) * sizeof(*plan->env));
+	plan->env[plan->n_env].name = orh_xstrdup(name);
+	plan->env[plan->n_env].value = orh_xstrdup(value);
+	plan->env[plan->n_env].source = orh_xstrdup(source);
+	plan->n_env++;
+}
+
+static void env_unset(struct orh_plan *plan, const char *name)
+{
+	for (size_t i = 0; i < plan->n_env; i++)
+		if (!strcmp(plan->env[i].name, name)) {
+			free(plan->env[i].name);
+			free(plan->env[i].value);
+			free(plan->env[i].source);
+			memmove(&plan->env[i], &plan->env[i + 1],
+				(plan->n_env - i - 1) * sizeof(*plan->env));
+			plan->n_env--;
+			return;
+		}
+}
+
+static void add_node(struct orh_plan *plan, const struct orh_chardev *cd, unsigned mode)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/dev/infiniband/%s", cd->name);
+	for (size_t i = 0; i < plan->n_nodes; i++)
+		if (!strcmp(plan->nodes[i].path, path))
+			return;
+	plan->nodes = orh_xrealloc(plan->nodes, (plan->n_nodes + 1) * sizeof(*plan->nodes));
+	orh_strlcpy(plan->nodes[plan->n_nodes].path, path, sizeof(plan->nodes[0].path));
+	plan->nodes[plan->n_nodes].major = cd->major;
+	plan->nodes[plan->n_nodes].minor = cd->minor;
+	plan->nodes[plan->n_nodes].mode = mode;
+	plan->n_nodes++;
+}
+
+/* Rule 4: the GID index for a RoCE port, or -1. A container address in the port's
+ * table wins over the host's preferred entry. */
+static int pick_gid(const struct orh_port *p, const struct orh_gid_want *want,
+		    const struct orh_container_facts *facts, bool *from_container)
+{
+	*from_container = false;
+	if (facts && facts->own_netns)
+		for (size_t g = 0; g < p->n_gids; g++) {
+			const struct orh_gid *gid = &p->gids[g];
+			if (!orh_gid_matches(gid, want))
+				continue;
+			for (size_t a = 0; a < facts->n_addrs; a++)
+				if (gid->ipv4_mapped && gid->ipv4.s_addr == facts->addrs[a].s_addr) {
+					*from_container = true;
+					return (int)gid->index;
+				}
+		}
+	for (size_t g = 0; g < p->n_gids; g++)
+		if (orh_gid_matches(&p->gids[g], want))
+			return (int)p->gids[g].index;
+	return -1;
+}
+
+static void choice_init(struct orh_plan *plan, const struct orh_inventory *inv)
+{
+	size_t n = 0;
+
+	for (size_t d = 0; d < inv->n_devs; d++)
+		n += inv->devs[d].n_ports;
+	plan->ports = orh_xcalloc(n, sizeof(*plan->ports));
+	for (size_t d = 0; d < inv->n_devs; d++)
+		for (size_t p = 0; p < inv->devs[d].n_ports; p++) {
+			struct orh_port_choice *c = &plan->ports[plan->n_ports++];
+			c->dev = inv->devs[d].name;
+			c->port = inv->devs[d].ports[p].num;
+			c->gid_index = -1;
+		}
+}
+
+#define LEAVE_OUT(c, ...) do { (c)->used = false; snprintf((c)->reason, sizeof((c)->reason), __VA_ARGS__); } while (0)
+
+/* Rules 1 and 2: which ports are usable. */
+static void choose_ports(const struct orh_config *cfg, const struct orh_inventory *inv,
+			 struct orh_plan *plan)
+{
+	size_t k = 0;
+	bool off_route = false;
+
+	for (size_t d = 0; d < inv->n_devs; d++) {
+		const struct orh_device *dev = &inv->devs[d];
+		for (size_t p = 0; p < dev->n_ports; p++) {
+			const struct orh_port *port = &dev->ports[p];
+			struct orh_port_choice *c = &plan->ports[k++];
+
+			c->used = true;
+			if (cfg->include.n && !listed(&cfg->include, dev, port->num))
+				LEAVE_OUT(c, "not in the config's include list");
+			else if (listed(&cfg->exclude, dev, port->num))
+				LEAVE_OUT(c, "in the config's exclude list");
+			else if (port->state != ORH_PORT_ACTIVE)
+				LEAVE_OUT(c, "port state %s, not ACTIVE",
+					  port->state_text[0] ? port->state_text : "unreadable");
+			else if (port->link_layer == ORH_LL_UNKNOWN)
+				LEAVE_OUT(c, "link layer Unknown (not an NCCL IB device)");
+			else if (!dev->uverbs.present)
+				LEAVE_OUT(c, "device has no uverbs node");
+			if (c->used && port->netdev[0] && strcmp(port->netdev, inv->default_route_if))
+				off_route = true;
+		}
+	}
+	/* Rule 2: the front-end NIC carries the default route; leave it to TCP when the
+	 * node has fabric ports besides it. eRDMA devices are the VPC NICs by design. */
+	if (!cfg->skip_default_route_nic || !inv->default_route_if[0] || !off_route)
+		return;
+	k = 0;
+	for (size_t d = 0; d < inv->n_devs; d++) {
+		const struct orh_device *dev = &inv->devs[d];
+		for (size_t p = 0; p < dev->n_ports; p++) {
+			const struct orh_port *port = &dev->ports[p];
+			struct orh_port_choice *c = &plan->ports[k++];
+
+			if (c->used && !dev_is_erdma(dev) && !strcmp(port->netdev, inv->default_route_if) &&
+			    !(cfg->include.n && listed(&cfg->include, dev, port->num)))
+				LEAVE_OUT(c, "front-end NIC: %s carries the default route", port->netdev);
+		}
+	}
+}
+
+static enum orh_preset auto_preset(const struct orh_inventory *inv, const struct orh_plan *plan)
+{
+	bool erdma = false, eth = false;
+	size_t k = 0;
+
+	for (size_t d = 0; d < inv->n_devs; d++)
+		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++) {
+			if (!plan->ports[k].used)
+				continue;
+			if (dev_is_erdma(&inv->devs[d]))
+				erdma = true;
+			if (inv->devs[d].ports[p].link_layer == ORH_LL_ETHERNET)
+				eth = true;
+		}
+	return erdma ? ORH_PRESET_ERDMA : eth ? ORH_PRESET_ROCE : ORH_PRESET_INFINIBAND;
+}
+
+static void apply_preset(struct orh_plan *plan, enum orh_preset preset)
+{
+	char src[64];
+
+	snprintf(src, sizeof(src), "rule 6: preset %s", orh_preset_name(preset));
+	switch (preset) {
+	case ORH_PRESET_ERDMA:
+		env_set(plan, "NCCL_IB_QPS_PER_CONNECTION", "8", src);
+		env_set(plan, "NCCL_MIN_NCHANNELS", "16", src);
+		env_set(plan, "NCCL_NET_PLUGIN", "none", src);
+		break;
+	case ORH_PRESET_ROCE:
+		env_set(plan, "NCCL_IB_TIMEOUT", "22", src);
+		env_set(plan, "NCCL_IB_QPS_PER_CONNECTION", "8", src);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Rule 4 over every chosen RoCE port. */
+static void plan_gid(const struct orh_config *cfg, const struct orh_inventory *inv,
+		     const struct orh_container_facts *facts, struct orh_plan *plan)
+{
+	struct orh_gid_want want = { .family = cfg->gid_family, .roce_version = cfg->roce_version };
+	int common = -2;
+	bool differ = false, any_container = false;
+	char list[1024] = "";
+	size_t k = 0, used = 0;
+
+	for (size_t d = 0; d < inv->n_devs; d++)
+		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++) {
+			const struct orh_port *port = &inv->devs[d].ports[p];
+			struct orh_port_choice *c = &plan->ports[k];
+			bool from_container = false;
+			size_t len = strlen(list);
+
+			if (!c->used || port->link_layer != ORH_LL_ETHERNET)
+				continue;
+			c->gid_index = pick_gid(port, &want, facts, &from_container);
+			if (c->gid_index < 0) {
+				LEAVE_OUT(c, "no %s RoCE v%d GID", cfg->gid_family == AF_INET ? "IPv4" : "IPv6",
+					  cfg->roce_version);
+				orh_strv_pushf(&plan->warnings, "%s:%u left out: its GID table has no %s RoCE v%d entry",
+					       c->dev, c->port, cfg->gid_family == AF_INET ? "IPv4" : "IPv6",
+					       cfg->roce_version);
+				continue;
+			}
+			any_container |= from_container;
+			snprintf(c->reason, sizeof(c->reason), "GID index %d%s", c->gid_index,
+				 from_container ? " (the container's address)" : "");
+			snprintf(list + len, sizeof(list) - len, "%s%s:%u=%d", used ? ", " : "", c->dev,
+				 c->port, c->gid_index);
+			used++;
+			if (common == -2)
+				common = c->gid_index;
+			else if (common != c->gid_index)
+				differ = true;
+		}
+	if (used == 0)
+		return;
+	if (!differ) {
+		char v[16];
+		snprintf(v, sizeof(v), "%d", common);
+		env_set(plan, "NCCL_IB_GID_INDEX", v,
+			any_container ? "rule 4: GID index of the container's address on every chosen port"
+				      : "rule 4: the same GID index fits every chosen port");
+		return;
+	}
+	env_set(plan, "NCCL_IB_ROCE_VERSION_NUM", cfg->roce_version == 2 ? "2" : "1",
+		"rule 4: GID indices differ per port; NCCL >= 2.21.5 picks per device");
+	env_set(plan, "NCCL_IB_ADDR_FAMILY", cfg->gid_family == AF_INET ? "AF_INET" : "AF_INET6",
+		"rule 4: GID indices differ per port; NCCL >= 2.21.5 picks per device");
+	orh_strv_pushf(&plan->warnings,
+		       "no single GID index fits every port (%s): NCCL_IB_GID_INDEX left unset, "
+		       "NCCL >= 2.21.5 picks per device", list);
+}
+
+int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv,
+		   const struct orh_container_facts *facts, struct orh_plan *plan,
+		   struct orh_err *err)
+{
+	char hca[NCCL_MAX_HCA * (ORH_NAME_MAX + 8) + 2] = "=";
+	const char *ifname;
+	size_t k = 0, n_hca = 0;
+
+	memset(plan, 0, sizeof(*plan));
+	choice_init(plan, inv);
+	choose_ports(cfg, inv, plan);
+	plan_gid(cfg, inv, facts, plan);
+
+	/* Rule 3: NCCL_IB_HCA in exact form. */
+	for (size_t d = 0; d < inv->n_devs; d++)
+		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++) {
+			struct orh_port_choice *c = &plan->ports[k];
+			size_t len = strlen(hca);
+
+			if (!c->used)
+				continue;
+			if (n_hca == NCCL_MAX_HCA) {
+				LEAVE_OUT(c, "NCCL_IB_HCA holds at most %d entries", NCCL_MAX_HCA);
+				orh_strv_pushf(&plan->warnings, "%s:%u left out: NCCL_IB_HCA holds at most %d entries",
+					       c->dev, c->port, NCCL_MAX_HCA);
+				continue;
+			}
+			snprintf(hca + len, sizeof(hca) - len, "%s%s:%u", n_hca ? "," : "", c->dev, c->port);
+			n_hca++;
+			if (!c->reason[0])
+				snprintf(c->reason, sizeof(c->reason), "%s",
+					 inv->devs[d].ports[p].link_layer == ORH_LL_INFINIBAND ? "InfiniBand" : "used");
+			add_node(plan, &inv->devs[d].uverbs, 0666);
+			if (cfg->management_devices) {
+				if (inv->devs[d].ports[p].umad.present)
+					add_node(plan, &inv->devs[d].ports[p].umad, 0600);
+				if (inv->devs[d].ports[p].issm.present)
+					add_node(plan, &inv->devs[d].ports[p].issm, 0600);
+			}
+		}
+	/* Rule 7: nothing usable, nothing given. */
+	if (n_hca == 0) {
+		for (size_t i = 0; i < plan->n_env; i++) {
+			free(plan->env[i].name);
+			free(plan->env[i].value);
+			free(plan->env[i].source);
+		}
+		plan->n_env = 0;
+		plan->preset = ORH_PRESET_NONE;
+		return 0;
+	}
+	if (inv->rdma_cm.present)
+		add_node(plan, &inv->rdma_cm, 0666);
+	else
+		orh_strv_pushf(&plan->warnings, "no rdma_cm device (is the rdma_ucm module loaded?): "
+			       "librdmacm users will fail");
+	plan->set_memlock = true;
+	plan->memlock = cfg->memlock;
+
+	/* Env order: HCA first, then what rule 4 set, then the socket, then the preset. */
+	{
+		struct orh_env_entry *gid = plan->env;
+		size_t n_gid = plan->n_env;
+
+		plan->env = NULL;
+		plan->n_env = 0;
+		env_set(plan, "NCCL_IB_HCA", hca, "rule 3: the usable ports, exact names");
+		for (size_t i = 0; i < n_gid; i++) {
+			env_set(plan, gid[i].name, gid[i].value, gid[i].source);
+			free(gid[i].name);
+			free(gid[i].value);
+			free(gid[i].source);
+		}
+		free(gid);
+	}
+
+	/* Rule 5: the socket interface. */
+	if (cfg->socket_ifname)
+		ifname = cfg->socket_ifname;
+	else if (facts && facts->own_netns)
+		ifname = facts->netns_default_if;
+	else
+		ifname = inv->default_route_if;
+	if (ifname && ifname[0]) {
+		char v[IFNAMSIZ + 2];
+		snprintf(v, sizeof(v), "=%s", ifname);
+		env_set(plan, "NCCL_SOCKET_IFNAME", v,
+			cfg->socket_ifname ? "rule 5: config socket_ifname"
+			: facts && facts->own_netns ? "rule 5: the container network's default route"
+						    : "rule 5: the default route's interface");
+	} else {
+		orh_strv_pushf(&plan->warnings, "no default route: NCCL_SOCKET_IFNAME left unset");
+	}
+
+	/* Rule 6: preset, then the config's own variables. */
+	if (facts && facts->has_preset)
+		plan->preset = facts->preset;
+	else
+		plan->preset = cfg->preset;
+	if (plan->preset == ORH_PRESET_AUTO)
+		plan->preset = auto_preset(inv, plan);
+	apply_preset(plan, plan->preset);
+	for (size_t i = 0; i < cfg->n_env; i++) {
+		char src[512];
+
+		snprintf(src, sizeof(src), "%s:%u", cfg->path ? cfg->path : "config", cfg->env[i].line);
+		if (cfg->env[i].value)
+			env_set(plan, cfg->env[i].name, cfg->env[i].value, src);
+		else
+			env_unset(plan, cfg->env[i].name);
+	}
+	(void)err;
+	return 0;
+}
+
+void orh_plan_free(struct orh_plan *plan)
+{
+	for (size_t i = 0; i < plan->n_env; i++) {
+		free(plan->env[i].name);
+		free(plan->env[i].value);
+		free(plan->env[i].source);
+	}
+	free(plan->env);
+	free(plan->nodes);
+	free(plan->ports);
+	orh_strv_free(&plan->warnings);
+	memset(plan, 0, sizeof(*plan));
+}
+
+bool orh_plan_is_empty(const struct orh_plan *plan)
+{
+	return plan->n_nodes == 0 && plan->n_env == 0 && !plan->set_memlock;
+}
+
+const struct orh_env_entry *orh_plan_env_get(const struct orh_plan *plan, const char *name)
+{
+	for (size_t i = 0; i < plan->n_env; i++)
+		if (!strcmp(plan->env[i].name, name))
+			return &plan->env[i];
+	return NULL;
+}

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "orh/util.h"
+
+int orh_fail(struct orh_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (code < 0)
+		code = -code;
+	if (code == 0)
+		code = EINVAL;
+	if (err) {
+		err->code = code;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -code;
+}
+
+int orh_err_prefix(struct orh_err *err, const char *fmt, ...)
+{
+	char prefix[ORH_ERR_MAX];
+	char old[ORH_ERR_MAX];
+	va_list ap;
+
+	if (!err)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof(old));
+	snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+	return -(err->code ? err->code : EINVAL);
+}
+
+void orh_err_clear(struct orh_err *err)
+{
+	if (err) {
+		err->code = 0;
+		err->msg[0] = '\0';
+	}
+}
+
+static void *oom_check(void *p)
+{
+	if (!p) {
+		fputs("oci-rdma-hook: out of memory\n", stderr);
+		abort();
+	}
+	return p;
+}
+
+void *orh_xmalloc(size_t n)
+{
+	return oom_check(malloc(n ? n : 1));
+}
+
+void *orh_xcalloc(size_t n, size_t size)
+{
+	return oom_check(calloc(n ? n : 1, size ? size : 1));
+}
+
+void *orh_xrealloc(void *p, size_t n)
+{
+	return oom_check(realloc(p, n ? n : 1));
+}
+
+char *orh_xstrdup(const char *s)
+{
+	return oom_check(strdup(s ? s : ""));
+}
+
+char *orh_xasprintf(const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		s = NULL;
+	return oom_check(s);
+}
+
+void orh_strv_push(struct orh_strv *sv, char *owned)
+{
+	if (sv->n + 2 > sv->cap) {
+		sv->cap = sv->cap ? sv->cap * 2 : 8;
+		sv->v = orh_xrealloc(sv->v, sv->cap * sizeof(char *));
+	}
+	sv->v[sv->n++] = owned;
+	sv->v[sv->n] = NULL;
+}
+
+void orh_strv_pushf(struct orh_strv *sv, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		s = NULL;
+	orh_strv_push(sv, oom_check(s));
+}
+
+void orh_strv_free(struct orh_strv *sv)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		free(sv->v[i]);
+	free(sv->v);
+	sv->v = NULL;
+	sv->n = sv->cap = 0;
+}
+
+bool orh_strv_contains(const struct orh_strv *sv, const char *s)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		if (strcmp(sv->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+ssize_t orh_read_file_at(int dirfd, const char *path, char *buf, size_t max)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	size_t got = 0;
+
+	if (max < 2)
+		return -EINVAL;
+	buf[0] = '\0';
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	while (got < max - 1) {
+		ssize_t r = read(fd, buf + got, max - 1 - got);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	buf[got] = '\0';
+	if (got == max - 1) {
+		char c;
+		ssize_t r = read(fd, &c, 1);
+		if (r > 0)
+			return -EFBIG;
+	}
+	return (ssize_t)got;
+}
+
+ssize_t orh_read_line_at(int dirfd, const char *path, char *buf, size_t max)
+{
+	ssize_t r = orh_read_file_at(dirfd, path, buf, max);
+	char *s;
+	size_t n;
+
+	if (r < 0)
+		return r;
+	s = orh_strstrip(buf);
+	n = strlen(s);
+	memmove(buf, s, n + 1);
+	return (ssize_t)n;
+}
+
+int orh_read_fd_all(int fd, size_t max, char **out, size_t *len)
+{
+	size_t cap = 4096, got = 0;
+	char *buf = orh_xmalloc(cap + 1);
+
+	for (;;) {
+		ssize_t r;
+
+		if (got == cap) {
+			if (cap >= max) {
+				free(buf);
+				return -EFBIG;
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			buf = orh_xrealloc(buf, cap + 1);
+		}
+		r = read(fd, buf + got, cap - got);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			free(buf);
+			return (int)r;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+		if (got > max) {
+			free(buf);
+			return -EFBIG;
+		}
+	}
+	buf[got] = '\0';
+	*out = buf;
+	if (len)
+		*len = got;
+	return 0;
+}
+
+int orh_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+
+	if (size == 0)
+		return -ENAMETOOLONG;
+	if (n >= size) {
+		memcpy(dst, src, size - 1);
+		dst[size - 1] = '\0';
+		return -ENAMETOOLONG;
+	}
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+bool orh_startswith(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+char *orh_strstrip(char *s)
+{
+	char *end;
+
+	while (*s && isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+int orh_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+	unsigned long long v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		if (v > (ULLONG_MAX - (unsigned)(*p - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (unsigned)(*p - '0');
+	}
+	if (v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
