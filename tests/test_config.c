@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The node config file: keys, defaults, and errors naming file, line and key. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "orh/config.h"
+
+static struct orh_config cfg;
+static struct orh_err err;
+
+static void setup(void)
+{
+	orh_config_defaults(&cfg);
+	memset(&err, 0, sizeof(err));
+}
+static void teardown(void)
+{
+	orh_config_free(&cfg);
+}
+
+TestSuite(config, .init = setup, .fini = teardown);
+
+Test(config, defaults)
+{
+	cr_assert_eq(cfg.preset, ORH_PRESET_AUTO);
+	cr_assert(cfg.skip_default_route_nic);
+	cr_assert_eq(cfg.gid_family, AF_INET);
+	cr_assert_eq(cfg.roce_version, 2);
+	cr_assert_eq(cfg.memlock, ORH_MEMLOCK_UNLIMITED);
+	cr_assert_eq(cfg.activation, ORH_ACTIVATE_ALWAYS);
+	cr_assert_eq(cfg.on_error, ORH_ON_ERROR_WARN);
+	cr_assert_str_eq(cfg.runtime, "runc");
+	cr_assert_not(cfg.management_devices);
+}
+
+Test(config, every_key)
+{
+	const char *text =
+		"# comment\n"
+		"[node]\n"
+		"preset = roce\n"
+		"include = mlx5_1, mlx5_2:1\n"
+		"exclude = mlx5_0\n"
+		"skip_default_route_nic = no\n"
+		"gid_family = ipv6\n"
+		"roce_version = 1\n"
+		"socket_ifname = bond0\n"
+		"memlock = 64G\n"
+		"management_devices = yes\n"
+		"sysroot = /tmp/node\n"
+		"[containers]\n"
+		"activation = annotation\n"
+		"on_error = fail\n"
+		"runtime = /usr/bin/crun\n"
+		"add_ipc_lock = yes\n"
+		"[env]\n"
+		"NCCL_IB_TC = 136\n"
+		"NCCL_IB_TIMEOUT =\n";
+
+	cr_assert_eq(orh_config_parse_string(&cfg, "t.conf", text, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfg.preset, ORH_PRESET_ROCE);
+	cr_assert_eq(cfg.include.n, 2);
+	cr_assert_str_eq(cfg.include.v[1], "mlx5_2:1");
+	cr_assert_str_eq(cfg.exclude.v[0], "mlx5_0");
+	cr_assert_not(cfg.skip_default_route_nic);
+	cr_assert_eq(cfg.gid_family, AF_INET6);
+	cr_assert_eq(cfg.roce_version, 1);
+	cr_assert_str_eq(cfg.socket_ifname, "bond0");
+	cr_assert_eq(cfg.memlock, 64ULL << 30);
+	cr_assert(cfg.management_devices);
+	cr_assert_str_eq(cfg.sysroot, "/tmp/node");
+	cr_assert_eq(cfg.activation, ORH_ACTIVATE_ANNOTATION);
+	cr_assert_eq(cfg.on_error, ORH_ON_ERROR_FAIL);
+	cr_assert_str_eq(cfg.runtime, "/usr/bin/crun");
+	cr_assert(cfg.add_ipc_lock);
+	cr_assert_eq(cfg.n_env, 2);
+	cr_assert_str_eq(cfg.env[0].name, "NCCL_IB_TC");
+	cr_assert_str_eq(cfg.env[0].value, "136");
+	cr_assert_eq(cfg.env[0].line, 19);
+	cr_assert_null(cfg.env[1].value);
+	cr_assert_eq(cfg.env[1].line, 20);
+}
+
+static void expect_error(const char *text, const char *needle)
+{
+	int r = orh_config_parse_string(&cfg, "node.conf", text, &err);
+
+	cr_assert_lt(r, 0, "accepted: %s", text);
+	cr_assert(strstr(err.msg, needle), "message '%s' lacks '%s'", err.msg, needle);
+}
+
+Test(config, errors_name_file_line_and_key)
+{
+	expect_error("[node]\n\npreset = rocev2\n", "node.conf:3: [node] key 'preset'");
+	expect_error("[node]\nbogus = 1\n", "node.conf:2: [node] key 'bogus': unknown key");
+	expect_error("[nodes]\npreset = auto\n", "node.conf:2: [nodes] key 'preset': unknown section");
+	expect_error("preset = auto\n", "node.conf:1: [] key 'preset'");
+	expect_error("[node]\nmemlock = lots\n", "key 'memlock'");
+	expect_error("[node]\nmemlock = 0\n", "key 'memlock'");
+	expect_error("[node]\ninclude = mlx5_1:x\n", "key 'include'");
+	expect_error("[node]\ninclude = ../etc\n", "key 'include'");
+	expect_error("[node]\nroce_version = 3\n", "key 'roce_version'");
+	expect_error("[node]\ngid_family = inet\n", "key 'gid_family'");
+	expect_error("[node]\nsocket_ifname = eth0,eth1\n", "key 'socket_ifname'");
+	expect_error("[node]\nsysroot = relative/dir\n", "key 'sysroot'");
+	expect_error("[node]\nskip_default_route_nic = maybe\n", "key 'skip_default_route_nic'");
+	expect_error("[containers]\nactivation = sometimes\n", "key 'activation'");
+	expect_error("[containers]\non_error = ignore\n", "key 'on_error'");
+	expect_error("[env]\nLD_PRELOAD = /x.so\n", "[env] key 'LD_PRELOAD'");
+	expect_error("[env]\nnccl_debug = INFO\n", "[env] key 'nccl_debug'");
+	expect_error("[env]\nNCCL_DEBUG = INFO\nNCCL_DEBUG = WARN\n", "node.conf:3: [env] key 'NCCL_DEBUG': set twice");
+	expect_error("[node]\nthis is not ini\n", "node.conf:2:");
+}
+
+Test(config, missing_default_file_is_defaults)
+{
+	cr_assert_eq(orh_config_load(&cfg, "/nonexistent/oci-rdma-hook.conf", false, &err), 0);
+	cr_assert_null(cfg.path);
+	cr_assert_lt(orh_config_load(&cfg, "/nonexistent/oci-rdma-hook.conf", true, &err), 0);
+	cr_assert(strstr(err.msg, "/nonexistent/oci-rdma-hook.conf"));
+}
+
+Test(config, file_too_large)
+{
+	char path[] = "/tmp/orh-conf-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+
+	for (int i = 0; i < ORH_CONFIG_MAX_BYTES / 10 + 10; i++)
+		fputs("# padding\n", f);
+	fclose(f);
+	cr_assert_lt(orh_config_load(&cfg, path, true, &err), 0);
+	cr_assert(strstr(err.msg, "larger than"), "%s", err.msg);
+	unlink(path);
+}
+
+Test(config, env_names_and_values)
+{
+	cr_assert(orh_env_name_allowed("NCCL_IB_HCA"));
+	cr_assert(orh_env_name_allowed("UCX_NET_DEVICES"));
+	cr_assert_not(orh_env_name_allowed("PATH"));
+	cr_assert_not(orh_env_name_allowed("NCCL_X=Y"));
+	cr_assert_not(orh_env_name_allowed("NCCL_a"));
+	cr_assert(orh_env_value_allowed("=mlx5_1:1,mlx5_2:1"));
+	cr_assert_not(orh_env_value_allowed("a\nNCCL_X=1"));
+	cr_assert_not(orh_env_value_allowed("a\rb"));
+}

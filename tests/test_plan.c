@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Each planning rule (man oci-rdma-hook.conf(5), THE PLAN) on inventories built here. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "orh/plan.h"
+
+static struct orh_config cfg;
+static struct orh_inventory inv;
+static struct orh_plan plan;
+static struct orh_err err;
+
+static void setup(void)
+{
+	orh_config_defaults(&cfg);
+	memset(&inv, 0, sizeof(inv));
+	memset(&plan, 0, sizeof(plan));
+	strcpy(inv.default_route_if, "eth0");
+	inv.rdma_cm = (struct orh_chardev){ .name = "rdma_cm", .major = 10, .minor = 58, .present = true };
+}
+
+static void teardown(void)
+{
+	orh_plan_free(&plan);
+	orh_inventory_free(&inv);
+	orh_config_free(&cfg);
+}
+
+TestSuite(plan, .init = setup, .fini = teardown);
+
+static struct orh_device *add_dev(const char *name, unsigned vendor, const char *driver)
+{
+	struct orh_device *d;
+
+	inv.devs = realloc(inv.devs, (inv.n_devs + 1) * sizeof(*inv.devs));
+	d = &inv.devs[inv.n_devs];
+	memset(d, 0, sizeof(*d));
+	strcpy(d->name, name);
+	d->vendor = vendor;
+	strcpy(d->driver, driver);
+	d->uverbs.present = true;
+	d->uverbs.major = 231;
+	d->uverbs.minor = 192 + (unsigned)inv.n_devs;
+	snprintf(d->uverbs.name, sizeof(d->uverbs.name), "uverbs%zu", inv.n_devs);
+	inv.n_devs++;
+	return d;
+}
+
+static struct orh_port *add_port(struct orh_device *d, int state, enum orh_link_layer ll,
+				 const char *netdev)
+{
+	struct orh_port *p;
+
+	d->ports = realloc(d->ports, (d->n_ports + 1) * sizeof(*d->ports));
+	p = &d->ports[d->n_ports];
+	memset(p, 0, sizeof(*p));
+	p->num = (unsigned)d->n_ports + 1;
+	p->state = state;
+	strcpy(p->state_text, state == 4 ? "ACTIVE" : "DOWN");
+	p->link_layer = ll;
+	strcpy(p->netdev, netdev);
+	d->n_ports++;
+	return p;
+}
+
+static void add_gid(struct orh_port *p, unsigned index, const char *gid, enum orh_gid_type t)
+{
+	struct orh_gid *g;
+
+	p->gids = realloc(p->gids, (p->n_gids + 1) * sizeof(*p->gids));
+	g = &p->gids[p->n_gids++];
+	memset(g, 0, sizeof(*g));
+	g->index = index;
+	cr_assert_eq(orh_parse_gid(gid, g->raw), 0);
+	g->type = t;
+	strcpy(g->ndev, p->netdev);
+	g->ipv4_mapped = g->raw[10] == 0xff && g->raw[11] == 0xff && g->raw[0] == 0;
+	if (g->ipv4_mapped)
+		memcpy(&g->ipv4, g->raw + 12, 4);
+}
+
+/* The standard RoCE layout: 0/1 link-local v1/v2, 2/3 IPv4 v1/v2 (seed 001). */
+static struct orh_port *roce_port(struct orh_device *d, const char *netdev, unsigned last_octet)
+{
+	struct orh_port *p = add_port(d, 4, ORH_LL_ETHERNET, netdev);
+	char ip4[64];
+
+	add_gid(p, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c920", ORH_GID_TYPE_IB_ROCE_V1);
+	add_gid(p, 1, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c920", ORH_GID_TYPE_ROCE_V2);
+	snprintf(ip4, sizeof(ip4), "0000:0000:0000:0000:0000:ffff:190b:80%02x", last_octet);
+	add_gid(p, 2, ip4, ORH_GID_TYPE_IB_ROCE_V1);
+	add_gid(p, 3, ip4, ORH_GID_TYPE_ROCE_V2);
+	return p;
+}
+
+static void build(const struct orh_container_facts *facts)
+{
+	cr_assert_eq(orh_plan_build(&cfg, &inv, facts, &plan, &err), 0, "%s", err.msg);
+}
+
+static const char *env(const char *name)
+{
+	const struct orh_env_entry *e = orh_plan_env_get(&plan, name);
+	return e ? e->value : NULL;
+}
+
+static bool warned(const char *needle)
+{
+	for (size_t i = 0; i < plan.warnings.n; i++)
+		if (strstr(plan.warnings.v[i], needle))
+			return true;
+	return false;
+}
+
+/* The 9-NIC node of seed 001. */
+static void seed001(void)
+{
+	char name[16], nd[16];
+
+	for (unsigned i = 0; i < 9; i++) {
+		snprintf(name, sizeof(name), "mlx5_%u", i);
+		snprintf(nd, sizeof(nd), "eth%u", i);
+		roce_port(add_dev(name, 0x15b3, "mlx5_core"), nd, (2 + 0x20 * i) & 0xff);
+	}
+}
+
+Test(plan, seed001_front_end_nic_and_gid_3)
+{
+	seed001();
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"),
+			 "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1");
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "3");
+	cr_assert_str_eq(env("NCCL_SOCKET_IFNAME"), "=eth0");
+	cr_assert_str_eq(env("NCCL_IB_TIMEOUT"), "22");
+	cr_assert_str_eq(env("NCCL_IB_QPS_PER_CONNECTION"), "8");
+	cr_assert_eq(plan.preset, ORH_PRESET_ROCE);
+	cr_assert_not(plan.ports[0].used);
+	cr_assert(strstr(plan.ports[0].reason, "default route"));
+	/* 8 uverbs + rdma_cm, memlock unlimited */
+	cr_assert_eq(plan.n_nodes, 9);
+	cr_assert_str_eq(plan.nodes[0].path, "/dev/infiniband/uverbs1");
+	cr_assert_eq(plan.nodes[0].minor, 193);
+	cr_assert_str_eq(plan.nodes[8].path, "/dev/infiniband/rdma_cm");
+	cr_assert(plan.set_memlock);
+	cr_assert_eq(plan.memlock, ORH_MEMLOCK_UNLIMITED);
+	/* order: HCA, GID, socket, preset */
+	cr_assert_str_eq(plan.env[0].name, "NCCL_IB_HCA");
+	cr_assert_str_eq(plan.env[1].name, "NCCL_IB_GID_INDEX");
+	cr_assert_str_eq(plan.env[2].name, "NCCL_SOCKET_IFNAME");
+}
+
+Test(plan, rule1_only_active_and_known_link_layers)
+{
+	roce_port(add_dev("mlx5_0", 0x15b3, "mlx5_core"), "eth1", 2);
+	struct orh_port *down = roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth2", 3);
+	down->state = 1;
+	strcpy(down->state_text, "DOWN");
+	add_port(add_dev("efa_0", 0x1d0f, "efa"), 4, ORH_LL_UNKNOWN, "eth3");
+	struct orh_device *nouv = add_dev("mlx5_3", 0x15b3, "mlx5_core");
+	roce_port(nouv, "eth4", 4);
+	nouv->uverbs.present = false;
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_0:1");
+	cr_assert(strstr(plan.ports[1].reason, "DOWN"));
+	cr_assert(strstr(plan.ports[2].reason, "Unknown"));
+	cr_assert(strstr(plan.ports[3].reason, "uverbs"));
+}
+
+Test(plan, rule1_include_and_exclude_win)
+{
+	seed001();
+	cr_assert_eq(orh_config_parse_string(&cfg, "c", "[node]\ninclude = mlx5_0, mlx5_2:1, mlx5_3\nexclude = mlx5_3\n", &err), 0);
+	build(NULL);
+	/* mlx5_0 is kept although it carries the default route: the operator named it. */
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_0:1,mlx5_2:1");
+	cr_assert(strstr(plan.ports[3].reason, "exclude"));
+	cr_assert(strstr(plan.ports[4].reason, "include"));
+}
+
+Test(plan, rule2_single_nic_on_default_route_is_kept)
+{
+	roce_port(add_dev("mlx5_0", 0x15b3, "mlx5_core"), "eth0", 2);
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_0:1");
+}
+
+Test(plan, rule2_can_be_turned_off)
+{
+	seed001();
+	cfg.skip_default_route_nic = false;
+	build(NULL);
+	cr_assert(orh_startswith(env("NCCL_IB_HCA"), "=mlx5_0:1,mlx5_1:1"));
+}
+
+Test(plan, rule2_not_for_erdma)
+{
+	struct orh_device *a = add_dev("rocep26s0", 0x1ded, "erdma");
+	struct orh_port *p = add_port(a, 4, ORH_LL_ETHERNET, "eth0");
+	add_gid(p, 0, "fe80:0000:0000:0000:0216:3eff:fe10:f8b0", ORH_GID_TYPE_ROCE_V2);
+	add_gid(p, 1, "0000:0000:0000:0000:0000:ffff:c0a8:0880", ORH_GID_TYPE_ROCE_V2);
+	struct orh_device *b = add_dev("rocep156s0", 0x1ded, "erdma");
+	p = add_port(b, 4, ORH_LL_ETHERNET, "eth1");
+	add_gid(p, 0, "fe80:0000:0000:0000:0216:3eff:fe2c:b8f3", ORH_GID_TYPE_ROCE_V2);
+	add_gid(p, 1, "0000:0000:0000:0000:0000:ffff:c0a8:0981", ORH_GID_TYPE_ROCE_V2);
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=rocep26s0:1,rocep156s0:1");
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "1");
+	cr_assert_eq(plan.preset, ORH_PRESET_ERDMA);
+	cr_assert_str_eq(env("NCCL_IB_QPS_PER_CONNECTION"), "8");
+	cr_assert_str_eq(env("NCCL_MIN_NCHANNELS"), "16");
+	cr_assert_str_eq(env("NCCL_NET_PLUGIN"), "none");
+	cr_assert_null(env("NCCL_IB_TIMEOUT"));
+}
+
+Test(plan, rule3_exact_names_avoid_prefix_match)
+{
+	roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	struct orh_device *d10 = add_dev("mlx5_10", 0x15b3, "mlx5_core");
+	roce_port(d10, "eth10", 3);
+	cr_assert_eq(orh_config_parse_string(&cfg, "c", "[node]\nexclude = mlx5_10\n", &err), 0);
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_1:1");
+}
+
+Test(plan, rule3_at_most_32_entries)
+{
+	char name[16], nd[16];
+
+	for (unsigned i = 0; i < 17; i++) {
+		snprintf(name, sizeof(name), "mlx5_%u", i);
+		snprintf(nd, sizeof(nd), "eth%u", i + 1);
+		struct orh_device *d = add_dev(name, 0x15b3, "mlx5_core");
+		roce_port(d, nd, i);
+		roce_port(d, nd, i);
+	}
+	build(NULL);
+	size_t commas = 0;
+	for (const char *s = env("NCCL_IB_HCA"); *s; s++)
+		commas += *s == ',';
+	cr_assert_eq(commas, 31);
+	cr_assert(warned("at most 32"));
+}
+
+Test(plan, rule4_differing_indices_leave_gid_unset)
+{
+	struct orh_port *a = roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	struct orh_port *b = add_port(add_dev("mlx5_2", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth2");
+	(void)a;
+	add_gid(b, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c921", ORH_GID_TYPE_IB_ROCE_V1);
+	add_gid(b, 1, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c921", ORH_GID_TYPE_ROCE_V2);
+	add_gid(b, 5, "0000:0000:0000:0000:0000:ffff:190b:8022", ORH_GID_TYPE_ROCE_V2);
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:1");
+	cr_assert_null(env("NCCL_IB_GID_INDEX"));
+	cr_assert_str_eq(env("NCCL_IB_ROCE_VERSION_NUM"), "2");
+	cr_assert_str_eq(env("NCCL_IB_ADDR_FAMILY"), "AF_INET");
+	cr_assert(warned("mlx5_1:1=3, mlx5_2:1=5"));
+}
+
+Test(plan, rule4_port_without_wanted_gid_is_left_out)
+{
+	roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	struct orh_port *b = add_port(add_dev("mlx5_2", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth2");
+	add_gid(b, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c921", ORH_GID_TYPE_ROCE_V2);
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_1:1");
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "3");
+	cr_assert(warned("mlx5_2:1 left out"));
+}
+
+Test(plan, rule4_version_and_family_configurable)
+{
+	roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	cfg.roce_version = 1;
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "2");
+}
+
+Test(plan, rule4_container_address_wins)
+{
+	struct orh_port *p = roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	struct in_addr a;
+	struct orh_container_facts f = { .own_netns = true, .netns_default_if = "net1" };
+
+	add_gid(p, 4, "0000:0000:0000:0000:0000:ffff:190b:80f0", ORH_GID_TYPE_IB_ROCE_V1);
+	add_gid(p, 5, "0000:0000:0000:0000:0000:ffff:190b:80f0", ORH_GID_TYPE_ROCE_V2);
+	inet_pton(AF_INET, "25.11.128.240", &a);
+	f.addrs = &a;
+	f.n_addrs = 1;
+	build(&f);
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "5");
+	cr_assert_str_eq(env("NCCL_SOCKET_IFNAME"), "=net1");
+	cr_assert(strstr(orh_plan_env_get(&plan, "NCCL_IB_GID_INDEX")->source, "container"));
+}
+
+Test(plan, rule4_infiniband_has_no_index)
+{
+	struct orh_device *d = add_dev("mlx5_0", 0x15b3, "mlx5_core");
+	struct orh_port *p = add_port(d, 4, ORH_LL_INFINIBAND, "ib0");
+	add_gid(p, 0, "fe80:0000:0000:0000:0c42:a103:0065:1234", ORH_GID_TYPE_IB_ROCE_V1);
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_0:1");
+	cr_assert_null(env("NCCL_IB_GID_INDEX"));
+	cr_assert_eq(plan.preset, ORH_PRESET_INFINIBAND);
+	cr_assert_null(env("NCCL_IB_TIMEOUT"));
+	cr_assert_str_eq(env("NCCL_SOCKET_IFNAME"), "=eth0");
+}
+
+Test(plan, rule5_socket_ifname_sources)
+{
+	roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	cfg.socket_ifname = strdup("bond0");
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_SOCKET_IFNAME"), "=bond0");
+	orh_plan_free(&plan);
+	free(cfg.socket_ifname);
+	cfg.socket_ifname = NULL;
+	inv.default_route_if[0] = '\0';
+	build(NULL);
+	cr_assert_null(env("NCCL_SOCKET_IFNAME"));
+	cr_assert(warned("no default route"));
+}
+
+Test(plan, rule6_config_sets_overrides_and_removes)
+{
+	seed001();
+	cr_assert_eq(orh_config_parse_string(&cfg, "lingjun.conf",
+		"[env]\nNCCL_IB_TC = 136\nNCCL_IB_SL = 5\nNCCL_IB_TIMEOUT = 23\nNCCL_IB_QPS_PER_CONNECTION =\n", &err), 0);
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_TC"), "136");
+	cr_assert_str_eq(env("NCCL_IB_SL"), "5");
+	cr_assert_str_eq(env("NCCL_IB_TIMEOUT"), "23");
+	cr_assert_null(env("NCCL_IB_QPS_PER_CONNECTION"));
+	cr_assert_str_eq(orh_plan_env_get(&plan, "NCCL_IB_TC")->source, "lingjun.conf:2");
+}
+
+Test(plan, rule6_preset_choice)
+{
+	seed001();
+	cfg.preset = ORH_PRESET_NONE;
+	build(NULL);
+	cr_assert_null(env("NCCL_IB_TIMEOUT"));
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "3");
+	orh_plan_free(&plan);
+	struct orh_container_facts f = { .has_preset = true, .preset = ORH_PRESET_ERDMA };
+	build(&f);
+	cr_assert_str_eq(env("NCCL_MIN_NCHANNELS"), "16");
+}
+
+Test(plan, rule7_no_usable_device_empty_plan)
+{
+	struct orh_port *p = roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	p->state = 1;
+	cr_assert_eq(orh_config_parse_string(&cfg, "c", "[env]\nNCCL_DEBUG = INFO\n", &err), 0);
+	build(NULL);
+	cr_assert(orh_plan_is_empty(&plan));
+	cr_assert_eq(plan.n_env, 0);
+	cr_assert_eq(plan.n_nodes, 0);
+	cr_assert_not(plan.set_memlock);
+}
+
+Test(plan, rule7_no_devices_at_all)
+{
+	build(NULL);
+	cr_assert(orh_plan_is_empty(&plan));
+}
+
+Test(plan, management_devices_opt_in)
+{
+	struct orh_device *d = add_dev("mlx5_0", 0x15b3, "mlx5_core");
+	struct orh_port *p = add_port(d, 4, ORH_LL_INFINIBAND, "ib0");
+	p->umad = (struct orh_chardev){ .name = "umad0", .major = 231, .minor = 0, .port = 1, .present = true };
+	p->issm = (struct orh_chardev){ .name = "issm0", .major = 231, .minor = 64, .port = 1, .present = true };
+	build(NULL);
+	cr_assert_eq(plan.n_nodes, 2); /* uverbs0, rdma_cm */
+	orh_plan_free(&plan);
+	cfg.management_devices = true;
+	build(NULL);
+	cr_assert_eq(plan.n_nodes, 4);
+	cr_assert_str_eq(plan.nodes[1].path, "/dev/infiniband/umad0");
+	cr_assert_eq(plan.nodes[1].mode, 0600);
+	cr_assert_eq(plan.nodes[2].minor, 64);
+}
+
+Test(plan, missing_rdma_cm_warns)
+{
+	roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	inv.rdma_cm.present = false;
+	build(NULL);
+	cr_assert_eq(plan.n_nodes, 1);
+	cr_assert(warned("rdma_cm"));
+}
+
+Test(plan, memlock_from_config)
+{
+	roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	cfg.memlock = 1ULL << 30;
+	build(NULL);
+	cr_assert_eq(plan.memlock, 1ULL << 30);
+}
