@@ -124,8 +124,10 @@ static void link_basename(int dirfd, const char *path, char *out, size_t size)
 	buf[n] = '\0';
 	base = strrchr(buf, '/');
 	base = base ? base + 1 : buf;
-	if (valid_name(base, size))
-		orh_strlcpy(out, base, size);
+	for (const char *c = base; *c; c++)
+		if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
+			return;
+	orh_strlcpy(out, base, size);
 }
 
 static bool looks_like_pci(const char *s)

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Black-box tests of the oci-rdma-hook binary on the sample nodes: detect, env, exit codes.
+set -u
+HOOK=${ORH_HOOK:?run through meson test}
+SRC=${ORH_SRCDIR:?run through meson test}
+work=$(mktemp -d /tmp/orh-cli-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); echo "ok - $1"; }
+not_ok() { fail=$((fail + 1)); echo "not ok - $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
+check() { # name, expected, actual
+	if [ "$2" == "$3" ]; then ok "$1"; else not_ok "$1" "$(diff <(printf '%s\n' "$2") <(printf '%s\n' "$3"))"; fi
+}
+node() { python3 "$SRC/tests/mknode.py" "$SRC/tests/nodes/$1.json" "$work/$1" >/dev/null && echo "$work/$1"; }
+
+seed=$(node seed001-roce)
+erdma=$(node erdma)
+nordma=$(node nordma)
+mixed=$(node mixed)
+ib=$(node ib)
+
+# env on the seed 001 node: exactly these lines, nothing else on stdout
+check "env seed001" "NCCL_IB_HCA==mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1
+NCCL_IB_GID_INDEX=3
+NCCL_SOCKET_IFNAME==eth0
+NCCL_IB_TIMEOUT=22
+NCCL_IB_QPS_PER_CONNECTION=8" "$("$HOOK" --sysroot "$seed" env 2>/dev/null)"
+
+# detect lists the same rows as show_gids in seed 001
+rows_ok=1
+while read -r line; do
+	n=$(wc -w <<<"$line")
+	key=$(awk '{print $1, $2, $3}' <<<"$line")
+	got=$("$HOOK" --sysroot "$seed" detect 2>/dev/null | awk -v k="$key" '$1" "$2" "$3 == k' |
+		awk -v n="$n" '{ s=""; if ($5 ~ /^v[12]$/) { cnt=n } else { cnt=n }
+			for (i = 1; i <= cnt; i++) s = s (i > 1 ? " " : "") $i; print s }')
+	[ "$got" == "$line" ] || { rows_ok=0; not_ok "detect row '$line'" "got '$got'"; }
+done <"$SRC/tests/nodes/seed001-roce.show_gids"
+[ $rows_ok = 1 ] && ok "detect seed001 rows match show_gids ($(wc -l <"$SRC/tests/nodes/seed001-roce.show_gids") rows)"
+
+out=$("$HOOK" --sysroot "$seed" detect 2>/dev/null)
+grep -q '^mlx5_0 .*left out: front-end NIC: eth0 carries the default route' <<<"$out" &&
+	ok "detect marks the front-end NIC" || not_ok "detect marks the front-end NIC"
+
+check "env eRDMA" "NCCL_IB_HCA==rocep26s0:1
+NCCL_IB_GID_INDEX=1
+NCCL_SOCKET_IFNAME==eth0
+NCCL_IB_QPS_PER_CONNECTION=8
+NCCL_MIN_NCHANNELS=16
+NCCL_NET_PLUGIN=none" "$("$HOOK" --sysroot "$erdma" env 2>/dev/null)"
+"$HOOK" --sysroot "$erdma" detect 2>/dev/null | grep -q '^rocep156s0 .*left out: port state DOWN' &&
+	ok "detect eRDMA marks the DOWN port" || not_ok "detect eRDMA marks the DOWN port"
+
+check "env InfiniBand" "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1
+NCCL_SOCKET_IFNAME==eth0" "$("$HOOK" --sysroot "$ib" env 2>/dev/null)"
+
+out=$("$HOOK" --sysroot "$nordma" env 2>/dev/null); rc=$?
+[ $rc = 0 ] && [ -z "$out" ] && ok "env on a node without RDMA prints nothing" || not_ok "env no RDMA" "rc=$rc out=$out"
+
+# an unseen node: differing GID indices, EFA, DOWN mlx5_10
+out=$("$HOOK" --sysroot "$mixed" env 2>"$work/err")
+grep -q '^NCCL_IB_HCA==mlx5_0:1,mlx5_1:1$' <<<"$out" && ! grep -q NCCL_IB_GID_INDEX <<<"$out" &&
+	grep -q '^NCCL_IB_ROCE_VERSION_NUM=2$' <<<"$out" && grep -q '^NCCL_IB_ADDR_FAMILY=AF_INET$' <<<"$out" &&
+	ok "env mixed node: per-device GID selection" || not_ok "env mixed node" "$out"
+"$HOOK" --sysroot "$mixed" env --explain 2>&1 >/dev/null | grep -q 'warning: no single GID index fits every port (mlx5_0:1=5, mlx5_1:1=3)' &&
+	ok "env --explain names the ports and indices" || not_ok "env --explain warning"
+
+# --explain goes to stderr only
+[ "$("$HOOK" --sysroot "$seed" env --explain 2>/dev/null)" == "$("$HOOK" --sysroot "$seed" env 2>/dev/null)" ] &&
+	ok "env --explain keeps stdout clean" || not_ok "env --explain keeps stdout clean"
+"$HOOK" --sysroot "$seed" env --explain 2>&1 >/dev/null | grep -q '^NCCL_IB_GID_INDEX=3  <- rule 4' &&
+	ok "env --explain gives the rule" || not_ok "env --explain gives the rule"
+
+# the config changes the plan; its lines are named
+cat >"$work/lingjun.conf" <<'CONF'
+[node]
+preset = roce
+
+[env]
+NCCL_IB_TC = 136
+NCCL_IB_SL = 5
+NCCL_IB_QPS_PER_CONNECTION =
+CONF
+out=$("$HOOK" --config "$work/lingjun.conf" --sysroot "$seed" env 2>/dev/null)
+grep -q '^NCCL_IB_TC=136$' <<<"$out" && grep -q '^NCCL_IB_SL=5$' <<<"$out" && ! grep -q QPS <<<"$out" &&
+	ok "config [env] sets and removes" || not_ok "config [env]" "$out"
+"$HOOK" --config "$work/lingjun.conf" --sysroot "$seed" env --explain 2>&1 >/dev/null | grep -q "NCCL_IB_TC=136  <- $work/lingjun.conf:5" &&
+	ok "explain names the config line" || not_ok "explain names the config line"
+
+# sysroot from the config file
+printf '[node]\nsysroot = %s\n' "$erdma" >"$work/sysroot.conf"
+"$HOOK" --config "$work/sysroot.conf" env 2>/dev/null | grep -q '^NCCL_IB_HCA==rocep26s0:1$' &&
+	ok "config sysroot" || not_ok "config sysroot"
+
+# exit codes and messages
+printf '[node]\npreset = auto\nbogus = 1\n' >"$work/bad.conf"
+err=$("$HOOK" --config "$work/bad.conf" --sysroot "$seed" env 2>&1 >/dev/null); rc=$?
+[ $rc = 2 ] && grep -q "$work/bad.conf:3: \[node\] key 'bogus': unknown key" <<<"$err" &&
+	ok "bad config: exit 2 naming file, line, key" || not_ok "bad config" "rc=$rc $err"
+"$HOOK" --config "$work/missing.conf" env >/dev/null 2>&1; rc=$?
+[ $rc = 2 ] && ok "missing --config file: exit 2" || not_ok "missing --config: rc=$rc"
+"$HOOK" frobnicate >/dev/null 2>&1; rc=$?
+[ $rc = 2 ] && ok "unknown command: exit 2" || not_ok "unknown command: rc=$rc"
+"$HOOK" --sysroot "$seed" env --bogus >/dev/null 2>&1; rc=$?
+[ $rc = 2 ] && ok "unknown env option: exit 2" || not_ok "unknown env option: rc=$rc"
+"$HOOK" >/dev/null 2>&1; rc=$?
+[ $rc = 2 ] && ok "no command: exit 2" || not_ok "no command: rc=$rc"
+"$HOOK" --sysroot /nonexistent env >/dev/null 2>&1; rc=$?
+[ $rc = 1 ] && ok "unreadable sysroot: exit 1" || not_ok "unreadable sysroot: rc=$rc"
+
+# detect --json is valid JSON with the same facts
+json=$("$HOOK" --sysroot "$seed" detect --json 2>/dev/null)
+[ "$(jq -r '.devices[1].ports[0].gids[3].ipv4' <<<"$json")" == "25.11.128.2" ] &&
+	[ "$(jq -r '.devices[0].ports[0].used' <<<"$json")" == "false" ] &&
+	[ "$(jq -r '.env[1].value' <<<"$json")" == "3" ] &&
+	ok "detect --json" || not_ok "detect --json"
+
+# detect --verbs: no provider or driver here; it says so and carries on
+out=$("$HOOK" --sysroot "$seed" detect --verbs 2>/dev/null); rc=$?
+[ $rc = 0 ] && grep -q '^libibverbs: ' <<<"$out" && grep -q '^mlx5_8 ' <<<"$out" &&
+	ok "detect --verbs reports and carries on" || not_ok "detect --verbs" "rc=$rc"
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]

@@ -1,0 +1,904 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Build a fake sysroot (OUTDIR/sys, OUTDIR/proc/net/route, optionally OUTDIR/dev) from a
+JSON node description, laid out and formatted the way the kernel does it, so discovery
+can be tested on a machine without RDMA hardware.
+
+Usage:
+  python3 tests/mknode.py NODE.json OUTDIR [--force] [--devnodes] [--scale k=v,...]
+  python3 tests/mknode.py NODE.json --show-gids [--scale k=v,...]
+
+  --force      OUTDIR may exist and hold an earlier mknode tree (marker file
+               OUTDIR/.mknode); it is removed first. A non-empty OUTDIR without the
+               marker is refused either way.
+  --devnodes   also mknod OUTDIR/dev/infiniband/{uverbsN,rdma_cm,umadN,issmN} (root only).
+  --scale      override keys of the node's "scale" object: hcas, ports, gid_tbl_len,
+               addrs_per_port (e.g. --scale hcas=4,gid_tbl_len=64,addrs_per_port=2).
+  --show-gids  print the rows Mellanox show_gids would print for this node
+               ("DEV PORT INDEX GID [IPv4] VER [NDEV]", whitespace separated, no header;
+               all-zero and bare fe80:: GIDs skipped) and build nothing unless OUTDIR
+               is given.
+  -v           print what was built.
+
+What is built (paths relative to OUTDIR; every link is relative, as in sysfs):
+  sys/devices/<pci_parent>/<pci>/            vendor device class numa_node subsystem_*,
+                                             driver -> ../../../bus/pci/drivers/<driver>
+    net/<if>/ (or <netdev_subdir>/net/<if>/) address ifindex iflink type mtu operstate
+                                             carrier dev_id dev_port addr_len, device -> pci
+    infiniband/<ibdev>/                      node_type node_guid sys_image_guid fw_ver
+                                             node_desc [hca_type board_id hw_rev],
+                                             device -> ../../../<pci>
+      ports/<n>/                             state phys_state link_layer rate lid sm_lid
+                                             sm_sl lid_mask_count cap_mask
+        gids/<i>, gid_attrs/types/<i>, gid_attrs/ndevs/<i>   for every i < gid_tbl_len
+    infiniband_verbs/uverbsN/                ibdev dev abi_version, device -> pci
+    infiniband_mad/umadN/ issmN/             ibdev port dev, device -> pci
+  sys/devices/virtual/{infiniband,infiniband_verbs}/...   devices with "pci": null
+  sys/devices/virtual/net/<if>/              virtual netdevs (lo, bonds, ...)
+  sys/devices/virtual/misc/rdma_cm/dev       "10:<minor>"
+  sys/class/infiniband/<ibdev>, sys/class/infiniband_verbs/uverbsN (+ abi_version "6"),
+  sys/class/infiniband_mad/{umadN,issmN} (+ abi_version "5"), sys/class/misc/rdma_cm,
+  sys/class/net/<if>, sys/bus/pci/devices/<pci>, sys/bus/pci/drivers/<driver>/
+  proc/net/route                             the kernel's fixed format, lines padded to 127
+  dev/infiniband/...                         with --devnodes
+
+Kernel behaviour mimicked (drivers/infiniband/core/sysfs.c, cache.c, user_mad.c,
+uverbs_main.c; net/ipv4/fib_trie.c):
+  * an unused GID entry reads as all zeros; reading its gid_attrs/types or ndevs fails
+    with EINVAL, and so does ndevs of a GID without a netdev (InfiniBand, EFA). A plain
+    file cannot fail a read, so those files are written EMPTY (0 bytes).
+  * gid_attrs/types reads "IB/RoCE v1" for InfiniBand (and other non-RoCE) GIDs and for
+    RoCE v1, "RoCE v2" for RoCE v2.
+  * RoCE GID tables: the default link-local GID fe80::<EUI-64 of the MAC, U/L bit
+    flipped> once per supported RoCE version, then for each address of the netdev one
+    entry per version (IPv4 as ::ffff:a.b.c.d). mlx5 supports v1+v2 (0 = LL v1,
+    1 = LL v2, 2 = addr v1, 3 = addr v2, ...); eRDMA in RoCE mode only v2.
+  * uverbsN: dev 231:(192+N) for N < 32, a dynamic major (240 here, minor N-32) beyond.
+    umadN: 231:N and issmN: 231:(64+N) for N < 64, dynamic (239) beyond. One umad/issm
+    per port with IB MAD support (IB and RoCE; not EFA), N counting across the node.
+  * node_type: "1: CA", "4: RNIC", "7: unspecified" (EFA).
+  * /proc/net/route: header and every line padded with spaces to 127 characters;
+    addresses are the network-order value printed with %08X on a little-endian host
+    (10.0.60.1 -> "013C000A"); flags RTF_UP(1) | RTF_GATEWAY(2) when there is a gateway
+    | RTF_HOST(4) for a /32.
+  Files are written 0644 (sysfs uses 0444) so tests can rewrite them to inject faults.
+
+JSON node description (keys not listed are rejected, so typos are caught):
+{
+  "description": "free text",
+  "routes": [                      # /proc/net/route (main table), in this order
+    {"iface": "eth0", "dest": "0.0.0.0", "gw": "10.0.60.1", "mask": "0.0.0.0",
+     "metric": 0},                 # dest may be CIDR ("10.0.60.0/24") instead of mask;
+                                   # optional: gw (default 0.0.0.0), flags (int; default
+                                   # computed), mtu, window, irtt (default 0)
+  ],
+  "netdevs": [                     # netdevs not owned by an RDMA device, and attribute
+    {"name": "lo", "virtual": true, "type": 772, "operstate": "unknown",
+     "address": "00:00:00:00:00:00", "mtu": 65536}
+  ],                               # netdev keys: name, virtual, address, operstate
+                                   # ("up"), type (1; IPoIB 32), mtu (1500), ifindex
+                                   # (sequential), dev_port (0)
+  "pci_devices": [                 # PCI functions without RDMA (front-end NICs)
+    {"pci": "0000:01:00.0", "vendor": "0x8086", "device": "0x1572", "driver": "i40e",
+     "class": "0x020000", "numa": 0, "pci_parent": "pci0000:00/0000:00:01.0",
+     "netdev_subdir": "virtio0",   # netdevs under <pci>/virtio0/net (virtio-net)
+     "netdevs": ["eth0"]}          # names, or netdev objects as above
+  ],
+  "rdma_cm_minor": 58,             # absent or null: no rdma_cm
+  "rdma_core_loaded": true,        # class dirs + abi_version files; default: devices
+  "uverbs_abi_version": 6,         # null: no class-wide abi_version file
+  "device_defaults": {...},        # merged under every device (and "scale" devices)
+  "port_defaults": {...},          # merged under every port
+  "devices": [
+    {"name": "mlx5_0", "pci": "0000:1a:00.0",   # null: a virtual (non-PCI) device
+     "pci_parent": "pci0000:1a",   # default "pci<domain>:<bus>" of the address
+     "vendor": "0x15b3", "device": "0x101d", "driver": "mlx5_core", "class": "0x020000",
+     "node_type": "1: CA", "numa": 0, "fw_ver": "22.31.1014",
+     "node_guid": "e8eb:d303:00cc:c920", "sys_image_guid": (default node_guid),
+     "node_desc": "...", "hca_type": "MT4123", "board_id": "...", "hw_rev": "0x0",
+     "uverbs": 0,                  # N of uverbsN; default: next free; null: no uverbs
+     "uverbs_devnode": true,       # false: sysfs has uverbsN, --devnodes makes no node
+     "netdevs": ["eth0"],          # netdevs on this PCI function (names or objects)
+     "netdev_subdir": null,
+     "files": {"hw_rev": "0x0\n"}, # raw attribute files (exact bytes; null deletes)
+     "ports": [                    # port n = position + 1 unless "num" is given
+       {"state": "4: ACTIVE",      # or "ACTIVE"; default ACTIVE
+        "phys_state": "5: LinkUp", # or "LinkUp"; default LinkUp if ACTIVE else Disabled
+        "link_layer": "Ethernet",  # Ethernet | InfiniBand | Unknown
+        "rate": "200 Gb/sec (4X HDR)", "lid": "0x0", "sm_lid": "0x0",
+        "gid_tbl_len": 256,        # default 256 Ethernet, 128 InfiniBand, 1 Unknown
+        "umad": true,              # default: link_layer != Unknown
+        "roce": {"netdev": "eth0", "mac": "fa:20:20:28:c7:69",
+                 "addrs": ["2001:db8::1"], "ipv4": ["10.0.60.3"], "ipv6": [],
+                 "versions": ["v1", "v2"]},   # entries: addrs, then ipv4, then ipv6
+        "ib": {"subnet_prefix": "fe80:0000:0000:0000", "guid": "e8eb:d303:00cc:c920"},
+                                   # gid 0 = prefix + port GUID, type IB/RoCE v1, no ndev
+        "gids": [{"index": 5, "gid": "::ffff:10.0.0.5", "type": "v2", "ndev": "eth1"},
+                 {"index": 7, "ipv4": "10.0.0.7", "type": "RoCE v2", "ndev": "eth1"},
+                 {"index": 3, "gid": null}],  # explicit entries override; gid null or
+                                   # all-zero = unused; type/ndev "" or absent = empty file
+        "files": {"state": "garbage\n"}}      # raw port attribute files (null deletes)
+     ]}
+  ],
+  "scale": {"hcas": 16, "ports": 2, "gid_tbl_len": 256, "addrs_per_port": 24,
+            "first_pci_bus": 32, "netdev_prefix": "eth", "first_netdev": 1,
+            "name_prefix": "mlx5_", "rate": "200 Gb/sec (4X HDR)", "subnet_base": "10.128.0.0"}
+                                   # appends hcas generated RoCE HCAs to "devices" and a
+                                   # connected /24 route per port (addresses .1 .. .N)
+}
+"""
+
+import argparse
+import ipaddress
+import json
+import os
+import shutil
+import stat
+import sys
+
+MARKER = ".mknode"
+
+STATE_NAMES = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
+PHYS_NAMES = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining",
+              5: "LinkUp", 6: "LinkErrorRecovery", 7: "Phy Test"}
+NODE_TYPE_NAMES = {1: "CA", 2: "switch", 3: "router", 4: "RNIC", 5: "usNIC", 6: "usNIC UDP",
+                   7: "unspecified"}
+GID_TYPES = {"v1": "IB/RoCE v1", "v2": "RoCE v2", "IB/RoCE v1": "IB/RoCE v1",
+             "RoCE v2": "RoCE v2", "": ""}
+ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
+
+UVERBS_MAJOR, UVERBS_BASE, UVERBS_FIXED, UVERBS_DYN_MAJOR = 231, 192, 32, 240
+UMAD_MAJOR, UMAD_FIXED, UMAD_DYN_MAJOR, UMAD_DYN_ISSM_OFFSET = 231, 64, 239, 960
+MISC_MAJOR = 10
+
+TOP_KEYS = {"description", "routes", "netdevs", "pci_devices", "rdma_cm_minor",
+            "rdma_core_loaded", "uverbs_abi_version", "device_defaults", "port_defaults",
+            "devices", "scale"}
+DEV_KEYS = {"name", "pci", "pci_parent", "vendor", "device", "driver", "class", "node_type",
+            "numa", "fw_ver", "node_guid", "sys_image_guid", "node_desc", "hca_type",
+            "board_id", "hw_rev", "uverbs", "uverbs_devnode", "netdevs", "netdev_subdir",
+            "files", "ports", "subsystem_vendor", "subsystem_device"}
+PORT_KEYS = {"num", "state", "phys_state", "link_layer", "rate", "lid", "sm_lid", "sm_sl",
+             "lid_mask_count", "cap_mask", "gid_tbl_len", "umad", "roce", "ib", "gids",
+             "files"}
+ROCE_KEYS = {"netdev", "mac", "addrs", "ipv4", "ipv6", "versions"}
+IB_KEYS = {"subnet_prefix", "guid"}
+GID_KEYS = {"index", "gid", "ipv4", "type", "ndev"}
+NETDEV_KEYS = {"name", "virtual", "address", "operstate", "type", "mtu", "ifindex",
+               "dev_port"}
+PCI_KEYS = {"pci", "pci_parent", "vendor", "device", "driver", "class", "numa", "netdevs",
+            "netdev_subdir", "subsystem_vendor", "subsystem_device"}
+ROUTE_KEYS = {"iface", "dest", "gw", "mask", "metric", "flags", "mtu", "window", "irtt"}
+SCALE_KEYS = {"hcas", "ports", "gid_tbl_len", "addrs_per_port", "first_pci_bus",
+              "netdev_prefix", "first_netdev", "name_prefix", "rate", "subnet_base"}
+
+
+class NodeError(Exception):
+    pass
+
+
+def check_keys(obj, allowed, what):
+    if not isinstance(obj, dict):
+        raise NodeError(f"{what}: expected an object, got {type(obj).__name__}")
+    bad = sorted(set(obj) - allowed)
+    if bad:
+        raise NodeError(f"{what}: unknown key(s) {', '.join(bad)}")
+
+
+# ---------------------------------------------------------------- value helpers
+
+def fmt_gid(raw):
+    h = raw.hex()
+    return ":".join(h[i:i + 4] for i in range(0, 32, 4))
+
+
+def gid_raw(text, what):
+    """A GID given as 8 colon-separated groups of 4 hex digits, or any IPv6 text form."""
+    if text is None:
+        return bytes(16)
+    parts = text.split(":")
+    if len(parts) == 8 and all(len(p) == 4 for p in parts):
+        try:
+            return bytes.fromhex("".join(parts))
+        except ValueError:
+            pass
+    try:
+        return ipaddress.IPv6Address(text).packed
+    except ValueError:
+        raise NodeError(f"{what}: not a GID: {text!r}") from None
+
+
+def addr_gid(addr, what):
+    """The GID the kernel derives from an IP address: ::ffff:a.b.c.d for IPv4."""
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        raise NodeError(f"{what}: not an IP address: {addr!r}") from None
+    if ip.version == 4:
+        return bytes(10) + b"\xff\xff" + ip.packed
+    return ip.packed
+
+
+def mac_bytes(mac, what):
+    try:
+        b = bytes(int(x, 16) for x in mac.split(":"))
+    except (ValueError, AttributeError):
+        raise NodeError(f"{what}: not a MAC address: {mac!r}") from None
+    if len(b) != 6:
+        raise NodeError(f"{what}: not a MAC address: {mac!r}")
+    return b
+
+
+def link_local_gid(mac, what):
+    """fe80::/64 + modified EUI-64 of the MAC (U/L bit flipped), as make_default_gid()."""
+    m = mac_bytes(mac, what)
+    return bytes.fromhex("fe80000000000000") + bytes([m[0] ^ 2, m[1], m[2], 0xff, 0xfe,
+                                                      m[3], m[4], m[5]])
+
+
+def ipv4_le(addr, what):
+    try:
+        return int.from_bytes(ipaddress.IPv4Address(addr).packed, "little")
+    except ValueError:
+        raise NodeError(f"{what}: not an IPv4 address: {addr!r}") from None
+
+
+def num_text(value, names, what):
+    """'4: ACTIVE', 'ACTIVE' or 4 -> '4: ACTIVE'."""
+    if isinstance(value, int):
+        return f"{value}: {names.get(value, '<unknown>')}"
+    if isinstance(value, str):
+        if ":" in value:
+            return value
+        for k, v in names.items():
+            if v == value:
+                return f"{k}: {v}"
+    raise NodeError(f"{what}: unknown value {value!r}")
+
+
+def state_num(text):
+    try:
+        return int(text.split(":")[0])
+    except ValueError:
+        return -1
+
+
+def merged(defaults, obj):
+    out = dict(defaults or {})
+    out.update(obj)
+    return out
+
+
+def pci_dir(obj, what):
+    """sys/devices/<pci_parent>/<pci address>; pci_parent defaults to pci<domain>:<bus>."""
+    pci = obj.get("pci")
+    parts = pci.split(":") if isinstance(pci, str) else []
+    if len(parts) != 3 or len(parts[0]) != 4 or len(parts[1]) != 2 or len(parts[2]) != 4:
+        raise NodeError(f"{what}: bad PCI address {pci!r}")
+    parent = obj.get("pci_parent") or f"pci{parts[0]}:{parts[1]}"
+    return f"sys/devices/{parent}/{pci}"
+
+
+def fmt_guid(raw8):
+    h = raw8.hex()
+    return ":".join(h[i:i + 4] for i in range(0, 16, 4))
+
+
+# ---------------------------------------------------------------- the tree writer
+
+class Tree:
+    def __init__(self, root):
+        self.root = root
+        self.dirs = set()
+        self.nfiles = 0
+        self.nlinks = 0
+
+    def mkdir(self, rel):
+        if rel in self.dirs:
+            return
+        os.makedirs(os.path.join(self.root, rel), exist_ok=True)
+        d = rel
+        while d and d not in self.dirs:
+            self.dirs.add(d)
+            d = os.path.dirname(d)
+
+    def write(self, rel, data):
+        """Write exact text (no newline added); None removes a file written earlier."""
+        path = os.path.join(self.root, rel)
+        if data is None:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            return
+        self.mkdir(os.path.dirname(rel))
+        self.nfiles += 1
+        if not data:
+            try:
+                os.mknod(path, stat.S_IFREG | 0o644)   # one syscall; most GID attrs are empty
+                return
+            except FileExistsError:
+                pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            if data:
+                os.write(fd, data.encode())
+        finally:
+            os.close(fd)
+
+    def attr(self, rel, value):
+        """A sysfs attribute: value + newline."""
+        self.write(rel, f"{value}\n")
+
+    def link(self, rel, target):
+        """Symlink at rel pointing to target (both relative to the root), made relative
+        the way kernfs_get_target_path() does it: climb from the link's directory until
+        reaching an ancestor of the target's parent, then descend. So a link to an
+        ancestor is spelled "../../../0000:4b:00.0", not "../..", as on a real system."""
+        d = os.path.dirname(rel)
+        self.mkdir(d)
+        base = d.split("/")
+        tparts = target.split("/")
+        tparent = tparts[:-1]
+        while base and tparent[:len(base)] != base:
+            base.pop()
+        ups = len(d.split("/")) - len(base)
+        text = "../" * ups + "/".join(tparts[len(base):])
+        os.symlink(text, os.path.join(self.root, rel))
+        self.nlinks += 1
+
+
+# ---------------------------------------------------------------- the node model
+
+def parse_scale(text):
+    out = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        k, sep, v = item.partition("=")
+        if not sep or k not in SCALE_KEYS:
+            raise NodeError(f"--scale: bad item {item!r} (keys: {', '.join(sorted(SCALE_KEYS))})")
+        try:
+            out[k] = int(v, 0)
+        except ValueError:
+            out[k] = v
+    return out
+
+
+def expand_scale(node, override):
+    sc = dict(node.get("scale") or {})
+    if override and not node.get("scale"):
+        raise NodeError("--scale given but the node has no \"scale\" object")
+    sc.update(override or {})
+    if not sc:
+        return
+    check_keys(sc, SCALE_KEYS, "scale")
+    hcas = int(sc.get("hcas", 16))
+    ports = int(sc.get("ports", 2))
+    tbl = int(sc.get("gid_tbl_len", 256))
+    naddr = int(sc.get("addrs_per_port", 24))
+    bus0 = int(sc.get("first_pci_bus", 0x20))
+    prefix = sc.get("netdev_prefix", "eth")
+    first_if = int(sc.get("first_netdev", 1))
+    name_prefix = sc.get("name_prefix", "mlx5_")
+    rate = sc.get("rate", "200 Gb/sec (4X HDR)")
+    base = int(ipaddress.IPv4Address(sc.get("subnet_base", "10.128.0.0")))
+    if hcas < 0 or ports < 1 or naddr < 0 or naddr > 250:
+        raise NodeError("scale: need hcas >= 0, ports >= 1, 0 <= addrs_per_port <= 250")
+    if 2 + 2 * naddr > tbl:
+        raise NodeError(f"scale: gid_tbl_len {tbl} cannot hold 2 + 2*{naddr} entries")
+    devs = node.setdefault("devices", [])
+    routes = node.setdefault("routes", [])
+    taken = {d.get("name") for d in devs}
+    for h in range(hcas):
+        name = f"{name_prefix}{h}"
+        if name in taken:
+            raise NodeError(f"scale: device {name} already listed in \"devices\"")
+        slot = bus0 + h
+        pci = f"{slot // 256:04x}:{slot % 256:02x}:00.0"
+        dev = {"name": name, "pci": pci, "vendor": "0x15b3", "device": "0x101d",
+               "driver": "mlx5_core", "node_type": "1: CA",
+               "numa": 0 if h < (hcas + 1) // 2 else 1, "fw_ver": "22.36.1010",
+               "node_guid": fmt_guid(bytes([0xb8, 0xce, 0xf6, 0x03, 0x00, h >> 8 & 0xff,
+                                            h & 0xff, 0x00])),
+               "netdevs": [], "ports": []}
+        for p in range(ports):
+            s = h * ports + p
+            ifname = f"{prefix}{first_if + s}"
+            mac = f"b8:ce:f6:{h >> 8 & 0xff:02x}:{h & 0xff:02x}:{p:02x}"
+            net = base + s * 256
+            dev["netdevs"].append({"name": ifname, "address": mac, "dev_port": p})
+            dev["ports"].append({
+                "state": "4: ACTIVE", "phys_state": "5: LinkUp", "link_layer": "Ethernet",
+                "rate": rate, "gid_tbl_len": tbl,
+                "roce": {"netdev": ifname, "mac": mac,
+                         "ipv4": [str(ipaddress.IPv4Address(net + k + 1))
+                                  for k in range(naddr)]}})
+            routes.append({"iface": ifname, "dest": f"{ipaddress.IPv4Address(net)}/24",
+                           "metric": 0})
+        devs.append(dev)
+
+
+class Node:
+    def __init__(self, node):
+        check_keys(node, TOP_KEYS, "node")
+        self.node = node
+        self.netdev_attrs = {}      # name -> netdev object (merged)
+        self.netdev_home = {}       # name -> directory (relative to root) of its parent
+        self.netdev_order = []
+        for nd in node.get("netdevs", []):
+            self._netdev(nd, None, "netdevs")
+        self.devs = []
+        dd, pd = node.get("device_defaults"), node.get("port_defaults")
+        seen = set()
+        for i, d in enumerate(node.get("devices", [])):
+            d = merged(dd, d)
+            what = f"devices[{i}]"
+            check_keys(d, DEV_KEYS, what)
+            if "name" not in d:
+                raise NodeError(f"{what}: no name")
+            what = f"device {d['name']}"
+            if d["name"] in seen:
+                raise NodeError(f"{what}: listed twice")
+            seen.add(d["name"])
+            ports = []
+            for j, p in enumerate(d.get("ports", [])):
+                p = merged(pd, p)
+                check_keys(p, PORT_KEYS, f"{what} ports[{j}]")
+                p.setdefault("num", j + 1)
+                ports.append(p)
+            d["ports"] = ports
+            self.devs.append(d)
+        for k, pdv in enumerate(node.get("pci_devices", [])):
+            check_keys(pdv, PCI_KEYS, f"pci_devices[{k}]")
+            self._own_netdevs(pdv, f"pci_devices[{k}]")
+        for d in self.devs:
+            if d.get("pci"):
+                self._own_netdevs(d, f"device {d['name']}")
+            elif d.get("netdevs"):
+                raise NodeError(f"device {d['name']}: a virtual device cannot own netdevs")
+        self._assign_chardevs()
+        self._fill_macs()
+
+    def _own_netdevs(self, obj, what):
+        d = pci_dir(obj, what)
+        sub = obj.get("netdev_subdir")
+        home = f"{d}/{sub}" if sub else d
+        for nd in obj.get("netdevs", []):
+            self._netdev(nd, home, f"{what} netdevs")
+
+    def _netdev(self, nd, home, what):
+        if isinstance(nd, str):
+            nd = {"name": nd}
+        check_keys(nd, NETDEV_KEYS, what)
+        name = nd.get("name")
+        if not name or "/" in name or len(name) > 15:
+            raise NodeError(f"{what}: bad netdev name {name!r}")
+        cur = self.netdev_attrs.get(name)
+        if cur is None:
+            cur = self.netdev_attrs[name] = {}
+            self.netdev_order.append(name)
+        cur.update(nd)
+        if home is not None:
+            if name in self.netdev_home:
+                raise NodeError(f"{what}: netdev {name} belongs to two devices")
+            self.netdev_home[name] = home
+
+    def _assign_chardevs(self):
+        used = {d["uverbs"] for d in self.devs if isinstance(d.get("uverbs"), int)}
+        nxt = 0
+        for d in self.devs:
+            if "uverbs" not in d:
+                while nxt in used:
+                    nxt += 1
+                d["uverbs"] = nxt
+                used.add(nxt)
+        seen = set()
+        for d in self.devs:
+            u = d["uverbs"]
+            if u is not None:
+                if u in seen:
+                    raise NodeError(f"device {d['name']}: uverbs{u} used twice")
+                seen.add(u)
+        n = 0
+        for d in self.devs:
+            for p in d["ports"]:
+                if p.get("umad", p.get("link_layer", "Ethernet") != "Unknown"):
+                    p["_umad"] = n
+                    n += 1
+                else:
+                    p["_umad"] = None
+
+    def _fill_macs(self):
+        for d in self.devs:
+            for p in d["ports"]:
+                r = p.get("roce")
+                if r and r.get("netdev") and r.get("mac"):
+                    a = self.netdev_attrs.get(r["netdev"])
+                    if a is not None and "address" not in a:
+                        a["address"] = r["mac"]
+                    p.setdefault("_mac_for", {})[r["netdev"]] = r["mac"]
+
+    # -------------------------------------------------------- GID tables
+
+    def port_gids(self, dev, port):
+        """index -> (raw gid, type text or '', ndev or '') for the used entries."""
+        what = f"device {dev['name']} port {port['num']}"
+        tbl = port.get("gid_tbl_len")
+        ll = port.get("link_layer", "Ethernet")
+        if tbl is None:
+            tbl = {"Ethernet": 256, "InfiniBand": 128}.get(ll, 1)
+        port["gid_tbl_len"] = tbl
+        gids = {}
+        nxt = 0
+        r = port.get("roce")
+        if r:
+            check_keys(r, ROCE_KEYS, f"{what} roce")
+            vers = [GID_TYPES.get(v) for v in r.get("versions", ["v1", "v2"])]
+            if None in vers or "" in vers:
+                raise NodeError(f"{what} roce: versions must be v1/v2")
+            ndev = r.get("netdev", "")
+            entries = []
+            if r.get("mac"):
+                entries.append(link_local_gid(r["mac"], f"{what} roce mac"))
+            for a in r.get("addrs", []) + r.get("ipv4", []) + r.get("ipv6", []):
+                entries.append(addr_gid(a, f"{what} roce"))
+            for raw in entries:
+                for v in vers:
+                    gids[nxt] = (raw, v, ndev)
+                    nxt += 1
+        ib = port.get("ib")
+        if ib:
+            check_keys(ib, IB_KEYS, f"{what} ib")
+            prefix = gid_raw(ib.get("subnet_prefix", "fe80:0000:0000:0000") + ":0000:0000:0000:0000",
+                             f"{what} ib subnet_prefix")[:8]
+            guid = gid_raw("0000:0000:0000:0000:" + ib["guid"], f"{what} ib guid")[8:]
+            gids[0] = (prefix + guid, "IB/RoCE v1", "")
+        for k, g in enumerate(port.get("gids", [])):
+            check_keys(g, GID_KEYS, f"{what} gids[{k}]")
+            if "index" not in g:
+                raise NodeError(f"{what} gids[{k}]: no index")
+            if "ipv4" in g:
+                raw = addr_gid(g["ipv4"], f"{what} gids[{k}]")
+            else:
+                raw = gid_raw(g.get("gid"), f"{what} gids[{k}]")
+            t = GID_TYPES.get(g.get("type", ""))
+            if t is None:
+                raise NodeError(f"{what} gids[{k}]: unknown type {g.get('type')!r}")
+            if raw == bytes(16):
+                gids.pop(g["index"], None)
+            else:
+                gids[g["index"]] = (raw, t, g.get("ndev", ""))
+        bad = [i for i in gids if not 0 <= i < tbl]
+        if bad:
+            raise NodeError(f"{what}: GID index {max(bad)} outside gid_tbl_len {tbl}")
+        return gids
+
+    # -------------------------------------------------------- build
+
+    def build(self, tree):
+        node = self.node
+        loaded = node.get("rdma_core_loaded", bool(self.devs))
+        ifindex = [1]
+
+        def next_ifindex():
+            used = {a.get("ifindex") for a in self.netdev_attrs.values()}
+            while ifindex[0] in used:
+                ifindex[0] += 1
+            v = ifindex[0]
+            ifindex[0] += 1
+            return v
+
+        def pci_function(obj, what, default_class):
+            d = pci_dir(obj, what)
+            tree.mkdir(d)
+            tree.attr(f"{d}/vendor", obj.get("vendor", "0x15b3"))
+            tree.attr(f"{d}/device", obj.get("device", "0x101d"))
+            tree.attr(f"{d}/subsystem_vendor", obj.get("subsystem_vendor", obj.get("vendor", "0x15b3")))
+            tree.attr(f"{d}/subsystem_device", obj.get("subsystem_device", "0x0000"))
+            tree.attr(f"{d}/class", obj.get("class", default_class))
+            tree.attr(f"{d}/numa_node", obj.get("numa", -1))
+            drv = obj.get("driver")
+            if drv:
+                tree.mkdir(f"sys/bus/pci/drivers/{drv}")
+                tree.link(f"{d}/driver", f"sys/bus/pci/drivers/{drv}")
+            tree.link(f"sys/bus/pci/devices/{obj['pci']}", d)
+            return d
+
+        # PCI functions: front-end NICs first, then the RDMA devices
+        for k, pdv in enumerate(node.get("pci_devices", [])):
+            pci_function(pdv, f"pci_devices[{k}]", "0x020000")
+        pcis = [x["pci"] for x in node.get("pci_devices", []) + self.devs if x.get("pci")]
+        dup = {x for x in pcis if pcis.count(x) > 1}
+        if dup:
+            raise NodeError(f"PCI address {sorted(dup)[0]} used twice")
+        for d in self.devs:
+            for p in d["ports"]:
+                r = p.get("roce") or {}
+                if r.get("netdev") and r["netdev"] not in self.netdev_attrs:
+                    raise NodeError(f"device {d['name']} port {p['num']}: roce netdev "
+                                    f"{r['netdev']} is not declared (device or top-level "
+                                    "\"netdevs\")")
+        devdirs = {}
+        for d in self.devs:
+            what = f"device {d['name']}"
+            if d.get("pci"):
+                ll = d["ports"][0].get("link_layer") if d["ports"] else "Ethernet"
+                devdirs[d["name"]] = pci_function(d, what,
+                                                  "0x020700" if ll == "InfiniBand" else "0x020000")
+            else:
+                devdirs[d["name"]] = None
+
+        # netdevs
+        dev_port = {}
+        for d in self.devs:
+            for p in d["ports"]:
+                r = p.get("roce") or {}
+                if r.get("netdev"):
+                    dev_port.setdefault(r["netdev"], p["num"] - 1)
+        for name in self.netdev_order:
+            a = self.netdev_attrs[name]
+            home = self.netdev_home.get(name)
+            if home is None:
+                if not a.get("virtual"):
+                    raise NodeError(f"netdev {name}: not owned by a PCI device and not virtual")
+                nd = f"sys/devices/virtual/net/{name}"
+            else:
+                if a.get("virtual"):
+                    raise NodeError(f"netdev {name}: virtual but owned by a PCI device")
+                nd = f"{home}/net/{name}"
+            tree.mkdir(nd)
+            idx = a.get("ifindex") or next_ifindex()
+            a["ifindex"] = idx
+            ntype = a.get("type", 772 if name == "lo" else 1)
+            addr = a.get("address")
+            if addr is None:
+                addr = "00:00:00:00:00:00" if ntype == 772 else \
+                    "02:00:00:00:%02x:%02x" % (idx >> 8 & 0xff, idx & 0xff)
+            oper = a.get("operstate", "unknown" if ntype == 772 else "up")
+            tree.attr(f"{nd}/address", addr)
+            tree.attr(f"{nd}/addr_len", len(addr.split(":")))
+            tree.attr(f"{nd}/ifindex", idx)
+            tree.attr(f"{nd}/iflink", idx)
+            tree.attr(f"{nd}/type", ntype)
+            tree.attr(f"{nd}/mtu", a.get("mtu", 65536 if ntype == 772 else
+                                         (2044 if ntype == 32 else 1500)))
+            tree.attr(f"{nd}/operstate", oper)
+            tree.attr(f"{nd}/carrier", 1 if oper in ("up", "unknown") else 0)
+            tree.attr(f"{nd}/dev_id", "0x0")
+            tree.attr(f"{nd}/dev_port", a.get("dev_port", dev_port.get(name, 0)))
+            if home is not None:
+                tree.link(f"{nd}/device", home)
+            tree.link(f"sys/class/net/{name}", nd)
+
+        # RDMA devices
+        if loaded:
+            tree.mkdir("sys/class/infiniband")
+            tree.mkdir("sys/class/infiniband_verbs")
+            tree.mkdir("sys/class/infiniband_mad")
+            abi = node.get("uverbs_abi_version", 6)
+            if abi is not None:
+                tree.attr("sys/class/infiniband_verbs/abi_version", abi)
+            tree.attr("sys/class/infiniband_mad/abi_version", 5)
+        elif self.devs:
+            raise NodeError("rdma_core_loaded is false but devices are listed")
+        self.chardevs = []
+        for d in self.devs:
+            self._build_device(tree, d, devdirs[d["name"]])
+        cm = node.get("rdma_cm_minor")
+        if cm is not None:
+            tree.attr("sys/devices/virtual/misc/rdma_cm/dev", f"{MISC_MAJOR}:{cm}")
+            tree.link("sys/class/misc/rdma_cm", "sys/devices/virtual/misc/rdma_cm")
+            self.chardevs.append(("rdma_cm", MISC_MAJOR, cm, 0o666))
+
+        # routes
+        lines = ["%-127s" % "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT"]
+        for k, rt in enumerate(node.get("routes", [])):
+            what = f"routes[{k}]"
+            check_keys(rt, ROUTE_KEYS, what)
+            dest = rt.get("dest", "0.0.0.0")
+            if "/" in dest:
+                netw = ipaddress.IPv4Network(dest, strict=False)
+                dest, mask = str(netw.network_address), str(netw.netmask)
+                if "mask" in rt:
+                    raise NodeError(f"{what}: both a CIDR dest and a mask")
+            else:
+                mask = rt.get("mask", "0.0.0.0" if dest == "0.0.0.0" else "255.255.255.255")
+            gw = rt.get("gw", "0.0.0.0")
+            flags = rt.get("flags")
+            if flags is None:
+                flags = 1 | (2 if gw != "0.0.0.0" else 0) | (4 if mask == "255.255.255.255" else 0)
+            line = "%s\t%08X\t%08X\t%04X\t%d\t%u\t%d\t%08X\t%d\t%u\t%u" % (
+                rt["iface"], ipv4_le(dest, what), ipv4_le(gw, what), flags, 0, 0,
+                rt.get("metric", 0), ipv4_le(mask, what), rt.get("mtu", 0),
+                rt.get("window", 0), rt.get("irtt", 0))
+            lines.append("%-127s" % line)
+        tree.write("proc/net/route", "\n".join(lines) + "\n")
+
+    def _build_device(self, tree, d, pdir):
+        name = d["name"]
+        what = f"device {name}"
+        if pdir:
+            ib = f"{pdir}/infiniband/{name}"
+        else:
+            ib = f"sys/devices/virtual/infiniband/{name}"
+        tree.mkdir(ib)
+        nt = num_text(d.get("node_type", "1: CA"), NODE_TYPE_NAMES, f"{what} node_type")
+        guid = d.get("node_guid", "0000:0000:0000:0000")
+        tree.attr(f"{ib}/node_type", nt)
+        tree.attr(f"{ib}/node_guid", guid)
+        tree.attr(f"{ib}/sys_image_guid", d.get("sys_image_guid", guid))
+        tree.attr(f"{ib}/fw_ver", d.get("fw_ver", "0.0.0"))
+        tree.attr(f"{ib}/node_desc", d.get("node_desc", f"{name} HCA"))
+        for opt in ("hca_type", "board_id", "hw_rev"):
+            if opt in d:
+                tree.attr(f"{ib}/{opt}", d[opt])
+        if pdir:
+            tree.link(f"{ib}/device", pdir)
+        tree.link(f"sys/class/infiniband/{name}", ib)
+        for fname, data in (d.get("files") or {}).items():
+            tree.write(f"{ib}/{fname}", data)
+
+        for p in d["ports"]:
+            self._build_port(tree, d, p, f"{ib}/ports/{p['num']}")
+
+        base = pdir or "sys/devices/virtual"
+        u = d.get("uverbs")
+        if u is not None:
+            ud = f"{base}/infiniband_verbs/uverbs{u}"
+            major, minor = (UVERBS_MAJOR, UVERBS_BASE + u) if u < UVERBS_FIXED else \
+                (UVERBS_DYN_MAJOR, u - UVERBS_FIXED)
+            tree.attr(f"{ud}/ibdev", name)
+            tree.attr(f"{ud}/dev", f"{major}:{minor}")
+            tree.attr(f"{ud}/abi_version", 1)
+            if pdir:
+                tree.link(f"{ud}/device", pdir)
+            tree.link(f"sys/class/infiniband_verbs/uverbs{u}", ud)
+            if d.get("uverbs_devnode", True):
+                self.chardevs.append((f"uverbs{u}", major, minor, 0o666))
+        for p in d["ports"]:
+            n = p["_umad"]
+            if n is None:
+                continue
+            if n < UMAD_FIXED:
+                um, iss = (UMAD_MAJOR, n), (UMAD_MAJOR, UMAD_FIXED + n)
+            else:
+                um = (UMAD_DYN_MAJOR, n - UMAD_FIXED)
+                iss = (UMAD_DYN_MAJOR, UMAD_DYN_ISSM_OFFSET + n - UMAD_FIXED)
+            for kind, (major, minor) in (("umad", um), ("issm", iss)):
+                md = f"{base}/infiniband_mad/{kind}{n}"
+                tree.attr(f"{md}/ibdev", name)
+                tree.attr(f"{md}/port", p["num"])
+                tree.attr(f"{md}/dev", f"{major}:{minor}")
+                if pdir:
+                    tree.link(f"{md}/device", pdir)
+                tree.link(f"sys/class/infiniband_mad/{kind}{n}", md)
+                self.chardevs.append((f"{kind}{n}", major, minor, 0o600))
+
+    def _build_port(self, tree, d, p, pd):
+        what = f"device {d['name']} port {p['num']}"
+        ll = p.get("link_layer", "Ethernet")
+        if ll not in ("Ethernet", "InfiniBand", "Unknown"):
+            raise NodeError(f"{what}: link_layer must be Ethernet, InfiniBand or Unknown")
+        state = num_text(p.get("state", "4: ACTIVE"), STATE_NAMES, f"{what} state")
+        phys = p.get("phys_state")
+        if phys is None:
+            phys = "5: LinkUp" if state_num(state) == 4 else "3: Disabled"
+        phys = num_text(phys, PHYS_NAMES, f"{what} phys_state")
+        tree.mkdir(pd)
+        tree.attr(f"{pd}/state", state)
+        tree.attr(f"{pd}/phys_state", phys)
+        tree.attr(f"{pd}/link_layer", ll)
+        tree.attr(f"{pd}/rate", p.get("rate", "100 Gb/sec (4X EDR)"))
+        tree.attr(f"{pd}/lid", p.get("lid", "0x0"))
+        tree.attr(f"{pd}/sm_lid", p.get("sm_lid", "0x0"))
+        tree.attr(f"{pd}/sm_sl", p.get("sm_sl", 0))
+        tree.attr(f"{pd}/lid_mask_count", p.get("lid_mask_count", 0))
+        tree.attr(f"{pd}/cap_mask", p.get("cap_mask", "0x04010000" if ll != "InfiniBand"
+                                          else "0xa651e848"))
+        gids = self.port_gids(d, p)
+        tbl = p["gid_tbl_len"]
+        zero = ZERO_GID + "\n"
+        gdir, tdir, ndir = f"{pd}/gids", f"{pd}/gid_attrs/types", f"{pd}/gid_attrs/ndevs"
+        tree.mkdir(gdir)
+        tree.mkdir(tdir)
+        tree.mkdir(ndir)
+        for i in range(tbl):
+            g = gids.get(i)
+            if g is None:
+                tree.write(f"{gdir}/{i}", zero)
+                tree.write(f"{tdir}/{i}", "")
+                tree.write(f"{ndir}/{i}", "")
+            else:
+                raw, t, nd = g
+                tree.write(f"{gdir}/{i}", fmt_gid(raw) + "\n")
+                tree.write(f"{tdir}/{i}", t + "\n" if t else "")
+                tree.write(f"{ndir}/{i}", nd + "\n" if nd else "")
+        for fname, data in (p.get("files") or {}).items():
+            tree.write(f"{pd}/{fname}", data)
+
+    # -------------------------------------------------------- show_gids
+
+    def show_gids(self):
+        rows = []
+        for d in sorted(self.devs, key=lambda x: x["name"]):
+            for p in d["ports"]:
+                gids = self.port_gids(d, p)
+                for i in sorted(gids):
+                    raw, t, nd = gids[i]
+                    if raw[8:] == bytes(8) and raw[:8] == bytes.fromhex("fe80000000000000"):
+                        continue
+                    cols = [d["name"], str(p["num"]), str(i), fmt_gid(raw)]
+                    if raw[:12] == bytes(10) + b"\xff\xff":
+                        cols.append(str(ipaddress.IPv4Address(raw[12:])))
+                    cols.append({"IB/RoCE v1": "v1", "RoCE v2": "v2"}.get(t, ""))
+                    if nd:
+                        cols.append(nd)
+                    rows.append(" ".join(c for c in cols if c))
+        return rows
+
+
+def make_devnodes(root, chardevs):
+    ddir = os.path.join(root, "dev", "infiniband")
+    os.makedirs(ddir, exist_ok=True)
+    for name, major, minor, mode in chardevs:
+        path = os.path.join(ddir, name)
+        os.mknod(path, stat.S_IFCHR | mode, os.makedev(major, minor))
+        os.chmod(path, mode)
+
+
+def prepare_outdir(out, force):
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise NodeError(f"{out}: exists and is not a directory")
+    if os.path.isdir(out) and os.listdir(out):
+        if not os.path.exists(os.path.join(out, MARKER)):
+            raise NodeError(f"{out}: not empty and not a mknode tree (no {MARKER}); "
+                            "remove it yourself")
+        if not force:
+            raise NodeError(f"{out}: not empty (an earlier mknode tree); use --force")
+        shutil.rmtree(out)
+    os.makedirs(out, exist_ok=True)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description="Build a fake RDMA sysfs tree from a JSON node.",
+                                 epilog="The JSON format is described at the top of this file.")
+    ap.add_argument("node")
+    ap.add_argument("outdir", nargs="?")
+    ap.add_argument("--force", action="store_true")
+    ap.add_argument("--devnodes", action="store_true")
+    ap.add_argument("--scale", default="")
+    ap.add_argument("--show-gids", action="store_true")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    if not args.outdir and not args.show_gids:
+        ap.error("OUTDIR is required (unless --show-gids)")
+    try:
+        with open(args.node) as f:
+            raw = json.load(f)
+        expand_scale(raw, parse_scale(args.scale))
+        node = Node(raw)
+        if args.outdir:
+            if args.devnodes and os.geteuid() != 0:
+                raise NodeError("--devnodes needs root (mknod)")
+            prepare_outdir(args.outdir, args.force)
+            with open(os.path.join(args.outdir, MARKER), "w") as f:
+                f.write(os.path.abspath(args.node) + "\n")
+            tree = Tree(args.outdir)
+            node.build(tree)
+            if args.devnodes:
+                make_devnodes(args.outdir, node.chardevs)
+            if args.verbose:
+                print(f"{args.outdir}: {len(node.devs)} RDMA devices, {tree.nfiles} files, "
+                      f"{tree.nlinks} links, {len(tree.dirs)} directories"
+                      + (f", {len(node.chardevs)} device nodes" if args.devnodes else ""),
+                      file=sys.stderr)
+        if args.show_gids:
+            for row in node.show_gids():
+                print(row)
+    except (NodeError, OSError, json.JSONDecodeError, KeyError) as e:
+        print(f"mknode: {args.node}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install everything oci-rdma-hook needs to build and test, from Debian 12's packages.
+# Idempotent: installs only what is missing. Run as root.
+set -euo pipefail
+
+packages=(
+	# build
+	meson ninja-build pkg-config gcc libc6-dev python3
+	libjansson-dev libibverbs-dev libcap-dev libseccomp-dev libinih-dev libcriterion-dev
+	# fuzzing and sanitizers
+	clang libclang-rt-14-dev
+	# end-to-end: real runtimes and a busybox rootfs
+	runc crun podman containerd docker.io busybox-static iproute2 uidmap
+	# diagnostics and benchmark
+	ibverbs-utils hyperfine time jq
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	echo "setup: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+echo "setup: all packages present"

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Discovery on fake sysfs trees built by tests/mknode.py, and on damaged copies. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "orh/inventory.h"
+
+static char root[256];
+static struct orh_inventory inv;
+static struct orh_err err;
+
+static void make_node(const char *node)
+{
+	const char *src = getenv("ORH_SRCDIR");
+	char cmd[1024];
+
+	cr_assert_not_null(src, "ORH_SRCDIR is not set (run through meson test)");
+	snprintf(root, sizeof(root), "/tmp/orh-disc-XXXXXX");
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(cmd, sizeof(cmd), "python3 %s/tests/mknode.py --force %s/tests/nodes/%s.json %s",
+		 src, src, node, root);
+	cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+}
+
+static void cleanup(void)
+{
+	char cmd[512];
+
+	orh_inventory_free(&inv);
+	if (root[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+		if (system(cmd) != 0)
+			fprintf(stderr, "cleanup of %s failed\n", root);
+	}
+}
+
+static void discover(enum orh_gid_scan mode)
+{
+	struct orh_discover_opts o = {
+		.sysroot = root, .gid_scan = mode,
+		.want = { .family = AF_INET, .roce_version = 2 }, .mad = true,
+	};
+	orh_inventory_free(&inv);
+	cr_assert_eq(orh_discover(&o, &inv, &err), 0, "%s", err.msg);
+}
+
+static const struct orh_device *dev(const char *name)
+{
+	for (size_t i = 0; i < inv.n_devs; i++)
+		if (!strcmp(inv.devs[i].name, name))
+			return &inv.devs[i];
+	cr_assert_fail("device %s not found", name);
+	return NULL;
+}
+
+static bool warned(const char *needle)
+{
+	for (size_t i = 0; i < inv.warnings.n; i++)
+		if (strstr(inv.warnings.v[i], needle))
+			return true;
+	return false;
+}
+
+static void put(const char *rel, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "open %s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+TestSuite(discover, .fini = cleanup);
+
+Test(discover, seed001_everything)
+{
+	char gid[40], ip[16];
+
+	make_node("seed001-roce");
+	discover(ORH_GIDS_ALL);
+	cr_assert_eq(inv.n_devs, 9);
+	cr_assert_eq(inv.warnings.n, 0, "unexpected warning: %s", inv.warnings.n ? inv.warnings.v[0] : "");
+	cr_assert_str_eq(inv.default_route_if, "eth0");
+	cr_assert(inv.rdma_cm.present);
+	cr_assert_eq(inv.rdma_cm.major, 10);
+	cr_assert_eq(inv.rdma_cm.minor, 58);
+	cr_assert_str_eq(inv.uverbs_abi, "6");
+	const struct orh_device *d = dev("mlx5_1");
+	cr_assert_eq(d->vendor, 0x15b3);
+	cr_assert_str_eq(d->driver, "mlx5_core");
+	cr_assert_eq(d->node_type, 1);
+	cr_assert_eq(strlen(d->pci), 12);
+	cr_assert(d->uverbs.present);
+	cr_assert_str_eq(d->uverbs.name, "uverbs1");
+	cr_assert_eq(d->uverbs.major, 231);
+	cr_assert_eq(d->uverbs.minor, 193);
+	cr_assert_eq(d->n_ports, 1);
+	const struct orh_port *p = &d->ports[0];
+	cr_assert_eq(p->state, ORH_PORT_ACTIVE);
+	cr_assert_str_eq(p->state_text, "ACTIVE");
+	cr_assert_eq(p->phys_state, 5);
+	cr_assert_eq(p->link_layer, ORH_LL_ETHERNET);
+	cr_assert_str_eq(p->netdev, "eth1");
+	cr_assert_eq(p->gid_tbl_len, 256);
+	cr_assert_eq(p->n_gids, 4);
+	cr_assert(p->gids_complete);
+	orh_format_gid(p->gids[3].raw, gid);
+	cr_assert_str_eq(gid, "0000:0000:0000:0000:0000:ffff:190b:8002");
+	cr_assert_eq(p->gids[3].type, ORH_GID_TYPE_ROCE_V2);
+	cr_assert_eq(p->gids[2].type, ORH_GID_TYPE_IB_ROCE_V1);
+	cr_assert(p->gids[3].ipv4_mapped);
+	inet_ntop(AF_INET, &p->gids[3].ipv4, ip, sizeof(ip));
+	cr_assert_str_eq(ip, "25.11.128.2");
+	cr_assert_str_eq(p->gids[3].ndev, "eth1");
+	cr_assert_not(p->gids[0].ipv4_mapped);
+	cr_assert_eq(inv.n_netdevs, 9);
+}
+
+Test(discover, plan_mode_stops_early_and_reads_less)
+{
+	unsigned long all, plan;
+
+	make_node("seed001-roce");
+	discover(ORH_GIDS_ALL);
+	all = inv.file_reads;
+	discover(ORH_GIDS_PLAN);
+	plan = inv.file_reads;
+	cr_assert_eq(dev("mlx5_1")->ports[0].n_gids, 4); /* stops at index 3, the wanted v2 IPv4 */
+	cr_assert_not(dev("mlx5_1")->ports[0].gids_complete);
+	cr_assert_lt(plan * 5, all, "plan %lu reads, all %lu", plan, all);
+}
+
+Test(discover, scale_node_read_budget)
+{
+	make_node("scale");
+	discover(ORH_GIDS_ALL);
+	cr_assert_eq(inv.n_devs, 16);
+	cr_assert_eq(inv.devs[15].n_ports, 2);
+	cr_assert_eq(inv.devs[0].ports[0].n_gids, 50);
+	cr_assert_lt(inv.file_reads, 12000, "%lu reads", inv.file_reads);
+	discover(ORH_GIDS_PLAN);
+	cr_assert_lt(inv.file_reads, 1000, "%lu reads", inv.file_reads);
+}
+
+Test(discover, erdma_node)
+{
+	make_node("erdma");
+	discover(ORH_GIDS_ALL);
+	cr_assert_eq(inv.n_devs, 2);
+	const struct orh_device *a = dev("rocep26s0");
+	cr_assert_eq(a->vendor, 0x1ded);
+	cr_assert_str_eq(a->driver, "erdma");
+	cr_assert_eq(a->ports[0].state, ORH_PORT_ACTIVE);
+	cr_assert_eq(dev("rocep156s0")->ports[0].state, ORH_PORT_DOWN);
+	cr_assert_eq(a->ports[0].gids[1].index, 1);
+	cr_assert(a->ports[0].gids[1].ipv4_mapped);
+}
+
+Test(discover, infiniband_node_with_mad)
+{
+	make_node("ib");
+	discover(ORH_GIDS_ALL);
+	const struct orh_device *d = dev("mlx5_0");
+	cr_assert_eq(d->ports[0].link_layer, ORH_LL_INFINIBAND);
+	cr_assert_str_eq(d->ports[0].netdev, "ib0");
+	cr_assert(d->ports[0].umad.present);
+	cr_assert_eq(d->ports[0].umad.major, 231);
+	cr_assert(d->ports[0].issm.present);
+	cr_assert_eq(d->ports[0].issm.minor, d->ports[0].umad.minor + 64);
+	cr_assert_eq(d->ports[0].gids[0].type == ORH_GID_TYPE_ROCE_V2, false);
+	cr_assert_str_eq(d->ports[0].gids[0].ndev, "");
+}
+
+Test(discover, no_rdma_node)
+{
+	make_node("nordma");
+	discover(ORH_GIDS_ALL);
+	cr_assert_eq(inv.n_devs, 0);
+	cr_assert_eq(inv.warnings.n, 0);
+	cr_assert_not(inv.rdma_cm.present);
+	cr_assert_str_eq(inv.default_route_if, "eth0");
+}
+
+Test(discover, missing_sysroot_is_an_error)
+{
+	struct orh_discover_opts o = { .sysroot = "/nonexistent-orh-root" };
+	cr_assert_lt(orh_discover(&o, &inv, &err), 0);
+	cr_assert(strstr(err.msg, "/nonexistent-orh-root"));
+}
+
+Test(discover, empty_root_is_an_empty_node)
+{
+	snprintf(root, sizeof(root), "/tmp/orh-disc-XXXXXX");
+	cr_assert_not_null(mkdtemp(root));
+	discover(ORH_GIDS_ALL);
+	cr_assert_eq(inv.n_devs, 0);
+	cr_assert(warned("proc/net/route"));
+}
+
+Test(discover, garbage_in_one_file_skips_one_entry)
+{
+	make_node("seed001-roce");
+	put("sys/class/infiniband/mlx5_2/ports/1/state", "ACTIVE-ish\n");
+	put("sys/class/infiniband/mlx5_3/ports/1/link_layer", "Token Ring\n");
+	put("sys/class/infiniband/mlx5_4/ports/1/gids/3", "not-a-gid\n");
+	put("sys/class/infiniband/mlx5_5/ports/1/gid_attrs/types/3", "RoCE v9\n");
+	put("sys/class/infiniband_verbs/uverbs6/dev", "231\n");
+	put("sys/class/infiniband/mlx5_7/device/numa_node", "lots\n");
+	discover(ORH_GIDS_ALL);
+	cr_assert_eq(inv.n_devs, 9);
+	cr_assert(warned("mlx5_2/ports/1/state': garbled"));
+	cr_assert_eq(dev("mlx5_2")->ports[0].state, -1);
+	cr_assert(warned("mlx5_3/ports/1/link_layer"));
+	cr_assert(warned("mlx5_4/ports/1/gids/3': not a GID"));
+	cr_assert_eq(dev("mlx5_4")->ports[0].n_gids, 3);
+	cr_assert(warned("gid_attrs/types/3': unknown GID type"));
+	cr_assert_eq(dev("mlx5_5")->ports[0].gids[3].type, ORH_GID_TYPE_UNKNOWN);
+	cr_assert(warned("uverbs6/dev"));
+	cr_assert_not(dev("mlx5_6")->uverbs.present);
+	cr_assert(warned("numa_node"));
+	/* the rest of the node is intact */
+	cr_assert_eq(dev("mlx5_8")->ports[0].n_gids, 4);
+	cr_assert(dev("mlx5_8")->uverbs.present);
+	cr_assert_str_eq(inv.default_route_if, "eth0");
+}
+
+Test(discover, oversized_value_is_refused)
+{
+	char big[8192];
+
+	make_node("seed001-roce");
+	memset(big, 'A', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	put("sys/class/infiniband/mlx5_1/ports/1/state", big);
+	discover(ORH_GIDS_ALL);
+	cr_assert(warned("mlx5_1/ports/1/state': value too long"));
+}
+
+Test(discover, vanished_device_and_missing_files)
+{
+	char path[512];
+
+	make_node("seed001-roce");
+	/* the class link of mlx5_3 now points nowhere: the device went away mid-scan */
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/mlx5_3", root);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(symlink("../../devices/gone/infiniband/mlx5_3", path), 0);
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/mlx5_4/ports/1/state", root);
+	cr_assert_eq(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/sys/class/misc/rdma_cm", root);
+	cr_assert_eq(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/proc/net/route", root);
+	cr_assert_eq(unlink(path), 0);
+	discover(ORH_GIDS_ALL);
+	cr_assert_eq(inv.n_devs, 8);
+	cr_assert(warned("mlx5_3"));
+	cr_assert(warned("mlx5_4/ports/1/state'"));
+	cr_assert(warned("rdma_cm"));
+	cr_assert_not(inv.rdma_cm.present);
+	cr_assert(warned("proc/net/route"));
+	cr_assert_eq(inv.default_route_if[0], '\0');
+}
+
+Test(discover, fifo_instead_of_a_value_does_not_hang)
+{
+	char path[512];
+
+	make_node("seed001-roce");
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/mlx5_1/ports/1/rate", root);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(mkfifo(path, 0644), 0);
+	discover(ORH_GIDS_ALL);
+	cr_assert_eq(dev("mlx5_1")->ports[0].rate[0], '\0');
+	cr_assert_eq(dev("mlx5_1")->ports[0].n_gids, 4);
+}
