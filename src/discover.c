@@ -46,6 +46,11 @@ static void warn(struct scan *sc, const char *fmt, ...)
 }
 
 /* Read one value; on failure return the error (no warning: callers decide). */
+static bool plan_mode(const struct scan *sc)
+{
+	return sc->opts->gid_scan == ORH_GIDS_PLAN;
+}
+
 static ssize_t read_value(struct scan *sc, int dirfd, const char *path, char *buf, size_t max)
 {
 	sc->inv->file_reads++;
@@ -165,15 +170,107 @@ static bool addr_wanted(const struct orh_gid_want *w, const struct orh_gid *g)
 	return false;
 }
 
-static void scan_gids(struct scan *sc, int portfd, const char *where, struct orh_port *p)
+/* Read one GID entry. Returns 1 when it is in use (filled), 0 when unused or skipped,
+ * -ENOENT when there is no such entry. */
+static int read_gid(struct scan *sc, int portfd, const char *where, unsigned idx,
+		    bool need_ndev, struct orh_gid *g)
+{
+	char path[64], buf[VALUE_MAX];
+	ssize_t n;
+
+	memset(g, 0, sizeof(*g));
+	snprintf(path, sizeof(path), "gids/%u", idx);
+	n = read_value(sc, portfd, path, buf, sizeof(buf));
+	if (n == -ENOENT)
+		return -ENOENT;
+	if (n < 0) {
+		warn(sc, "skipping '%s/%s': %s", where, path, err_text(n));
+		return 0;
+	}
+	if (orh_parse_gid(buf, g->raw) < 0) {
+		warn(sc, "skipping '%s/%s': not a GID: '%.48s'", where, path, buf);
+		return 0;
+	}
+	if (gid_is_zero(g->raw))
+		return 0; /* unused entry: its type and ndev reads would fail with EINVAL */
+	g->index = idx;
+	gid_fill_ipv4(g);
+	/* Plan mode: an entry that cannot be the wanted kind needs no type read. */
+	if (plan_mode(sc) && (orh_gid_is_link_local(g) ||
+			      g->ipv4_mapped != (sc->opts->want.family == AF_INET))) {
+		g->type = ORH_GID_TYPE_UNKNOWN;
+		goto ndev;
+	}
+	snprintf(path, sizeof(path), "gid_attrs/types/%u", idx);
+	n = read_value(sc, portfd, path, buf, sizeof(buf));
+	if (n > 0 && orh_parse_gid_type(buf, &g->type) < 0)
+		warn(sc, "ignoring '%s/%s': unknown GID type '%.32s'", where, path, buf);
+ndev:
+	if (!need_ndev)
+		return 1;
+	snprintf(path, sizeof(path), "gid_attrs/ndevs/%u", idx);
+	n = read_value(sc, portfd, path, buf, sizeof(buf));
+	if (n > 0) {
+		if (valid_name(buf, IFNAMSIZ))
+			strcpy(g->ndev, buf);
+		else
+			warn(sc, "ignoring '%s/%s': not an interface name", where, path);
+	}
+	return 1;
+}
+
+static void push_gid(struct orh_port *p, const struct orh_gid *g, size_t *cap)
+{
+	if (!p->netdev[0] && g->ndev[0])
+		strcpy(p->netdev, g->ndev);
+	if (p->n_gids == *cap) {
+		*cap = *cap ? *cap * 2 : 8;
+		p->gids = orh_xrealloc(p->gids, *cap * sizeof(*p->gids));
+	}
+	p->gids[p->n_gids++] = *g;
+}
+
+/* Plan mode: walk the table from index 0 and stop once the decision is made: the
+ * wanted GID kind is found and, when the container has addresses, one of them too.
+ * An entry's netdev is read only until the port's netdev is known. */
+static void scan_gids_plan(struct scan *sc, int portfd, const char *where, struct orh_port *p)
 {
 	const struct orh_gid_want *want = &sc->opts->want;
-	bool plan = sc->opts->gid_scan == ORH_GIDS_PLAN;
 	bool have_pref = false, have_addr = want->n_addrs == 0;
+	size_t cap = 0;
+
+	p->gids_complete = true;
+	for (unsigned idx = 0; idx < MAX_GIDS; idx++) {
+		struct orh_gid g;
+		int r = read_gid(sc, portfd, where, idx, !p->netdev[0], &g);
+
+		if (r == -ENOENT)
+			break;
+		p->gid_tbl_len = idx + 1;
+		if (r == 0)
+			continue;
+		push_gid(p, &g, &cap);
+		if (!have_pref && orh_gid_matches(&g, want))
+			have_pref = true;
+		if (!have_addr && addr_wanted(want, &g))
+			have_addr = true;
+		if (have_pref && have_addr) {
+			p->gids_complete = false;
+			break;
+		}
+	}
+}
+
+static void scan_gids(struct scan *sc, int portfd, const char *where, struct orh_port *p)
+{
 	struct orh_strv names = { 0 };
 	size_t cap = 0;
 	int r;
 
+	if (plan_mode(sc)) {
+		scan_gids_plan(sc, portfd, where, p);
+		return;
+	}
 	p->gids_complete = true;
 	r = list_dir(portfd, "gids", &names);
 	if (r < 0) {
@@ -188,58 +285,15 @@ static void scan_gids(struct scan *sc, int portfd, const char *where, struct orh
 	}
 	p->gid_tbl_len = (unsigned)names.n;
 	for (size_t i = 0; i < names.n; i++) {
-		char path[64], buf[VALUE_MAX];
 		unsigned long long idx;
-		struct orh_gid g = { 0 };
-		ssize_t n;
+		struct orh_gid g;
 
 		if (orh_parse_uint(names.v[i], MAX_GIDS, &idx) < 0) {
 			warn(sc, "skipping '%s/gids/%s': not a GID index", where, names.v[i]);
 			continue;
 		}
-		snprintf(path, sizeof(path), "gids/%llu", idx);
-		n = read_value(sc, portfd, path, buf, sizeof(buf));
-		if (n < 0) {
-			warn(sc, "skipping '%s/%s': %s", where, path, err_text(n));
-			continue;
-		}
-		if (orh_parse_gid(buf, g.raw) < 0) {
-			warn(sc, "skipping '%s/%s': not a GID: '%.48s'", where, path, buf);
-			continue;
-		}
-		if (gid_is_zero(g.raw))
-			continue; /* unused entry: its type and ndev reads would fail with EINVAL */
-		g.index = (unsigned)idx;
-		gid_fill_ipv4(&g);
-		snprintf(path, sizeof(path), "gid_attrs/types/%llu", idx);
-		n = read_value(sc, portfd, path, buf, sizeof(buf));
-		if (n > 0 && orh_parse_gid_type(buf, &g.type) < 0)
-			warn(sc, "ignoring '%s/%s': unknown GID type '%.32s'", where, path, buf);
-		snprintf(path, sizeof(path), "gid_attrs/ndevs/%llu", idx);
-		n = read_value(sc, portfd, path, buf, sizeof(buf));
-		if (n > 0) {
-			if (valid_name(buf, IFNAMSIZ))
-				strcpy(g.ndev, buf);
-			else
-				warn(sc, "ignoring '%s/%s': not an interface name", where, path);
-		}
-		if (!p->netdev[0] && g.ndev[0])
-			strcpy(p->netdev, g.ndev);
-		if (p->n_gids == cap) {
-			cap = cap ? cap * 2 : 8;
-			p->gids = orh_xrealloc(p->gids, cap * sizeof(*p->gids));
-		}
-		p->gids[p->n_gids++] = g;
-		if (plan) {
-			if (!have_pref && orh_gid_matches(&g, want))
-				have_pref = true;
-			if (!have_addr && addr_wanted(want, &g))
-				have_addr = true;
-			if (have_pref && have_addr && i + 1 < names.n) {
-				p->gids_complete = false;
-				break;
-			}
-		}
+		if (read_gid(sc, portfd, where, (unsigned)idx, true, &g) == 1)
+			push_gid(p, &g, &cap);
 	}
 	orh_strv_free(&names);
 }
@@ -287,7 +341,7 @@ static void scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 		warn(sc, "skipping '%s/state': garbled value '%.32s'", where, buf);
 		p->state = -1;
 	}
-	if (read_required(sc, portfd, where, "phys_state", buf, sizeof(buf)) &&
+	if (!plan_mode(sc) && read_required(sc, portfd, where, "phys_state", buf, sizeof(buf)) &&
 	    orh_parse_port_state(buf, &p->phys_state, p->phys_state_text,
 				 sizeof(p->phys_state_text)) < 0) {
 		warn(sc, "skipping '%s/phys_state': garbled value '%.32s'", where, buf);
@@ -296,7 +350,7 @@ static void scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 	if (read_required(sc, portfd, where, "link_layer", buf, sizeof(buf)) &&
 	    orh_parse_link_layer(buf, &p->link_layer) < 0)
 		warn(sc, "skipping '%s/link_layer': garbled value '%.32s'", where, buf);
-	if (read_value(sc, portfd, "rate", buf, sizeof(buf)) > 0)
+	if (!plan_mode(sc) && read_value(sc, portfd, "rate", buf, sizeof(buf)) > 0)
 		orh_strlcpy(p->rate, buf, sizeof(p->rate));
 	scan_gids(sc, portfd, where, p);
 	if (!p->netdev[0])
@@ -308,16 +362,20 @@ static void scan_device_pci(struct scan *sc, int devfd, const char *where, struc
 	char buf[VALUE_MAX];
 	long long numa;
 
-	link_basename(devfd, "device", buf, sizeof(buf));
-	if (looks_like_pci(buf))
-		strcpy(d->pci, buf);
+	d->numa_node = -1;
+	if (!plan_mode(sc)) {
+		link_basename(devfd, "device", buf, sizeof(buf));
+		if (looks_like_pci(buf))
+			strcpy(d->pci, buf);
+	}
 	if (read_value(sc, devfd, "device/vendor", buf, sizeof(buf)) >= 0 &&
 	    orh_parse_hex_id(buf, &d->vendor) < 0)
 		warn(sc, "ignoring '%s/device/vendor': garbled value '%.32s'", where, buf);
+	if (plan_mode(sc)) /* the plan needs the vendor and the driver only */
+		goto driver;
 	if (read_value(sc, devfd, "device/device", buf, sizeof(buf)) >= 0 &&
 	    orh_parse_hex_id(buf, &d->device_id) < 0)
 		warn(sc, "ignoring '%s/device/device': garbled value '%.32s'", where, buf);
-	d->numa_node = -1;
 	if (read_value(sc, devfd, "device/numa_node", buf, sizeof(buf)) > 0) {
 		char *end = NULL;
 		numa = strtoll(buf, &end, 10);
@@ -326,6 +384,7 @@ static void scan_device_pci(struct scan *sc, int devfd, const char *where, struc
 		else
 			warn(sc, "ignoring '%s/device/numa_node': garbled value '%.32s'", where, buf);
 	}
+driver:
 	link_basename(devfd, "device/driver", d->driver, sizeof(d->driver));
 }
 
@@ -358,14 +417,15 @@ static void scan_device(struct scan *sc, const char *name)
 	}
 	strcpy(d.name, name);
 	d.node_type = -1;
-	if (read_value(sc, devfd, "node_type", buf, sizeof(buf)) >= 0 &&
+	d.numa_node = -1;
+	if (!plan_mode(sc) && read_value(sc, devfd, "node_type", buf, sizeof(buf)) >= 0 &&
 	    orh_parse_port_state(buf, &d.node_type, NULL, 0) < 0) {
 		warn(sc, "ignoring '%s/node_type': garbled value '%.32s'", where, buf);
 		d.node_type = -1;
 	}
-	if (read_value(sc, devfd, "fw_ver", buf, sizeof(buf)) > 0)
+	if (!plan_mode(sc) && read_value(sc, devfd, "fw_ver", buf, sizeof(buf)) > 0)
 		orh_strlcpy(d.fw_ver, buf, sizeof(d.fw_ver));
-	if (read_value(sc, devfd, "node_guid", buf, sizeof(buf)) > 0)
+	if (!plan_mode(sc) && read_value(sc, devfd, "node_guid", buf, sizeof(buf)) > 0)
 		orh_strlcpy(d.node_guid, buf, sizeof(d.node_guid));
 	scan_device_pci(sc, devfd, where, &d);
 
@@ -580,10 +640,13 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 			strcpy(inv->rdma_cm.name, "rdma_cm");
 	}
 	scan_route(&sc, rootname);
+	if (o.gid_scan == ORH_GIDS_PLAN)
+		goto out; /* net device states are for detect */
 	add_netdev(&sc, inv->default_route_if);
 	for (size_t i = 0; i < inv->n_devs; i++)
 		for (size_t p = 0; p < inv->devs[i].n_ports; p++)
 			add_netdev(&sc, inv->devs[i].ports[p].netdev);
+out:
 	close(sc.root);
 	return 0;
 }

@@ -5,7 +5,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "orh/util.h"
 
@@ -137,38 +136,30 @@ bool orh_strv_contains(const struct orh_strv *sv, const char *s)
 ssize_t orh_read_file_at(int dirfd, const char *path, char *buf, size_t max)
 {
 	_cleanup_close_ int fd = -1;
-	struct stat st;
-	size_t got = 0;
+	ssize_t r;
 
 	if (max < 2)
 		return -EINVAL;
 	buf[0] = '\0';
+	/* O_NONBLOCK: a FIFO planted where a value should be cannot block us. A directory
+	 * fails the read with EISDIR. */
 	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	while (got < max - 1) {
-		ssize_t r = read(fd, buf + got, max - 1 - got);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	buf[got] = '\0';
-	if (got == max - 1) {
+	do
+		r = read(fd, buf, max - 1);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return errno == EAGAIN ? -EINVAL : -errno;
+	buf[r] = '\0';
+	/* sysfs hands out a whole attribute in one read, and a regular file reads short
+	 * only at its end: only a full buffer needs a second look. */
+	if ((size_t)r == max - 1) {
 		char c;
-		ssize_t r = read(fd, &c, 1);
-		if (r > 0)
+		if (read(fd, &c, 1) > 0)
 			return -EFBIG;
 	}
-	return (ssize_t)got;
+	return r;
 }
 
 ssize_t orh_read_line_at(int dirfd, const char *path, char *buf, size_t max)

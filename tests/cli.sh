@@ -3,7 +3,7 @@
 set -u
 HOOK=${ORH_HOOK:?run through meson test}
 SRC=${ORH_SRCDIR:?run through meson test}
-work=$(mktemp -d /tmp/orh-cli-XXXXXX)
+work=$(mktemp -d /dev/shm/orh-cli-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
 

@@ -22,7 +22,7 @@ Usage:
 
 What is built (paths relative to OUTDIR; every link is relative, as in sysfs):
   sys/devices/<pci_parent>/<pci>/            vendor device class numa_node subsystem_*,
-                                             driver -> ../../../bus/pci/drivers/<driver>
+                                             driver -> ../(..)/bus/pci/drivers/<driver>
     net/<if>/ (or <netdev_subdir>/net/<if>/) address ifindex iflink type mtu operstate
                                              carrier dev_id dev_port addr_len, device -> pci
     infiniband/<ibdev>/                      node_type node_guid sys_image_guid fw_ver

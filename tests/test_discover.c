@@ -20,7 +20,7 @@ static void make_node(const char *node)
 	char cmd[1024];
 
 	cr_assert_not_null(src, "ORH_SRCDIR is not set (run through meson test)");
-	snprintf(root, sizeof(root), "/tmp/orh-disc-XXXXXX");
+	snprintf(root, sizeof(root), "/dev/shm/orh-disc-XXXXXX");
 	cr_assert_not_null(mkdtemp(root));
 	snprintf(cmd, sizeof(cmd), "python3 %s/tests/mknode.py --force %s/tests/nodes/%s.json %s",
 		 src, src, node, root);
@@ -198,7 +198,7 @@ Test(discover, missing_sysroot_is_an_error)
 
 Test(discover, empty_root_is_an_empty_node)
 {
-	snprintf(root, sizeof(root), "/tmp/orh-disc-XXXXXX");
+	snprintf(root, sizeof(root), "/dev/shm/orh-disc-XXXXXX");
 	cr_assert_not_null(mkdtemp(root));
 	discover(ORH_GIDS_ALL);
 	cr_assert_eq(inv.n_devs, 0);

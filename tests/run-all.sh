@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what it needs (Debian 12, root), builds, and runs the
+# unit, black-box and end-to-end tests, then the same suite under ASan+UBSan.
+# Usage: bash tests/run-all.sh [--quick]   (--quick: skip the sanitizer pass)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" == "--quick" ] && quick=1
+
+bash tests/setup-debian.sh || { echo "setup failed"; exit 1; }
+
+total_pass=0 total_fail=0
+run_suite() { # builddir, meson setup args...
+	local dir=$1
+	shift
+	if [ -d "$dir" ]; then
+		meson setup --reconfigure "$dir" "$@" >"$dir.setup.log" 2>&1
+	else
+		meson setup "$dir" "$@" >"$dir.setup.log" 2>&1
+	fi || { cat "$dir.setup.log"; total_fail=$((total_fail + 1)); return; }
+	if ! meson compile -C "$dir"; then
+		total_fail=$((total_fail + 1))
+		return
+	fi
+	meson test -C "$dir" --print-errorlogs --num-processes 2
+	local log="$dir/meson-logs/testlog.json"
+	local p s f
+	p=$(grep -c '"result": "OK"' "$log" || true)
+	s=$(grep -c '"result": "SKIP"' "$log" || true)
+	f=$(grep -Evc '"result": "(OK|SKIP)"' "$log" || true)
+	echo "$dir: $p passed, $f failed, $s skipped"
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+}
+
+run_suite build-test -Db_sanitize=none
+if [ $quick = 0 ]; then
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		run_suite build-asan -Dstatic=false -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+fi
+echo "tests: $total_pass passed, $total_fail failed"
+[ $total_fail = 0 ]
