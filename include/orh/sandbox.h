@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Least privilege for the hook (src/sandbox.c): keep only the capabilities a stage
+ * needs (libcap), and confine the process to the system calls the hook makes
+ * (libseccomp allow-list; everything else fails with EPERM). Both are applied before
+ * the hook parses anything a container supplied.
+ */
+#ifndef ORH_SANDBOX_H
+#define ORH_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "orh/util.h"
+
+enum orh_stage_privs {
+	ORH_PRIVS_NONE = 0,   /* pure work: detect/env/precreate/cdi — no capability at all */
+	ORH_PRIVS_HOOK,       /* the live hook: mknod, chown, mount, setns, cgroup, bpf, rlimit */
+};
+
+/* Keep exactly the capabilities of `stage` in the effective, permitted and inheritable
+ * sets (clearing the ambient set) and set no_new_privs. Not having one of them (an
+ * unprivileged test run) is not an error: the set only ever shrinks. */
+int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err);
+
+/* Install the seccomp allow-list of the hook. Inherited by children and kept over
+ * execve, so the runtime shim never calls it before it executes the runtime. */
+int orh_seccomp_confine(struct orh_err *err);
+
+/* The names of the allowed system calls (for docs/security.md and tests). */
+const char *const *orh_seccomp_allowed(size_t *n);
+
+#endif
