@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench/harness: time short commands side by side.
+ *
+ *   harness [-n ROUNDS] [-w WARMUP] [-T SECONDS] [-m MIN_ROUNDS] [-R RAWFILE]
+ *           SPEC [:: SPEC]...
+ *   SPEC:   NAME [@in=FILE] [@prep=SHELL] [@env=K=V]... [@x=K] ARGV...
+ *
+ *   harness --rss-log FILE ARGV...
+ *
+ * Each round runs every SPEC once (K times with @x=K), in an order that rotates from
+ * round to round (A B C, B C A, C A B, ...), so that load on a shared machine falls on
+ * all commands alike. One run is fork + execv + wait4: its wall time comes from
+ * clock_gettime(CLOCK_MONOTONIC) around it, its peak RSS from wait4's ru_maxrss.
+ * stdout and stderr of the command go to /dev/null; stdin is /dev/null or @in=FILE.
+ * @prep=SHELL runs (/bin/sh -c, untimed) before each timed run of that SPEC.
+ * @env=K=V sets a variable for that SPEC only. A run that does not exit 0 aborts all.
+ * -T stops after SECONDS of measuring, once MIN_ROUNDS (default 5) rounds are done.
+ *
+ * Output, one line per SPEC and one per pairing with the first SPEC (the baseline):
+ *   cmd name=N runs=R median_us=.. p10_us=.. p90_us=.. mad_us=.. min_us=.. rss_kb=..
+ *   vs name=N base=B ratio=.. ratio_p10=.. ratio_p90=.. diff_us=.. diff_p10_us=.. diff_p90_us=..
+ * ratio is the median over rounds of (N's time / B's time) within the same round, diff
+ * the median of their difference: both hold on a noisy machine where absolute times
+ * drift. rss_kb is the largest ru_maxrss seen.
+ *
+ * --rss-log runs ARGV once with the harness's own stdin/stdout/stderr, appends its peak
+ * RSS in KiB as one line to FILE, and exits with its status (a wrapper for a hook
+ * registered in an OCI bundle: runc gives it the state on stdin).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SPECS 16
+#define MAX_ENV 16
+
+struct spec {
+	const char *name;
+	const char *in;
+	const char *prep;
+	const char *env[MAX_ENV];
+	int n_env;
+	int reps;
+	char **argv;
+	double *t;      /* per sample, microseconds */
+	double *round_t; /* per round: median of that round's samples */
+	size_t n_t, cap_t;
+	long rss_kb;
+};
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("harness: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(2);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Quantile q of n values (sorted copy, linear interpolation). */
+static double quantile(const double *v, size_t n, double q)
+{
+	double *s, pos, r;
+	size_t lo;
+
+	if (n == 0)
+		return NAN;
+	s = malloc(n * sizeof(*s));
+	if (!s)
+		die("out of memory");
+	memcpy(s, v, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_double);
+	pos = q * (double)(n - 1);
+	lo = (size_t)pos;
+	r = lo + 1 < n ? s[lo] + (pos - (double)lo) * (s[lo + 1] - s[lo]) : s[lo];
+	free(s);
+	return r;
+}
+
+static double mad(const double *v, size_t n)
+{
+	double med = quantile(v, n, 0.5), *d, r;
+
+	if (n == 0)
+		return NAN;
+	d = malloc(n * sizeof(*d));
+	if (!d)
+		die("out of memory");
+	for (size_t i = 0; i < n; i++)
+		d[i] = fabs(v[i] - med);
+	r = quantile(d, n, 0.5);
+	free(d);
+	return r;
+}
+
+/* One timed run: returns its wall time in microseconds. */
+static double run_once(struct spec *s, int devnull)
+{
+	struct rusage ru;
+	double t0, t1;
+	int status, in = devnull;
+	pid_t pid;
+
+	if (s->prep) {
+		int r = system(s->prep);
+		if (r != 0)
+			die("%s: prep '%s' failed (status %d)", s->name, s->prep, r);
+	}
+	if (s->in) {
+		in = open(s->in, O_RDONLY | O_CLOEXEC);
+		if (in < 0)
+			die("%s: opening %s: %s", s->name, s->in, strerror(errno));
+	}
+	t0 = now_us();
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		dup2(in, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		for (int i = 0; i < s->n_env; i++)
+			putenv((char *)s->env[i]);
+		execv(s->argv[0], s->argv);
+		_exit(127);
+	}
+	if (wait4(pid, &status, 0, &ru) < 0)
+		die("wait4: %s", strerror(errno));
+	t1 = now_us();
+	if (in != devnull)
+		close(in);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "harness: %s: '%s' failed (%s %d); rerun by hand to see why\n",
+			s->name, s->argv[0], WIFEXITED(status) ? "exit" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		exit(3);
+	}
+	if (ru.ru_maxrss > s->rss_kb)
+		s->rss_kb = ru.ru_maxrss;
+	return t1 - t0;
+}
+
+static void push(struct spec *s, double t)
+{
+	if (s->n_t == s->cap_t) {
+		s->cap_t = s->cap_t ? s->cap_t * 2 : 64;
+		s->t = realloc(s->t, s->cap_t * sizeof(*s->t));
+		if (!s->t)
+			die("out of memory");
+	}
+	s->t[s->n_t++] = t;
+}
+
+static int rss_log(const char *file, char **argv)
+{
+	struct rusage ru;
+	int status;
+	pid_t pid = fork();
+	FILE *f;
+
+	if (pid < 0)
+		return 126;
+	if (pid == 0) {
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (wait4(pid, &status, 0, &ru) < 0)
+		return 126;
+	f = fopen(file, "a");
+	if (f) {
+		fprintf(f, "%ld\n", ru.ru_maxrss);
+		fclose(f);
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+static void usage(void)
+{
+	fputs("usage: harness [-n ROUNDS] [-w WARMUP] [-T SECONDS] [-m MIN_ROUNDS] [-R RAWFILE]\n"
+	      "               NAME [@in=FILE] [@prep=SHELL] [@env=K=V] [@x=K] ARGV... [:: SPEC]...\n"
+	      "       harness --rss-log FILE ARGV...\n",
+	      stderr);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	struct spec specs[MAX_SPECS];
+	int n_specs = 0, rounds = 30, warmup = 3, min_rounds = 5, opt, done = 0;
+	double max_s = 0, start;
+	const char *raw = NULL;
+	int devnull;
+
+	if (argc > 3 && !strcmp(argv[1], "--rss-log"))
+		return rss_log(argv[2], argv + 3);
+	while ((opt = getopt(argc, argv, "+n:w:T:m:R:")) != -1) {
+		switch (opt) {
+		case 'n': rounds = atoi(optarg); break;
+		case 'w': warmup = atoi(optarg); break;
+		case 'T': max_s = atof(optarg); break;
+		case 'm': min_rounds = atoi(optarg); break;
+		case 'R': raw = optarg; break;
+		default: usage();
+		}
+	}
+	memset(specs, 0, sizeof(specs));
+	for (int i = optind; i < argc;) {
+		struct spec *s;
+
+		if (n_specs == MAX_SPECS)
+			die("too many commands");
+		s = &specs[n_specs++];
+		s->name = argv[i++];
+		s->reps = 1;
+		for (; i < argc && argv[i][0] == '@'; i++) {
+			if (!strncmp(argv[i], "@in=", 4))
+				s->in = argv[i] + 4;
+			else if (!strncmp(argv[i], "@prep=", 6))
+				s->prep = argv[i] + 6;
+			else if (!strncmp(argv[i], "@env=", 5) && s->n_env < MAX_ENV)
+				s->env[s->n_env++] = argv[i] + 5;
+			else if (!strncmp(argv[i], "@x=", 3) && atoi(argv[i] + 3) > 0)
+				s->reps = atoi(argv[i] + 3);
+			else
+				die("unknown option '%s' of %s", argv[i], s->name);
+		}
+		s->argv = argv + i;
+		for (; i < argc && strcmp(argv[i], "::"); i++)
+			;
+		if (s->argv == argv + i)
+			die("%s: no command", s->name);
+		if (i < argc)
+			argv[i++] = NULL;
+		if (s->argv[0][0] != '/')
+			die("%s: '%s' must be an absolute path", s->name, s->argv[0]);
+	}
+	if (n_specs == 0 || rounds < 1)
+		usage();
+	for (int k = 0; k < n_specs; k++) {
+		specs[k].round_t = calloc((size_t)rounds, sizeof(double));
+		if (!specs[k].round_t)
+			die("out of memory");
+	}
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0)
+		die("/dev/null: %s", strerror(errno));
+	signal(SIGPIPE, SIG_IGN);
+
+	for (int r = 0; r < warmup; r++)
+		for (int k = 0; k < n_specs; k++)
+			run_once(&specs[k], devnull);
+	start = now_us();
+	for (int r = 0; r < rounds; r++) {
+		for (int j = 0; j < n_specs; j++) {
+			struct spec *s = &specs[(r + j) % n_specs];
+			double tmp[64];
+			int reps = s->reps < 64 ? s->reps : 64;
+
+			for (int x = 0; x < reps; x++) {
+				tmp[x] = run_once(s, devnull);
+				push(s, tmp[x]);
+			}
+			s->round_t[r] = quantile(tmp, (size_t)reps, 0.5);
+		}
+		done = r + 1;
+		if (max_s > 0 && done >= min_rounds && (now_us() - start) / 1e6 > max_s)
+			break;
+	}
+
+	if (raw) {
+		FILE *f = fopen(raw, "w");
+		if (f) {
+			for (int k = 0; k < n_specs; k++)
+				for (size_t i = 0; i < specs[k].n_t; i++)
+					fprintf(f, "%s\t%.1f\n", specs[k].name, specs[k].t[i]);
+			fclose(f);
+		}
+	}
+	for (int k = 0; k < n_specs; k++) {
+		struct spec *s = &specs[k];
+
+		printf("cmd name=%s runs=%zu rounds=%d median_us=%.1f p10_us=%.1f p90_us=%.1f "
+		       "mad_us=%.1f min_us=%.1f rss_kb=%ld\n",
+		       s->name, s->n_t, done, quantile(s->t, s->n_t, 0.5), quantile(s->t, s->n_t, 0.1),
+		       quantile(s->t, s->n_t, 0.9), mad(s->t, s->n_t), quantile(s->t, s->n_t, 0),
+		       s->rss_kb);
+	}
+	for (int k = 1; k < n_specs; k++) {
+		double *ratio = calloc((size_t)done, sizeof(double));
+		double *diff = calloc((size_t)done, sizeof(double));
+
+		if (!ratio || !diff)
+			die("out of memory");
+		for (int r = 0; r < done; r++) {
+			ratio[r] = specs[k].round_t[r] / specs[0].round_t[r];
+			diff[r] = specs[k].round_t[r] - specs[0].round_t[r];
+		}
+		printf("vs name=%s base=%s ratio=%.4f ratio_p10=%.4f ratio_p90=%.4f diff_us=%.1f "
+		       "diff_p10_us=%.1f diff_p90_us=%.1f\n",
+		       specs[k].name, specs[0].name, quantile(ratio, (size_t)done, 0.5),
+		       quantile(ratio, (size_t)done, 0.1), quantile(ratio, (size_t)done, 0.9),
+		       quantile(diff, (size_t)done, 0.5), quantile(diff, (size_t)done, 0.1),
+		       quantile(diff, (size_t)done, 0.9));
+		free(ratio);
+		free(diff);
+	}
+	return 0;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The spec edit as the precreate hook and the runtime shim perform it: decide activation
+ * from the spec's annotations, discover the node, build the plan for this container and
+ * apply it to the spec (src/container/edit.c). Also the atomic file replacement both the
+ * shim and `cdi --output` use.
+ */
+#ifndef ORH_EDIT_H
+#define ORH_EDIT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "orh/config.h"
+#include "orh/oci.h"
+#include "orh/spec.h"
+#include "orh/util.h"
+
+struct orh_edit_result {
+	enum orh_activation_result activation;
+	bool asked;                     /* the container carries oci-rdma-hook/enable (not "false") */
+	int edits;                      /* orh_spec_apply()'s count; 0: spec unchanged */
+	struct orh_spec_changes changes;
+	enum orh_preset preset;         /* the plan's preset when activated */
+	struct orh_strv warnings;       /* discovery and plan warnings, for the driver's log */
+};
+
+/* Edit spec in place for this node. 0 with res->edits == 0 leaves spec untouched (not
+ * activated, or no usable RDMA port). On an error the spec may be partly edited: the
+ * caller must then use the original document. */
+int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spec,
+		  struct orh_edit_result *res, struct orh_err *err);
+void orh_edit_result_free(struct orh_edit_result *res);
+/* Must a failed edit fail the container (config on_error = fail and it asked)? */
+bool orh_edit_must_fail(const struct orh_config *cfg, const struct orh_edit_result *res);
+
+/* Replace dirfd/name with data: a temporary file in the same directory (mode, and owner
+ * when we may, copied from the file replaced, else `mode`), fsync, renameat, fsync of the
+ * directory. The temporary file is removed on failure. */
+int orh_write_atomic(int dirfd, const char *name, const char *data, size_t len,
+		     unsigned mode, struct orh_err *err);
+
+#endif

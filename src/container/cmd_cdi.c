@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * oci-rdma-hook cdi [--output FILE]: a Container Device Interface spec for this node.
+ * One device per HCA the plan uses (its uverbs node, its ports' umad/issm when the
+ * config gives management devices, and rdma_cm), one device "all" with every node and
+ * NCCL_IB_HCA, and the plan's other variables as spec-wide env edits (applied whenever
+ * any of the devices is requested). CDI has no rlimit edit: memlock stays the engine's business.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "orh/commands.h"
+#include "orh/edit.h"
+#include "orh/inventory.h"
+#include "orh/plan.h"
+
+/* 0.5.0 is the newest spec version podman 4.3 (Debian 12) accepts, and it has every
+ * field used here; later consumers accept it too. */
+#define ORH_CDI_VERSION "0.5.0"
+#define ORH_CDI_KIND "rdma.oci-rdma-hook.io/hca"
+
+/* CDI device names: letters, digits, '_', '-', '.', ':'; alphanumeric at both ends. */
+static bool cdi_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+
+		if ((i == 0 || i == n - 1) && !alnum)
+			return false;
+		if (!alnum && c != '_' && c != '-' && c != '.' && c != ':')
+			return false;
+	}
+	return true;
+}
+
+static json_t *node_json(const struct orh_devnode *n)
+{
+	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:s}", "path", n->path, "type", "c",
+			 "major", (json_int_t)n->major, "minor", (json_int_t)n->minor,
+			 "fileMode", (json_int_t)(n->mode & 07777), "permissions", "rwm");
+}
+
+static const struct orh_devnode *plan_node(const struct orh_plan *plan,
+					   const struct orh_chardev *cd)
+{
+	char path[sizeof(plan->nodes[0].path)];
+
+	if (!cd->present)
+		return NULL;
+	snprintf(path, sizeof(path), "/dev/infiniband/%s", cd->name);
+	for (size_t i = 0; i < plan->n_nodes; i++)
+		if (strcmp(plan->nodes[i].path, path) == 0)
+			return &plan->nodes[i];
+	return NULL;
+}
+
+/* Add {name, containerEdits: {deviceNodes: nodes[, env: env]}}; steals nodes and env. */
+static int add_device(json_t *devices, const char *name, json_t *nodes, json_t *env)
+{
+	json_t *d = json_pack("{s:s, s:{s:o}}", "name", name, "containerEdits", "deviceNodes",
+			      nodes);
+
+	if (!d) {
+		json_decref(env);
+		return -ENOMEM;
+	}
+	if (env && json_object_set_new(json_object_get(d, "containerEdits"), "env", env) < 0) {
+		json_decref(d);
+		return -ENOMEM;
+	}
+	return json_array_append_new(devices, d) < 0 ? -ENOMEM : 0;
+}
+
+/* Build the CDI document. Pure: a function of the plan and the inventory. */
+static int cdi_build(const struct orh_plan *plan, const struct orh_inventory *inv,
+		     json_t **out, struct orh_strv *warnings)
+{
+	json_t *doc = NULL, *devices = json_array(), *all = json_array(), *env = json_array();
+	json_t *hca = NULL;
+	const struct orh_devnode *cm = plan_node(plan, &inv->rdma_cm);
+	int r;
+
+	*out = NULL;
+	if (!devices || !all || !env)
+		goto oom;
+	for (size_t d = 0; d < inv->n_devs; d++) {
+		const struct orh_device *dev = &inv->devs[d];
+		const struct orh_devnode *uv = plan_node(plan, &dev->uverbs);
+		json_t *nodes = NULL;
+
+		if (!uv)
+			continue; /* no port of this device is used */
+		if (!cdi_name_ok(dev->name)) {
+			orh_strv_pushf(warnings, "device '%s': not a valid CDI device name, only in \"all\"",
+				       dev->name);
+		} else {
+			bool failed = false;
+
+			nodes = json_array();
+			if (!nodes)
+				goto oom;
+			failed |= json_array_append_new(nodes, node_json(uv)) < 0;
+			for (size_t p = 0; p < dev->n_ports; p++) {
+				const struct orh_devnode *m = plan_node(plan, &dev->ports[p].umad);
+				const struct orh_devnode *s = plan_node(plan, &dev->ports[p].issm);
+
+				if (m)
+					failed |= json_array_append_new(nodes, node_json(m)) < 0;
+				if (s)
+					failed |= json_array_append_new(nodes, node_json(s)) < 0;
+			}
+			if (cm)
+				failed |= json_array_append_new(nodes, node_json(cm)) < 0;
+			if (failed) {
+				json_decref(nodes);
+				goto oom;
+			}
+			if (add_device(devices, dev->name, nodes, NULL) < 0)
+				goto oom;
+		}
+	}
+	for (size_t i = 0; i < plan->n_nodes; i++)
+		if (json_array_append_new(all, node_json(&plan->nodes[i])) < 0)
+			goto oom;
+	/* NCCL_IB_HCA names every chosen port, so only "all" sets it: a single device
+	 * needs none (libibverbs lists only the devices whose uverbs node the container
+	 * has), and two devices' values would overwrite each other. */
+	for (size_t i = 0; i < plan->n_env; i++) {
+		_cleanup_free_ char *kv = orh_xasprintf("%s=%s", plan->env[i].name,
+							plan->env[i].value);
+
+		if (strcmp(plan->env[i].name, "NCCL_IB_HCA") == 0) {
+			hca = json_pack("[s]", kv);
+			if (!hca)
+				goto oom;
+		} else if (json_array_append_new(env, json_string(kv)) < 0) {
+			goto oom;
+		}
+	}
+	r = add_device(devices, "all", all, hca);
+	all = NULL;
+	hca = NULL;
+	if (r < 0)
+		goto oom;
+	doc = json_pack("{s:s, s:s, s:o, s:{s:o}}", "cdiVersion", ORH_CDI_VERSION, "kind",
+			ORH_CDI_KIND, "devices", devices, "containerEdits", "env", env);
+	if (!doc)
+		return -ENOMEM; /* json_pack with "o" steals the references even on failure */
+	*out = doc;
+	return 0;
+oom:
+	json_decref(devices);
+	json_decref(all);
+	json_decref(env);
+	json_decref(hca);
+	return -ENOMEM;
+}
+
+static int write_output(const char *file, const char *data, size_t len, struct orh_err *err)
+{
+	_cleanup_free_ char *d = orh_xstrdup(file);
+	_cleanup_free_ char *b = orh_xstrdup(file);
+	_cleanup_close_ int dirfd = -1;
+	const char *dir = dirname(d);
+	const char *base = basename(b);
+	int r;
+
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return orh_fail(err, errno, "opening directory '%s': %s", dir, strerror(errno));
+	r = orh_write_atomic(dirfd, base, data, len, 0644, err);
+	if (r < 0)
+		return orh_err_prefix(err, "writing '%s'", file);
+	return 0;
+}
+
+int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
+{
+	struct orh_discover_opts opts;
+	struct orh_inventory inv;
+	struct orh_plan plan;
+	struct orh_strv warnings = { 0 };
+	struct orh_err err = { 0 };
+	_cleanup_free_ char *text = NULL;
+	const char *output = NULL;
+	json_t *doc = NULL;
+	int r, rc = ORH_EXIT_OK;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--output") && i + 1 < argc) {
+			output = argv[++i];
+		} else if (!strncmp(argv[i], "--output=", 9) && argv[i][9]) {
+			output = argv[i] + 9;
+		} else {
+			fprintf(stderr, "oci-rdma-hook: cdi: unknown or incomplete argument '%s'\n",
+				argv[i]);
+			return ORH_EXIT_USAGE;
+		}
+	}
+	memset(&opts, 0, sizeof(opts));
+	opts.sysroot = ctx->sysroot;
+	opts.gid_scan = ORH_GIDS_PLAN;
+	opts.want.family = ctx->cfg.gid_family;
+	opts.want.roce_version = ctx->cfg.roce_version;
+	opts.mad = ctx->cfg.management_devices;
+	if (orh_discover(&opts, &inv, &err) < 0) {
+		orh_log(LOG_ERR, "cdi: %s", err.msg);
+		return ORH_EXIT_FAIL;
+	}
+	if (orh_plan_build(&ctx->cfg, &inv, NULL, &plan, &err) < 0) {
+		orh_log(LOG_ERR, "cdi: %s", err.msg);
+		orh_inventory_free(&inv);
+		return ORH_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < inv.warnings.n; i++)
+		orh_log(LOG_WARNING, "%s", inv.warnings.v[i]);
+	for (size_t i = 0; i < plan.warnings.n; i++)
+		orh_log(LOG_WARNING, "%s", plan.warnings.v[i]);
+	if (orh_plan_is_empty(&plan) || plan.n_nodes == 0) {
+		/* A CDI device without edits is invalid: write nothing rather than a spec
+		 * that breaks the consumer's registry. */
+		orh_log(LOG_ERR, "cdi: no usable RDMA port on this node: no spec written");
+		rc = ORH_EXIT_FAIL;
+		goto out;
+	}
+
+	r = cdi_build(&plan, &inv, &doc, &warnings);
+	for (size_t i = 0; i < warnings.n; i++)
+		orh_log(LOG_WARNING, "cdi: %s", warnings.v[i]);
+	if (r < 0 || !(text = json_dumps(doc, JSON_INDENT(2)))) {
+		orh_log(LOG_ERR, "cdi: building the spec: %s", strerror(ENOMEM));
+		rc = ORH_EXIT_FAIL;
+		goto out;
+	}
+	if (output) {
+		_cleanup_free_ char *withnl = orh_xasprintf("%s\n", text);
+
+		if (write_output(output, withnl, strlen(withnl), &err) < 0) {
+			orh_log(LOG_ERR, "cdi: %s", err.msg);
+			rc = ORH_EXIT_FAIL;
+		}
+	} else if (printf("%s\n", text) < 0 || fflush(stdout) != 0) {
+		orh_log(LOG_ERR, "cdi: writing to stdout: %s", strerror(errno));
+		rc = ORH_EXIT_FAIL;
+	}
+out:
+	if (doc)
+		json_decref(doc);
+	orh_strv_free(&warnings);
+	orh_plan_free(&plan);
+	orh_inventory_free(&inv);
+	return rc;
+}

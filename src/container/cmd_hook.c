@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The live OCI hook: createRuntime / prestart (same behaviour) give an activated
+ * container its RDMA device nodes, the device cgroup grants, RLIMIT_MEMLOCK and an
+ * /etc/nccl.conf; poststop removes what the hook left outside the container.
+ *
+ * Failure policy (config [containers] on_error): "warn" logs and exits 0, so the
+ * container starts with whatever was applied before the failing step; "fail" exits 1
+ * for containers that asked for RDMA with the oci-rdma-hook/enable annotation.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "orh/apply.h"
+#include "orh/commands.h"
+#include "orh/oci.h"
+#include "orh/plan.h"
+
+#ifndef ORH_RUN_DIR
+#define ORH_RUN_DIR "/run/oci-rdma-hook"
+#endif
+
+struct hook {
+	struct orh_ctx *ctx;
+	const char *stage;
+	struct orh_oci_state st;
+	json_t *spec;
+	enum orh_activation_result act;
+	struct orh_container_facts facts;
+	struct orh_netns_info netns;
+	struct orh_inventory inv;
+	bool have_inv;
+	struct orh_plan plan;
+	bool have_plan;
+	char state_dir[PATH_MAX];
+};
+
+static const char *cid(const struct hook *h)
+{
+	return h->st.id ? h->st.id : "?";
+}
+
+/* Container ids become a directory name under ORH_RUN_DIR. */
+static bool id_usable(const char *id)
+{
+	size_t n = id ? strlen(id) : 0;
+
+	if (n == 0 || n > 200 || id[0] == '.')
+		return false;
+	return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
+}
+
+/* Apply the on_error policy to a failed step. */
+static int failed(struct hook *h, const char *step, const struct orh_err *err)
+{
+	if (h->ctx->cfg.on_error == ORH_ON_ERROR_FAIL && h->act == ORH_ACT_REQUESTED) {
+		orh_log(LOG_ERR, "container %s: %s: %s: %s; failing the container (on_error=fail)",
+			cid(h), h->stage, step, err->msg);
+		return ORH_EXIT_FAIL;
+	}
+	orh_log(LOG_WARNING,
+		"container %s: %s: %s: %s; the container starts without the remaining "
+		"RDMA setup (on_error=warn)",
+		cid(h), h->stage, step, err->msg);
+	return ORH_EXIT_OK;
+}
+
+static int read_state(struct hook *h, struct orh_err *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	r = orh_read_fd_all(STDIN_FILENO, ORH_STATE_MAX_BYTES, &buf, &len);
+	if (r < 0)
+		return orh_fail(err, r, "reading the OCI state from stdin: %s", strerror(-r));
+	return orh_oci_state_parse(buf, len, &h->st, err);
+}
+
+static int poststop(struct hook *h)
+{
+	char path[PATH_MAX + 16];
+
+	if (!id_usable(h->st.id))
+		return ORH_EXIT_OK;
+	snprintf(path, sizeof(path), "%s/nccl.conf", h->state_dir);
+	if (unlink(path) < 0 && errno != ENOENT)
+		orh_log(LOG_WARNING, "container %s: poststop: removing '%s': %m", cid(h), path);
+	if (rmdir(h->state_dir) == 0)
+		orh_log(LOG_INFO, "container %s: poststop: removed '%s'", cid(h), h->state_dir);
+	else if (errno != ENOENT)
+		orh_log(LOG_WARNING, "container %s: poststop: removing '%s': %m", cid(h),
+			h->state_dir);
+	return ORH_EXIT_OK;
+}
+
+static int collect_facts(struct hook *h, struct orh_err *err)
+{
+	const char *ns_path = NULL;
+	bool has_netns = false;
+	char proc_ns[64];
+	int r;
+
+	r = orh_spec_netns(h->spec, &has_netns, &ns_path);
+	if (r < 0)
+		return orh_fail(err, r, "reading linux.namespaces of the spec");
+	if (!has_netns)
+		return 0;
+	if (!ns_path) {
+		snprintf(proc_ns, sizeof(proc_ns), "/proc/%d/ns/net", (int)h->st.pid);
+		ns_path = proc_ns;
+	}
+	r = orh_netns_read(ns_path, &h->netns, err);
+	if (r < 0)
+		return r;
+	h->facts.own_netns = true;
+	memcpy(h->facts.netns_default_if, h->netns.default_if, IFNAMSIZ);
+	h->facts.addrs = h->netns.addrs;
+	h->facts.n_addrs = h->netns.n_addrs;
+	return 0;
+}
+
+static int build_plan(struct hook *h, struct orh_err *err)
+{
+	const struct orh_config *cfg = &h->ctx->cfg;
+	struct orh_discover_opts opts = {
+		.sysroot = h->ctx->sysroot,
+		.gid_scan = ORH_GIDS_PLAN,
+		.want = { .family = cfg->gid_family,
+			  .roce_version = cfg->roce_version,
+			  .addrs = h->facts.n_addrs ? h->facts.addrs : NULL,
+			  .n_addrs = h->facts.n_addrs },
+		.mad = cfg->management_devices,
+	};
+	int r;
+
+	r = orh_discover(&opts, &h->inv, err);
+	if (r < 0)
+		return r;
+	h->have_inv = true;
+	r = orh_plan_build(cfg, &h->inv, &h->facts, &h->plan, err);
+	if (r < 0)
+		return r;
+	h->have_plan = true;
+	return 0;
+}
+
+/* The container's rootfs path (absolute) and whether the spec wants it read-only. */
+static int rootfs_of(const struct hook *h, char *out, size_t size, bool *readonly,
+		     struct orh_err *err)
+{
+	const json_t *root = json_object_get(h->spec, "root");
+	const char *path = json_string_value(json_object_get(root, "path"));
+	int n;
+
+	*readonly = json_is_true(json_object_get(root, "readonly"));
+	if (!path || !*path)
+		return orh_fail(err, EINVAL, "the spec has no root.path");
+	if (path[0] == '/')
+		n = snprintf(out, size, "%s", path);
+	else
+		n = snprintf(out, size, "%s/%s", h->st.bundle, path);
+	if (n < 0 || (size_t)n >= size)
+		return orh_fail(err, ENAMETOOLONG, "rootfs path too long");
+	return 0;
+}
+
+static void log_memlock(const struct hook *h, const struct orh_memlock_result *m)
+{
+	char soft[32], hard[32];
+
+	snprintf(soft, sizeof(soft), m->soft == UINT64_MAX ? "unlimited" : "%llu",
+		 (unsigned long long)m->soft);
+	snprintf(hard, sizeof(hard), m->hard == UINT64_MAX ? "unlimited" : "%llu",
+		 (unsigned long long)m->hard);
+	if (m->outcome == ORH_MEMLOCK_SOFT_ONLY)
+		orh_log(LOG_WARNING,
+			"container %s: memlock hard limit cannot be raised here (no "
+			"CAP_SYS_RESOURCE); soft limit raised to the hard limit: %s/%s bytes",
+			cid(h), soft, hard);
+	else
+		orh_log(LOG_INFO, "container %s: memlock %s: %s/%s bytes", cid(h),
+			m->outcome == ORH_MEMLOCK_ALREADY ? "already high enough" : "raised", soft,
+			hard);
+}
+
+static int apply(struct hook *h)
+{
+	struct orh_err err = { 0 };
+	char rootfs[PATH_MAX];
+	bool readonly = false;
+	_cleanup_close_ int rootfd = -1;
+	struct orh_devices_result dres;
+	struct orh_cgroup_result cres;
+	struct orh_ncclconf_result nres;
+	struct orh_memlock_result mres;
+	const struct orh_plan *p = &h->plan;
+
+	if (rootfs_of(h, rootfs, sizeof(rootfs), &readonly, &err) < 0 ||
+	    orh_rootfs_open_container(h->st.pid, rootfs, &rootfd, &err) < 0)
+		return failed(h, "opening the container's rootfs", &err);
+
+	if (orh_devices_apply(rootfd, h->st.pid, h->ctx->sysroot, p->nodes, p->n_nodes, &dres,
+			      &err) < 0)
+		return failed(h, "device nodes", &err);
+	orh_log(LOG_INFO, "container %s: %zu device nodes: %u created, %u already there, %u bound",
+		cid(h), p->n_nodes, dres.created, dres.kept, dres.bound);
+
+	if (orh_cgroup_grant(h->st.pid, p->nodes, p->n_nodes, &cres, &err) < 0)
+		return failed(h, "device cgroup", &err);
+	orh_log(LOG_INFO, "container %s: device cgroup: v1 %s, v2 %s", cid(h),
+		cres.v1 ? "granted" : "not used",
+		cres.v2_progs ? "programs extended" : cres.v2_open ? "no program" : "unchanged");
+
+	if (p->set_memlock) {
+		if (orh_spec_has_rlimit(h->spec, "RLIMIT_MEMLOCK")) {
+			orh_log(LOG_INFO, "container %s: the spec sets RLIMIT_MEMLOCK; left as given",
+				cid(h));
+		} else {
+			if (orh_memlock_apply(h->st.pid, p->memlock, &mres, &err) < 0)
+				return failed(h, "memlock", &err);
+			log_memlock(h, &mres);
+		}
+	}
+
+	if (orh_ncclconf_apply(rootfd, h->st.pid, readonly, h->state_dir, p->env, p->n_env,
+			       &nres, &err) < 0)
+		return failed(h, "/etc/nccl.conf", &err);
+	orh_log(LOG_INFO, "container %s: /etc/nccl.conf: %zu settings added%s%s", cid(h),
+		nres.added, nres.bind_mounted ? ", bind-mounted from " : "",
+		nres.bind_mounted ? nres.generated : "");
+	return ORH_EXIT_OK;
+}
+
+static int run(struct hook *h)
+{
+	struct orh_err err = { 0 };
+	const json_t *annotations;
+
+	if (read_state(h, &err) < 0) {
+		orh_log(LOG_ERR, "%s: %s; nothing done", h->stage, err.msg);
+		return ORH_EXIT_OK; /* cannot tell whether RDMA was requested */
+	}
+	if (id_usable(h->st.id))
+		snprintf(h->state_dir, sizeof(h->state_dir), "%s/%s", ORH_RUN_DIR, h->st.id);
+	if (h->ctx->config_failed) {
+		orh_log(LOG_ERR, "container %s: %s: %s; container left unchanged", cid(h), h->stage,
+			h->ctx->config_err.msg);
+		return ORH_EXIT_OK;
+	}
+	if (!strcmp(h->stage, "poststop"))
+		return poststop(h);
+
+	if (!h->st.bundle || orh_spec_load(h->st.bundle, &h->spec, &err) < 0) {
+		if (!h->st.bundle)
+			orh_fail(&err, EINVAL, "the OCI state has no bundle");
+		orh_log(LOG_ERR, "container %s: %s: %s; nothing done", cid(h), h->stage, err.msg);
+		return ORH_EXIT_OK;
+	}
+	annotations = json_object_get(h->spec, "annotations");
+	if (!annotations)
+		annotations = h->st.annotations;
+	if (orh_activation_decide(&h->ctx->cfg, annotations, &h->act, &h->facts, &err) < 0) {
+		h->act = ORH_ACT_REQUESTED; /* it tried to ask */
+		return failed(h, "annotations", &err);
+	}
+	if (h->act == ORH_ACT_SKIP) {
+		orh_log(LOG_INFO, "container %s: not activated; left unchanged", cid(h));
+		return ORH_EXIT_OK;
+	}
+	if (h->st.pid <= 0) {
+		orh_fail(&err, EINVAL, "the OCI state has no pid");
+		return failed(h, "state", &err);
+	}
+	if (collect_facts(h, &err) < 0)
+		return failed(h, "container network namespace", &err);
+	if (build_plan(h, &err) < 0)
+		return failed(h, "discovery", &err);
+	for (size_t i = 0; i < h->plan.warnings.n; i++)
+		orh_log(LOG_WARNING, "container %s: %s", cid(h), h->plan.warnings.v[i]);
+	if (orh_plan_is_empty(&h->plan)) {
+		orh_log(LOG_INFO, "container %s: no usable RDMA device on this node; left unchanged",
+			cid(h));
+		return ORH_EXIT_OK;
+	}
+	return apply(h);
+}
+
+int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)
+{
+	struct hook h = { .ctx = ctx, .stage = argv[0] };
+	int r;
+
+	if (argc > 1) {
+		orh_log(LOG_ERR, "%s: unexpected argument '%s'", argv[0], argv[1]);
+		return ORH_EXIT_USAGE;
+	}
+	umask(022);
+	r = run(&h);
+	if (orh_rootfs_fallback_active())
+		orh_log(LOG_INFO, "container %s: paths were resolved without openat2 (component walk)",
+			cid(&h));
+	if (h.have_plan)
+		orh_plan_free(&h.plan);
+	if (h.have_inv)
+		orh_inventory_free(&h.inv);
+	if (h.spec)
+		json_decref(h.spec);
+	orh_oci_state_free(&h.st);
+	return r;
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * oci-rdma-hook precreate: podman's hooks.d "precreate" stage. The proposed config.json
+ * comes on stdin; the full (possibly modified) config goes to stdout. A container that
+ * is not activated, or whose edit failed under on_error = warn, gets its input back
+ * byte for byte.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "orh/commands.h"
+#include "orh/edit.h"
+
+static int write_out(const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(STDOUT_FILENO, data, len);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		data += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static void log_result(const struct orh_edit_result *res, const char *what)
+{
+	for (size_t i = 0; i < res->warnings.n; i++)
+		orh_log(LOG_WARNING, "%s", res->warnings.v[i]);
+	if (res->edits > 0)
+		orh_log(LOG_INFO,
+			"%s: %u device(s), %u cgroup rule(s), memlock %s, %u variable(s) added, "
+			"%u left as the container set them, CAP_IPC_LOCK added to %u set(s)",
+			what, res->changes.devices, res->changes.allow_rules,
+			res->changes.memlock ? "set" : "unchanged", res->changes.env,
+			res->changes.env_kept, res->changes.caps);
+}
+
+int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv)
+{
+	_cleanup_free_ char *in = NULL;
+	_cleanup_free_ char *out = NULL;
+	struct orh_edit_result res;
+	struct orh_err err = { 0 };
+	json_t *spec = NULL;
+	size_t in_len = 0, out_len = 0;
+	int r, rc = ORH_EXIT_OK;
+
+	memset(&res, 0, sizeof(res));
+	if (argc > 1) {
+		fprintf(stderr, "oci-rdma-hook: precreate: unexpected argument '%s'\n", argv[1]);
+		return ORH_EXIT_USAGE;
+	}
+	r = orh_read_fd_all(STDIN_FILENO, ORH_SPEC_MAX_BYTES, &in, &in_len);
+	if (r < 0) {
+		/* Nothing to pass through: podman gets no config back and fails. */
+		orh_log(LOG_ERR, "precreate: reading config.json from stdin: %s", strerror(-r));
+		return ORH_EXIT_FAIL;
+	}
+	if (ctx->config_failed) {
+		orh_log(LOG_ERR, "precreate: %s: container left unchanged", ctx->config_err.msg);
+		goto pass;
+	}
+	r = orh_spec_parse(in, in_len, "config.json (stdin)", &spec, &err);
+	if (r < 0) {
+		orh_log(LOG_ERR, "precreate: %s: container left unchanged", err.msg);
+		goto pass;
+	}
+	r = orh_spec_edit(&ctx->cfg, ctx->sysroot, spec, &res, &err);
+	if (r < 0) {
+		if (orh_edit_must_fail(&ctx->cfg, &res)) {
+			orh_log(LOG_ERR, "precreate: %s", err.msg);
+			rc = ORH_EXIT_FAIL;
+			goto done;
+		}
+		orh_log(LOG_WARNING, "precreate: %s: container left unchanged", err.msg);
+		goto pass;
+	}
+	log_result(&res, "precreate");
+	if (res.edits == 0)
+		goto pass;
+	r = orh_spec_dump(spec, &out, &out_len, &err);
+	if (r < 0) {
+		orh_log(LOG_ERR, "precreate: %s", err.msg);
+		if (orh_edit_must_fail(&ctx->cfg, &res)) {
+			rc = ORH_EXIT_FAIL;
+			goto done;
+		}
+		goto pass;
+	}
+	r = write_out(out, out_len);
+	goto written;
+pass:
+	r = write_out(in, in_len);
+written:
+	if (r < 0) {
+		orh_log(LOG_ERR, "precreate: writing the config to stdout: %s", strerror(-r));
+		rc = ORH_EXIT_FAIL;
+	}
+done:
+	if (spec)
+		json_decref(spec);
+	orh_edit_result_free(&res);
+	return rc;
+}

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The runtime shim: `oci-rdma-runtime ARGS...` (argv[0] basename) or
+ * `oci-rdma-hook runtime ARGS...`. It takes runc's command line; on `create` and `run`
+ * it edits <bundle>/config.json (atomically) before the real runtime reads it, then it
+ * executes the real runtime (config key `runtime`) with the arguments it was given.
+ * Every other command passes straight through. A container that is not activated keeps
+ * its config.json byte for byte.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "orh/commands.h"
+#include "orh/edit.h"
+
+/* The runtime is looked up here only, never in the caller's PATH. */
+#define ORH_RUNTIME_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* Global options of runc and crun that take a value. */
+static const char *const global_with_value[] = {
+	"root", "log", "log-format", "criu", "rootless", "cgroup-manager", "log-level",
+};
+
+struct runtime_args {
+	int cmd;              /* index of the command in argv, 0 when none */
+	const char *bundle;   /* --bundle/-b of create/run, "." when not given */
+};
+
+/* "--name=value", "-name value", "--name value" (urfave/cli accepts one or two dashes).
+ * Sets *name_len and *inline_value (NULL when the value is the next argument). */
+static void split_flag(const char *arg, const char **name, size_t *name_len,
+		       const char **inline_value)
+{
+	const char *eq = NULL;
+
+	arg += arg[1] == '-' ? 2 : 1;
+	eq = strchr(arg, '=');
+	*name = arg;
+	*name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+	*inline_value = eq ? eq + 1 : NULL;
+}
+
+static bool flag_is(const char *name, size_t len, const char *want)
+{
+	return strlen(want) == len && strncmp(name, want, len) == 0;
+}
+
+static void parse_args(int argc, char **argv, struct runtime_args *ra)
+{
+	int i = 1;
+
+	memset(ra, 0, sizeof(*ra));
+	ra->bundle = ".";
+	for (; i < argc; i++) {
+		const char *name = NULL, *val = NULL;
+		size_t len = 0;
+		bool takes_value = false;
+
+		if (argv[i][0] != '-' || argv[i][1] == '\0')
+			break;
+		if (strcmp(argv[i], "--") == 0) {
+			i++;
+			break;
+		}
+		split_flag(argv[i], &name, &len, &val);
+		for (size_t k = 0; k < ORH_ARRAY_SIZE(global_with_value); k++)
+			if (flag_is(name, len, global_with_value[k]))
+				takes_value = true;
+		if (takes_value && !val)
+			i++;
+	}
+	if (i >= argc)
+		return;
+	ra->cmd = i;
+	if (strcmp(argv[i], "create") != 0 && strcmp(argv[i], "run") != 0)
+		return;
+	for (i++; i < argc; i++) {
+		const char *name = NULL, *val = NULL;
+		size_t len = 0;
+
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (argv[i][0] != '-' || argv[i][1] == '\0')
+			continue;
+		split_flag(argv[i], &name, &len, &val);
+		if (!flag_is(name, len, "bundle") && !flag_is(name, len, "b"))
+			continue;
+		if (!val && i + 1 < argc)
+			val = argv[++i];
+		if (val && *val)
+			ra->bundle = val;
+	}
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Find the real runtime: an absolute path from the config as it is, else the name in
+ * ORH_RUNTIME_PATH. Never ourselves (a shim registered under the runtime's name). */
+static int find_runtime(const char *runtime, char **out, struct orh_err *err)
+{
+	_cleanup_free_ char *dirs = NULL;
+	struct stat self, st;
+	bool have_self = stat("/proc/self/exe", &self) == 0;
+	char *save = NULL;
+
+	*out = NULL;
+	if (!runtime || !*runtime)
+		runtime = "runc";
+	if (strchr(runtime, '/')) {
+		if (runtime[0] != '/')
+			return orh_fail(err, EINVAL, "runtime '%s' is not an absolute path", runtime);
+		if (stat(runtime, &st) < 0)
+			return orh_fail(err, errno, "runtime '%s': %s", runtime, strerror(errno));
+		if (have_self && same_file(&self, &st))
+			return orh_fail(err, ELOOP, "runtime '%s' is this shim itself", runtime);
+		*out = orh_xstrdup(runtime);
+		return 0;
+	}
+	dirs = orh_xstrdup(ORH_RUNTIME_PATH);
+	for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		_cleanup_free_ char *p = orh_xasprintf("%s/%s", d, runtime);
+
+		if (stat(p, &st) < 0 || !S_ISREG(st.st_mode) || access(p, X_OK) < 0)
+			continue;
+		if (have_self && same_file(&self, &st))
+			continue;
+		*out = TAKE_PTR(p);
+		return 0;
+	}
+	return orh_fail(err, ENOENT, "runtime '%s' not found in %s", runtime, ORH_RUNTIME_PATH);
+}
+
+/* Edit <bundle>/config.json. Returns 0 also when nothing was changed; -errno with err
+ * filled on a failure, *fatal telling whether the container must then fail. */
+static int edit_bundle(struct orh_ctx *ctx, const char *bundle, bool *fatal,
+		       struct orh_err *err)
+{
+	_cleanup_close_ int dirfd = -1;
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *in = NULL;
+	_cleanup_free_ char *out = NULL;
+	_cleanup_free_ char *name = orh_xasprintf("%s/config.json", bundle);
+	struct orh_edit_result res;
+	struct stat st;
+	json_t *spec = NULL;
+	size_t in_len = 0, out_len = 0;
+	int r;
+
+	*fatal = false;
+	memset(&res, 0, sizeof(res));
+	dirfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return orh_fail(err, errno, "opening bundle '%s': %s", bundle, strerror(errno));
+	fd = openat(dirfd, "config.json", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0)
+		return orh_fail(err, errno, "opening '%s': %s", name, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return orh_fail(err, EINVAL, "'%s' is not a regular file", name);
+	r = orh_read_fd_all(fd, ORH_SPEC_MAX_BYTES, &in, &in_len);
+	if (r < 0)
+		return orh_fail(err, r, "reading '%s': %s", name, strerror(-r));
+	r = orh_spec_parse(in, in_len, name, &spec, err);
+	if (r < 0)
+		return r;
+	r = orh_spec_edit(&ctx->cfg, ctx->sysroot, spec, &res, err);
+	if (r >= 0) {
+		for (size_t i = 0; i < res.warnings.n; i++)
+			orh_log(LOG_WARNING, "%s", res.warnings.v[i]);
+		if (res.edits > 0)
+			r = orh_spec_dump(spec, &out, &out_len, err);
+	}
+	if (r >= 0 && res.edits > 0)
+		r = orh_write_atomic(dirfd, "config.json", out, out_len, 0600, err);
+	if (r < 0)
+		*fatal = orh_edit_must_fail(&ctx->cfg, &res);
+	json_decref(spec);
+	orh_edit_result_free(&res);
+	return r;
+}
+
+/* Point fd 2 at /dev/null; returns a copy of the old fd 2 (or -1). */
+static int stderr_to_null(void)
+{
+	int saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	if (saved >= 0 && null >= 0)
+		dup2(null, STDERR_FILENO);
+	if (null >= 0)
+		close(null);
+	return saved;
+}
+
+static void stderr_restore(int saved)
+{
+	if (saved < 0)
+		return;
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+}
+
+int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
+{
+	_cleanup_free_ char *runtime = NULL;
+	struct runtime_args ra;
+	struct orh_err err = { 0 };
+	char **args = NULL;
+	bool fatal = false;
+
+	parse_args(argc, argv, &ra);
+	if (ra.cmd > 0 && (!strcmp(argv[ra.cmd], "create") || !strcmp(argv[ra.cmd], "run"))) {
+		/* During create, the runtime's stderr is often the container's own stderr
+		 * (containerd's shim passes the container's stdio): what does not stop the
+		 * container goes to syslog only. */
+		int saved = stderr_to_null();
+		int r = 0;
+
+		if (ctx->config_failed)
+			orh_log(LOG_ERR, "%s: container left unchanged", ctx->config_err.msg);
+		else
+			r = edit_bundle(ctx, ra.bundle, &fatal, &err);
+		if (r < 0 && !fatal)
+			orh_log(LOG_WARNING, "%s: container left unchanged", err.msg);
+		stderr_restore(saved);
+		if (r < 0 && fatal) {
+			orh_log(LOG_ERR, "%s", err.msg);
+			return ORH_EXIT_FAIL;
+		}
+	}
+	if (find_runtime(ctx->cfg.runtime, &runtime, &err) < 0) {
+		orh_log(LOG_ERR, "%s", err.msg);
+		return ORH_EXIT_FAIL;
+	}
+	args = orh_xcalloc((size_t)argc + 1, sizeof(*args));
+	args[0] = runtime;
+	for (int i = 1; i < argc; i++)
+		args[i] = argv[i];
+	execv(runtime, args);
+	orh_log(LOG_ERR, "executing runtime '%s': %s", runtime, strerror(errno));
+	free(args);
+	return ORH_EXIT_FAIL;
+}

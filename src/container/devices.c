@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Device nodes inside the container: /dev/infiniband/uverbsN, rdma_cm (and umad/issm
+ * when the plan has them). mknod where we may; bind-mount the host's node where mknod is
+ * not permitted (user namespaces).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "orh/apply.h"
+
+static void tmp_name(char *buf, size_t size, const char *name)
+{
+	snprintf(buf, size, ".orh-%.200s.%d", name, (int)getpid());
+}
+
+/* Put a new entry (a character device, or an empty file as a mount point) at dfd/name:
+ * made under a temporary name, then renamed over whatever is there (renameat never
+ * follows the destination). *mknod_errno tells the caller why mknod failed. */
+static int make_entry(int dfd, const char *name, bool chardev, const struct orh_devnode *n,
+		      int *mknod_errno, struct orh_err *err)
+{
+	char tmp[NAME_MAX + 1];
+	mode_t mode = (mode_t)(n->mode & 07777);
+
+	tmp_name(tmp, sizeof(tmp), name);
+	(void)unlinkat(dfd, tmp, 0);
+	if (chardev) {
+		if (mknodat(dfd, tmp, S_IFCHR | mode, makedev(n->major, n->minor)) < 0) {
+			if (mknod_errno)
+				*mknod_errno = errno; /* the caller decides about EPERM */
+			return orh_fail(err, errno, "mknod '%s' (%u:%u): %m", n->path, n->major,
+					n->minor);
+		}
+	} else {
+		int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				0600);
+
+		if (fd < 0)
+			return orh_fail(err, errno, "creating a mount point for '%s': %m",
+					n->path);
+		close(fd);
+	}
+	if (fchmodat(dfd, tmp, mode, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchownat(dfd, tmp, 0, 0, AT_SYMLINK_NOFOLLOW) < 0) {
+		int e = errno;
+
+		(void)unlinkat(dfd, tmp, 0);
+		return orh_fail(err, e, "setting mode/owner of '%s': %s", n->path, strerror(e));
+	}
+	if (renameat(dfd, tmp, dfd, name) < 0) {
+		int e = errno;
+
+		(void)unlinkat(dfd, tmp, 0);
+		return orh_fail(err, e, "renaming into place '%s': %s", n->path, strerror(e));
+	}
+	return 0;
+}
+
+static int replace_with(int dfd, const char *name, bool chardev, const struct orh_devnode *n,
+			struct orh_err *err)
+{
+	return make_entry(dfd, name, chardev, n, NULL, err);
+}
+
+static int bind_host_node(int dfd, const char *name, pid_t pid, int hostfd,
+			  const struct orh_devnode *n, struct orh_err *err)
+{
+	_cleanup_close_ int src = -1;
+	_cleanup_close_ int target = -1;
+	struct stat st;
+	int r;
+
+	src = openat(hostfd, n->path[0] == '/' ? n->path + 1 : n->path,
+		     O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (src < 0)
+		return orh_fail(err, errno, "opening host node '%s': %m", n->path);
+	if (fstat(src, &st) < 0)
+		return orh_fail(err, errno, "stat of host node '%s': %m", n->path);
+	if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(n->major, n->minor))
+		return orh_fail(err, ENODEV,
+				"host node '%s' is not the character device %u:%u; not binding it",
+				n->path, n->major, n->minor);
+
+	target = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (target < 0 || fstat(target, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (target >= 0)
+			close(TAKE_FD(target));
+		r = replace_with(dfd, name, false, n, err);
+		if (r < 0)
+			return r;
+		target = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (target < 0)
+			return orh_fail(err, errno, "opening mount point '%s': %m", n->path);
+		if (fstat(target, &st) < 0 || !S_ISREG(st.st_mode))
+			return orh_fail(err, EEXIST, "mount point '%s' was replaced; refusing",
+					n->path);
+	}
+	r = orh_bind_into_container(pid, src, target, false, err);
+	if (r < 0)
+		return orh_err_prefix(err, "binding host node '%s'", n->path);
+	return 0;
+}
+
+static int apply_one(int rootfd, pid_t pid, int hostfd, const struct orh_devnode *n,
+		     struct orh_devices_result *res, struct orh_err *err)
+{
+	_cleanup_close_ int dfd = -1;
+	char name[NAME_MAX + 1];
+	struct stat st;
+	int mknod_errno = 0;
+	int r;
+
+	r = orh_rootfs_parent(rootfd, n->path, true, &dfd, name, err);
+	if (r < 0)
+		return orh_err_prefix(err, "device '%s'", n->path);
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(n->major, n->minor)) {
+			res->kept++;
+			return 0;
+		}
+		if (S_ISDIR(st.st_mode))
+			return orh_fail(err, EISDIR, "device '%s': a directory is in the way",
+					n->path);
+	} else if (errno != ENOENT) {
+		return orh_fail(err, errno, "device '%s': stat: %m", n->path);
+	}
+
+	r = make_entry(dfd, name, true, n, &mknod_errno, err);
+	if (r == 0) {
+		res->created++;
+		return 0;
+	}
+	if (mknod_errno != EPERM)
+		return r;
+	if (hostfd < 0)
+		return orh_fail(err, EPERM, "mknod '%s': not permitted and no host node to bind",
+				n->path);
+	r = bind_host_node(dfd, name, pid, hostfd, n, err);
+	if (r < 0)
+		return r;
+	res->bound++;
+	return 0;
+}
+
+int orh_devices_apply(int rootfd, pid_t pid, const char *host_root,
+		      const struct orh_devnode *nodes, size_t n, struct orh_devices_result *res,
+		      struct orh_err *err)
+{
+	_cleanup_close_ int hostfd = -1;
+
+	*res = (struct orh_devices_result){ 0 };
+	if (host_root && pid > 0)
+		hostfd = open(host_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; i < n; i++) {
+		int r = apply_one(rootfd, pid, hostfd, &nodes[i], res, err);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The spec edit shared by `precreate` and the runtime shim (include/orh/edit.h), and
+ * the atomic replacement of a file in a directory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "orh/apply.h"
+#include "orh/edit.h"
+#include "orh/inventory.h"
+#include "orh/plan.h"
+
+static void push_all(struct orh_strv *dst, const struct orh_strv *src)
+{
+	for (size_t i = 0; i < src->n; i++)
+		orh_strv_push(dst, orh_xstrdup(src->v[i]));
+}
+
+void orh_edit_result_free(struct orh_edit_result *res)
+{
+	orh_strv_free(&res->warnings);
+	memset(res, 0, sizeof(*res));
+}
+
+bool orh_edit_must_fail(const struct orh_config *cfg, const struct orh_edit_result *res)
+{
+	return cfg->on_error == ORH_ON_ERROR_FAIL && res->asked;
+}
+
+static bool asked_for(const json_t *annotations)
+{
+	const json_t *v = json_object_get(annotations, ORH_ANNOTATION_ENABLE);
+
+	return v && !(json_is_string(v) && strcmp(json_string_value(v), "false") == 0);
+}
+
+int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spec,
+		  struct orh_edit_result *res, struct orh_err *err)
+{
+	struct orh_container_facts facts;
+	struct orh_netns_info ni;
+	struct orh_discover_opts opts;
+	struct orh_inventory inv;
+	struct orh_plan plan;
+	struct orh_spec_opts sopts;
+	const json_t *annotations = json_object_get(spec, "annotations");
+	const char *nspath = NULL;
+	bool has_netns = false;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	memset(&facts, 0, sizeof(facts));
+	memset(&ni, 0, sizeof(ni));
+	res->asked = asked_for(annotations);
+
+	r = orh_activation_decide(cfg, annotations, &res->activation, &facts, err);
+	if (r < 0)
+		return r;
+	if (res->activation == ORH_ACT_SKIP)
+		return 0;
+
+	r = orh_spec_netns(spec, &has_netns, &nspath);
+	if (r < 0)
+		return orh_fail(err, r, "config.json: field 'linux.namespaces': bad network entry");
+	facts.own_netns = has_netns;
+	if (has_netns && nspath) {
+		/* A namespace made beforehand (podman, CRI pods): its routes and addresses
+		 * are known now. One the runtime creates is still empty. */
+		struct orh_err nerr = { 0 };
+
+		if (orh_netns_read(nspath, &ni, &nerr) < 0) {
+			orh_strv_pushf(&res->warnings, "network namespace '%s' not read: %s", nspath,
+				       nerr.msg);
+		} else {
+			memcpy(facts.netns_default_if, ni.default_if, sizeof(facts.netns_default_if));
+			facts.addrs = ni.addrs;
+			facts.n_addrs = ni.n_addrs;
+		}
+	}
+
+	memset(&opts, 0, sizeof(opts));
+	opts.sysroot = sysroot ? sysroot : "/";
+	opts.gid_scan = ORH_GIDS_PLAN;
+	opts.want.family = cfg->gid_family;
+	opts.want.roce_version = cfg->roce_version;
+	opts.want.addrs = facts.addrs;
+	opts.want.n_addrs = facts.n_addrs;
+	opts.mad = cfg->management_devices;
+	r = orh_discover(&opts, &inv, err);
+	if (r < 0)
+		return r;
+	push_all(&res->warnings, &inv.warnings);
+	r = orh_plan_build(cfg, &inv, &facts, &plan, err);
+	if (r < 0) {
+		orh_inventory_free(&inv);
+		return r;
+	}
+	push_all(&res->warnings, &plan.warnings);
+	res->preset = plan.preset;
+	if (orh_plan_is_empty(&plan)) {
+		orh_plan_free(&plan);
+		orh_inventory_free(&inv);
+		return 0;
+	}
+	memset(&sopts, 0, sizeof(sopts));
+	sopts.add_ipc_lock = cfg->add_ipc_lock;
+	r = orh_spec_apply(spec, &plan, &sopts, &res->changes, err);
+	orh_plan_free(&plan);
+	orh_inventory_free(&inv);
+	if (r < 0)
+		return r;
+	res->edits = r;
+	return 0;
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, data, len);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		data += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int orh_write_atomic(int dirfd, const char *name, const char *data, size_t len,
+		     unsigned mode, struct orh_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	char tmp[NAME_MAX + 1];
+	struct stat old;
+	uint64_t rnd = 0;
+	bool have_old = false;
+	int r = 0;
+
+	if (strchr(name, '/') || strlen(name) > NAME_MAX - 24)
+		return orh_fail(err, EINVAL, "'%s': not a plain file name", name);
+	if (fstatat(dirfd, name, &old, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (!S_ISREG(old.st_mode))
+			return orh_fail(err, EINVAL, "'%s' exists and is not a regular file", name);
+		have_old = true;
+		mode = old.st_mode & 07777;
+	}
+	for (int tries = 0; fd < 0; tries++) {
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			rnd ^= (uint64_t)getpid() << 32 | (unsigned)tries;
+		snprintf(tmp, sizeof(tmp), ".%s.orh-%016llx", name, (unsigned long long)rnd);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0 && (errno != EEXIST || tries > 8))
+			return orh_fail(err, errno, "creating '%s': %s", tmp, strerror(errno));
+	}
+	if (have_old && fchown(fd, old.st_uid, old.st_gid) < 0 && errno != EPERM) {
+		r = orh_fail(err, errno, "'%s': fchown: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	if (fchmod(fd, mode) < 0) {
+		r = orh_fail(err, errno, "'%s': fchmod: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	r = write_all(fd, data, len);
+	if (r < 0) {
+		orh_fail(err, r, "writing '%s': %s", tmp, strerror(-r));
+		goto fail;
+	}
+	if (fsync(fd) < 0) {
+		r = orh_fail(err, errno, "'%s': fsync: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		r = orh_fail(err, errno, "renaming '%s' to '%s': %s", tmp, name, strerror(errno));
+		goto fail;
+	}
+	/* The rename is durable once the directory is. */
+	if (fsync(dirfd) < 0 && errno != EINVAL && errno != EBADF)
+		return orh_fail(err, errno, "fsync of the directory of '%s': %s", name,
+				strerror(errno));
+	return 0;
+fail:
+	unlinkat(dirfd, tmp, 0);
+	return r;
+}

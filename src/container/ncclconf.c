@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * /etc/nccl.conf inside the container.
+ *
+ * NCCL reads each line NAME=VALUE with setenv(name, value, 0): the process environment
+ * always wins and the first definition in a file wins. So the image's lines are kept as
+ * they are and ours are appended only for names the image does not define. Comment lines
+ * carry no '=' (NCCL before 2.26.2 reads "#X=1" as a variable named "#X"). A marker block
+ * lets a second run replace what the first one wrote.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "orh/apply.h"
+
+#define NCCL_NAME_MAX 1023
+#define NCCL_VALUE_MAX 1023
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+static void buf_add(struct buf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		b->cap = (b->len + n + 1) * 2;
+		b->p = orh_xrealloc(b->p, b->cap);
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > NCCL_NAME_MAX)
+		return false;
+	for (; *s; s++) {
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	}
+	return true;
+}
+
+static bool value_ok(const char *s)
+{
+	return strlen(s) <= NCCL_VALUE_MAX && !strpbrk(s, "\r\n");
+}
+
+/* A line of the old text, without its newline. */
+struct line {
+	const char *s;
+	size_t len;
+};
+
+static bool line_is(const struct line *l, const char *text)
+{
+	size_t n = strlen(text);
+
+	/* tolerate a CR left by an editor */
+	return (l->len == n || (l->len == n + 1 && l->s[n] == '\r')) &&
+	       strncmp(l->s, text, n) == 0;
+}
+
+static bool defines(const struct line *lines, size_t n, const bool *ours, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (size_t i = 0; i < n; i++) {
+		if (ours[i])
+			continue;
+		if (lines[i].len > nl && lines[i].s[nl] == '=' &&
+		    strncmp(lines[i].s, name, nl) == 0)
+			return true;
+	}
+	return false;
+}
+
+int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *env,
+		       size_t n_env, char **out, size_t *n_added, struct orh_err *err)
+{
+	_cleanup_free_ struct line *lines = NULL;
+	_cleanup_free_ bool *ours = NULL;
+	struct buf b = { NULL, 0, 0 };
+	size_t n = 0, added = 0, begin = SIZE_MAX;
+	bool block_open = false;
+
+	for (size_t i = 0; i < n_env; i++) {
+		if (!name_ok(env[i].name))
+			return orh_fail(err, EINVAL, "variable name '%.64s' cannot be written to "
+						     "nccl.conf", env[i].name);
+		if (!env[i].value || !value_ok(env[i].value))
+			return orh_fail(err, EINVAL, "value of %s cannot be written to nccl.conf",
+					env[i].name);
+	}
+	if (old && memchr(old, '\0', len))
+		return orh_fail(err, EINVAL, "existing nccl.conf holds a NUL byte");
+
+	/* split into lines */
+	lines = orh_xcalloc(len / 1 + 1, sizeof(*lines));
+	for (size_t off = 0; old && off < len;) {
+		const char *nl = memchr(old + off, '\n', len - off);
+		size_t l = nl ? (size_t)(nl - (old + off)) : len - off;
+
+		lines[n++] = (struct line){ old + off, l };
+		off += l + (nl ? 1 : 0);
+	}
+	/* mark an earlier run's block (only a complete one) */
+	ours = orh_xcalloc(n + 1, sizeof(*ours));
+	for (size_t i = 0; i < n; i++) {
+		if (!block_open && line_is(&lines[i], ORH_NCCL_MARK_BEGIN)) {
+			block_open = true;
+			begin = i;
+		} else if (block_open && line_is(&lines[i], ORH_NCCL_MARK_END)) {
+			for (size_t k = begin; k <= i; k++)
+				ours[k] = true;
+			block_open = false;
+		}
+	}
+
+	for (size_t i = 0; i < n; i++) {
+		if (ours[i])
+			continue;
+		buf_add(&b, lines[i].s, lines[i].len);
+		buf_add(&b, "\n", 1);
+	}
+	for (size_t i = 0; i < n_env; i++) {
+		bool dup = false;
+
+		for (size_t k = 0; k < i; k++)
+			dup = dup || strcmp(env[k].name, env[i].name) == 0;
+		if (dup || defines(lines, n, ours, env[i].name))
+			continue;
+		if (added++ == 0)
+			buf_add(&b, ORH_NCCL_MARK_BEGIN "\n", strlen(ORH_NCCL_MARK_BEGIN) + 1);
+		buf_add(&b, env[i].name, strlen(env[i].name));
+		buf_add(&b, "=", 1);
+		buf_add(&b, env[i].value, strlen(env[i].value));
+		buf_add(&b, "\n", 1);
+	}
+	if (added)
+		buf_add(&b, ORH_NCCL_MARK_END "\n", strlen(ORH_NCCL_MARK_END) + 1);
+	if (!b.p)
+		buf_add(&b, "", 0);
+	*out = b.p;
+	*n_added = added;
+	return 0;
+}
+
+/* ---- applying it ----------------------------------------------------------------- */
+
+static int write_all(int fd, const char *s, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, s, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		s += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Open /etc/nccl.conf as O_PATH without following it; *path_fd = -1 when absent. */
+static int open_existing(int etcfd, int *path_fd, struct stat *st, struct orh_err *err)
+{
+	int fd = openat(etcfd, "nccl.conf", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	*path_fd = -1;
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0)
+		return orh_fail(err, errno, "opening /etc/nccl.conf: %m");
+	if (fstat(fd, st) < 0) {
+		int e = errno;
+
+		close(fd);
+		return orh_fail(err, e, "stat of /etc/nccl.conf: %s", strerror(e));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return orh_fail(err, EPERM,
+				"/etc/nccl.conf in the container is not a regular file (%s); "
+				"refusing to touch it",
+				S_ISLNK(st->st_mode)    ? "a symlink"
+				: S_ISDIR(st->st_mode)  ? "a directory"
+				: S_ISFIFO(st->st_mode) ? "a FIFO"
+							: "a special file");
+	}
+	*path_fd = fd;
+	return 0;
+}
+
+/* Read the file behind an O_PATH fd (reopened through /proc/self/fd: the same inode). */
+static int read_existing(int path_fd, char **text, size_t *len, struct orh_err *err)
+{
+	char proc[64];
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path_fd);
+	fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return orh_fail(err, errno, "reopening /etc/nccl.conf: %m");
+	r = orh_read_fd_all(fd, ORH_NCCL_CONF_MAX_BYTES, text, len);
+	if (r < 0)
+		return orh_fail(err, r, "reading /etc/nccl.conf: %s", strerror(-r));
+	return 0;
+}
+
+/* Write into /etc through a temporary file and renameat(). -EROFS is returned with
+ * err unset so that the caller can take the bind-mount path. */
+static int write_in_place(int etcfd, const char *text, const struct stat *old_st,
+			  struct orh_err *err)
+{
+	char tmp[64];
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	snprintf(tmp, sizeof(tmp), ".nccl.conf.orh-%d", (int)getpid());
+	(void)unlinkat(etcfd, tmp, 0);
+	fd = openat(etcfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EROFS)
+		return -EROFS;
+	if (fd < 0)
+		return orh_fail(err, errno, "creating /etc/%s: %m", tmp);
+	r = write_all(fd, text, strlen(text));
+	if (r == 0 && old_st && fchown(fd, old_st->st_uid, old_st->st_gid) < 0)
+		r = -errno;
+	if (r == 0 && fchmod(fd, old_st ? old_st->st_mode & 07777 : 0644) < 0)
+		r = -errno;
+	if (r == 0 && renameat(etcfd, tmp, etcfd, "nccl.conf") < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlinkat(etcfd, tmp, 0);
+		return orh_fail(err, r, "writing /etc/nccl.conf: %s", strerror(-r));
+	}
+	return 0;
+}
+
+static int mkdir_host(const char *dir, struct orh_err *err)
+{
+	char path[PATH_MAX];
+
+	if (orh_strlcpy(path, dir, sizeof(path)) < 0)
+		return orh_fail(err, ENAMETOOLONG, "state dir '%s' too long", dir);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return orh_fail(err, errno, "creating '%s': %m", path);
+		*p = '/';
+	}
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return orh_fail(err, errno, "creating '%s': %m", path);
+	return 0;
+}
+
+/* Read-only rootfs: generate the file outside and bind it over /etc/nccl.conf. */
+static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_dir,
+			  const char *text, struct orh_ncclconf_result *res, struct orh_err *err)
+{
+	_cleanup_close_ int target = -1;
+	_cleanup_close_ int gen = -1;
+	struct stat st;
+	int r;
+
+	if (!state_dir)
+		return orh_fail(err, EROFS, "read-only rootfs and no state directory");
+	if (path_fd >= 0) {
+		target = dup(path_fd);
+		if (target < 0)
+			return orh_fail(err, errno, "dup: %m");
+	} else {
+		/* a mount point is needed; runtimes create them the same way */
+		int fd = openat(etcfd, "nccl.conf",
+				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+		if (fd < 0)
+			return orh_fail(err, errno,
+					"read-only rootfs without /etc/nccl.conf to mount over: %m");
+		close(fd);
+		target = openat(etcfd, "nccl.conf", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (target < 0)
+			return orh_fail(err, errno, "opening /etc/nccl.conf: %m");
+		if (fstat(target, &st) < 0 || !S_ISREG(st.st_mode))
+			return orh_fail(err, EPERM, "/etc/nccl.conf was replaced; refusing");
+	}
+
+	r = mkdir_host(state_dir, err);
+	if (r < 0)
+		return r;
+	if (snprintf(res->generated, sizeof(res->generated), "%s/nccl.conf", state_dir) >=
+	    (int)sizeof(res->generated))
+		return orh_fail(err, ENAMETOOLONG, "state dir '%s' too long", state_dir);
+	gen = open(res->generated, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (gen < 0)
+		return orh_fail(err, errno, "creating '%s': %m", res->generated);
+	r = write_all(gen, text, strlen(text));
+	if (r == 0 && fchmod(gen, 0644) < 0)
+		r = -errno;
+	if (r < 0)
+		return orh_fail(err, r, "writing '%s': %s", res->generated, strerror(-r));
+	r = orh_bind_into_container(pid, gen, target, true, err);
+	if (r < 0)
+		return orh_err_prefix(err, "mounting '%s' over /etc/nccl.conf", res->generated);
+	res->bind_mounted = true;
+	return 0;
+}
+
+int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_dir,
+		       const struct orh_env_entry *env, size_t n_env,
+		       struct orh_ncclconf_result *res, struct orh_err *err)
+{
+	_cleanup_close_ int etcfd = -1;
+	_cleanup_close_ int path_fd = -1;
+	_cleanup_free_ char *old = NULL;
+	_cleanup_free_ char *text = NULL;
+	size_t old_len = 0;
+	struct stat st;
+	int r;
+
+	*res = (struct orh_ncclconf_result){ 0 };
+	r = orh_rootfs_dir(rootfd, "/etc", !readonly, &etcfd, err);
+	if (r < 0)
+		return orh_err_prefix(err, "nccl.conf");
+	r = open_existing(etcfd, &path_fd, &st, err);
+	if (r < 0)
+		return r;
+	if (path_fd >= 0) {
+		r = read_existing(path_fd, &old, &old_len, err);
+		if (r < 0)
+			return r;
+	}
+	r = orh_ncclconf_merge(old, old_len, env, n_env, &text, &res->added, err);
+	if (r < 0)
+		return r;
+	if (old && strcmp(old, text) == 0)
+		return 0; /* already as it should be */
+	if (!readonly) {
+		r = write_in_place(etcfd, text, path_fd >= 0 ? &st : NULL, err);
+		if (r != -EROFS)
+			return r;
+	}
+	return bind_generated(etcfd, path_fd, pid, state_dir, text, res, err);
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What a container's own network namespace holds: its IPv4 addresses and the interface
+ * of its default route, read with rtnetlink from a forked child that joined it (the
+ * hook itself never changes namespace).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "orh/apply.h"
+
+#define NL_BUF 32768
+
+struct netns_args {
+	int nsfd;
+	struct orh_netns_info *info;
+};
+
+static int nl_dump(int sk, uint16_t type, uint32_t seq)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct rtgenmsg g;
+	} req;
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(req.g));
+	req.nh.nlmsg_type = type;
+	req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.nh.nlmsg_seq = seq;
+	req.g.rtgen_family = AF_INET;
+	if (sendto(sk, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	return 0;
+}
+
+static void on_addr(struct nlmsghdr *nh, struct orh_netns_info *info)
+{
+	struct ifaddrmsg *ifa = NLMSG_DATA(nh);
+	int len = (int)IFA_PAYLOAD(nh);
+	struct in_addr local = { 0 }, address = { 0 };
+	bool have_local = false, have_address = false;
+
+	if (ifa->ifa_family != AF_INET)
+		return;
+	for (struct rtattr *a = IFA_RTA(ifa); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		if (RTA_PAYLOAD(a) < sizeof(struct in_addr))
+			continue;
+		if (a->rta_type == IFA_LOCAL) {
+			memcpy(&local, RTA_DATA(a), sizeof(local));
+			have_local = true;
+		} else if (a->rta_type == IFA_ADDRESS) {
+			memcpy(&address, RTA_DATA(a), sizeof(address));
+			have_address = true;
+		}
+	}
+	if (!have_local && !have_address)
+		return;
+	if (!have_local)
+		local = address;
+	if ((ntohl(local.s_addr) >> 24) == 127 || info->n_addrs >= ORH_NETNS_MAX_ADDRS)
+		return;
+	info->addrs[info->n_addrs++] = local;
+}
+
+static void on_route(struct nlmsghdr *nh, int *best_oif, uint32_t *best_prio)
+{
+	struct rtmsg *rt = NLMSG_DATA(nh);
+	int len = (int)RTM_PAYLOAD(nh);
+	uint32_t table = rt->rtm_table, prio = 0;
+	int oif = 0;
+
+	if (rt->rtm_family != AF_INET || rt->rtm_dst_len != 0 || rt->rtm_type != RTN_UNICAST)
+		return;
+	for (struct rtattr *a = RTM_RTA(rt); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		if (RTA_PAYLOAD(a) < sizeof(uint32_t))
+			continue;
+		if (a->rta_type == RTA_OIF)
+			memcpy(&oif, RTA_DATA(a), sizeof(oif));
+		else if (a->rta_type == RTA_PRIORITY)
+			memcpy(&prio, RTA_DATA(a), sizeof(prio));
+		else if (a->rta_type == RTA_TABLE)
+			memcpy(&table, RTA_DATA(a), sizeof(table));
+	}
+	if (table != RT_TABLE_MAIN || oif <= 0)
+		return;
+	if (*best_oif == 0 || prio < *best_prio) {
+		*best_oif = oif;
+		*best_prio = prio;
+	}
+}
+
+/* Read one dump to its NLMSG_DONE. */
+static int nl_read(int sk, uint32_t seq, struct orh_netns_info *info, int *oif,
+		   uint32_t *prio)
+{
+	_cleanup_free_ char *buf = orh_xmalloc(NL_BUF);
+
+	for (;;) {
+		ssize_t n = recv(sk, buf, NL_BUF, 0);
+		int len = (int)n;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (unsigned)len);
+		     nh = NLMSG_NEXT(nh, len)) {
+			if (nh->nlmsg_seq != seq)
+				continue;
+			if (nh->nlmsg_type == NLMSG_DONE)
+				return 0;
+			if (nh->nlmsg_type == NLMSG_ERROR) {
+				struct nlmsgerr *e = NLMSG_DATA(nh);
+
+				return e->error ? e->error : -EIO;
+			}
+			if (nh->nlmsg_type == RTM_NEWADDR)
+				on_addr(nh, info);
+			else if (nh->nlmsg_type == RTM_NEWROUTE)
+				on_route(nh, oif, prio);
+		}
+	}
+}
+
+static int netns_child(void *p)
+{
+	struct netns_args *a = p;
+	_cleanup_close_ int sk = -1;
+	int oif = 0, r;
+	uint32_t prio = 0;
+
+	if (setns(a->nsfd, CLONE_NEWNET) < 0)
+		return -(1 << 16 | errno);
+	sk = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (sk < 0)
+		return -(2 << 16 | errno);
+	r = nl_dump(sk, RTM_GETADDR, 1);
+	if (r == 0)
+		r = nl_read(sk, 1, a->info, &oif, &prio);
+	if (r == 0)
+		r = nl_dump(sk, RTM_GETROUTE, 2);
+	if (r == 0)
+		r = nl_read(sk, 2, a->info, &oif, &prio);
+	if (r < 0)
+		return -(3 << 16 | -r);
+	if (oif > 0 && !if_indextoname((unsigned)oif, a->info->default_if))
+		a->info->default_if[0] = '\0';
+	return 0;
+}
+
+int orh_netns_read(const char *nspath, struct orh_netns_info *out, struct orh_err *err)
+{
+	static const char *const steps[] = { "", "setns", "netlink socket", "netlink dump" };
+	_cleanup_close_ int nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
+	struct netns_args args;
+	int rc = 0, r;
+
+	memset(out, 0, sizeof(*out));
+	if (nsfd < 0)
+		return orh_fail(err, errno, "opening network namespace '%s': %m", nspath);
+	args = (struct netns_args){ .nsfd = nsfd, .info = out };
+	r = orh_run_in_child(netns_child, &args, out, sizeof(*out), &rc, err);
+	if (r < 0)
+		return orh_err_prefix(err, "reading network namespace '%s'", nspath);
+	if (rc < 0) {
+		unsigned step = ((unsigned)-rc >> 16) & 3;
+
+		memset(out, 0, sizeof(*out));
+		return orh_fail(err, (-rc) & 0xffff, "network namespace '%s': %s: %s", nspath,
+				steps[step], strerror((-rc) & 0xffff));
+	}
+	out->default_if[IFNAMSIZ - 1] = '\0';
+	if (out->n_addrs > ORH_NETNS_MAX_ADDRS)
+		out->n_addrs = ORH_NETNS_MAX_ADDRS;
+	return 0;
+}

@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Parsing what the runtime hands over (OCI state on a hook's stdin, the bundle's
+ * config.json) and deciding whether a container is activated.
+ *
+ * Everything here is bounded and strict: documents larger than their limit, duplicate
+ * keys, and fields of the wrong type are errors that name the document and the field.
+ * Nothing a container supplies can name a path, a library or a privilege: the only
+ * annotations read are oci-rdma-hook/enable (true|false) and oci-rdma-hook/preset (one
+ * of the preset names compiled in).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "orh/oci.h"
+#include "orh/spec.h"
+
+#define ORH_ANNOTATION_VALUE_MAX 64
+
+/* jansson >= 2.9 provides json_auto_t (json_decref on scope exit). */
+#define _cleanup_json_ __attribute__((cleanup(json_decrefp)))
+
+static int load_json(const char *buf, size_t len, size_t max, size_t flags,
+		     const char *name, json_t **out, struct orh_err *err)
+{
+	json_error_t jerr;
+	json_t *root = NULL;
+
+	*out = NULL;
+	if (!buf)
+		return orh_fail(err, EINVAL, "%s: no data", name);
+	if (len > max)
+		return orh_fail(err, EFBIG, "%s: %zu bytes, more than the limit of %zu",
+				name, len, max);
+	if (len == 0)
+		return orh_fail(err, EINVAL, "%s: empty document", name);
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | flags, &jerr);
+	if (!root)
+		return orh_fail(err, EINVAL, "%s: line %d column %d: %s", name, jerr.line,
+				jerr.column, jerr.text);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return orh_fail(err, EINVAL, "%s: the document is not a JSON object", name);
+	}
+	*out = root;
+	return 0;
+}
+
+/* An optional string member: absent or null -> *out = NULL. */
+static int opt_string(const json_t *obj, const char *key, const char *name,
+		      const char *field, const char **out, struct orh_err *err)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return orh_fail(err, EINVAL, "%s: field '%s' is not a string", name, field);
+	if (strlen(json_string_value(v)) != json_string_length(v))
+		return orh_fail(err, EINVAL, "%s: field '%s' holds a NUL byte", name, field);
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int check_annotations(const json_t *a, const char *name, const char *field,
+			     struct orh_err *err)
+{
+	const char *key = NULL;
+	json_t *v = NULL;
+
+	if (!json_is_object(a))
+		return orh_fail(err, EINVAL, "%s: field '%s' is not an object", name, field);
+	json_object_foreach((json_t *)a, key, v) {
+		if (!json_is_string(v))
+			return orh_fail(err, EINVAL, "%s: field '%s.%s' is not a string", name,
+					field, key);
+	}
+	return 0;
+}
+
+void orh_oci_state_free(struct orh_oci_state *st)
+{
+	if (!st)
+		return;
+	free(st->id);
+	free(st->bundle);
+	free(st->status);
+	if (st->annotations)
+		json_decref(st->annotations);
+	memset(st, 0, sizeof(*st));
+}
+
+int orh_oci_state_parse(const char *buf, size_t len, struct orh_oci_state *st,
+			struct orh_err *err)
+{
+	static const char name[] = "OCI state";
+	_cleanup_json_ json_t *root = NULL;
+	const char *ver = NULL, *id = NULL, *status = NULL, *bundle = NULL;
+	const json_t *pid = NULL, *ann = NULL;
+	json_int_t pidv = 0;
+	int r;
+
+	memset(st, 0, sizeof(*st));
+	r = load_json(buf, len, ORH_STATE_MAX_BYTES, 0, name, &root, err);
+	if (r < 0)
+		return r;
+
+	r = opt_string(root, "ociVersion", name, "ociVersion", &ver, err);
+	if (r < 0)
+		return r;
+	if (!ver || !*ver)
+		return orh_fail(err, EINVAL, "%s: field 'ociVersion' is missing", name);
+
+	r = opt_string(root, "id", name, "id", &id, err);
+	if (r < 0)
+		return r;
+	if (!id || !*id)
+		return orh_fail(err, EINVAL, "%s: field 'id' is missing", name);
+	if (strlen(id) > 1024)
+		return orh_fail(err, EINVAL, "%s: field 'id' is longer than 1024 bytes", name);
+
+	r = opt_string(root, "status", name, "status", &status, err);
+	if (r < 0)
+		return r;
+
+	r = opt_string(root, "bundle", name, "bundle", &bundle, err);
+	if (r < 0)
+		return r;
+	if (!bundle || !*bundle)
+		return orh_fail(err, EINVAL, "%s: field 'bundle' is missing", name);
+	if (bundle[0] != '/')
+		return orh_fail(err, EINVAL, "%s: field 'bundle' is not an absolute path: '%s'",
+				name, bundle);
+	if (strlen(bundle) >= PATH_MAX)
+		return orh_fail(err, ENAMETOOLONG, "%s: field 'bundle' is too long", name);
+
+	pid = json_object_get(root, "pid");
+	if (pid && !json_is_null(pid)) {
+		if (!json_is_integer(pid))
+			return orh_fail(err, EINVAL, "%s: field 'pid' is not an integer", name);
+		pidv = json_integer_value(pid);
+		if (pidv < 0 || pidv > INT_MAX)
+			return orh_fail(err, ERANGE, "%s: field 'pid' is out of range: %" JSON_INTEGER_FORMAT,
+					name, pidv);
+	}
+
+	ann = json_object_get(root, "annotations");
+	if (ann && json_is_null(ann))
+		ann = NULL;
+	if (ann) {
+		r = check_annotations(ann, name, "annotations", err);
+		if (r < 0)
+			return r;
+	}
+
+	st->id = orh_xstrdup(id);
+	st->bundle = orh_xstrdup(bundle);
+	st->status = orh_xstrdup(status ? status : "");
+	st->pid = (pid_t)pidv;
+	st->annotations = ann ? json_incref((json_t *)ann) : NULL;
+	return 0;
+}
+
+/* Check the type of the parts of a spec this project reads or edits, so that the
+ * appliers can rely on them. */
+static int check_array_of(const json_t *parent, const char *key, const char *name,
+			  const char *field, json_type want_type, struct orh_err *err)
+{
+	const json_t *a = json_object_get(parent, key);
+	size_t i = 0;
+	json_t *e = NULL;
+
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a))
+		return orh_fail(err, EINVAL, "%s: field '%s' is not an array", name, field);
+	json_array_foreach(a, i, e) {
+		if (json_typeof(e) != want_type)
+			return orh_fail(err, EINVAL, "%s: field '%s[%zu]' is not %s", name, field,
+					i, want_type == JSON_STRING ? "a string" : "an object");
+		if (want_type == JSON_STRING &&
+		    strlen(json_string_value(e)) != json_string_length(e))
+			return orh_fail(err, EINVAL, "%s: field '%s[%zu]' holds a NUL byte", name,
+					field, i);
+	}
+	return 0;
+}
+
+static int check_opt_object(const json_t *parent, const char *key, const char *name,
+			    const char *field, const json_t **out, struct orh_err *err)
+{
+	const json_t *o = json_object_get(parent, key);
+
+	*out = NULL;
+	if (!o || json_is_null(o))
+		return 0;
+	if (!json_is_object(o))
+		return orh_fail(err, EINVAL, "%s: field '%s' is not an object", name, field);
+	*out = o;
+	return 0;
+}
+
+static int check_spec(const json_t *spec, const char *name, struct orh_err *err)
+{
+	static const char *const capsets[] = { "bounding", "effective", "permitted",
+					       "inheritable", "ambient" };
+	const json_t *process = NULL, *linux_ = NULL, *caps = NULL, *res = NULL;
+	const json_t *ann = NULL;
+	size_t i = 0;
+	json_t *e = NULL;
+	int r;
+
+	r = check_opt_object(spec, "process", name, "process", &process, err);
+	if (r < 0)
+		return r;
+	if (process) {
+		r = check_array_of(process, "env", name, "process.env", JSON_STRING, err);
+		if (r < 0)
+			return r;
+		r = check_array_of(process, "rlimits", name, "process.rlimits", JSON_OBJECT, err);
+		if (r < 0)
+			return r;
+		r = check_opt_object(process, "capabilities", name, "process.capabilities",
+				     &caps, err);
+		if (r < 0)
+			return r;
+		for (i = 0; caps && i < ORH_ARRAY_SIZE(capsets); i++) {
+			char field[64];
+
+			snprintf(field, sizeof(field), "process.capabilities.%s", capsets[i]);
+			r = check_array_of(caps, capsets[i], name, field, JSON_STRING, err);
+			if (r < 0)
+				return r;
+		}
+	}
+
+	r = check_opt_object(spec, "linux", name, "linux", &linux_, err);
+	if (r < 0)
+		return r;
+	if (linux_) {
+		r = check_array_of(linux_, "devices", name, "linux.devices", JSON_OBJECT, err);
+		if (r < 0)
+			return r;
+		r = check_array_of(linux_, "namespaces", name, "linux.namespaces", JSON_OBJECT,
+				   err);
+		if (r < 0)
+			return r;
+		json_array_foreach(json_object_get(linux_, "namespaces"), i, e) {
+			const char *s = NULL;
+			char field[64];
+
+			snprintf(field, sizeof(field), "linux.namespaces[%zu].type", i);
+			r = opt_string(e, "type", name, field, &s, err);
+			if (r < 0)
+				return r;
+			snprintf(field, sizeof(field), "linux.namespaces[%zu].path", i);
+			r = opt_string(e, "path", name, field, &s, err);
+			if (r < 0)
+				return r;
+		}
+		r = check_opt_object(linux_, "resources", name, "linux.resources", &res, err);
+		if (r < 0)
+			return r;
+		if (res) {
+			r = check_array_of(res, "devices", name, "linux.resources.devices",
+					   JSON_OBJECT, err);
+			if (r < 0)
+				return r;
+		}
+	}
+
+	ann = json_object_get(spec, "annotations");
+	if (ann && !json_is_null(ann)) {
+		r = check_annotations(ann, name, "annotations", err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int orh_spec_parse(const char *buf, size_t len, const char *name, json_t **spec,
+		   struct orh_err *err)
+{
+	_cleanup_json_ json_t *root = NULL;
+	_cleanup_free_ char *escaped = NULL;
+	size_t escaped_len = 0, n_big = 0, n_seen = 0;
+	int r;
+
+	*spec = NULL;
+	if (!name)
+		name = "config.json";
+	if (buf && len > ORH_SPEC_MAX_BYTES)
+		return orh_fail(err, EFBIG, "%s: %zu bytes, more than the limit of %d", name,
+				len, ORH_SPEC_MAX_BYTES);
+	/* Integers above INT64_MAX (unlimited rlimits) become markers jansson can hold. */
+	if (buf) {
+		r = orh_json_u64_escape(buf, len, &escaped, &escaped_len, &n_big);
+		if (r < 0)
+			return orh_fail(err, r, "%s: %s", name, strerror(-r));
+	}
+	r = load_json(escaped ? escaped : buf, escaped ? escaped_len : len,
+		      ORH_SPEC_MAX_BYTES + n_big * 16, JSON_ALLOW_NUL, name, &root, err);
+	if (r < 0)
+		return r;
+	if (orh_json_u64_count(root, &n_seen) < 0 || n_seen != n_big)
+		return orh_fail(err, EINVAL, "%s: a string holds a NUL byte", name);
+	r = check_spec(root, name, err);
+	if (r < 0)
+		return r;
+	*spec = TAKE_PTR(root);
+	return 0;
+}
+
+int orh_spec_load(const char *bundle, json_t **spec, struct orh_err *err)
+{
+	_cleanup_close_ int dirfd = -1;
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *name = NULL;
+	_cleanup_free_ char *buf = NULL;
+	struct stat sb;
+	size_t len = 0;
+	int r;
+
+	*spec = NULL;
+	if (!bundle || !*bundle)
+		return orh_fail(err, EINVAL, "no bundle directory given");
+	name = orh_xasprintf("%s/config.json", bundle);
+	dirfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return orh_fail(err, errno, "opening bundle '%s': %s", bundle, strerror(errno));
+	fd = openat(dirfd, "config.json", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return orh_fail(err, errno, "opening '%s': %s", name, strerror(errno));
+	if (fstat(fd, &sb) < 0)
+		return orh_fail(err, errno, "'%s': fstat: %s", name, strerror(errno));
+	if (!S_ISREG(sb.st_mode))
+		return orh_fail(err, EINVAL, "'%s' is not a regular file", name);
+	if (sb.st_size > ORH_SPEC_MAX_BYTES)
+		return orh_fail(err, EFBIG, "'%s': %lld bytes, more than the limit of %d",
+				name, (long long)sb.st_size, ORH_SPEC_MAX_BYTES);
+	r = orh_read_fd_all(fd, ORH_SPEC_MAX_BYTES, &buf, &len);
+	if (r < 0)
+		return orh_fail(err, r, "reading '%s': %s", name, strerror(-r));
+	return orh_spec_parse(buf, len, name, spec, err);
+}
+
+static int annotation_get(const json_t *annotations, const char *key, const char **out,
+			  struct orh_err *err)
+{
+	const json_t *v = json_object_get(annotations, key);
+	const char *s = NULL;
+
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return orh_fail(err, EINVAL, "annotation '%s' is not a string", key);
+	s = json_string_value(v);
+	if (strlen(s) != json_string_length(v) || strlen(s) > ORH_ANNOTATION_VALUE_MAX)
+		return orh_fail(err, EINVAL, "annotation '%s': value is not acceptable", key);
+	*out = s;
+	return 0;
+}
+
+/* Preset names are plain words: anything else (a path, a list, a quote) is refused
+ * before it reaches a lookup. */
+static bool preset_word(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' ||
+		      *s == '_'))
+			return false;
+	return true;
+}
+
+int orh_activation_decide(const struct orh_config *cfg, const json_t *annotations,
+			  enum orh_activation_result *out, struct orh_container_facts *facts,
+			  struct orh_err *err)
+{
+	const char *enable = NULL, *preset = NULL;
+	enum orh_activation_result res = ORH_ACT_SKIP;
+	enum orh_preset p = ORH_PRESET_AUTO;
+	int r;
+
+	*out = ORH_ACT_SKIP;
+	if (annotations && json_is_null(annotations))
+		annotations = NULL;
+	if (annotations && !json_is_object(annotations))
+		return orh_fail(err, EINVAL, "annotations are not a JSON object");
+
+	if (annotations) {
+		r = annotation_get(annotations, ORH_ANNOTATION_ENABLE, &enable, err);
+		if (r < 0)
+			return r;
+	}
+	if (enable && strcmp(enable, "false") == 0)
+		return 0; /* an opt-out always wins, whatever else is annotated */
+	if (enable && strcmp(enable, "true") != 0)
+		return orh_fail(err, EINVAL,
+				"annotation '%s': value '%s' is neither 'true' nor 'false'",
+				ORH_ANNOTATION_ENABLE, enable);
+
+	if (enable)
+		res = ORH_ACT_REQUESTED;
+	else if (cfg->activation == ORH_ACTIVATE_ALWAYS)
+		res = ORH_ACT_DEFAULT;
+	else
+		return 0;
+
+	if (annotations) {
+		r = annotation_get(annotations, ORH_ANNOTATION_PRESET, &preset, err);
+		if (r < 0)
+			return r;
+	}
+	if (preset) {
+		if (!preset_word(preset) || orh_preset_from_string(preset, &p) < 0)
+			return orh_fail(err, EINVAL, "annotation '%s': unknown preset '%s'",
+					ORH_ANNOTATION_PRESET, preset);
+		if (facts) {
+			facts->has_preset = true;
+			facts->preset = p;
+		}
+	}
+	*out = res;
+	return 0;
+}
+
+bool orh_spec_env_has(const json_t *spec, const char *name)
+{
+	const json_t *env = json_object_get(json_object_get(spec, "process"), "env");
+	size_t n = strlen(name), i = 0;
+	json_t *e = NULL;
+
+	if (!json_is_array(env) || n == 0)
+		return false;
+	json_array_foreach(env, i, e) {
+		const char *s = json_string_value(e);
+
+		/* "NAME=value", and also a bare "NAME" (runc refuses it, but it is the
+		 * user's name all the same). */
+		if (s && strncmp(s, name, n) == 0 && (s[n] == '=' || s[n] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+int orh_spec_netns(const json_t *spec, bool *has_netns, const char **path)
+{
+	const json_t *ns = json_object_get(json_object_get(spec, "linux"), "namespaces");
+	size_t i = 0;
+	json_t *e = NULL;
+
+	*has_netns = false;
+	*path = NULL;
+	if (!ns || json_is_null(ns))
+		return 0;
+	if (!json_is_array(ns))
+		return -EINVAL;
+	json_array_foreach(ns, i, e) {
+		const json_t *t = json_object_get(e, "type");
+		const json_t *p = json_object_get(e, "path");
+
+		if (!json_is_string(t))
+			return -EINVAL;
+		if (strcmp(json_string_value(t), "network") != 0)
+			continue;
+		if (*has_netns)
+			return -EINVAL; /* two network entries: refuse to guess */
+		*has_netns = true;
+		if (p && !json_is_null(p)) {
+			if (!json_is_string(p))
+				return -EINVAL;
+			if (json_string_length(p) > 0)
+				*path = json_string_value(p);
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Applying a plan to a config.json before the runtime creates the container
+ * (include/orh/spec.h). A pure function of (spec, plan, options): the precreate hook and
+ * the runtime shim call it, nothing here touches the system.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "orh/oci.h"
+#include "orh/spec.h"
+
+#define CAP_NAME "CAP_IPC_LOCK"
+
+/* Get obj[key] as a container of the wanted type, creating it when absent or null.
+ * -EINVAL when it exists with another type (orh_spec_parse() checks the parts it knows,
+ * but a spec may also have been built by hand). */
+static int child(json_t *obj, const char *key, json_type type, json_t **out,
+		 const char *field, struct orh_err *err)
+{
+	json_t *c = json_object_get(obj, key);
+
+	*out = NULL;
+	if (c && !json_is_null(c)) {
+		if (json_typeof(c) != type)
+			return orh_fail(err, EINVAL, "config.json: field '%s' is not %s", field,
+					type == JSON_ARRAY ? "an array" : "an object");
+		*out = c;
+		return 0;
+	}
+	c = type == JSON_ARRAY ? json_array() : json_object();
+	if (!c || json_object_set_new(obj, key, c) < 0)
+		return orh_fail(err, ENOMEM, "config.json: adding '%s'", field);
+	*out = c;
+	return 0;
+}
+
+static int append(json_t *array, json_t *item, const char *field, struct orh_err *err)
+{
+	if (!item || json_array_append_new(array, item) < 0)
+		return orh_fail(err, ENOMEM, "config.json: adding to '%s'", field);
+	return 0;
+}
+
+static bool num_eq(const json_t *j, unsigned v)
+{
+	return json_is_integer(j) && json_integer_value(j) == (json_int_t)v;
+}
+
+static bool str_eq(const json_t *j, const char *s)
+{
+	return json_is_string(j) && strcmp(json_string_value(j), s) == 0;
+}
+
+static int add_devices(json_t *linux_, const struct orh_plan *plan,
+		       struct orh_spec_changes *ch, struct orh_err *err)
+{
+	json_t *devs = NULL;
+	int r;
+
+	r = child(linux_, "devices", JSON_ARRAY, &devs, "linux.devices", err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < plan->n_nodes; i++) {
+		const struct orh_devnode *n = &plan->nodes[i];
+		bool listed = false;
+		size_t k = 0;
+		json_t *e = NULL;
+
+		json_array_foreach(devs, k, e)
+			if (str_eq(json_object_get(e, "path"), n->path))
+				listed = true;
+		if (listed)
+			continue;
+		r = append(devs, json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:i}",
+					   "path", n->path, "type", "c",
+					   "major", (json_int_t)n->major,
+					   "minor", (json_int_t)n->minor,
+					   "fileMode", (json_int_t)(n->mode & 07777),
+					   "uid", 0, "gid", 0),
+			   "linux.devices", err);
+		if (r < 0)
+			return r;
+		ch->devices++;
+	}
+	return 0;
+}
+
+static int add_allow_rules(json_t *linux_, const struct orh_plan *plan,
+			   struct orh_spec_changes *ch, struct orh_err *err)
+{
+	json_t *res = NULL, *rules = NULL;
+	int r;
+
+	if (plan->n_nodes == 0)
+		return 0;
+	r = child(linux_, "resources", JSON_OBJECT, &res, "linux.resources", err);
+	if (r < 0)
+		return r;
+	r = child(res, "devices", JSON_ARRAY, &rules, "linux.resources.devices", err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < plan->n_nodes; i++) {
+		const struct orh_devnode *n = &plan->nodes[i];
+		bool present = false;
+		size_t k = 0;
+		json_t *e = NULL;
+
+		/* Rules apply in order, so only a rule after every deny counts; ours is
+		 * only skipped when the very same allow rule is already present. */
+		json_array_foreach(rules, k, e)
+			if (json_is_true(json_object_get(e, "allow")) &&
+			    str_eq(json_object_get(e, "type"), "c") &&
+			    num_eq(json_object_get(e, "major"), n->major) &&
+			    num_eq(json_object_get(e, "minor"), n->minor) &&
+			    str_eq(json_object_get(e, "access"), "rwm"))
+				present = true;
+		if (present)
+			continue;
+		r = append(rules, json_pack("{s:b, s:s, s:I, s:I, s:s}", "allow", 1, "type", "c",
+					    "major", (json_int_t)n->major,
+					    "minor", (json_int_t)n->minor, "access", "rwm"),
+			   "linux.resources.devices", err);
+		if (r < 0)
+			return r;
+		ch->allow_rules++;
+	}
+	return 0;
+}
+
+static int add_memlock(json_t *process, const struct orh_plan *plan,
+		       struct orh_spec_changes *ch, struct orh_err *err)
+{
+	json_t *rl = NULL, *e = NULL, *item = NULL;
+	size_t k = 0;
+	int r;
+
+	if (!plan->set_memlock)
+		return 0;
+	r = child(process, "rlimits", JSON_ARRAY, &rl, "process.rlimits", err);
+	if (r < 0)
+		return r;
+	json_array_foreach(rl, k, e)
+		if (str_eq(json_object_get(e, "type"), "RLIMIT_MEMLOCK"))
+			return 0; /* the user's (or the engine's) limit stands */
+	item = json_object();
+	if (!item || json_object_set_new(item, "type", json_string("RLIMIT_MEMLOCK")) < 0 ||
+	    json_object_set_new(item, "hard", orh_json_u64(plan->memlock)) < 0 ||
+	    json_object_set_new(item, "soft", orh_json_u64(plan->memlock)) < 0) {
+		json_decref(item);
+		return orh_fail(err, ENOMEM, "config.json: adding to 'process.rlimits'");
+	}
+	r = append(rl, item, "process.rlimits", err);
+	if (r < 0)
+		return r;
+	ch->memlock = true;
+	return 0;
+}
+
+static int add_env(json_t *spec, json_t *process, const struct orh_plan *plan,
+		   struct orh_spec_changes *ch, struct orh_err *err)
+{
+	json_t *env = NULL;
+	int r;
+
+	if (plan->n_env == 0)
+		return 0;
+	r = child(process, "env", JSON_ARRAY, &env, "process.env", err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < plan->n_env; i++) {
+		const struct orh_env_entry *e = &plan->env[i];
+		_cleanup_free_ char *kv = NULL;
+
+		if (!e->name || !*e->name || strchr(e->name, '=') || !e->value)
+			return orh_fail(err, EINVAL, "plan: bad environment entry '%s'",
+					e->name ? e->name : "");
+		if (orh_spec_env_has(spec, e->name)) {
+			ch->env_kept++;
+			continue;
+		}
+		kv = orh_xasprintf("%s=%s", e->name, e->value);
+		r = append(env, json_string(kv), "process.env", err);
+		if (r < 0)
+			return r;
+		ch->env++;
+	}
+	return 0;
+}
+
+static int add_ipc_lock(json_t *process, struct orh_spec_changes *ch, struct orh_err *err)
+{
+	static const char *const sets[] = { "bounding", "effective", "permitted" };
+	json_t *caps = json_object_get(process, "capabilities");
+	int r;
+
+	/* No capabilities object: the runtime keeps the whole default set, CAP_IPC_LOCK
+	 * included; writing one would take every other capability away. */
+	if (!caps || json_is_null(caps))
+		return 0;
+	if (!json_is_object(caps))
+		return orh_fail(err, EINVAL, "config.json: field 'process.capabilities' is not an object");
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(sets); i++) {
+		char field[64];
+		json_t *set = NULL, *e = NULL;
+		bool has = false;
+		size_t k = 0;
+
+		snprintf(field, sizeof(field), "process.capabilities.%s", sets[i]);
+		r = child(caps, sets[i], JSON_ARRAY, &set, field, err);
+		if (r < 0)
+			return r;
+		json_array_foreach(set, k, e)
+			if (str_eq(e, CAP_NAME))
+				has = true;
+		if (has)
+			continue;
+		r = append(set, json_string(CAP_NAME), field, err);
+		if (r < 0)
+			return r;
+		ch->caps++;
+	}
+	return 0;
+}
+
+int orh_spec_apply(json_t *spec, const struct orh_plan *plan, const struct orh_spec_opts *opts,
+		   struct orh_spec_changes *changes, struct orh_err *err)
+{
+	struct orh_spec_changes ch;
+	json_t *process = NULL, *linux_ = NULL;
+	int r;
+
+	memset(&ch, 0, sizeof(ch));
+	if (changes)
+		memset(changes, 0, sizeof(*changes));
+	if (!json_is_object(spec))
+		return orh_fail(err, EINVAL, "config.json: the document is not a JSON object");
+
+	if (plan->n_nodes > 0) {
+		r = child(spec, "linux", JSON_OBJECT, &linux_, "linux", err);
+		if (r < 0)
+			return r;
+		r = add_devices(linux_, plan, &ch, err);
+		if (r < 0)
+			return r;
+		r = add_allow_rules(linux_, plan, &ch, err);
+		if (r < 0)
+			return r;
+	}
+	if (plan->set_memlock || plan->n_env > 0) {
+		r = child(spec, "process", JSON_OBJECT, &process, "process", err);
+		if (r < 0)
+			return r;
+		r = add_memlock(process, plan, &ch, err);
+		if (r < 0)
+			return r;
+		r = add_env(spec, process, plan, &ch, err);
+		if (r < 0)
+			return r;
+	}
+	if (opts && opts->add_ipc_lock) {
+		process = json_object_get(spec, "process");
+		if (process && !json_is_object(process))
+			return orh_fail(err, EINVAL, "config.json: field 'process' is not an object");
+		if (process) {
+			r = add_ipc_lock(process, &ch, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	if (changes)
+		*changes = ch;
+	return (int)(ch.devices + ch.allow_rules + ch.memlock + ch.env + ch.caps);
+}

@@ -1,0 +1,87 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# End-to-end: `oci-rdma-hook cdi --output` writes a CDI spec that podman accepts;
+# `--device rdma.oci-rdma-hook.io/hca=all` gives every chosen device and the plan's
+# variables, a single HCA gives its own node and rdma_cm, and CDI env edits replace a
+# same-named variable of the user (documented in oci-rdma-hook(8)).
+. "$(dirname "$0")/lib.sh"
+
+need_root_runc
+command -v podman >/dev/null 2>&1 || cant_run "podman not installed"
+# podman 4.3 has no --cdi-spec-dir: specs are read from /etc/cdi and /var/run/cdi only.
+CDI_DIR=/var/run/cdi
+CDI_FILE=$CDI_DIR/oci-rdma-hook-e2e-$$.json
+mkdir -p "$CDI_DIR" || cant_run "cannot create $CDI_DIR"
+for f in "$CDI_DIR"/*.json /etc/cdi/*.json; do
+	[ -e "$f" ] && grep -q '"rdma.oci-rdma-hook.io/hca"' "$f" &&
+		cant_run "$f already defines rdma.oci-rdma-hook.io/hca (a second spec of the kind conflicts)"
+done
+setup_work
+trap 'rm -f "$CDI_FILE"; cleanup_work' EXIT
+
+make_node seed001-roce.json "$WORK/node"
+write_conf "$WORK/node.conf" ""
+cat >"$WORK/containers.conf" <<'EOF'
+[containers]
+default_ulimits = []
+EOF
+export CONTAINERS_CONF="$WORK/containers.conf"
+
+check "cdi --output writes the spec" "$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" \
+	cdi --output "$CDI_FILE"
+check "the spec is JSON of cdiVersion 0.5.0" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["cdiVersion"] == "0.5.0" and d["kind"] == "rdma.oci-rdma-hook.io/hca", d
+names = [x["name"] for x in d["devices"]]
+assert names[-1] == "all" and "mlx5_1" in names and "mlx5_0" not in names, names
+' "$CDI_FILE"
+check "no temporary file is left beside the spec" \
+	bash -c "! ls -a '$CDI_DIR' | grep -q '^\.oci-rdma-hook-e2e-$$.json.orh-'"
+
+make_rootfs "$WORK/rootfs"
+tar -C "$WORK/rootfs" -cf "$WORK/rootfs.tar" .
+PODMAN=(podman --root "$WORK/storage" --runroot "$WORK/runroot" --tmpdir "$WORK/libpod"
+	--runtime runc --cgroup-manager cgroupfs)
+"${PODMAN[@]}" import "$WORK/rootfs.tar" localhost/orh-e2e-bb:latest >/dev/null ||
+	cant_run "podman import failed"
+
+INSIDE='tr "\0" "\n" </proc/1/environ | grep "^NCCL_" | sort; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; true'
+run_podman() {
+	RC=0
+	OUT=$("${PODMAN[@]}" run --rm --network none "$@" localhost/orh-e2e-bb /bin/sh -c "$INSIDE" \
+		2>"$WORK/podman.err") || RC=$?
+	ERR=$(cat "$WORK/podman.err")
+}
+PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
+
+run_podman --device rdma.oci-rdma-hook.io/hca=all -e NCCL_IB_TIMEOUT=5
+check "podman run --device ...=all succeeds (rc $RC: $ERR)" [ "$RC" = 0 ]
+missing=""
+while IFS= read -r line; do
+	case $line in NCCL_IB_TIMEOUT=*) continue ;; esac
+	grep -qxF "$line" <<<"$OUT" || missing="$missing $line"
+done <<<"$PLAN"
+check "PID 1 has every plan variable (missing:${missing:- none})" [ -z "$missing" ]
+want_timeout=$(grep '^NCCL_IB_TIMEOUT=' <<<"$PLAN")
+check "CDI env replaces the user's NCCL_IB_TIMEOUT=5 with $want_timeout" \
+	grep -qx "$want_timeout" <<<"$OUT"
+for n in uverbs1 uverbs8 rdma_cm; do
+	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
+	check "all: /dev/infiniband/$n is a character device $want" \
+		grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
+done
+
+run_podman --device rdma.oci-rdma-hook.io/hca=mlx5_2
+check "podman run --device ...=mlx5_2 succeeds (rc $RC: $ERR)" [ "$RC" = 0 ]
+check "mlx5_2: exactly its uverbs node and rdma_cm" \
+	[ "$(grep -o '^/dev/infiniband/[a-z_0-9]*' <<<"$OUT" | tr '\n' ' ')" = "/dev/infiniband/rdma_cm /dev/infiniband/uverbs2 " ]
+check "mlx5_2: no NCCL_IB_HCA (only \"all\" sets it)" bash -c "! grep -q '^NCCL_IB_HCA=' <<<\"\$1\"" _ "$OUT"
+check "mlx5_2: the spec-wide variables are set" grep -q '^NCCL_IB_GID_INDEX=' <<<"$OUT"
+
+run_podman
+check "without --device nothing is injected" \
+	bash -c "! grep -q -e '^NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
+
+"${PODMAN[@]}" system reset -f >/dev/null 2>&1 || true
+finish

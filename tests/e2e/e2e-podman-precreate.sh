@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# End-to-end: podman (runc, cgroupfs) with a hooks.d directory holding the precreate
+# registration; the spec edit must reach PID 1 (environment, rlimit, devices) and leave a
+# variable the user set, and a container that opts out, alone.
+. "$(dirname "$0")/lib.sh"
+
+need_root_runc
+command -v podman >/dev/null 2>&1 || cant_run "podman not installed"
+setup_work
+
+# The node gives memlock 4 MiB: below this machine's hard limit (a hard limit cannot be
+# raised here without CAP_SYS_RESOURCE), and different from the default, so seeing it
+# inside proves the spec's rlimit was applied.
+make_node seed001-roce.json "$WORK/node"
+write_conf "$WORK/node.conf" "[node]
+memlock = 4M"
+cat >"$WORK/containers.conf" <<'EOF'
+[containers]
+default_ulimits = []
+EOF
+export CONTAINERS_CONF="$WORK/containers.conf"
+
+# The shipped registration, pointed at the build and the fake node.
+mkdir -p "$WORK/hooks.d"
+python3 - "${ORH_SRCDIR:-$(dirname "$0")/../..}/hooks.d/oci-rdma-hook-precreate.json.in" "$WORK/hooks.d/oci-rdma-hook-precreate.json" \
+	"$HOOK" "$WORK/node" "$WORK/node.conf" <<'EOF'
+import json, sys
+src, dst, hook, node, conf = sys.argv[1:6]
+h = json.load(open(src))
+assert h["stages"] == ["precreate"], h["stages"]
+assert h["when"] == {"always": True}
+assert [e.split("=")[0] for e in h["hook"]["env"]] == ["PATH"]
+h["hook"]["path"] = hook
+h["hook"]["args"] = ["oci-rdma-hook", "--sysroot", node, "--config", conf, "precreate"]
+json.dump(h, open(dst, "w"))
+EOF
+
+make_rootfs "$WORK/rootfs"
+tar -C "$WORK/rootfs" -cf "$WORK/rootfs.tar" .
+PODMAN=(podman --root "$WORK/storage" --runroot "$WORK/runroot" --tmpdir "$WORK/libpod"
+	--runtime runc --cgroup-manager cgroupfs --hooks-dir "$WORK/hooks.d")
+"${PODMAN[@]}" import "$WORK/rootfs.tar" localhost/orh-e2e-bb:latest >/dev/null ||
+	cant_run "podman import failed"
+
+INSIDE='tr "\0" "\n" </proc/1/environ | grep -E "^NCCL_|^UCX_" | sort; echo "memlock $(ulimit -l)"; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; true'
+run_podman() {
+	RC=0
+	OUT=$("${PODMAN[@]}" run --rm --network none "$@" localhost/orh-e2e-bb /bin/sh -c "$INSIDE" \
+		2>"$WORK/podman.err") || RC=$?
+	ERR=$(cat "$WORK/podman.err")
+}
+
+# What a container on this node gets (host network view).
+PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
+[ -n "$PLAN" ] || cant_run "the fake node gives an empty plan"
+
+# (b) activated: env in PID 1, the user's NCCL_IB_HCA kept, devices, memlock.
+run_podman -e NCCL_IB_HCA=mine
+check "podman run with the precreate hook succeeds (rc $RC: $ERR)" [ "$RC" = 0 ]
+check "the user's NCCL_IB_HCA survives" grep -qx 'NCCL_IB_HCA=mine' <<<"$OUT"
+check "only one NCCL_IB_HCA in PID 1's environment" [ "$(grep -c '^NCCL_IB_HCA=' <<<"$OUT")" = 1 ]
+missing=""
+while IFS= read -r line; do
+	case $line in NCCL_IB_HCA=* | NCCL_SOCKET_IFNAME=*) continue ;; esac
+	grep -qxF "$line" <<<"$OUT" || missing="$missing $line"
+done <<<"$PLAN"
+check "PID 1 has every plan variable (missing:${missing:- none})" [ -z "$missing" ]
+check "NCCL_IB_TIMEOUT from the preset is in PID 1's environment" grep -q '^NCCL_IB_TIMEOUT=' <<<"$OUT"
+check "memlock is the node's 4 MiB" grep -qx 'memlock 4096' <<<"$OUT"
+for n in uverbs1 uverbs8 rdma_cm; do
+	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
+	check "/dev/infiniband/$n is a character device $want" \
+		grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
+done
+check "uverbs0 (left out by the plan) is not given" bash -c "! grep -q uverbs0 <<<\"\$1\"" _ "$OUT"
+
+# (g) opted out: nothing changes.
+run_podman --annotation oci-rdma-hook/enable=false
+check "opted-out container runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check "opted-out container has no NCCL variable" bash -c "! grep -q '^NCCL_' <<<\"\$1\"" _ "$OUT"
+check "opted-out container has no RDMA device" bash -c "! grep -q infiniband <<<\"\$1\"" _ "$OUT"
+check "opted-out container keeps the default memlock" \
+	bash -c "! grep -qx 'memlock 4096' <<<\"\$1\"" _ "$OUT"
+
+"${PODMAN[@]}" rmi -f localhost/orh-e2e-bb >/dev/null 2>&1 || true
+"${PODMAN[@]}" system reset -f >/dev/null 2>&1 || true
+finish

@@ -1,0 +1,169 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# End-to-end: runc starts busybox containers with oci-rdma-hook as createRuntime hook on
+# a fake node (tests/mknode.py --devnodes); every check is made from inside the
+# container, or on the host files the hook must not touch.
+. "$(dirname "$0")/lib.sh"
+
+need_root_runc
+setup_work
+
+make_rootfs "$WORK/base"
+fresh() { cp -a "$WORK/base" "$WORK/$1"; }
+fresh rootfs
+make_node seed001-roce.json "$WORK/node"
+make_node nordma.json "$WORK/nordma"
+write_conf "$WORK/always.conf" "[containers]
+activation = always"
+write_conf "$WORK/annot.conf" "[containers]
+activation = annotation"
+write_conf "$WORK/failmode.conf" "[containers]
+activation = annotation
+on_error = fail"
+
+HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
+# an ungranted host node, bind-mounted in by the runtime: proves the cgroup denies
+UNGRANTED="c['mounts'].append({'destination': '/ungranted', 'type': 'bind', 'source': '$WORK/node/dev/infiniband/uverbs0', 'options': ['bind']})"
+INSIDE='for f in /dev/infiniband/*; do stat -c "%n %F %t:%T" $f; done; probe /dev/infiniband/uverbs1 /dev/infiniband/uverbs8 /dev/infiniband/rdma_cm /ungranted; echo "memlock $(ulimit -l)"; echo ---; cat /etc/nccl.conf'
+
+hex() { printf '%x' "$1"; }
+node_numbers() { stat -c '%t:%T' "$WORK/node/dev/infiniband/$1"; }
+host_hard_kib=$(ulimit -Hl)
+
+# ---- 1. an activated container on a RoCE node -------------------------------------
+make_bundle "$WORK/b1" "$WORK/rootfs" "$WORK/node" "$WORK/always.conf" "$INSIDE" \
+	"$HOSTNET; $UNGRANTED"
+# start it with a low soft limit: the hook raises it as far as the hard limit allows
+(ulimit -Sl 64 && run_ctr "$WORK/b1" && printf '%s\n' "$RC" "$OUT" >"$WORK/out1")
+RC=$(head -1 "$WORK/out1"); OUT=$(tail -n +2 "$WORK/out1")
+check "activated container starts (rc=$RC)" [ "$RC" = 0 ]
+for d in uverbs1 uverbs2 uverbs8 rdma_cm; do
+	check "/dev/infiniband/$d is a char device with the node's numbers" \
+		grep -qx "/dev/infiniband/$d character special file $(node_numbers $d)" <<<"$OUT"
+done
+check "uverbs0 (front-end NIC, not in the plan) is not created" \
+	bash -c '! grep -q "/dev/infiniband/uverbs0 " <<<"$1"' _ "$OUT"
+check "opening uverbs1 gives ENXIO (cgroup allows it)" \
+	grep -qx "/dev/infiniband/uverbs1 ENXIO" <<<"$OUT"
+check "opening uverbs8 gives ENXIO" grep -qx "/dev/infiniband/uverbs8 ENXIO" <<<"$OUT"
+# rdma_cm is a misc device: an unregistered minor gives ENODEV, never EPERM when allowed
+check "opening rdma_cm is allowed (ENXIO/ENODEV, not EPERM)" \
+	grep -Eqx "/dev/infiniband/rdma_cm (ENXIO|ENODEV)" <<<"$OUT"
+check "an ungranted node opens with EPERM (the cgroup is enforcing)" \
+	grep -qx "/ungranted EPERM" <<<"$OUT"
+check "memlock soft limit raised to the hard limit ($host_hard_kib KiB) from 64" \
+	grep -qx "memlock $host_hard_kib" <<<"$OUT"
+"$HOOK" --sysroot "$WORK/node" --config "$WORK/always.conf" env >"$WORK/env1"
+check "the plan has NCCL settings" [ "$(wc -l <"$WORK/env1")" -ge 3 ]
+while IFS= read -r line; do
+	check "nccl.conf holds '$line'" grep -qxF "$line" <<<"${OUT#*---}"
+done <"$WORK/env1"
+check "nccl.conf comment lines carry no '='" \
+	bash -c '! grep -q "^#.*=" <<<"$1"' _ "${OUT#*---}"
+check "hook log names the container" grep -q "container orh-e2e-$$-" "$WORK/b1/hook.log"
+
+# ---- 2. the image's own /etc/nccl.conf survives; a second run adds nothing twice -----
+fresh rootfs2
+printf 'NCCL_IB_TIMEOUT=14\nNCCL_DEBUG=INFO\n' >"$WORK/rootfs2/etc/nccl.conf"
+make_bundle "$WORK/b2" "$WORK/rootfs2" "$WORK/node" "$WORK/always.conf" \
+	'cat /etc/nccl.conf' "$HOSTNET"
+run_ctr "$WORK/b2"
+run_ctr "$WORK/b2"
+check "second container with image nccl.conf starts" [ "$RC" = 0 ]
+check "image lines come first, unchanged" \
+	[ "$(printf '%s\n' "$OUT" | head -2)" = "$(printf 'NCCL_IB_TIMEOUT=14\nNCCL_DEBUG=INFO')" ]
+check "the image's NCCL_IB_TIMEOUT is not defined a second time" \
+	[ "$(grep -c '^NCCL_IB_TIMEOUT=' <<<"$OUT")" = 1 ]
+check "plan values the image lacks are added" grep -q '^NCCL_IB_HCA=' <<<"$OUT"
+check "a second run replaces its block instead of appending" \
+	[ "$(grep -c '^# oci-rdma-hook begin' <<<"$OUT")" = 1 ]
+check "NCCL_IB_HCA appears once after two runs" [ "$(grep -c '^NCCL_IB_HCA=' <<<"$OUT")" = 1 ]
+
+# ---- 3. a container that is not activated is left unchanged -----------------------
+fresh rootfs3
+UNCHANGED='ls /dev/infiniband 2>&1; echo "memlock $(ulimit -l)"; cat /etc/nccl.conf 2>&1; true'
+make_bundle "$WORK/b3" "$WORK/rootfs3" "$WORK/node" "$WORK/annot.conf" "$UNCHANGED" "$HOSTNET"
+(ulimit -Sl 64 && run_ctr "$WORK/b3" && printf '%s\n' "$RC" "$OUT" >"$WORK/out3")
+OUT=$(tail -n +2 "$WORK/out3")
+check "not activated: starts" [ "$(head -1 "$WORK/out3")" = 0 ]
+check "not activated: no /dev/infiniband" grep -q "No such file" <<<"$(head -1 <<<"$OUT")"
+check "not activated: memlock untouched" grep -qx "memlock 64" <<<"$OUT"
+check "not activated: no nccl.conf in the rootfs" [ ! -e "$WORK/rootfs3/etc/nccl.conf" ]
+check "not activated: logged" grep -q "not activated" "$WORK/b3/hook.log"
+# enable=false opts out even when activation = always
+make_bundle "$WORK/b3b" "$WORK/rootfs3" "$WORK/node" "$WORK/always.conf" "$UNCHANGED" \
+	"$HOSTNET; c['annotations'] = {'oci-rdma-hook/enable': 'false'}"
+run_ctr "$WORK/b3b"
+check "enable=false: no /dev/infiniband" grep -q "No such file" <<<"$(head -1 <<<"$OUT")"
+check "enable=false: no nccl.conf" [ ! -e "$WORK/rootfs3/etc/nccl.conf" ]
+# annotation mode with the annotation: activated
+make_bundle "$WORK/b3c" "$WORK/rootfs3" "$WORK/node" "$WORK/annot.conf" "$UNCHANGED" \
+	"$HOSTNET; c['annotations'] = {'oci-rdma-hook/enable': 'true'}"
+run_ctr "$WORK/b3c"
+check "annotated container gets devices" grep -q uverbs1 <<<"$OUT"
+rm -f "$WORK/rootfs3/etc/nccl.conf"
+
+# ---- 4. a node without RDMA changes nothing -----------------------------------------
+fresh rootfs4
+make_bundle "$WORK/b4" "$WORK/rootfs4" "$WORK/nordma" "$WORK/always.conf" "$UNCHANGED" "$HOSTNET"
+(ulimit -Sl 64 && run_ctr "$WORK/b4" && printf '%s\n' "$RC" "$OUT" >"$WORK/out4")
+OUT=$(tail -n +2 "$WORK/out4")
+check "no RDMA: starts" [ "$(head -1 "$WORK/out4")" = 0 ]
+check "no RDMA: no /dev/infiniband" grep -q "No such file" <<<"$(head -1 <<<"$OUT")"
+check "no RDMA: memlock untouched" grep -qx "memlock 64" <<<"$OUT"
+check "no RDMA: no nccl.conf" [ ! -e "$WORK/rootfs4/etc/nccl.conf" ]
+check "no RDMA: logged" grep -q "no usable RDMA device" "$WORK/b4/hook.log"
+
+# ---- 5. the spec's RLIMIT_MEMLOCK wins ----------------------------------------------
+make_bundle "$WORK/b5" "$WORK/rootfs" "$WORK/node" "$WORK/always.conf" 'echo "memlock $(ulimit -l)"' \
+	"$HOSTNET; c['process']['rlimits'] = [{'type': 'RLIMIT_MEMLOCK', 'soft': 131072, 'hard': 131072}]"
+run_ctr "$WORK/b5"
+check "spec RLIMIT_MEMLOCK (128 KiB) is kept" grep -qx "memlock 128" <<<"$OUT"
+
+# ---- 6. read-only rootfs: generated file bind-mounted, removed at poststop ---------
+fresh rootfs6
+printf 'NCCL_DEBUG=WARN\n' >"$WORK/rootfs6/etc/nccl.conf"
+sum6=$(sha256sum <"$WORK/rootfs6/etc/nccl.conf")
+make_bundle "$WORK/b6" "$WORK/rootfs6" "$WORK/node" "$WORK/always.conf" \
+	'cat /etc/nccl.conf; echo x >>/etc/nccl.conf 2>/dev/null && echo WRITABLE; ls /run/oci-rdma-hook 2>/dev/null; true' \
+	"$HOSTNET; c['root']['readonly'] = True"
+run_ctr "$WORK/b6"
+check "read-only rootfs: starts" [ "$RC" = 0 ]
+check "read-only rootfs: image line kept" grep -qx "NCCL_DEBUG=WARN" <<<"$OUT"
+check "read-only rootfs: plan values visible" grep -q "^NCCL_IB_HCA=" <<<"$OUT"
+check "read-only rootfs: the mounted file is read-only" bash -c '! grep -q WRITABLE <<<"$1"' _ "$OUT"
+check "read-only rootfs: image file on the host untouched" \
+	[ "$(sha256sum <"$WORK/rootfs6/etc/nccl.conf")" = "$sum6" ]
+check "read-only rootfs: logged as bind-mounted" grep -q "bind-mounted from /run/oci-rdma-hook/" "$WORK/b6/hook.log"
+check "poststop removed the generated file" \
+	bash -c '! ls /run/oci-rdma-hook/orh-e2e-'$$'-* >/dev/null 2>&1'
+
+# ---- 7. no CAP_MKNOD (as in a user namespace): host nodes are bind-mounted ---------
+if command -v capsh >/dev/null 2>&1; then
+	HOOK_PREFIX="capsh --drop=cap_mknod -- -c 'exec \"\$0\" \"\$@\"'" \
+		make_bundle "$WORK/b7" "$WORK/rootfs" "$WORK/node" "$WORK/always.conf" "$INSIDE" \
+		"$HOSTNET; $UNGRANTED"
+	run_ctr "$WORK/b7"
+	check "no CAP_MKNOD: starts" [ "$RC" = 0 ]
+	check "no CAP_MKNOD: uverbs1 is the host node" \
+		grep -qx "/dev/infiniband/uverbs1 character special file $(node_numbers uverbs1)" <<<"$OUT"
+	check "no CAP_MKNOD: uverbs1 opens with ENXIO" grep -qx "/dev/infiniband/uverbs1 ENXIO" <<<"$OUT"
+	check "no CAP_MKNOD: nodes were bound, not created" grep -q "0 created, 0 already there, 9 bound" "$WORK/b7/hook.log"
+else
+	not_ok "capsh (libcap2-bin) missing: bind-mount fallback not tested"
+fi
+
+# ---- 8. on_error: fail fails a container that asked; warn starts it ----------------
+fresh rootfs8
+mkfifo "$WORK/rootfs8/etc/nccl.conf"
+make_bundle "$WORK/b8" "$WORK/rootfs8" "$WORK/node" "$WORK/failmode.conf" 'echo started' \
+	"$HOSTNET; c['annotations'] = {'oci-rdma-hook/enable': 'true'}"
+run_ctr "$WORK/b8"
+check "on_error=fail: a requested container whose setup fails does not start" \
+	bash -c '[ "$1" != 0 ] && ! grep -q started <<<"$2"' _ "$RC" "$OUT"
+make_bundle "$WORK/b8b" "$WORK/rootfs8" "$WORK/node" "$WORK/always.conf" 'echo started' "$HOSTNET"
+run_ctr "$WORK/b8b"
+check "on_error=warn: the same failure starts the container" grep -qx started <<<"$OUT"
+check "on_error=warn: the failure is logged" grep -q "not a regular file" "$WORK/b8b/hook.log"
+
+finish

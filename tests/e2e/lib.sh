@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shared helpers for the end-to-end tests (sourced). They start real containers with
+# runc and check from inside them. Environment (set by tests/e2e/meson.build):
+#   HOOK    the built oci-rdma-hook     PROBE   the static probe (tests/e2e/probe.c)
+#   MKNODE  tests/mknode.py             NODES   tests/nodes
+# A test that cannot run exits 77 (skip), or 1 when CI=true.
+
+set -eu
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+: "${HOOK:?HOOK not set}" "${PROBE:?PROBE not set}" "${MKNODE:?}" "${NODES:?}"
+
+FAILS=0
+PASSES=0
+WORK=""
+
+cant_run() {
+	if [ "${CI:-}" = true ]; then
+		echo "FAIL: cannot run: $*" >&2
+		exit 1
+	fi
+	echo "SKIP: $*" >&2
+	exit 77
+}
+
+need_root_runc() {
+	[ "$(id -u)" = 0 ] || cant_run "needs root"
+	command -v runc >/dev/null 2>&1 || cant_run "runc not installed"
+	command -v python3 >/dev/null 2>&1 || cant_run "python3 not installed"
+	[ -x /bin/busybox ] || cant_run "busybox-static not installed (/bin/busybox)"
+	file_is_static /bin/busybox || cant_run "/bin/busybox is not static (install busybox-static)"
+}
+
+file_is_static() {
+	# a static binary has no PT_INTERP: ldd says so
+	! ldd "$1" >/dev/null 2>&1
+}
+
+ok() {
+	PASSES=$((PASSES + 1))
+	echo "ok - $*"
+}
+
+not_ok() {
+	FAILS=$((FAILS + 1))
+	echo "not ok - $*"
+}
+
+# check DESCRIPTION COMMAND...: record the outcome of a command
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+
+finish() {
+	echo "# $PASSES passed, $FAILS failed"
+	[ "$FAILS" = 0 ]
+}
+
+setup_work() {
+	WORK=$(mktemp -d /tmp/orh-e2e.XXXXXX)
+	chmod 755 "$WORK"
+	trap cleanup_work EXIT
+}
+
+cleanup_work() {
+	local rc=$?
+	for id in $(runc list -q 2>/dev/null | grep "^orh-e2e-$$-" || true); do
+		runc delete -f "$id" >/dev/null 2>&1 || true
+	done
+	if [ -n "$WORK" ] && [ -z "${KEEP:-}" ]; then
+		# never follow links planted by the security tests
+		umount -R "$WORK"/* 2>/dev/null || true
+		rm -rf --one-file-system "$WORK"
+	fi
+	exit $rc
+}
+
+# make_rootfs DIR: a busybox rootfs with the probe in /bin
+make_rootfs() {
+	local d=$1
+	mkdir -p "$d/bin" "$d/etc" "$d/dev" "$d/proc" "$d/sys" "$d/tmp"
+	cp /bin/busybox "$d/bin/busybox"
+	chroot "$d" /bin/busybox --install -s /bin
+	cp "$PROBE" "$d/bin/probe"
+	echo "root:x:0:0:root:/root:/bin/sh" >"$d/etc/passwd"
+}
+
+# make_node SPEC.json DIR: a fake node with device nodes (SPEC relative to $NODES)
+make_node() {
+	local spec=$1
+	case $spec in /*) ;; *) spec="$NODES/$spec" ;; esac
+	python3 "$MKNODE" "$spec" "$2" --devnodes >/dev/null
+}
+
+# make_bundle BUNDLE ROOTFS NODE CONF CMD [PYTHON-EDIT]: a runc bundle whose
+# createRuntime hook is the oci-rdma-hook under test (through BUNDLE/hook.sh, which
+# appends its stderr to BUNDLE/hook.log and runs it under $HOOK_PREFIX, if set).
+# PYTHON-EDIT is Python code run with `c` bound to the config dict.
+make_bundle() {
+	local b=$1 rootfs=$2 node=$3 conf=$4 cmd=$5 edit=${6:-}
+	mkdir -p "$b"
+	rm -f "$b/config.json"
+	(cd "$b" && runc spec)
+	printf '#!/bin/sh\nexec %s "%s" "$@" 2>>"%s"\n' "${HOOK_PREFIX:-}" "$HOOK" \
+		"$b/hook.log" >"$b/hook.sh"
+	chmod 755 "$b/hook.sh"
+	python3 - "$b/config.json" "$rootfs" "$b/hook.sh" "$node" "$conf" "$cmd" "$edit" <<'EOF'
+import json, sys
+path, rootfs, hook, node, conf, cmd, edit = sys.argv[1:8]
+c = json.load(open(path))
+c["root"] = {"path": rootfs, "readonly": False}
+c["process"]["terminal"] = False
+c["process"]["args"] = ["/bin/sh", "-c", cmd]
+c["hooks"] = {"createRuntime": [{
+    "path": hook,
+    "args": ["oci-rdma-hook", "--sysroot", node, "--config", conf, "createRuntime"],
+    "timeout": 30,
+}], "poststop": [{
+    "path": hook,
+    "args": ["oci-rdma-hook", "--sysroot", node, "--config", conf, "poststop"],
+}]}
+if edit:
+    exec(edit)
+json.dump(c, open(path, "w"), indent=1)
+EOF
+}
+
+# run_ctr BUNDLE: run the container to completion; its stdout in $OUT, the hook's
+# stderr (runc's) in $ERR, exit status in $RC
+CTR_N=0
+run_ctr() {
+	CTR_N=$((CTR_N + 1))
+	local id="orh-e2e-$$-$CTR_N"
+	RC=0
+	OUT=$(runc run --bundle "$1" "$id" 2>"$WORK/runc-$CTR_N.err" </dev/null) || RC=$?
+	ERR=$(cat "$WORK/runc-$CTR_N.err")
+	runc delete -f "$id" >/dev/null 2>&1 || true
+}
+
+# write_conf FILE [LINES]: a hook config
+write_conf() {
+	printf '%s\n' "${2:-}" >"$1"
+}

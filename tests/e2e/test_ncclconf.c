@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The pure part of src/container/ncclconf.c: merging the plan into /etc/nccl.conf. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "orh/apply.h"
+
+#define B ORH_NCCL_MARK_BEGIN "\n"
+#define E ORH_NCCL_MARK_END "\n"
+
+static struct orh_env_entry env3[] = {
+	{ .name = "NCCL_IB_HCA", .value = "=mlx5_1:1,mlx5_2:1" },
+	{ .name = "NCCL_IB_GID_INDEX", .value = "3" },
+	{ .name = "NCCL_IB_TIMEOUT", .value = "22" },
+};
+
+static char *merge(const char *old, const struct orh_env_entry *env, size_t n, size_t *added)
+{
+	struct orh_err err = { 0 };
+	char *out = NULL;
+	size_t dummy = 0;
+	int r = orh_ncclconf_merge(old, old ? strlen(old) : 0, env, n, &out,
+				   added ? added : &dummy, &err);
+
+	cr_assert_eq(r, 0, "merge failed: %s", err.msg);
+	cr_assert_not_null(out);
+	return out;
+}
+
+static void no_eq_in_comments(const char *text)
+{
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l) : strlen(l);
+
+		if (l[0] == '#')
+			cr_assert_null(memchr(l, '=', len), "comment line with '=': %.*s", (int)len, l);
+	}
+}
+
+Test(ncclconf, no_file)
+{
+	size_t added = 0;
+	char *t = merge(NULL, env3, 3, &added);
+
+	cr_assert_str_eq(t, B "NCCL_IB_HCA==mlx5_1:1,mlx5_2:1\nNCCL_IB_GID_INDEX=3\n"
+			     "NCCL_IB_TIMEOUT=22\n" E);
+	cr_assert_eq(added, 3);
+	no_eq_in_comments(t);
+	free(t);
+}
+
+Test(ncclconf, image_lines_kept_and_win)
+{
+	size_t added = 0;
+	/* no trailing newline; a comment; a CRLF line; a name with a blank is another name */
+	char *t = merge("NCCL_IB_TIMEOUT=14\n# tuned by the image\nNCCL_DEBUG=INFO\r\n"
+			"NCCL_IB_HCA =mlx5_0",
+			env3, 3, &added);
+
+	cr_assert_str_eq(t, "NCCL_IB_TIMEOUT=14\n# tuned by the image\nNCCL_DEBUG=INFO\r\n"
+			    "NCCL_IB_HCA =mlx5_0\n" B "NCCL_IB_HCA==mlx5_1:1,mlx5_2:1\n"
+			    "NCCL_IB_GID_INDEX=3\n" E);
+	cr_assert_eq(added, 2);
+	free(t);
+}
+
+Test(ncclconf, commented_definition_does_not_count)
+{
+	char *t = merge("#NCCL_IB_GID_INDEX=0\n", env3 + 1, 1, NULL);
+
+	cr_assert_str_eq(t, "#NCCL_IB_GID_INDEX=0\n" B "NCCL_IB_GID_INDEX=3\n" E);
+	free(t);
+}
+
+Test(ncclconf, second_run_replaces_block)
+{
+	struct orh_env_entry changed[] = { { .name = "NCCL_IB_GID_INDEX", .value = "5" } };
+	char *once = merge("NCCL_DEBUG=INFO\n", env3, 3, NULL);
+	char *twice = merge(once, env3, 3, NULL);
+	char *other = merge(once, changed, 1, NULL);
+
+	cr_assert_str_eq(twice, once, "a second run must give the same file");
+	cr_assert_str_eq(other, "NCCL_DEBUG=INFO\n" B "NCCL_IB_GID_INDEX=5\n" E);
+	free(once);
+	free(twice);
+	free(other);
+}
+
+Test(ncclconf, block_with_image_lines_after_it)
+{
+	char *t = merge("A_X=1\n" B "NCCL_IB_GID_INDEX=1\n" E "NCCL_IB_TIMEOUT=18\n", env3, 3, NULL);
+
+	cr_assert_str_eq(t, "A_X=1\nNCCL_IB_TIMEOUT=18\n" B "NCCL_IB_HCA==mlx5_1:1,mlx5_2:1\n"
+			    "NCCL_IB_GID_INDEX=3\n" E);
+	free(t);
+}
+
+Test(ncclconf, unterminated_block_is_kept)
+{
+	/* a begin marker without an end is not ours to delete */
+	char *t = merge(B "NCCL_IB_GID_INDEX=1\n", env3 + 1, 1, NULL);
+
+	cr_assert_str_eq(t, B "NCCL_IB_GID_INDEX=1\n");
+	free(t);
+}
+
+Test(ncclconf, nothing_to_add)
+{
+	size_t added = 7;
+	char *t = merge("NCCL_IB_GID_INDEX=0\n", env3 + 1, 1, &added);
+
+	cr_assert_str_eq(t, "NCCL_IB_GID_INDEX=0\n");
+	cr_assert_eq(added, 0);
+	free(t);
+	t = merge(NULL, NULL, 0, &added);
+	cr_assert_str_eq(t, "");
+	free(t);
+}
+
+Test(ncclconf, refuses_what_nccl_cannot_read)
+{
+	static char long_value[1100];
+	struct orh_env_entry bad[][1] = {
+		{ { .name = "NCCL_X", .value = "a\nNCCL_Y=1" } },
+		{ { .name = "NCCL_X", .value = "a\r" } },
+		{ { .name = "NCCL=X", .value = "1" } },
+		{ { .name = "#NCCL_X", .value = "1" } },
+		{ { .name = "", .value = "1" } },
+		{ { .name = "NCCL_X", .value = long_value } },
+		{ { .name = "NCCL_X", .value = NULL } },
+	};
+
+	memset(long_value, 'v', sizeof(long_value) - 1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct orh_err err = { 0 };
+		char *out = NULL;
+		size_t added = 0;
+
+		cr_assert_eq(orh_ncclconf_merge(NULL, 0, bad[i], 1, &out, &added, &err), -EINVAL,
+			     "case %zu must be refused", i);
+		cr_assert_null(out);
+		cr_assert_neq(err.msg[0], '\0');
+	}
+}
+
+Test(ncclconf, nul_in_old_file_refused)
+{
+	struct orh_err err = { 0 };
+	char *out = NULL;
+	size_t added = 0;
+
+	cr_assert_eq(orh_ncclconf_merge("A=1\0B=2\n", 8, env3, 1, &out, &added, &err), -EINVAL);
+	cr_assert_null(out);
+}

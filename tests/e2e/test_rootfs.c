@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * src/container/rootfs.c: resolution inside a root never leaves it, with openat2, with
+ * the component walk forced, and with openat2 made to fail with ENOSYS by a seccomp
+ * filter (as on kernels before 5.6). Needs no root.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "orh/apply.h"
+
+static char top[PATH_MAX];   /* T */
+static char root[PATH_MAX];  /* T/root */
+static char outside[PATH_MAX]; /* T/outside: what an escape would reach */
+
+static void mk(const char *fmt, const char *arg)
+{
+	char p[PATH_MAX * 2];
+
+	snprintf(p, sizeof(p), fmt, root, arg);
+	cr_assert_eq(mkdir(p, 0755), 0, "mkdir %s: %s", p, strerror(errno));
+}
+
+static void ln(const char *target, const char *name)
+{
+	char p[PATH_MAX * 2];
+
+	snprintf(p, sizeof(p), "%s/%s", root, name);
+	cr_assert_eq(symlink(target, p), 0, "symlink %s: %s", p, strerror(errno));
+}
+
+static void setup_tree(void)
+{
+	char p[PATH_MAX * 2];
+	int fd;
+
+	snprintf(top, sizeof(top), "/tmp/orh-rootfs.XXXXXX");
+	cr_assert_not_null(mkdtemp(top));
+	snprintf(root, sizeof(root), "%s/root", top);
+	snprintf(outside, sizeof(outside), "%s/outside", top);
+	cr_assert_eq(mkdir(root, 0755), 0);
+	cr_assert_eq(mkdir(outside, 0755), 0);
+	mk("%s/%s", "a");
+	mk("%s/%s", "a/b");
+	ln("/a", "abs");                       /* absolute, inside */
+	ln(outside, "esc_abs");                /* absolute host path */
+	snprintf(p, sizeof(p), "../../../../../../../..%s", outside);
+	ln(p, "esc_rel");                      /* climbs above the root */
+	ln("../../..", "a/up");                /* .. past the root from a/ */
+	ln("loop", "loop");
+	ln("/a", "a/b/toabs");                 /* absolute, from a subdirectory */
+	ln(outside, "a/b/esc");                /* absolute host path, from a subdirectory */
+	snprintf(p, sizeof(p), "%s/file", root);
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	close(fd);
+}
+
+static void teardown_tree(void)
+{
+	char cmd[PATH_MAX + 32];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", top);
+}
+
+static bool same_inode(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+static bool outside_empty(void)
+{
+	char cmd[PATH_MAX + 64];
+
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s')\"", outside);
+	return system(cmd) == 0;
+}
+
+static void expect_dir(int rootfd, const char *path, bool create, const char *want_rel)
+{
+	struct orh_err err = { 0 };
+	char want[PATH_MAX * 2];
+	int fd = -1;
+	int r = orh_rootfs_dir(rootfd, path, create, &fd, &err);
+
+	cr_assert_eq(r, 0, "resolving '%s': %s", path, err.msg);
+	snprintf(want, sizeof(want), "%s%s%s", root, *want_rel ? "/" : "", want_rel);
+	cr_assert(same_inode(fd, want), "'%s' should be '%s'", path, want);
+	close(fd);
+}
+
+static void expect_err(int rootfd, const char *path, bool create, int code)
+{
+	struct orh_err err = { 0 };
+	int fd = -1;
+	int r = orh_rootfs_dir(rootfd, path, create, &fd, &err);
+
+	cr_assert_eq(r, -code, "resolving '%s': got %d (%s), want -%d", path, r, err.msg, code);
+	cr_assert_eq(fd, -1);
+	cr_assert_neq(err.msg[0], '\0', "an error must carry a message");
+}
+
+/* The same checks for every mode. */
+static void suite(void)
+{
+	struct orh_err err = { 0 };
+	char name[NAME_MAX + 1];
+	char p[PATH_MAX * 2];
+	int rootfd = -1, dfd = -1;
+
+	cr_assert_eq(orh_rootfs_open(root, &rootfd, &err), 0, "%s", err.msg);
+	expect_dir(rootfd, "/", false, "");
+	expect_dir(rootfd, "a/b", false, "a/b");
+	expect_dir(rootfd, "/abs/b", false, "a/b");
+	expect_dir(rootfd, "a/./b/../b", false, "a/b");
+	expect_dir(rootfd, "../../..", false, "");
+	expect_dir(rootfd, "a/up/a", false, "a");
+	expect_dir(rootfd, "a/b/toabs/b", false, "a/b");
+
+	/* escapes: without create they do not exist inside the root */
+	expect_err(rootfd, "esc_abs", false, ENOENT);
+	expect_err(rootfd, "esc_rel/x", false, ENOENT);
+	expect_err(rootfd, "loop/x", true, ELOOP);
+	expect_err(rootfd, "file/x", true, ENOTDIR);
+
+	/* with create, the directories are made inside the root */
+	snprintf(p, sizeof(p), "%s", outside + 1);
+	expect_dir(rootfd, "esc_abs", true, p);
+	snprintf(p, sizeof(p), "%s/x", outside + 1);
+	expect_dir(rootfd, "esc_rel/x", true, p);
+	snprintf(p, sizeof(p), "%s", outside + 1);
+	expect_dir(rootfd, "a/b/esc", true, p);
+	cr_assert(outside_empty(), "nothing may be created in %s", outside);
+
+	/* parent + final name, never followed */
+	cr_assert_eq(orh_rootfs_parent(rootfd, "/esc_abs/nccl.conf", true, &dfd, name, &err), 0,
+		     "%s", err.msg);
+	cr_assert_str_eq(name, "nccl.conf");
+	snprintf(p, sizeof(p), "%s%s", root, outside);
+	cr_assert(same_inode(dfd, p));
+	close(dfd);
+	cr_assert_eq(orh_rootfs_parent(rootfd, "/esc_abs", false, &dfd, name, &err), 0);
+	cr_assert_str_eq(name, "esc_abs");
+	cr_assert(same_inode(dfd, root));
+	close(dfd);
+	cr_assert_eq(orh_rootfs_parent(rootfd, "/a/..", false, &dfd, name, &err), -EINVAL);
+	cr_assert(outside_empty());
+	close(rootfd);
+}
+
+Test(rootfs, openat2, .init = setup_tree, .fini = teardown_tree)
+{
+	suite();
+	cr_assert_not(orh_rootfs_fallback_active(), "openat2 works here: no fallback expected");
+}
+
+Test(rootfs, forced_fallback, .init = setup_tree, .fini = teardown_tree)
+{
+	orh_rootfs_force_fallback(true);
+	suite();
+	cr_assert(orh_rootfs_fallback_active());
+}
+
+/* openat2 made to fail with ENOSYS by seccomp: the fallback must be chosen by itself. */
+Test(rootfs, seccomp_enosys, .init = setup_tree, .fini = teardown_tree)
+{
+	struct open_how how = { .flags = O_PATH };
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+
+	cr_assert_not_null(ctx);
+	cr_assert_eq(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0), 0);
+	cr_assert_eq(seccomp_load(ctx), 0, "seccomp_load failed");
+	seccomp_release(ctx);
+	errno = 0;
+	cr_assert_eq(syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof(how)), -1);
+	cr_assert_eq(errno, ENOSYS, "the filter must make openat2 fail with ENOSYS");
+
+	cr_assert_not(orh_rootfs_fallback_active());
+	suite();
+	cr_assert(orh_rootfs_fallback_active(), "ENOSYS must switch to the fallback");
+}

@@ -1,0 +1,159 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Black-box tests of the spec-edit commands: precreate (config.json on stdin), the
+# runtime shim (a fake runtime records how it was executed) and cdi. No root needed.
+# Environment: ORH_HOOK (the built binary), ORH_SRCDIR (the source tree).
+set -u
+HOOK=${ORH_HOOK:?}
+SRC=${ORH_SRCDIR:?}
+T=$(mktemp -d /tmp/orh-spec-cli.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+FAILS=0
+PASSES=0
+ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
+not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+# jq-less JSON queries: pyq FILE EXPR (EXPR sees the document as d)
+pyq() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+
+python3 "$SRC/tests/mknode.py" "$SRC/tests/nodes/seed001-roce.json" "$T/node" >/dev/null || exit 1
+python3 "$SRC/tests/mknode.py" "$SRC/tests/nodes/nordma.json" "$T/nordma" >/dev/null || exit 1
+printf '[node]\nmemlock = unlimited\n[containers]\nadd_ipc_lock = yes\nruntime = %s\n' \
+	"$T/fake-runc" >"$T/node.conf"
+printf '[containers]\nactivation = annotation\non_error = fail\nruntime = %s\n' \
+	"$T/fake-runc" >"$T/strict.conf"
+printf '[containers]\nactivation = sometimes\n' >"$T/broken.conf"
+cat >"$T/fake-runc" <<EOF
+#!/bin/sh
+printf '%s\n' "\$0" "\$@" >"$T/fake-runc.args"
+EOF
+chmod 755 "$T/fake-runc"
+
+# A spec as podman proposes it, with an unlimited rlimit jansson cannot hold natively.
+cat >"$T/spec.json" <<'EOF'
+{"ociVersion":"1.0.2","process":{"args":["sh"],"env":["PATH=/bin","NCCL_IB_HCA=mine"],
+ "rlimits":[{"type":"RLIMIT_NOFILE","hard":18446744073709551615,"soft":1048576}],
+ "capabilities":{"bounding":["CAP_CHOWN"],"effective":["CAP_CHOWN"],"permitted":["CAP_CHOWN"]}},
+ "linux":{"resources":{"devices":[{"allow":false,"access":"rwm"}]},"namespaces":[{"type":"mount"}]},
+ "annotations":{"io.example":"x"}}
+EOF
+sed 's/"io.example":"x"/"oci-rdma-hook\/enable":"false"/' "$T/spec.json" >"$T/optout.json"
+sed 's/"io.example":"x"/"oci-rdma-hook\/enable":"true"/' "$T/spec.json" >"$T/optin.json"
+sed 's/"io.example":"x"/"oci-rdma-hook\/enable":"yes"/' "$T/spec.json" >"$T/badann.json"
+
+H=("$HOOK" --sysroot "$T/node" --config "$T/node.conf")
+
+# ---- precreate --------------------------------------------------------------------
+"${H[@]}" precreate <"$T/spec.json" >"$T/out.json" 2>"$T/err"
+check "precreate exits 0" [ $? = 0 ]
+check "precreate prints valid JSON" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out.json"
+check "precreate keeps the user's NCCL_IB_HCA" \
+	[ "$(pyq "$T/out.json" '[e for e in d["process"]["env"] if e.startswith("NCCL_IB_HCA=")]')" = "['NCCL_IB_HCA=mine']" ]
+check "precreate adds the plan's NCCL_IB_GID_INDEX" \
+	[ "$(pyq "$T/out.json" '"NCCL_IB_GID_INDEX=3" in d["process"]["env"]')" = True ]
+check "precreate adds RLIMIT_MEMLOCK unlimited as 2^64-1" \
+	grep -q '{"type":"RLIMIT_MEMLOCK","hard":18446744073709551615,"soft":18446744073709551615}' "$T/out.json"
+check "precreate keeps the big RLIMIT_NOFILE value" \
+	grep -q '{"type":"RLIMIT_NOFILE","hard":18446744073709551615,"soft":1048576}' "$T/out.json"
+check "precreate adds 9 devices and 9 allow rules after the deny-all" \
+	[ "$(pyq "$T/out.json" '(len(d["linux"]["devices"]), len(d["linux"]["resources"]["devices"]), d["linux"]["resources"]["devices"][0]["allow"])')" = "(9, 10, False)" ]
+check "precreate adds CAP_IPC_LOCK (add_ipc_lock = yes)" \
+	[ "$(pyq "$T/out.json" '[("CAP_IPC_LOCK" in d["process"]["capabilities"][s]) for s in ("bounding","effective","permitted")]')" = "[True, True, True]" ]
+"${H[@]}" precreate <"$T/out.json" >"$T/out2.json" 2>/dev/null
+check "precreate is idempotent (its output fed back comes out unchanged)" \
+	[ "$(pyq "$T/out2.json" 'json.dumps(d, sort_keys=True)')" = "$(pyq "$T/out.json" 'json.dumps(d, sort_keys=True)')" ]
+
+"${H[@]}" precreate <"$T/optout.json" >"$T/out.json" 2>/dev/null
+check "precreate: an opted-out spec comes back byte for byte" cmp -s "$T/optout.json" "$T/out.json"
+"$HOOK" --sysroot "$T/nordma" --config "$T/node.conf" precreate <"$T/spec.json" >"$T/out.json" 2>/dev/null
+check "precreate: a node without RDMA returns the spec byte for byte" cmp -s "$T/spec.json" "$T/out.json"
+"$HOOK" --sysroot "$T/node" --config "$T/broken.conf" precreate <"$T/spec.json" >"$T/out.json" 2>"$T/err"
+check "precreate: a broken config passes the spec through (exit 0)" \
+	[ $? = 0 ] && cmp -s "$T/spec.json" "$T/out.json"
+check "precreate: the broken config is reported" grep -q "activation" "$T/err"
+"${H[@]}" precreate <"$T/badann.json" >"$T/out.json" 2>"$T/err"
+check "precreate: a bad annotation under on_error=warn passes through" \
+	[ $? = 0 ] && cmp -s "$T/badann.json" "$T/out.json"
+check "precreate: the bad annotation is named" grep -q "oci-rdma-hook/enable" "$T/err"
+"$HOOK" --sysroot "$T/node" --config "$T/strict.conf" precreate <"$T/badann.json" >"$T/out.json" 2>"$T/err"
+check "precreate: a bad annotation under on_error=fail fails (exit 1)" [ $? = 1 ]
+"$HOOK" --sysroot "$T/node" --config "$T/strict.conf" precreate <"$T/spec.json" >"$T/out.json" 2>/dev/null
+check "precreate: activation = annotation leaves an unannotated spec alone" cmp -s "$T/spec.json" "$T/out.json"
+"$HOOK" --sysroot "$T/node" --config "$T/strict.conf" precreate <"$T/optin.json" >"$T/out.json" 2>/dev/null
+check "precreate: activation = annotation edits an annotated spec" grep -q NCCL_IB_GID_INDEX "$T/out.json"
+echo '{"process":' | "${H[@]}" precreate >"$T/out.json" 2>/dev/null
+check "precreate: malformed JSON is passed through unchanged" [ "$(cat "$T/out.json")" = '{"process":' ]
+"${H[@]}" precreate extra </dev/null >/dev/null 2>&1
+check "precreate: an extra argument is a usage error (exit 2)" [ $? = 2 ]
+
+# ---- runtime shim -----------------------------------------------------------------
+ln -s "$HOOK" "$T/oci-rdma-runtime"
+mkdir -p "$T/bundle"
+shim() { OCI_RDMA_HOOK_CONFIG=$1 OCI_RDMA_HOOK_SYSROOT=$T/node "$T/oci-rdma-runtime" "${@:2}"; }
+
+cp "$T/spec.json" "$T/bundle/config.json"
+chmod 0640 "$T/bundle/config.json"
+shim "$T/node.conf" --root /run/x --log "$T/log.json" --log-format json create --bundle "$T/bundle" --pid-file "$T/pid" c1 2>"$T/err"
+check "shim create exits with the runtime's status" [ $? = 0 ]
+check "shim passes every argument to the runtime, in order" \
+	[ "$(tr '\n' ' ' <"$T/fake-runc.args")" = "$T/fake-runc --root /run/x --log $T/log.json --log-format json create --bundle $T/bundle --pid-file $T/pid c1 " ]
+check "shim create edits config.json" grep -q NCCL_IB_GID_INDEX "$T/bundle/config.json"
+check "shim keeps config.json's mode" [ "$(stat -c %a "$T/bundle/config.json")" = 640 ]
+check "shim leaves no temporary file" [ "$(ls -A "$T/bundle")" = config.json ]
+check "shim writes nothing to stderr on success" [ ! -s "$T/err" ]
+
+cp "$T/optout.json" "$T/bundle/config.json"
+shim "$T/node.conf" create -b "$T/bundle" c2 2>/dev/null
+check "shim: an opted-out config.json stays byte for byte" cmp -s "$T/optout.json" "$T/bundle/config.json"
+cp "$T/spec.json" "$T/bundle/config.json"
+shim "$T/node.conf" --root=/run/y run --bundle="$T/bundle" -d c3 2>/dev/null
+check "shim run --bundle=DIR edits config.json" grep -q NCCL_IB_GID_INDEX "$T/bundle/config.json"
+cp "$T/spec.json" "$T/bundle/config.json"
+(cd "$T/bundle" && shim "$T/node.conf" create c4 2>/dev/null)
+check "shim create without --bundle uses the working directory" grep -q NCCL_IB_GID_INDEX "$T/bundle/config.json"
+cp "$T/spec.json" "$T/bundle/config.json"
+shim "$T/node.conf" --log "$T/bundle" state c5 2>/dev/null
+check "shim passes other commands through untouched" cmp -s "$T/spec.json" "$T/bundle/config.json"
+check "shim: state reached the runtime" [ "$(sed -n 4p "$T/fake-runc.args")" = state ]
+# A broken config falls back to the defaults (runtime = runc, the real one): only the
+# bundle is checked here.
+shim "$T/broken.conf" create --bundle "$T/bundle" c6 >/dev/null 2>&1
+check "shim: a broken config leaves config.json alone" cmp -s "$T/spec.json" "$T/bundle/config.json"
+cp "$T/badann.json" "$T/bundle/config.json"
+shim "$T/strict.conf" create --bundle "$T/bundle" c7 2>"$T/err"
+check "shim: on_error=fail with a bad annotation fails before the runtime" [ $? = 1 ]
+check "shim: the failure is on stderr" grep -q "oci-rdma-hook/enable" "$T/err"
+check "shim: ... and config.json is unchanged" cmp -s "$T/badann.json" "$T/bundle/config.json"
+printf '[containers]\nruntime = %s\n' "$T/oci-rdma-runtime" >"$T/loop.conf"
+shim "$T/loop.conf" state c8 2>"$T/err"
+check "shim refuses to execute itself" [ $? = 1 ] && grep -q "itself" "$T/err"
+printf '[containers]\nruntime = no-such-runtime-orh\n' >"$T/missing.conf"
+PATH=$T:$PATH shim "$T/missing.conf" state c9 2>"$T/err"
+check "shim looks the runtime up in its fixed PATH only" [ $? = 1 ] && grep -q "not found" "$T/err"
+cp "$T/spec.json" "$T/bundle/config.json"
+"${H[@]}" runtime create --bundle "$T/bundle" c10 2>/dev/null
+check "oci-rdma-hook runtime ARGS works like the shim" grep -q NCCL_IB_GID_INDEX "$T/bundle/config.json"
+
+# ---- cdi --------------------------------------------------------------------------
+"${H[@]}" cdi >"$T/cdi.json"
+check "cdi prints the spec" [ "$(pyq "$T/cdi.json" '(d["cdiVersion"], d["kind"])')" = "('0.5.0', 'rdma.oci-rdma-hook.io/hca')" ]
+check "cdi: one device per chosen HCA, then all" \
+	[ "$(pyq "$T/cdi.json" '" ".join(x["name"] for x in d["devices"])')" = "mlx5_1 mlx5_2 mlx5_3 mlx5_4 mlx5_5 mlx5_6 mlx5_7 mlx5_8 all" ]
+check "cdi: a device holds its uverbs node and rdma_cm" \
+	[ "$(pyq "$T/cdi.json" '[n["path"] for n in d["devices"][2]["containerEdits"]["deviceNodes"]]')" = "['/dev/infiniband/uverbs3', '/dev/infiniband/rdma_cm']" ]
+check "cdi: NCCL_IB_HCA only on all, the rest spec-wide" \
+	[ "$(pyq "$T/cdi.json" '(d["devices"][-1]["containerEdits"]["env"][0].startswith("NCCL_IB_HCA="), any(e.startswith("NCCL_IB_HCA=") for e in d["containerEdits"]["env"]), "NCCL_IB_GID_INDEX=3" in d["containerEdits"]["env"])')" = "(True, False, True)" ]
+"${H[@]}" cdi --output "$T/out-cdi.json"
+check "cdi --output writes the same spec" cmp -s "$T/cdi.json" "$T/out-cdi.json"
+check "cdi --output file is 0644" [ "$(stat -c %a "$T/out-cdi.json")" = 644 ]
+"$HOOK" --sysroot "$T/nordma" --config "$T/node.conf" cdi --output "$T/none.json" 2>/dev/null
+check "cdi on a node without RDMA fails and writes nothing" [ $? = 1 ] && [ ! -e "$T/none.json" ]
+"${H[@]}" cdi --bogus >/dev/null 2>&1
+check "cdi: an unknown option is a usage error (exit 2)" [ $? = 2 ]
+
+echo "# $PASSES passed, $FAILS failed"
+[ "$FAILS" = 0 ]

@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests for src/container/spec.c and jsonu64.c: one test per rule of the edit. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "orh/oci.h"
+#include "orh/spec.h"
+
+/* A plan as the planner makes it for a node with two HCAs. */
+static struct orh_devnode nodes[] = {
+	{ "/dev/infiniband/uverbs0", 231, 192, 0666 },
+	{ "/dev/infiniband/uverbs1", 231, 193, 0666 },
+	{ "/dev/infiniband/rdma_cm", 10, 58, 0666 },
+};
+static struct orh_env_entry env[] = {
+	{ "NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1", "rule 3" },
+	{ "NCCL_IB_GID_INDEX", "3", "rule 4" },
+	{ "NCCL_SOCKET_IFNAME", "=eth0", "rule 5" },
+};
+
+static struct orh_plan test_plan(uint64_t memlock)
+{
+	struct orh_plan p;
+
+	memset(&p, 0, sizeof(p));
+	p.nodes = nodes;
+	p.n_nodes = ORH_ARRAY_SIZE(nodes);
+	p.set_memlock = true;
+	p.memlock = memlock;
+	p.env = env;
+	p.n_env = ORH_ARRAY_SIZE(env);
+	p.preset = ORH_PRESET_ROCE;
+	return p;
+}
+
+static json_t *spec_of(const char *s)
+{
+	struct orh_err err = { 0 };
+	json_t *spec = NULL;
+
+	cr_assert_eq(orh_spec_parse(s, strlen(s), "test.json", &spec, &err), 0, "%s", err.msg);
+	return spec;
+}
+
+/* The runtime's usual shape: deny-all first, capabilities present. */
+static const char base_spec[] =
+	"{\"ociVersion\":\"1.0.2\","
+	"\"process\":{\"args\":[\"sh\"],\"env\":[\"PATH=/bin\",\"TERM=xterm\"],"
+	"\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"hard\":1024,\"soft\":1024}],"
+	"\"capabilities\":{\"bounding\":[\"CAP_CHOWN\"],\"effective\":[\"CAP_CHOWN\"],"
+	"\"permitted\":[\"CAP_CHOWN\"],\"inheritable\":[],\"ambient\":[]}},"
+	"\"linux\":{\"devices\":[{\"path\":\"/dev/fuse\",\"type\":\"c\",\"major\":10,\"minor\":229}],"
+	"\"resources\":{\"devices\":[{\"allow\":false,\"access\":\"rwm\"}]},"
+	"\"namespaces\":[{\"type\":\"mount\"}]}}";
+
+static char *dump(const json_t *spec)
+{
+	struct orh_err err = { 0 };
+	char *s = NULL;
+
+	cr_assert_eq(orh_spec_dump(spec, &s, NULL, &err), 0, "%s", err.msg);
+	return s;
+}
+
+static json_t *find_by(const json_t *array, const char *key, const char *value)
+{
+	size_t i = 0;
+	json_t *e = NULL;
+
+	json_array_foreach(array, i, e) {
+		const json_t *v = json_object_get(e, key);
+
+		if (json_is_string(v) && !strcmp(json_string_value(v), value))
+			return e;
+	}
+	return NULL;
+}
+
+static json_t *path(json_t *spec, const char *a, const char *b)
+{
+	json_t *x = json_object_get(spec, a);
+
+	return b ? json_object_get(x, b) : x;
+}
+
+static json_int_t ival(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	cr_assert(json_is_integer(v), "'%s' is not an integer", key);
+	return json_integer_value(v);
+}
+
+Test(spec_apply, devices_added_with_owner_and_mode)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of(base_spec);
+	json_t *devs = NULL, *d = NULL;
+
+	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_eq(ch.devices, 3);
+	devs = json_object_get(path(spec, "linux", NULL), "devices");
+	cr_assert_eq(json_array_size(devs), 4);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(devs, 0), "path")),
+			 "/dev/fuse", "existing entries stay first");
+	d = find_by(devs, "path", "/dev/infiniband/uverbs1");
+	cr_assert_not_null(d);
+	cr_assert_str_eq(json_string_value(json_object_get(d, "type")), "c");
+	cr_assert_eq(ival(d, "major"), 231);
+	cr_assert_eq(ival(d, "minor"), 193);
+	cr_assert_eq(ival(d, "fileMode"), 0666);
+	cr_assert_eq(ival(d, "uid"), 0);
+	cr_assert_eq(ival(d, "gid"), 0);
+	d = find_by(devs, "path", "/dev/infiniband/rdma_cm");
+	cr_assert_eq(ival(d, "major"), 10);
+	cr_assert_eq(ival(d, "minor"), 58);
+	json_decref(spec);
+}
+
+Test(spec_apply, device_listed_by_path_is_kept)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of("{\"linux\":{\"devices\":[{\"path\":\"/dev/infiniband/uverbs0\","
+			       "\"type\":\"c\",\"major\":231,\"minor\":192,\"fileMode\":384}]}}");
+	json_t *devs = NULL, *d = NULL;
+
+	cr_assert_geq(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_eq(ch.devices, 2);
+	devs = json_object_get(path(spec, "linux", NULL), "devices");
+	cr_assert_eq(json_array_size(devs), 3);
+	d = find_by(devs, "path", "/dev/infiniband/uverbs0");
+	cr_assert_eq(ival(d, "fileMode"), 0600, "the user's entry is not rewritten");
+	json_decref(spec);
+}
+
+Test(spec_apply, allow_rules_after_deny_all)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of(base_spec);
+	json_t *rules = NULL, *r = NULL;
+
+	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_eq(ch.allow_rules, 3);
+	rules = json_object_get(path(spec, "linux", "resources"), "devices");
+	cr_assert_eq(json_array_size(rules), 4);
+	cr_assert(json_is_false(json_object_get(json_array_get(rules, 0), "allow")),
+		  "the runtime's deny-all stays first");
+	for (size_t i = 1; i < 4; i++) {
+		r = json_array_get(rules, i);
+		cr_assert(json_is_true(json_object_get(r, "allow")));
+		cr_assert_str_eq(json_string_value(json_object_get(r, "type")), "c");
+		cr_assert_str_eq(json_string_value(json_object_get(r, "access")), "rwm");
+		cr_assert_eq(ival(r, "major"), nodes[i - 1].major);
+		cr_assert_eq(ival(r, "minor"), nodes[i - 1].minor);
+	}
+	json_decref(spec);
+}
+
+Test(spec_apply, resources_created_when_absent)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of("{}");
+	json_t *rules = NULL;
+
+	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
+	rules = json_object_get(path(spec, "linux", "resources"), "devices");
+	cr_assert_eq(json_array_size(rules), 3);
+	cr_assert_eq(json_array_size(json_object_get(path(spec, "linux", NULL), "devices")), 3);
+	json_decref(spec);
+}
+
+Test(spec_apply, memlock_added)
+{
+	struct orh_plan plan = test_plan(64ULL << 30);
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of(base_spec);
+	json_t *rl = NULL;
+
+	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert(ch.memlock);
+	rl = find_by(path(spec, "process", "rlimits"), "type", "RLIMIT_MEMLOCK");
+	cr_assert_not_null(rl);
+	cr_assert_eq(ival(rl, "soft"), 64LL << 30);
+	cr_assert_eq(ival(rl, "hard"), 64LL << 30);
+	cr_assert_not_null(find_by(path(spec, "process", "rlimits"), "type", "RLIMIT_NOFILE"));
+	json_decref(spec);
+}
+
+Test(spec_apply, memlock_unlimited_is_written_as_uint64_max)
+{
+	struct orh_plan plan = test_plan(ORH_MEMLOCK_UNLIMITED);
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of("{\"process\":{}}");
+	char *s = NULL;
+
+	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
+	s = dump(spec);
+	cr_assert_not_null(strstr(s, "{\"type\":\"RLIMIT_MEMLOCK\",\"hard\":18446744073709551615,"
+				     "\"soft\":18446744073709551615}"), "%s", s);
+	cr_assert_null(strstr(s, "orh-u64"), "%s", s);
+	free(s);
+	json_decref(spec);
+}
+
+Test(spec_apply, memlock_of_the_user_stands)
+{
+	struct orh_plan plan = test_plan(ORH_MEMLOCK_UNLIMITED);
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of("{\"process\":{\"rlimits\":[{\"type\":\"RLIMIT_MEMLOCK\","
+			       "\"hard\":65536,\"soft\":65536}]}}");
+	json_t *rl = NULL;
+
+	cr_assert_geq(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_not(ch.memlock);
+	rl = path(spec, "process", "rlimits");
+	cr_assert_eq(json_array_size(rl), 1);
+	cr_assert_eq(ival(json_array_get(rl, 0), "hard"), 65536);
+	json_decref(spec);
+}
+
+Test(spec_apply, memlock_not_set_by_plan)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of(base_spec);
+
+	plan.set_memlock = false;
+	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_not(ch.memlock);
+	cr_assert_null(find_by(path(spec, "process", "rlimits"), "type", "RLIMIT_MEMLOCK"));
+	json_decref(spec);
+}
+
+Test(spec_apply, env_appended_in_plan_order)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of(base_spec);
+	json_t *e = NULL;
+
+	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_eq(ch.env, 3);
+	cr_assert_eq(ch.env_kept, 0);
+	e = path(spec, "process", "env");
+	cr_assert_eq(json_array_size(e), 5);
+	cr_assert_str_eq(json_string_value(json_array_get(e, 0)), "PATH=/bin");
+	cr_assert_str_eq(json_string_value(json_array_get(e, 2)), "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1");
+	cr_assert_str_eq(json_string_value(json_array_get(e, 3)), "NCCL_IB_GID_INDEX=3");
+	cr_assert_str_eq(json_string_value(json_array_get(e, 4)), "NCCL_SOCKET_IFNAME==eth0");
+	json_decref(spec);
+}
+
+Test(spec_apply, env_of_the_user_wins)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of("{\"process\":{\"env\":[\"NCCL_IB_HCA=mine\",\"NCCL_IB_GID_INDEX\"]}}");
+	json_t *e = NULL;
+
+	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_eq(ch.env, 1);
+	cr_assert_eq(ch.env_kept, 2);
+	e = path(spec, "process", "env");
+	cr_assert_eq(json_array_size(e), 3);
+	cr_assert_str_eq(json_string_value(json_array_get(e, 0)), "NCCL_IB_HCA=mine");
+	cr_assert_str_eq(json_string_value(json_array_get(e, 2)), "NCCL_SOCKET_IFNAME==eth0");
+	json_decref(spec);
+}
+
+static bool has_cap(json_t *spec, const char *set)
+{
+	json_t *a = json_object_get(path(spec, "process", "capabilities"), set);
+	size_t i = 0, n = 0;
+	json_t *e = NULL;
+
+	json_array_foreach(a, i, e)
+		if (!strcmp(json_string_value(e), "CAP_IPC_LOCK"))
+			n++;
+	cr_assert_leq(n, 1, "CAP_IPC_LOCK listed %zu times in %s", n, set);
+	return n == 1;
+}
+
+Test(spec_apply, ipc_lock_when_configured)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_spec_opts opts = { .add_ipc_lock = true };
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of(base_spec);
+
+	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_eq(ch.caps, 3);
+	cr_assert(has_cap(spec, "bounding"));
+	cr_assert(has_cap(spec, "effective"));
+	cr_assert(has_cap(spec, "permitted"));
+	cr_assert_not(has_cap(spec, "inheritable"));
+	cr_assert_not(has_cap(spec, "ambient"));
+	json_decref(spec);
+}
+
+Test(spec_apply, ipc_lock_not_without_option)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_spec_opts opts = { .add_ipc_lock = false };
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of(base_spec);
+
+	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_eq(ch.caps, 0);
+	cr_assert_not(has_cap(spec, "bounding"));
+	json_decref(spec);
+}
+
+Test(spec_apply, ipc_lock_never_creates_a_capability_set)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_spec_opts opts = { .add_ipc_lock = true };
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of("{\"process\":{\"env\":[]}}");
+
+	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_eq(ch.caps, 0);
+	cr_assert_null(path(spec, "process", "capabilities"),
+		       "no capabilities object means the runtime keeps its default set");
+	json_decref(spec);
+}
+
+Test(spec_apply, idempotent)
+{
+	struct orh_plan plan = test_plan(ORH_MEMLOCK_UNLIMITED);
+	struct orh_spec_opts opts = { .add_ipc_lock = true };
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of(base_spec);
+	char *once = NULL, *twice = NULL;
+
+	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	once = dump(spec);
+	cr_assert_eq(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_eq(ch.devices + ch.allow_rules + ch.env + ch.caps, 0);
+	cr_assert_not(ch.memlock);
+	twice = dump(spec);
+	cr_assert_str_eq(once, twice);
+	free(once);
+	free(twice);
+	json_decref(spec);
+}
+
+Test(spec_apply, empty_plan_changes_nothing)
+{
+	struct orh_plan plan;
+	struct orh_spec_opts opts = { .add_ipc_lock = false };
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of("{\"ociVersion\":\"1.0.2\"}");
+	char *s = NULL;
+
+	memset(&plan, 0, sizeof(plan));
+	cr_assert_eq(orh_spec_apply(spec, &plan, &opts, NULL, &err), 0);
+	s = dump(spec);
+	cr_assert_str_eq(s, "{\"ociVersion\":\"1.0.2\"}");
+	free(s);
+	json_decref(spec);
+}
+
+Test(spec_apply, wrong_types_are_errors)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_err err = { 0 };
+	json_t *spec = json_pack("{s:{s:i}}", "linux", "devices", 3);
+
+	cr_assert_eq(orh_spec_apply(spec, &plan, NULL, NULL, &err), -EINVAL);
+	cr_assert_not_null(strstr(err.msg, "linux.devices"), "%s", err.msg);
+	json_decref(spec);
+}
+
+Test(spec_apply, bad_plan_env_name)
+{
+	struct orh_env_entry bad[] = { { "A=B", "1", "x" } };
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of("{}");
+
+	plan.env = bad;
+	plan.n_env = 1;
+	cr_assert_eq(orh_spec_apply(spec, &plan, NULL, NULL, &err), -EINVAL);
+	json_decref(spec);
+}
+
+/* ---- jsonu64.c ----------------------------------------------------------------- */
+
+Test(json_u64, big_numbers_round_trip)
+{
+	static const char in[] =
+		"{\"process\":{\"rlimits\":[{\"type\":\"RLIMIT_MEMLOCK\",\"hard\":18446744073709551615,"
+		"\"soft\":9223372036854775808},{\"type\":\"RLIMIT_NOFILE\",\"hard\":9223372036854775807,"
+		"\"soft\":-5}]},\"s\":\"18446744073709551615\",\"f\":1.5e3}";
+	json_t *spec = spec_of(in);
+	json_t *rl = json_array_get(path(spec, "process", "rlimits"), 0);
+	uint64_t v = 0;
+	char *s = NULL;
+
+	cr_assert(orh_json_get_u64(json_object_get(rl, "hard"), &v));
+	cr_assert_eq(v, UINT64_MAX);
+	cr_assert(orh_json_get_u64(json_object_get(rl, "soft"), &v));
+	cr_assert_eq(v, 9223372036854775808ULL);
+	rl = json_array_get(path(spec, "process", "rlimits"), 1);
+	cr_assert(json_is_integer(json_object_get(rl, "hard")), "INT64_MAX stays an integer");
+	cr_assert_not(orh_json_get_u64(json_object_get(rl, "soft"), &v));
+	cr_assert_str_eq(json_string_value(json_object_get(spec, "s")), "18446744073709551615",
+			 "a string that looks like a number is left alone");
+	s = dump(spec);
+	cr_assert_not_null(strstr(s, "\"hard\":18446744073709551615,\"soft\":9223372036854775808}"),
+			   "%s", s);
+	cr_assert_not_null(strstr(s, "\"hard\":9223372036854775807,\"soft\":-5}"), "%s", s);
+	cr_assert_not_null(strstr(s, "\"s\":\"18446744073709551615\""), "%s", s);
+	free(s);
+	json_decref(spec);
+}
+
+Test(json_u64, too_big_is_refused)
+{
+	static const char in[] = "{\"a\":18446744073709551616}";
+	struct orh_err err = { 0 };
+	json_t *spec = NULL;
+
+	cr_assert_eq(orh_spec_parse(in, strlen(in), "t.json", &spec, &err), -EINVAL);
+	cr_assert_null(spec);
+	cr_assert_not_null(strstr(err.msg, "t.json"), "%s", err.msg);
+}
+
+Test(json_u64, forged_marker_is_refused)
+{
+	static const char forged[] = "{\"a\":\"\\u0000orh-u64:5\"}";
+	static const char forged2[] = "{\"a\":\"\\u0000\\u006frh-u64:5\"}";
+	static const char nul[] = "{\"a\":\"x\\u0000y\"}";
+	struct orh_err err = { 0 };
+	json_t *spec = NULL;
+
+	cr_assert_eq(orh_spec_parse(forged, strlen(forged), "t.json", &spec, &err), -EINVAL);
+	cr_assert_null(spec);
+	cr_assert_eq(orh_spec_parse(forged2, strlen(forged2), "t.json", &spec, &err), -EINVAL);
+	cr_assert_eq(orh_spec_parse(nul, strlen(nul), "t.json", &spec, &err), -EINVAL);
+	cr_assert_not_null(strstr(err.msg, "NUL"), "%s", err.msg);
+}
+
+Test(json_u64, numbers_inside_strings_untouched)
+{
+	static const char in[] = "{\"a\":\"x\\\"18446744073709551615\\\\\",\"b\":[18446744073709551615]}";
+	json_t *spec = spec_of(in);
+	char *s = NULL;
+
+	cr_assert_str_eq(json_string_value(json_object_get(spec, "a")),
+			 "x\"18446744073709551615\\");
+	s = dump(spec);
+	cr_assert_str_eq(s, in);
+	free(s);
+	json_decref(spec);
+}
+
+Test(json_u64, make)
+{
+	json_t *a = orh_json_u64(42), *b = orh_json_u64(UINT64_MAX);
+	uint64_t v = 0;
+
+	cr_assert(json_is_integer(a));
+	cr_assert(json_is_string(b));
+	cr_assert(orh_json_get_u64(b, &v));
+	cr_assert_eq(v, UINT64_MAX);
+	json_decref(a);
+	json_decref(b);
+}
