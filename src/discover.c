@@ -352,7 +352,12 @@ static void scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 		warn(sc, "skipping '%s/link_layer': garbled value '%.32s'", where, buf);
 	if (!plan_mode(sc) && read_value(sc, portfd, "rate", buf, sizeof(buf)) > 0)
 		orh_strlcpy(p->rate, buf, sizeof(p->rate));
-	scan_gids(sc, portfd, where, p);
+	/* Plan mode: a port that cannot be used needs nothing more, and only an ACTIVE
+	 * RoCE port's GIDs decide anything (rule 4). */
+	if (plan_mode(sc) && (p->state != ORH_PORT_ACTIVE || p->link_layer == ORH_LL_UNKNOWN))
+		return;
+	if (!plan_mode(sc) || p->link_layer == ORH_LL_ETHERNET)
+		scan_gids(sc, portfd, where, p);
 	if (!p->netdev[0])
 		port_netdev_from_device(sc, devfd, p);
 }
