@@ -252,7 +252,7 @@ static void scan_gids_plan(struct scan *sc, int portfd, const char *where, struc
 		push_gid(p, &g, &cap);
 		if (!have_pref && orh_gid_matches(&g, want))
 			have_pref = true;
-		if (!have_addr && addr_wanted(want, &g))
+		if (!have_addr && addr_wanted(want, &g) && orh_gid_matches(&g, want))
 			have_addr = true;
 		if (have_pref && have_addr) {
 			p->gids_complete = false;

@@ -10,7 +10,7 @@ packages=(
 	# fuzzing and sanitizers
 	clang libclang-rt-14-dev
 	# end-to-end: real runtimes and a busybox rootfs
-	runc crun podman containerd docker.io busybox-static iproute2 uidmap
+	runc crun podman containerd docker.io busybox-static iproute2 uidmap libcap2-bin
 	# diagnostics and benchmark
 	ibverbs-utils hyperfine time jq
 )

@@ -6,8 +6,10 @@
  *
  * Every path inside a container's root filesystem is resolved from one rootfs directory
  * fd with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS), or by a component-by-component
- * walk where openat2 is missing; the final operation is a *at() call on the parent
- * directory fd with a single name that is never followed.
+ * walk (O_NOFOLLOW at each step, symlinks resolved by us against a stack of directory
+ * fds, never above the root) where openat2 is missing and where directories must be
+ * created; the final operation is a *at() call on the parent directory fd with a single
+ * name that is never followed.
  */
 #ifndef ORH_APPLY_H
 #define ORH_APPLY_H

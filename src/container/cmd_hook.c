@@ -89,9 +89,9 @@ static int poststop(struct hook *h)
 	if (!id_usable(h->st.id))
 		return ORH_EXIT_OK;
 	snprintf(path, sizeof(path), "%s/nccl.conf", h->state_dir);
-	if (unlink(path) < 0 && errno != ENOENT)
+	if (unlinkat(AT_FDCWD, path, 0) < 0 && errno != ENOENT)
 		orh_log(LOG_WARNING, "container %s: poststop: removing '%s': %m", cid(h), path);
-	if (rmdir(h->state_dir) == 0)
+	if (unlinkat(AT_FDCWD, h->state_dir, AT_REMOVEDIR) == 0)
 		orh_log(LOG_INFO, "container %s: poststop: removed '%s'", cid(h), h->state_dir);
 	else if (errno != ENOENT)
 		orh_log(LOG_WARNING, "container %s: poststop: removing '%s': %m", cid(h),

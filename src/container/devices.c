@@ -31,11 +31,17 @@ static int make_entry(int dfd, const char *name, bool chardev, const struct orh_
 	tmp_name(tmp, sizeof(tmp), name);
 	(void)unlinkat(dfd, tmp, 0);
 	if (chardev) {
-		if (mknodat(dfd, tmp, S_IFCHR | mode, makedev(n->major, n->minor)) < 0) {
+		/* the exact mode at creation: no chmod by name afterwards */
+		mode_t old_umask = umask(0);
+		int r = mknodat(dfd, tmp, S_IFCHR | mode, makedev(n->major, n->minor));
+		int e = errno;
+
+		umask(old_umask);
+		if (r < 0) {
 			if (mknod_errno)
-				*mknod_errno = errno; /* the caller decides about EPERM */
-			return orh_fail(err, errno, "mknod '%s' (%u:%u): %m", n->path, n->major,
-					n->minor);
+				*mknod_errno = e; /* the caller decides about EPERM */
+			return orh_fail(err, e, "mknod '%s' (%u:%u): %s", n->path, n->major,
+					n->minor, strerror(e));
 		}
 	} else {
 		int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -44,14 +50,21 @@ static int make_entry(int dfd, const char *name, bool chardev, const struct orh_
 		if (fd < 0)
 			return orh_fail(err, errno, "creating a mount point for '%s': %m",
 					n->path);
+		if (fchmod(fd, mode) < 0) {
+			int e = errno;
+
+			close(fd);
+			(void)unlinkat(dfd, tmp, 0);
+			return orh_fail(err, e, "setting the mode of '%s': %s", n->path,
+					strerror(e));
+		}
 		close(fd);
 	}
-	if (fchmodat(dfd, tmp, mode, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    fchownat(dfd, tmp, 0, 0, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (fchownat(dfd, tmp, 0, 0, AT_SYMLINK_NOFOLLOW) < 0) {
 		int e = errno;
 
 		(void)unlinkat(dfd, tmp, 0);
-		return orh_fail(err, e, "setting mode/owner of '%s': %s", n->path, strerror(e));
+		return orh_fail(err, e, "setting the owner of '%s': %s", n->path, strerror(e));
 	}
 	if (renameat(dfd, tmp, dfd, name) < 0) {
 		int e = errno;

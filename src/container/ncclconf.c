@@ -259,11 +259,11 @@ static int mkdir_host(const char *dir, struct orh_err *err)
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		if (mkdirat(AT_FDCWD, path, 0755) < 0 && errno != EEXIST)
 			return orh_fail(err, errno, "creating '%s': %m", path);
 		*p = '/';
 	}
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+	if (mkdirat(AT_FDCWD, path, 0700) < 0 && errno != EEXIST)
 		return orh_fail(err, errno, "creating '%s': %m", path);
 	return 0;
 }
@@ -280,7 +280,7 @@ static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_d
 	if (!state_dir)
 		return orh_fail(err, EROFS, "read-only rootfs and no state directory");
 	if (path_fd >= 0) {
-		target = dup(path_fd);
+		target = fcntl(path_fd, F_DUPFD_CLOEXEC, 3);
 		if (target < 0)
 			return orh_fail(err, errno, "dup: %m");
 	} else {

@@ -17,7 +17,7 @@ for f in "$CDI_DIR"/*.json /etc/cdi/*.json; do
 		cant_run "$f already defines rdma.oci-rdma-hook.io/hca (a second spec of the kind conflicts)"
 done
 setup_work
-trap 'rm -f "$CDI_FILE"; cleanup_work' EXIT
+trap 'rc=$?; rm -f "$CDI_FILE"; cleanup_work $rc' EXIT
 
 make_node seed001-roce.json "$WORK/node"
 write_conf "$WORK/node.conf" ""

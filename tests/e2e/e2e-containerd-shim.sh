@@ -9,7 +9,7 @@
 need_root_runc
 command -v ctr >/dev/null 2>&1 || cant_run "ctr (containerd) not installed"
 setup_work
-trap 'rc=$?; stop_daemons; (exit $rc); cleanup_work' EXIT
+trap 'rc=$?; stop_daemons; cleanup_work $rc' EXIT
 
 make_node seed001-roce.json "$WORK/node"
 # memlock 4 MiB: below this machine's hard limit, and visible as the spec's own value.

@@ -12,7 +12,7 @@ need_root_runc
 command -v dockerd >/dev/null 2>&1 || cant_run "dockerd (docker.io) not installed"
 command -v docker >/dev/null 2>&1 || cant_run "docker client not installed"
 setup_work
-trap 'rc=$?; stop_daemons; (exit $rc); cleanup_work' EXIT
+trap 'rc=$?; stop_daemons; cleanup_work $rc' EXIT
 
 make_node seed001-roce.json "$WORK/node"
 # memlock 4 MiB: below this machine's hard limit, and visible as the spec's own value.

@@ -24,7 +24,7 @@ on_error = fail"
 HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
 # an ungranted host node, bind-mounted in by the runtime: proves the cgroup denies
 UNGRANTED="c['mounts'].append({'destination': '/ungranted', 'type': 'bind', 'source': '$WORK/node/dev/infiniband/uverbs0', 'options': ['bind']})"
-INSIDE='for f in /dev/infiniband/*; do stat -c "%n %F %t:%T" $f; done; probe /dev/infiniband/uverbs1 /dev/infiniband/uverbs8 /dev/infiniband/rdma_cm /ungranted; echo "memlock $(ulimit -l)"; echo ---; cat /etc/nccl.conf'
+INSIDE='for f in /dev/infiniband/*; do stat -c "%n %F %t:%T %a" $f; done; probe /dev/infiniband/uverbs1 /dev/infiniband/uverbs8 /dev/infiniband/rdma_cm /ungranted; echo "memlock $(ulimit -l)"; echo ---; cat /etc/nccl.conf'
 
 hex() { printf '%x' "$1"; }
 node_numbers() { stat -c '%t:%T' "$WORK/node/dev/infiniband/$1"; }
@@ -38,8 +38,8 @@ make_bundle "$WORK/b1" "$WORK/rootfs" "$WORK/node" "$WORK/always.conf" "$INSIDE"
 RC=$(head -1 "$WORK/out1"); OUT=$(tail -n +2 "$WORK/out1")
 check "activated container starts (rc=$RC)" [ "$RC" = 0 ]
 for d in uverbs1 uverbs2 uverbs8 rdma_cm; do
-	check "/dev/infiniband/$d is a char device with the node's numbers" \
-		grep -qx "/dev/infiniband/$d character special file $(node_numbers $d)" <<<"$OUT"
+	check "/dev/infiniband/$d is a char device with the node's numbers, mode 0666" \
+		grep -qx "/dev/infiniband/$d character special file $(node_numbers $d) 666" <<<"$OUT"
 done
 check "uverbs0 (front-end NIC, not in the plan) is not created" \
 	bash -c '! grep -q "/dev/infiniband/uverbs0 " <<<"$1"' _ "$OUT"
@@ -146,7 +146,7 @@ if command -v capsh >/dev/null 2>&1; then
 	run_ctr "$WORK/b7"
 	check "no CAP_MKNOD: starts" [ "$RC" = 0 ]
 	check "no CAP_MKNOD: uverbs1 is the host node" \
-		grep -qx "/dev/infiniband/uverbs1 character special file $(node_numbers uverbs1)" <<<"$OUT"
+		grep -qx "/dev/infiniband/uverbs1 character special file $(node_numbers uverbs1) 666" <<<"$OUT"
 	check "no CAP_MKNOD: uverbs1 opens with ENXIO" grep -qx "/dev/infiniband/uverbs1 ENXIO" <<<"$OUT"
 	check "no CAP_MKNOD: nodes were bound, not created" grep -q "0 created, 0 already there, 9 bound" "$WORK/b7/hook.log"
 else
@@ -165,5 +165,32 @@ make_bundle "$WORK/b8b" "$WORK/rootfs8" "$WORK/node" "$WORK/always.conf" 'echo s
 run_ctr "$WORK/b8b"
 check "on_error=warn: the same failure starts the container" grep -qx started <<<"$OUT"
 check "on_error=warn: the failure is logged" grep -q "not a regular file" "$WORK/b8b/hook.log"
+
+# ---- 9. prestart behaves as createRuntime -------------------------------------------
+fresh rootfs9
+make_bundle "$WORK/b9" "$WORK/rootfs9" "$WORK/node" "$WORK/always.conf" "$INSIDE" \
+	"$HOSTNET; h = c['hooks'].pop('createRuntime'); h[0]['args'][-1] = 'prestart'; c['hooks']['prestart'] = h"
+run_ctr "$WORK/b9"
+check "prestart: uverbs1 present and allowed" grep -qx "/dev/infiniband/uverbs1 ENXIO" <<<"$OUT"
+check "prestart: nccl.conf written" grep -q "^NCCL_IB_HCA=" <<<"$OUT"
+check "prestart: logged" grep -q "device nodes" "$WORK/b9/hook.log"
+
+# ---- 10. a rootfs on a read-only mount (EROFS): bind-mount path ----------------------
+fresh rootfs10
+printf 'NCCL_DEBUG=WARN\n' >"$WORK/rootfs10/etc/nccl.conf"
+if mount --bind "$WORK/rootfs10" "$WORK/rootfs10" &&
+	mount -o remount,bind,ro "$WORK/rootfs10"; then
+	make_bundle "$WORK/b10" "$WORK/rootfs10" "$WORK/node" "$WORK/always.conf" \
+		'cat /etc/nccl.conf' "$HOSTNET"
+	run_ctr "$WORK/b10"
+	check "EROFS: starts" [ "$RC" = 0 ]
+	check "EROFS: image line and plan values visible" \
+		bash -c 'grep -qx NCCL_DEBUG=WARN <<<"$1" && grep -q "^NCCL_IB_HCA=" <<<"$1"' _ "$OUT"
+	check "EROFS: image file untouched" [ "$(cat "$WORK/rootfs10/etc/nccl.conf")" = NCCL_DEBUG=WARN ]
+	check "EROFS: the generated file was bind-mounted" grep -q "bind-mounted from" "$WORK/b10/hook.log"
+	umount "$WORK/rootfs10"
+else
+	not_ok "EROFS: could not make a read-only bind mount"
+fi
 
 finish

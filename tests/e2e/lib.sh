@@ -64,8 +64,12 @@ setup_work() {
 	trap cleanup_work EXIT
 }
 
+# cleanup_work [RC]: remove the work dir and exit with RC (default: the status at the
+# time of the call). A trap that runs other cleanup first must pass its saved status:
+# trap 'rc=$?; other_cleanup; cleanup_work $rc' EXIT   (under set -e, "(exit $rc)"
+# before it would end the trap early).
 cleanup_work() {
-	local rc=$?
+	local rc=${1:-$?}
 	for id in $(runc list -q 2>/dev/null | grep "^orh-e2e-$$-" || true); do
 		runc delete -f "$id" >/dev/null 2>&1 || true
 	done

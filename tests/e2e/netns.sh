@@ -16,7 +16,7 @@ cleanup_ns() {
 	ip netns del "$NS" 2>/dev/null || true
 	ip link del "$PEER" 2>/dev/null || true
 }
-trap 'cleanup_ns; cleanup_work' EXIT
+trap 'rc=$?; cleanup_ns; cleanup_work $rc' EXIT
 
 ip netns add "$NS" || cant_run "cannot create a network namespace"
 # a dummy interface where the kernel has the driver, else one end of a veth pair
@@ -55,5 +55,15 @@ HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["t
 make_bundle "$WORK/b2" "$WORK/r2" "$WORK/node" "$WORK/hook.conf" 'cat /etc/nccl.conf' "$HOSTNET"
 run_ctr "$WORK/b2"
 check "a host-network container keeps the host's GID index 3" grep -qx "NCCL_IB_GID_INDEX=3" <<<"$OUT"
+
+# a fresh network namespace of its own (no path): only loopback, no default route
+cp -a "$WORK/base" "$WORK/r3"
+make_bundle "$WORK/b3" "$WORK/r3" "$WORK/node" "$WORK/hook.conf" 'cat /etc/nccl.conf'
+run_ctr "$WORK/b3"
+check "own fresh namespace: the host GID index 3" grep -qx "NCCL_IB_GID_INDEX=3" <<<"$OUT"
+check "own fresh namespace: no host interface as NCCL_SOCKET_IFNAME" \
+	bash -c '! grep -q "^NCCL_SOCKET_IFNAME=" <<<"$1"' _ "$OUT"
+check "own fresh namespace: the hook read it (logged nothing about a failure)" \
+	bash -c '! grep -q "network namespace" "$1"' _ "$WORK/b3/hook.log"
 
 finish

@@ -130,22 +130,34 @@ for mode in native fallback; do
 	ln -s "$WORK/host/etc" "$WORK/r/swap/etclink"
 	cp "$WORK/r/swap/conf" "$WORK/r/etc/nccl.conf"
 	mkdir "$WORK/r/dev/infiniband"
-	python3 - "$WORK/r" >"$WORK/swapper.log" 2>&1 <<'EOF' &
+	python3 - "$WORK/r" "$WORK/host/file" "$WORK/host/dev" >"$WORK/swapper.log" 2>&1 <<'EOF' &
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 r = sys.argv[1]
+links = sys.argv[2:4]
 pairs = [(r + "/etc/nccl.conf", r + "/swap/conflink"),
          (r + "/dev/infiniband", r + "/swap/iblink")]
 n = 0
 while True:
     for a, b in pairs:
-        libc.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), RENAME_EXCHANGE)
+        if libc.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), RENAME_EXCHANGE) != 0:
+            sys.exit("renameat2: " + os.strerror(ctypes.get_errno()))
     n += 1
-    if n % 50000 == 0 and not os.path.exists(r + "/swap"):
-        break
+    # a hook run that renames its file over the link destroys it: plant it again
+    for (a, b), target in zip(pairs[:1], links[:1]):
+        if not os.path.islink(a) and not os.path.islink(b):
+            os.symlink(target, r + "/swap/tmplink")
+            os.rename(r + "/swap/tmplink", b)
+    if n == 1:
+        open(r + "/swap/started", "w").close()
 EOF
 	SWAPPER=$!
+	for i in $(seq 1 100); do
+		[ -e "$WORK/r/swap/started" ] && break
+		sleep 0.1
+	done
+	check "[$mode] the swapper runs" [ -e "$WORK/r/swap/started" ]
 	races=0 saw_link=0
 	for i in $(seq 1 60); do
 		hook_direct "$WORK/r" $mode
