@@ -11,22 +11,29 @@
  * Each round runs every SPEC once (K times with @x=K), in an order that rotates from
  * round to round (A B C, B C A, C A B, ...), so that load on a shared machine falls on
  * all commands alike. One run is fork + execv + wait4: its wall time comes from
- * clock_gettime(CLOCK_MONOTONIC) around it, its peak RSS from wait4's ru_maxrss.
+ * clock_gettime(CLOCK_MONOTONIC) around it, its CPU time (user + system, the command
+ * and the children it waited for) and peak RSS from wait4's rusage.
  * stdout and stderr of the command go to /dev/null; stdin is /dev/null or @in=FILE.
  * @prep=SHELL runs (/bin/sh -c, untimed) before each timed run of that SPEC.
  * @env=K=V sets a variable for that SPEC only. A run that does not exit 0 aborts all.
  * -T stops after SECONDS of measuring, once MIN_ROUNDS (default 5) rounds are done.
  *
  * Output, one line per SPEC and one per pairing with the first SPEC (the baseline):
- *   cmd name=N runs=R median_us=.. p10_us=.. p90_us=.. mad_us=.. min_us=.. rss_kb=..
- *   vs name=N base=B ratio=.. ratio_p10=.. ratio_p90=.. diff_us=.. diff_p10_us=.. diff_p90_us=..
- * ratio is the median over rounds of (N's time / B's time) within the same round, diff
- * the median of their difference: both hold on a noisy machine where absolute times
- * drift. rss_kb is the largest ru_maxrss seen.
+ *   cmd name=N runs=R median_us=.. p10_us=.. p90_us=.. mad_us=.. min_us=..
+ *       cpu_median_us=.. cpu_p10_us=.. cpu_p90_us=.. rss_kb=..
+ *   vs name=N base=B ratio=.. ratio_p10=.. ratio_p90=.. ratio_ci_lo=.. ratio_ci_hi=..
+ *       diff_us=.. diff_p10_us=.. diff_p90_us=.. and the same of CPU time, cpu_ratio=.. ...
+ * ratio is the median over rounds of (N's time / B's time) within the same round, with
+ * its spread (p10, p90) and a 95% confidence interval of that median (ci_lo, ci_hi);
+ * diff is the median of their difference: both hold on a noisy machine where absolute
+ * times drift. CPU time does not count the time a command waits for a CPU, which on a
+ * loaded machine adds to short commands and their baselines alike and so pulls wall-time
+ * ratios towards 1. rss_kb is the largest ru_maxrss seen.
  *
  * --rss-log runs ARGV once with the harness's own stdin/stdout/stderr, appends its peak
- * RSS in KiB as one line to FILE, and exits with its status (a wrapper for a hook
- * registered in an OCI bundle: runc gives it the state on stdin).
+ * RSS in KiB and its wall time in microseconds as one line ("KIB US") to FILE, and
+ * exits with its status (a wrapper for a hook registered in an OCI bundle: runc gives
+ * it the state on stdin).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,8 +61,10 @@ struct spec {
 	int n_env;
 	int reps;
 	char **argv;
-	double *t;      /* per sample, microseconds */
+	double *t;      /* per sample: wall time, microseconds */
+	double *c;      /* per sample: CPU time (user + system), microseconds */
 	double *round_t; /* per round: median of that round's samples */
+	double *round_c;
 	size_t n_t, cap_t;
 	long rss_kb;
 };
@@ -122,8 +131,8 @@ static double mad(const double *v, size_t n)
 	return r;
 }
 
-/* One timed run: returns its wall time in microseconds. */
-static double run_once(struct spec *s, int devnull)
+/* One timed run: returns its wall time in microseconds, its CPU time in *cpu. */
+static double run_once(struct spec *s, int devnull, double *cpu)
 {
 	struct rusage ru;
 	double t0, t1;
@@ -166,24 +175,58 @@ static double run_once(struct spec *s, int devnull)
 	}
 	if (ru.ru_maxrss > s->rss_kb)
 		s->rss_kb = ru.ru_maxrss;
+	*cpu = ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1e6 +
+	       ru.ru_stime.tv_usec;
 	return t1 - t0;
 }
 
-static void push(struct spec *s, double t)
+static void push(struct spec *s, double t, double c)
 {
 	if (s->n_t == s->cap_t) {
 		s->cap_t = s->cap_t ? s->cap_t * 2 : 64;
 		s->t = realloc(s->t, s->cap_t * sizeof(*s->t));
-		if (!s->t)
+		s->c = realloc(s->c, s->cap_t * sizeof(*s->c));
+		if (!s->t || !s->c)
 			die("out of memory");
 	}
-	s->t[s->n_t++] = t;
+	s->t[s->n_t] = t;
+	s->c[s->n_t++] = c;
+}
+
+/* The paired statistics of `cur` against `base` over `n` rounds, printed as
+ * PREFIXratio=.. PREFIXratio_p10=.. PREFIXratio_p90=.. PREFIXratio_ci_lo=..
+ * PREFIXratio_ci_hi=.. PREFIXdiff_us=.. PREFIXdiff_p10_us=.. PREFIXdiff_p90_us=.. */
+static void print_paired(const char *prefix, const double *cur, const double *base, int n)
+{
+	double *ratio = calloc((size_t)n, sizeof(double));
+	double *diff = calloc((size_t)n, sizeof(double));
+	/* a distribution-free 95% confidence interval of the median ratio: the order
+	 * statistics n/2 -+ 0.98 sqrt(n) (normal approximation of the binomial) */
+	double half = 0.98 * sqrt((double)n);
+	double lo_q = n > 1 ? fmax(0, floor(n / 2.0 - half)) / (n - 1) : 0;
+	double hi_q = n > 1 ? fmin(n - 1, ceil(n / 2.0 - 1 + half)) / (n - 1) : 1;
+
+	if (!ratio || !diff)
+		die("out of memory");
+	for (int r = 0; r < n; r++) {
+		ratio[r] = base[r] > 0 ? cur[r] / base[r] : NAN;
+		diff[r] = cur[r] - base[r];
+	}
+	printf(" %sratio=%.4f %sratio_p10=%.4f %sratio_p90=%.4f %sratio_ci_lo=%.4f "
+	       "%sratio_ci_hi=%.4f %sdiff_us=%.1f %sdiff_p10_us=%.1f %sdiff_p90_us=%.1f",
+	       prefix, quantile(ratio, (size_t)n, 0.5), prefix, quantile(ratio, (size_t)n, 0.1),
+	       prefix, quantile(ratio, (size_t)n, 0.9), prefix, quantile(ratio, (size_t)n, lo_q),
+	       prefix, quantile(ratio, (size_t)n, hi_q), prefix, quantile(diff, (size_t)n, 0.5),
+	       prefix, quantile(diff, (size_t)n, 0.1), prefix, quantile(diff, (size_t)n, 0.9));
+	free(ratio);
+	free(diff);
 }
 
 static int rss_log(const char *file, char **argv)
 {
 	struct rusage ru;
 	int status;
+	double t0 = now_us();
 	pid_t pid = fork();
 	FILE *f;
 
@@ -195,9 +238,10 @@ static int rss_log(const char *file, char **argv)
 	}
 	if (wait4(pid, &status, 0, &ru) < 0)
 		return 126;
+	t0 = now_us() - t0;
 	f = fopen(file, "a");
 	if (f) {
-		fprintf(f, "%ld\n", ru.ru_maxrss);
+		fprintf(f, "%ld %.1f\n", ru.ru_maxrss, t0);
 		fclose(f);
 	}
 	if (WIFEXITED(status))
@@ -269,7 +313,8 @@ int main(int argc, char **argv)
 		usage();
 	for (int k = 0; k < n_specs; k++) {
 		specs[k].round_t = calloc((size_t)rounds, sizeof(double));
-		if (!specs[k].round_t)
+		specs[k].round_c = calloc((size_t)rounds, sizeof(double));
+		if (!specs[k].round_t || !specs[k].round_c)
 			die("out of memory");
 	}
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -278,20 +323,23 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	for (int r = 0; r < warmup; r++)
-		for (int k = 0; k < n_specs; k++)
-			run_once(&specs[k], devnull);
+		for (int k = 0; k < n_specs; k++) {
+			double cpu;
+			run_once(&specs[k], devnull, &cpu);
+		}
 	start = now_us();
 	for (int r = 0; r < rounds; r++) {
 		for (int j = 0; j < n_specs; j++) {
 			struct spec *s = &specs[(r + j) % n_specs];
-			double tmp[64];
+			double tmp[64], tmpc[64];
 			int reps = s->reps < 64 ? s->reps : 64;
 
 			for (int x = 0; x < reps; x++) {
-				tmp[x] = run_once(s, devnull);
-				push(s, tmp[x]);
+				tmp[x] = run_once(s, devnull, &tmpc[x]);
+				push(s, tmp[x], tmpc[x]);
 			}
 			s->round_t[r] = quantile(tmp, (size_t)reps, 0.5);
+			s->round_c[r] = quantile(tmpc, (size_t)reps, 0.5);
 		}
 		done = r + 1;
 		if (max_s > 0 && done >= min_rounds && (now_us() - start) / 1e6 > max_s)
@@ -303,7 +351,8 @@ int main(int argc, char **argv)
 		if (f) {
 			for (int k = 0; k < n_specs; k++)
 				for (size_t i = 0; i < specs[k].n_t; i++)
-					fprintf(f, "%s\t%.1f\n", specs[k].name, specs[k].t[i]);
+					fprintf(f, "%s\t%.1f\t%.1f\n", specs[k].name, specs[k].t[i],
+						specs[k].c[i]);
 			fclose(f);
 		}
 	}
@@ -311,29 +360,18 @@ int main(int argc, char **argv)
 		struct spec *s = &specs[k];
 
 		printf("cmd name=%s runs=%zu rounds=%d median_us=%.1f p10_us=%.1f p90_us=%.1f "
-		       "mad_us=%.1f min_us=%.1f rss_kb=%ld\n",
+		       "mad_us=%.1f min_us=%.1f cpu_median_us=%.1f cpu_p10_us=%.1f cpu_p90_us=%.1f "
+		       "rss_kb=%ld\n",
 		       s->name, s->n_t, done, quantile(s->t, s->n_t, 0.5), quantile(s->t, s->n_t, 0.1),
 		       quantile(s->t, s->n_t, 0.9), mad(s->t, s->n_t), quantile(s->t, s->n_t, 0),
-		       s->rss_kb);
+		       quantile(s->c, s->n_t, 0.5), quantile(s->c, s->n_t, 0.1),
+		       quantile(s->c, s->n_t, 0.9), s->rss_kb);
 	}
 	for (int k = 1; k < n_specs; k++) {
-		double *ratio = calloc((size_t)done, sizeof(double));
-		double *diff = calloc((size_t)done, sizeof(double));
-
-		if (!ratio || !diff)
-			die("out of memory");
-		for (int r = 0; r < done; r++) {
-			ratio[r] = specs[k].round_t[r] / specs[0].round_t[r];
-			diff[r] = specs[k].round_t[r] - specs[0].round_t[r];
-		}
-		printf("vs name=%s base=%s ratio=%.4f ratio_p10=%.4f ratio_p90=%.4f diff_us=%.1f "
-		       "diff_p10_us=%.1f diff_p90_us=%.1f\n",
-		       specs[k].name, specs[0].name, quantile(ratio, (size_t)done, 0.5),
-		       quantile(ratio, (size_t)done, 0.1), quantile(ratio, (size_t)done, 0.9),
-		       quantile(diff, (size_t)done, 0.5), quantile(diff, (size_t)done, 0.1),
-		       quantile(diff, (size_t)done, 0.9));
-		free(ratio);
-		free(diff);
+		printf("vs name=%s base=%s", specs[k].name, specs[0].name);
+		print_paired("", specs[k].round_t, specs[0].round_t, done);
+		print_paired("cpu_", specs[k].round_c, specs[0].round_c, done);
+		putchar('\n');
 	}
 	return 0;
 }

@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include "orh-config.h"
 #include "orh/commands.h"
+#include "orh/sandbox.h"
 
 static void usage(FILE *f)
 {
@@ -31,22 +33,68 @@ static void usage(FILE *f)
 	      f);
 }
 
+enum confine {
+	CONFINE_NONE,    /* the runtime shim: it executes the real runtime, fully privileged */
+	CONFINE_CAPS,    /* no capability at all */
+	CONFINE_FILTER,  /* no capability, and the seccomp allow-list */
+	CONFINE_HOOK,    /* the hook's capabilities, and the seccomp allow-list */
+};
+
 struct command {
 	const char *name;
 	int (*fn)(struct orh_ctx *, int, char **);
 	bool container_path; /* runs for a container: tolerate a broken config */
+	enum confine confine;
 };
 
 static const struct command commands[] = {
-	{ "detect", orh_cmd_detect, false },
-	{ "env", orh_cmd_env, false },
-	{ "createRuntime", orh_cmd_hook, true },
-	{ "prestart", orh_cmd_hook, true },
-	{ "poststop", orh_cmd_hook, true },
-	{ "precreate", orh_cmd_precreate, true },
-	{ "runtime", orh_cmd_runtime, true },
-	{ "cdi", orh_cmd_cdi, false },
+	{ "detect", orh_cmd_detect, false, CONFINE_CAPS },
+	{ "env", orh_cmd_env, false, CONFINE_FILTER },
+	{ "createRuntime", orh_cmd_hook, true, CONFINE_HOOK },
+	{ "prestart", orh_cmd_hook, true, CONFINE_HOOK },
+	{ "poststop", orh_cmd_hook, true, CONFINE_HOOK },
+	{ "precreate", orh_cmd_precreate, true, CONFINE_FILTER },
+	{ "runtime", orh_cmd_runtime, true, CONFINE_NONE },
+	{ "cdi", orh_cmd_cdi, false, CONFINE_CAPS },
 };
+
+static int passthrough(int in, int out)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(out, buf + off, (size_t)(n - off));
+			if (w < 0 && errno != EINTR)
+				return -1;
+			if (w > 0)
+				off += w;
+		}
+	}
+	return 0;
+}
+
+/* Least privilege before anything a container supplied is read. A container path that
+ * cannot be confined does nothing: the container starts as it would without us. */
+static int confine(const struct command *cmd)
+{
+	struct orh_err err = { 0 };
+
+	if (cmd->confine == CONFINE_NONE)
+		return 0;
+	if (orh_caps_limit(cmd->confine == CONFINE_HOOK ? ORH_PRIVS_HOOK : ORH_PRIVS_NONE, &err) < 0 ||
+	    (cmd->confine >= CONFINE_FILTER && orh_seccomp_confine(&err) < 0)) {
+		orh_log(LOG_ERR, "%s: %s", cmd->name, err.msg);
+		return -1;
+	}
+	return 0;
+}
 
 static int load_config(struct orh_ctx *ctx, const char *config, const char *sysroot,
 		       bool container_path)
@@ -125,6 +173,15 @@ int main(int argc, char **argv)
 	r = load_config(&ctx, config, sysroot, cmd->container_path);
 	if (r != ORH_EXIT_OK)
 		return r;
+	if (confine(cmd) < 0) {
+		orh_config_free(&ctx.cfg);
+		if (!cmd->container_path)
+			return ORH_EXIT_FAIL;
+		/* the container starts as without us; precreate hands the spec back as is */
+		if (cmd->fn == orh_cmd_precreate && passthrough(STDIN_FILENO, STDOUT_FILENO) < 0)
+			return ORH_EXIT_FAIL;
+		return ORH_EXIT_OK;
+	}
 	r = cmd->fn(&ctx, argc - i, argv + i);
 	orh_config_free(&ctx.cfg);
 	return r;

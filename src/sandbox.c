@@ -13,10 +13,11 @@
  * read-only rootfs and enter the container's namespaces (SYS_ADMIN), raise another
  * process's RLIMIT_MEMLOCK (SYS_RESOURCE), replace the device cgroup's BPF program
  * (SYS_ADMIN; BPF where the kernel splits it out), read /proc/<pid> of the container
- * (SYS_PTRACE for ns links of a process that dropped dumpability). */
+ * (SYS_PTRACE for ns links of a process that dropped dumpability; SYS_CHROOT, with
+ * SYS_ADMIN, to setns() into its mount namespace). */
 static const cap_value_t hook_caps[] = {
 	CAP_MKNOD, CAP_CHOWN, CAP_FOWNER, CAP_DAC_OVERRIDE, CAP_SYS_ADMIN,
-	CAP_SYS_RESOURCE, CAP_SYS_PTRACE,
+	CAP_SYS_RESOURCE, CAP_SYS_PTRACE, CAP_SYS_CHROOT,
 #ifdef CAP_BPF
 	CAP_BPF,
 #endif
@@ -67,7 +68,7 @@ static const char *const allowed[] = {
 	"getpid", "getppid", "gettid", "getuid", "geteuid", "getgid", "getegid",
 	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "kill", "tgkill",
 	"exit", "exit_group", "set_robust_list", "rseq", "set_tid_address", "uname",
-	"prctl", "capget", "capset", "sched_yield", "restart_syscall",
+	"prctl", "capget", "capset", "sched_yield", "restart_syscall", "sysinfo",
 	/* files, relative to directory fds */
 	"read", "write", "pread64", "pwrite64", "readv", "writev", "lseek", "close",
 	"openat", "openat2", "open", "fstat", "newfstatat", "statx", "stat", "lstat",
@@ -77,7 +78,7 @@ static const char *const allowed[] = {
 	"access", "umask", "getcwd", "flock", "ftruncate", "poll", "ppoll",
 	/* children that enter the container's namespaces */
 	"clone", "clone3", "fork", "vfork", "wait4", "waitid", "setns", "unshare",
-	"mount", "umount2", "open_tree", "move_mount",
+	"mount", "umount2", "open_tree", "move_mount", "mount_setattr",
 	/* rtnetlink in the container's netns; syslog */
 	"socket", "bind", "connect", "sendto", "recvfrom", "sendmsg", "recvmsg",
 	"getsockname", "setsockopt", "getsockopt",

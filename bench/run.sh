@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# The oci-rdma-hook benchmark: bash bench/run.sh [--quick] [--keep]
+#
+# Builds the hook (release) into build-bench/ and the harness (bench/harness.c), generates
+# the sample nodes into a temporary directory, measures, prints the table with PASS/FAIL
+# per budget, writes docs/PERFORMANCE.md and exits 1 when a budget fails. Needs root
+# (runc), runc, busybox-static and python3 (tests/setup-debian.sh installs them); strace
+# is used, when present, to count the files the hook opens. About 3-4 minutes; --quick
+# takes fewer rounds (about 1 minute) and is meant for a look, not for the record.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+repo=$PWD
+build=$repo/build-bench
+
+for a in "$@"; do
+	case "$a" in
+	--quick | --keep) ;;
+	-h | --help)
+		sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "bench: unknown argument '$a' (--quick, --keep)" >&2
+		exit 2
+		;;
+	esac
+done
+
+if [ "$(id -u)" != 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		exec sudo -- bash "$0" "$@"
+	fi
+	echo "bench: run as root (runc needs it)" >&2
+	exit 2
+fi
+
+for tool in meson ninja cc python3 runc; do
+	command -v "$tool" >/dev/null 2>&1 || {
+		echo "bench: '$tool' not found; run tests/setup-debian.sh" >&2
+		exit 2
+	}
+done
+
+# build-bench/ belongs to the benchmark: configured with the project's default options
+# (as installed) in release mode, and set up again when meson_options.txt changes, so
+# that a changed default (say, static linking) is what gets measured.
+stamp=$(cat meson_options.txt | md5sum | cut -d' ' -f1)
+if [ ! -f "$build/build.ninja" ] || [ "$(cat "$build/.bench-stamp" 2>/dev/null)" != "$stamp" ]; then
+	echo "bench: configuring $build (buildtype=release)" >&2
+	rm -rf "$build"
+	meson setup "$build" -Dbuildtype=release -Db_ndebug=true >/dev/null
+	echo "$stamp" >"$build/.bench-stamp"
+fi
+echo "bench: building oci-rdma-hook" >&2
+meson compile -C "$build" oci-rdma-hook >/dev/null
+if [ ! -x "$build/bench-harness" ] || [ bench/harness.c -nt "$build/bench-harness" ]; then
+	cc -O2 -Wall -Wextra -o "$build/bench-harness" bench/harness.c -lm
+fi
+
+exec python3 bench/bench.py --hook "$build/src/oci-rdma-hook" --harness "$build/bench-harness" "$@"
