@@ -23,10 +23,33 @@ static const cap_value_t hook_caps[] = {
 #endif
 };
 
+static bool started_with_sys_resource;
+static bool caps_limited;
+
+bool orh_caps_had_sys_resource(void)
+{
+	cap_t cur;
+	cap_flag_value_t v = CAP_CLEAR;
+
+	if (caps_limited)
+		return started_with_sys_resource;
+	cur = cap_get_proc();
+	if (cur) {
+		cap_get_flag(cur, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &v);
+		cap_free(cur);
+	}
+	return v == CAP_SET;
+}
+
 int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err)
 {
-	cap_t cur = cap_get_proc(), want = cap_init();
+	cap_t cur, want;
 	int r = 0;
+
+	started_with_sys_resource = orh_caps_had_sys_resource();
+	caps_limited = true;
+	cur = cap_get_proc();
+	want = cap_init();
 
 	if (!cur || !want) {
 		r = orh_fail(err, errno ? errno : ENOMEM, "capabilities: cannot read the process's sets");

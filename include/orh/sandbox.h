@@ -23,6 +23,10 @@ enum orh_stage_privs {
  * unprivileged test run) is not an error: the set only ever shrinks. */
 int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err);
 
+/* Did the process hold CAP_SYS_RESOURCE before orh_caps_limit()? (The runtime that
+ * will apply the spec's rlimits has the privileges the process started with.) */
+bool orh_caps_had_sys_resource(void);
+
 /* Install the seccomp allow-list of the hook. Inherited by children and kept over
  * execve, so the runtime shim never calls it before it executes the runtime. */
 int orh_seccomp_confine(struct orh_err *err);

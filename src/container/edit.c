@@ -4,6 +4,7 @@
  * the atomic replacement of a file in a directory.
  */
 #include <errno.h>
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "orh/edit.h"
 #include "orh/inventory.h"
 #include "orh/plan.h"
+#include "orh/sandbox.h"
 
 static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 {
@@ -37,6 +39,25 @@ static bool asked_for(const json_t *annotations)
 	const json_t *v = json_object_get(annotations, ORH_ANNOTATION_ENABLE);
 
 	return v && !(json_is_string(v) && strcmp(json_string_value(v), "false") == 0);
+}
+
+/* The runtime applies process.rlimits with our own privileges: without
+ * CAP_SYS_RESOURCE it cannot raise a hard limit, and a container would then fail to
+ * start because of us. Ask only for what it can grant, and say so. */
+static void clamp_memlock(struct orh_plan *plan, struct orh_strv *warnings)
+{
+	struct rlimit cur;
+
+	if (!plan->set_memlock || getrlimit(RLIMIT_MEMLOCK, &cur) < 0)
+		return;
+	if (orh_caps_had_sys_resource() || cur.rlim_max == RLIM_INFINITY)
+		return;
+	if (plan->memlock == ORH_MEMLOCK_UNLIMITED || plan->memlock > (uint64_t)cur.rlim_max) {
+		orh_strv_pushf(warnings, "RLIMIT_MEMLOCK lowered to the hard limit %llu bytes: "
+			       "the runtime cannot raise it here (no CAP_SYS_RESOURCE)",
+			       (unsigned long long)cur.rlim_max);
+		plan->memlock = (uint64_t)cur.rlim_max;
+	}
 }
 
 int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spec,
@@ -107,6 +128,7 @@ int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spe
 		orh_inventory_free(&inv);
 		return 0;
 	}
+	clamp_memlock(&plan, &res->warnings);
 	memset(&sopts, 0, sizeof(sopts));
 	sopts.add_ipc_lock = cfg->add_ipc_lock;
 	r = orh_spec_apply(spec, &plan, &sopts, &res->changes, err);
