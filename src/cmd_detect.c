@@ -11,7 +11,7 @@
 #include <syslog.h>
 
 #include "orh/commands.h"
-#include "orh/plan.h"
+#include "orh/node.h"
 #include "orh/verbs.h"
 
 static const struct orh_port_choice *choice_of(const struct orh_plan *plan, const char *dev,
@@ -164,12 +164,6 @@ static json_t *inventory_json(const struct orh_inventory *inv, const struct orh_
 
 int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 {
-	struct orh_discover_opts opts = {
-		.sysroot = ctx->sysroot,
-		.gid_scan = ORH_GIDS_ALL,
-		.want = { .family = ctx->cfg.gid_family, .roce_version = ctx->cfg.roce_version },
-		.mad = true,
-	};
 	struct orh_inventory inv;
 	struct orh_plan plan;
 	struct orh_err err = { 0 };
@@ -186,13 +180,8 @@ int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 			return ORH_EXIT_USAGE;
 		}
 	}
-	if (orh_discover(&opts, &inv, &err) < 0) {
+	if (orh_node_plan(&ctx->cfg, ctx->sysroot, ORH_GIDS_ALL, NULL, &inv, &plan, &err) < 0) {
 		orh_log(LOG_ERR, "%s", err.msg);
-		return ORH_EXIT_FAIL;
-	}
-	if (orh_plan_build(&ctx->cfg, &inv, NULL, &plan, &err) < 0) {
-		orh_log(LOG_ERR, "%s", err.msg);
-		orh_inventory_free(&inv);
 		return ORH_EXIT_FAIL;
 	}
 	if (json) {

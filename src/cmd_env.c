@@ -5,16 +5,10 @@
 #include <syslog.h>
 
 #include "orh/commands.h"
-#include "orh/plan.h"
+#include "orh/node.h"
 
 int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv)
 {
-	struct orh_discover_opts opts = {
-		.sysroot = ctx->sysroot,
-		.gid_scan = ORH_GIDS_PLAN,
-		.want = { .family = ctx->cfg.gid_family, .roce_version = ctx->cfg.roce_version },
-		.mad = ctx->cfg.management_devices,
-	};
 	struct orh_inventory inv;
 	struct orh_plan plan;
 	struct orh_err err = { 0 };
@@ -28,13 +22,8 @@ int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv)
 			return ORH_EXIT_USAGE;
 		}
 	}
-	if (orh_discover(&opts, &inv, &err) < 0) {
+	if (orh_node_plan(&ctx->cfg, ctx->sysroot, ORH_GIDS_PLAN, NULL, &inv, &plan, &err) < 0) {
 		orh_log(LOG_ERR, "%s", err.msg);
-		return ORH_EXIT_FAIL;
-	}
-	if (orh_plan_build(&ctx->cfg, &inv, NULL, &plan, &err) < 0) {
-		orh_log(LOG_ERR, "%s", err.msg);
-		orh_inventory_free(&inv);
 		return ORH_EXIT_FAIL;
 	}
 	for (size_t i = 0; i < plan.n_env; i++)

@@ -69,13 +69,8 @@ static int passthrough(int in, int out)
 				continue;
 			return -1;
 		}
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(out, buf + off, (size_t)(n - off));
-			if (w < 0 && errno != EINTR)
-				return -1;
-			if (w > 0)
-				off += w;
-		}
+		if (orh_write_all(out, buf, (size_t)n) < 0)
+			return -1;
 	}
 	return 0;
 }

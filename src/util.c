@@ -215,6 +215,24 @@ int orh_read_fd_all(int fd, size_t max, char **out, size_t *len)
 	return 0;
 }
 
+int orh_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
 int orh_strlcpy(char *dst, const char *src, size_t size)
 {
 	size_t n = strlen(src);

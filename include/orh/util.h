@@ -101,6 +101,9 @@ ssize_t orh_read_line_at(int dirfd, const char *path, char *buf, size_t max);
  * -EFBIG when larger. */
 int orh_read_fd_all(int fd, size_t max, char **out, size_t *len);
 
+/* Write all of data to fd, retrying on EINTR and short writes. 0 or -errno. */
+int orh_write_all(int fd, const void *data, size_t len);
+
 /* Safe string copy: always NUL-terminates; returns -ENAMETOOLONG when truncated. */
 int orh_strlcpy(char *dst, const char *src, size_t size);
 bool orh_startswith(const char *s, const char *prefix);

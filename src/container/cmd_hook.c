@@ -18,6 +18,7 @@
 
 #include "orh/apply.h"
 #include "orh/commands.h"
+#include "orh/node.h"
 #include "orh/oci.h"
 #include "orh/plan.h"
 
@@ -127,26 +128,12 @@ static int collect_facts(struct hook *h, struct orh_err *err)
 
 static int build_plan(struct hook *h, struct orh_err *err)
 {
-	const struct orh_config *cfg = &h->ctx->cfg;
-	struct orh_discover_opts opts = {
-		.sysroot = h->ctx->sysroot,
-		.gid_scan = ORH_GIDS_PLAN,
-		.want = { .family = cfg->gid_family,
-			  .roce_version = cfg->roce_version,
-			  .addrs = h->facts.n_addrs ? h->facts.addrs : NULL,
-			  .n_addrs = h->facts.n_addrs },
-		.mad = cfg->management_devices,
-	};
-	int r;
+	int r = orh_node_plan(&h->ctx->cfg, h->ctx->sysroot, ORH_GIDS_PLAN, &h->facts, &h->inv,
+			      &h->plan, err);
 
-	r = orh_discover(&opts, &h->inv, err);
 	if (r < 0)
 		return r;
-	h->have_inv = true;
-	r = orh_plan_build(cfg, &h->inv, &h->facts, &h->plan, err);
-	if (r < 0)
-		return r;
-	h->have_plan = true;
+	h->have_inv = h->have_plan = true;
 	return 0;
 }
 
@@ -228,8 +215,9 @@ static int apply(struct hook *h)
 		}
 	}
 
-	if (orh_ncclconf_apply(rootfd, h->st.pid, readonly, h->state_dir, p->env, p->n_env,
-			       &nres, &err) < 0)
+	/* no state directory for an id that cannot be a directory name */
+	if (orh_ncclconf_apply(rootfd, h->st.pid, readonly, h->state_dir[0] ? h->state_dir : NULL,
+			       p->env, p->n_env, &nres, &err) < 0)
 		return failed(h, "/etc/nccl.conf", &err);
 	orh_log(LOG_INFO, "container %s: /etc/nccl.conf: %zu settings added%s%s", cid(h),
 		nres.added, nres.bind_mounted ? ", bind-mounted from " : "",

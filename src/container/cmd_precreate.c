@@ -14,22 +14,6 @@
 #include "orh/commands.h"
 #include "orh/edit.h"
 
-static int write_out(const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(STDOUT_FILENO, data, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		data += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 static void log_result(const struct orh_edit_result *res, const char *what)
 {
 	for (size_t i = 0; i < res->warnings.n; i++)
@@ -95,10 +79,10 @@ int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv)
 		}
 		goto pass;
 	}
-	r = write_out(out, out_len);
+	r = orh_write_all(STDOUT_FILENO, out, out_len);
 	goto written;
 pass:
-	r = write_out(in, in_len);
+	r = orh_write_all(STDOUT_FILENO, in, in_len);
 written:
 	if (r < 0) {
 		orh_log(LOG_ERR, "precreate: writing the config to stdout: %s", strerror(-r));

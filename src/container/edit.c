@@ -14,6 +14,7 @@
 #include "orh/apply.h"
 #include "orh/edit.h"
 #include "orh/inventory.h"
+#include "orh/node.h"
 #include "orh/plan.h"
 #include "orh/sandbox.h"
 
@@ -65,7 +66,6 @@ int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spe
 {
 	struct orh_container_facts facts;
 	struct orh_netns_info ni;
-	struct orh_discover_opts opts;
 	struct orh_inventory inv;
 	struct orh_plan plan;
 	struct orh_spec_opts sopts;
@@ -104,23 +104,10 @@ int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spe
 		}
 	}
 
-	memset(&opts, 0, sizeof(opts));
-	opts.sysroot = sysroot ? sysroot : "/";
-	opts.gid_scan = ORH_GIDS_PLAN;
-	opts.want.family = cfg->gid_family;
-	opts.want.roce_version = cfg->roce_version;
-	opts.want.addrs = facts.addrs;
-	opts.want.n_addrs = facts.n_addrs;
-	opts.mad = cfg->management_devices;
-	r = orh_discover(&opts, &inv, err);
+	r = orh_node_plan(cfg, sysroot ? sysroot : "/", ORH_GIDS_PLAN, &facts, &inv, &plan, err);
 	if (r < 0)
 		return r;
 	push_all(&res->warnings, &inv.warnings);
-	r = orh_plan_build(cfg, &inv, &facts, &plan, err);
-	if (r < 0) {
-		orh_inventory_free(&inv);
-		return r;
-	}
 	push_all(&res->warnings, &plan.warnings);
 	res->preset = plan.preset;
 	if (orh_plan_is_empty(&plan)) {
@@ -137,22 +124,6 @@ int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spe
 	if (r < 0)
 		return r;
 	res->edits = r;
-	return 0;
-}
-
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, data, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		data += w;
-		len -= (size_t)w;
-	}
 	return 0;
 }
 
@@ -190,7 +161,7 @@ int orh_write_atomic(int dirfd, const char *name, const char *data, size_t len,
 		r = orh_fail(err, errno, "'%s': fchmod: %s", tmp, strerror(errno));
 		goto fail;
 	}
-	r = write_all(fd, data, len);
+	r = orh_write_all(fd, data, len);
 	if (r < 0) {
 		orh_fail(err, r, "writing '%s': %s", tmp, strerror(-r));
 		goto fail;

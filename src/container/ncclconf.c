@@ -157,21 +157,6 @@ int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *
 
 /* ---- applying it ----------------------------------------------------------------- */
 
-static int write_all(int fd, const char *s, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, s, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		s += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Open /etc/nccl.conf as O_PATH without following it; *path_fd = -1 when absent. */
 static int open_existing(int etcfd, int *path_fd, struct stat *st, struct orh_err *err)
 {
@@ -235,7 +220,7 @@ static int write_in_place(int etcfd, const char *text, const struct stat *old_st
 		return -EROFS;
 	if (fd < 0)
 		return orh_fail(err, errno, "creating /etc/%s: %m", tmp);
-	r = write_all(fd, text, strlen(text));
+	r = orh_write_all(fd, text, strlen(text));
 	if (r == 0 && old_st && fchown(fd, old_st->st_uid, old_st->st_gid) < 0)
 		r = -errno;
 	if (r == 0 && fchmod(fd, old_st ? old_st->st_mode & 07777 : 0644) < 0)
@@ -277,8 +262,10 @@ static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_d
 	struct stat st;
 	int r;
 
-	if (!state_dir)
-		return orh_fail(err, EROFS, "read-only rootfs and no state directory");
+	if (!state_dir || !*state_dir)
+		return orh_fail(err, EROFS,
+				"read-only rootfs and no state directory (the container id cannot "
+				"name one)");
 	if (path_fd >= 0) {
 		target = fcntl(path_fd, F_DUPFD_CLOEXEC, 3);
 		if (target < 0)
@@ -308,7 +295,7 @@ static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_d
 	gen = open(res->generated, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (gen < 0)
 		return orh_fail(err, errno, "creating '%s': %m", res->generated);
-	r = write_all(gen, text, strlen(text));
+	r = orh_write_all(gen, text, strlen(text));
 	if (r == 0 && fchmod(gen, 0644) < 0)
 		r = -errno;
 	if (r < 0)
