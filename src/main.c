@@ -101,6 +101,7 @@ static int load_config(struct orh_ctx *ctx, const char *config, const char *sysr
 	if (orh_config_load(&ctx->cfg, ctx->config_path, explicit, &ctx->config_err) < 0) {
 		if (!container_path) {
 			fprintf(stderr, "oci-rdma-hook: %s\n", ctx->config_err.msg);
+			orh_config_free(&ctx->cfg);
 			return ORH_EXIT_USAGE;
 		}
 		ctx->config_failed = true;
