@@ -41,8 +41,13 @@ static void warn(struct scan *sc, const char *fmt, ...)
 	if (vasprintf(&s, fmt, ap) < 0)
 		s = NULL;
 	va_end(ap);
-	if (s)
-		orh_strv_push(&sc->inv->warnings, s);
+	if (!s)
+		return;
+	/* values quoted from sysfs may hold anything: keep the log one line per warning */
+	for (char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	orh_strv_push(&sc->inv->warnings, s);
 }
 
 /* Read one value; on failure return the error (no warning: callers decide). */

@@ -186,8 +186,16 @@ int orh_read_fd_all(int fd, size_t max, char **out, size_t *len)
 
 		if (got == cap) {
 			if (cap >= max) {
+				char c;
+				ssize_t extra;
+
+				do
+					extra = read(fd, &c, 1);
+				while (extra < 0 && errno == EINTR);
+				if (extra == 0)
+					break; /* exactly max bytes */
 				free(buf);
-				return -EFBIG;
+				return extra < 0 ? -errno : -EFBIG;
 			}
 			cap = cap * 2 > max ? max : cap * 2;
 			buf = orh_xrealloc(buf, cap + 1);

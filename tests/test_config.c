@@ -147,3 +147,25 @@ Test(config, env_names_and_values)
 	cr_assert_not(orh_env_value_allowed("a\nNCCL_X=1"));
 	cr_assert_not(orh_env_value_allowed("a\rb"));
 }
+
+Test(config, file_of_exactly_the_limit_is_read)
+{
+	char path[] = "/tmp/orh-conf-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+	long n = 0;
+
+	fputs("[node]\n", f);
+	n += 7;
+	while (n + 10 <= ORH_CONFIG_MAX_BYTES) {
+		fputs("# padding\n", f);
+		n += 10;
+	}
+	while (n < ORH_CONFIG_MAX_BYTES) {
+		fputc('\n', f);
+		n++;
+	}
+	fclose(f);
+	cr_assert_eq(orh_config_load(&cfg, path, true, &err), 0, "%s", err.msg);
+	unlink(path);
+}

@@ -281,3 +281,15 @@ Test(discover, fifo_instead_of_a_value_does_not_hang)
 	cr_assert_eq(dev("mlx5_1")->ports[0].rate[0], '\0');
 	cr_assert_eq(dev("mlx5_1")->ports[0].n_gids, 4);
 }
+
+Test(discover, warnings_never_carry_control_characters)
+{
+	make_node("seed001-roce");
+	put("sys/class/infiniband/mlx5_2/ports/1/state", "4: ACT\nIVE\x1b[31m\n");
+	discover(ORH_GIDS_ALL);
+	cr_assert(warned("mlx5_2/ports/1/state': garbled"));
+	for (size_t i = 0; i < inv.warnings.n; i++)
+		for (const char *c = inv.warnings.v[i]; *c; c++)
+			cr_assert((unsigned char)*c >= 0x20 && *c != 0x7f, "control character in '%s'",
+				  inv.warnings.v[i]);
+}

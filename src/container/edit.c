@@ -3,6 +3,7 @@
  * The spec edit shared by `precreate` and the runtime shim (include/orh/edit.h), and
  * the atomic replacement of a file in a directory.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <sys/resource.h>
 #include <fcntl.h>
@@ -127,6 +128,36 @@ int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spe
 	return 0;
 }
 
+/* Remove what a writer killed between creating its temporary file and the rename left
+ * behind (".NAME.orh-XXXXXXXXXXXXXXXX"): only regular files of exactly that form. */
+static void remove_stale_temps(int dirfd, const char *name)
+{
+	char prefix[NAME_MAX + 1];
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t plen;
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	snprintf(prefix, sizeof(prefix), ".%s.orh-", name);
+	plen = strlen(prefix);
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (strncmp(de->d_name, prefix, plen) || strlen(de->d_name) != plen + 16)
+			continue;
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			unlinkat(dirfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
 int orh_write_atomic(int dirfd, const char *name, const char *data, size_t len,
 		     unsigned mode, struct orh_err *err)
 {
@@ -145,6 +176,7 @@ int orh_write_atomic(int dirfd, const char *name, const char *data, size_t len,
 		have_old = true;
 		mode = old.st_mode & 07777;
 	}
+	remove_stale_temps(dirfd, name);
 	for (int tries = 0; fd < 0; tries++) {
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 			rnd ^= (uint64_t)getpid() << 32 | (unsigned)tries;

@@ -1,0 +1,238 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# What a container supplies cannot choose a path, a program or a setting the hook writes,
+# and every input is bounded: over a limit is a clear error, never a crash or a hang.
+#   - annotations: oci-rdma-hook/preset=../../x, a 1 MiB annotation (ours and another);
+#   - process.env values with a newline, a CR or '=' never reach /etc/nccl.conf or
+#     become entries of their own in the edited config.json;
+#   - a container id that is a path never names a directory on the host;
+#   - the OCI state (> 1 MiB, never-ending stdin), config.json (> 16 MiB), the node
+#     config (> 256 KiB) over their limits.
+# The live hook is called directly (OCI state for a host process, as in security.sh);
+# the runtime shim runs with /bin/true as its runtime; precreate reads stdin.
+. "$(dirname "$0")/lib.sh"
+
+need_root_runc
+setup_work
+
+make_rootfs "$WORK/base"
+make_node seed001-roce.json "$WORK/node"
+write_conf "$WORK/always.conf" "[containers]
+activation = always"
+write_conf "$WORK/failmode.conf" "[containers]
+activation = annotation
+on_error = fail"
+write_conf "$WORK/shim.conf" "[containers]
+activation = always
+runtime = /bin/true"
+HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
+"$HOOK" --sysroot "$WORK/node" --config "$WORK/always.conf" env >"$WORK/plan.env"
+ln -sf "$HOOK" "$WORK/oci-rdma-runtime"
+
+SLEEPER=""
+start_sleeper() { sleep 600 & SLEEPER=$!; }
+stop_sleeper() { kill "$SLEEPER" 2>/dev/null || true; wait "$SLEEPER" 2>/dev/null || true; }
+trap 'rc=$?; stop_sleeper; cleanup_work $rc' EXIT
+
+state_of() { # BUNDLE [ID]: an OCI state for the sleeper
+	printf '{"ociVersion":"1.0.2","id":"%s","status":"creating","pid":%s,"bundle":"%s"}' \
+		"${2:-orh-in-$$-$(basename "$1")}" "$SLEEPER" "$1"
+}
+# hook_direct BUNDLE CONF [ID]: createRuntime on BUNDLE; HRC, HLOG, HSECS
+hook_direct() {
+	local b=$1 conf=$2 id=${3:-} t0
+	start_sleeper
+	HRC=0
+	t0=$(date +%s)
+	state_of "$b" "$id" | timeout 60 "$HOOK" --sysroot "$WORK/node" --config "$conf" \
+		createRuntime 2>"$b/direct.log" || HRC=$?
+	HSECS=$(($(date +%s) - t0))
+	HLOG=$(cat "$b/direct.log")
+	stop_sleeper
+}
+fresh() { rm -rf "$WORK/$1"; cp -a "$WORK/base" "$WORK/$1"; }
+untouched() { # ROOTFS: the hook did nothing there
+	[ ! -e "$1/etc/nccl.conf" ] && [ ! -e "$1/dev/infiniband" ]
+}
+# only NAME=VALUE lines of the plan, or comment lines without '=', in ROOTFS's nccl.conf
+conf_is_plan_only() {
+	local l
+	while IFS= read -r l; do
+		case $l in
+		\#*) [[ $l != *=* ]] || return 1 ;;
+		*) grep -qxF -- "$l" "$WORK/plan.env" || return 1 ;;
+		esac
+	done <"$1/etc/nccl.conf"
+	[ "$(grep -vc '^#' "$1/etc/nccl.conf")" = "$(wc -l <"$WORK/plan.env")" ]
+}
+host_listing() { (cd "$WORK" && find . -path ./direct -prune -o -print | grep -v '/direct.log$' | sort); }
+
+# ---- 1. oci-rdma-hook/preset=../../x -----------------------------------------------
+fresh r1
+make_bundle "$WORK/b1" "$WORK/r1" "$WORK/node" "$WORK/always.conf" true \
+	"$HOSTNET; c['annotations'] = {'oci-rdma-hook/preset': '../../x'}"
+before=$(host_listing)
+hook_direct "$WORK/b1" "$WORK/always.conf"
+check "preset=../../x: on_error=warn exits 0" [ "$HRC" = 0 ]
+check "preset=../../x: refused as an unknown preset, naming the annotation" \
+	grep -q "annotation 'oci-rdma-hook/preset': unknown preset '../../x'" <<<"$HLOG"
+check "preset=../../x: the container is left unchanged" untouched "$WORK/r1"
+check "preset=../../x: no file appeared anywhere under the work dir" [ "$(host_listing)" = "$before" ]
+make_bundle "$WORK/b1f" "$WORK/r1" "$WORK/node" "$WORK/failmode.conf" true \
+	"$HOSTNET; c['annotations'] = {'oci-rdma-hook/enable': 'true', 'oci-rdma-hook/preset': '/usr/lib/x.so'}"
+hook_direct "$WORK/b1f" "$WORK/failmode.conf"
+check "preset=/usr/lib/x.so with on_error=fail and enable=true: exit 1" [ "$HRC" = 1 ]
+check "preset=/usr/lib/x.so: the error names the annotation" grep -q "unknown preset '/usr/lib/x.so'" <<<"$HLOG"
+check "preset=/usr/lib/x.so: the container is left unchanged" untouched "$WORK/r1"
+
+# ---- 2. 1 MiB annotations ----------------------------------------------------------
+fresh r2
+make_bundle "$WORK/b2" "$WORK/r2" "$WORK/node" "$WORK/always.conf" true \
+	"$HOSTNET; c['annotations'] = {'oci-rdma-hook/preset': 'roce' * 262144}"
+hook_direct "$WORK/b2" "$WORK/always.conf"
+check "1 MiB oci-rdma-hook/preset: exit 0 within 10 s" [ "$HRC" = 0 -a "$HSECS" -le 10 ]
+check "1 MiB oci-rdma-hook/preset: refused as not acceptable" \
+	grep -q "annotation 'oci-rdma-hook/preset': value is not acceptable" <<<"$HLOG"
+check "1 MiB oci-rdma-hook/preset: not echoed into the log (log < 4 KiB)" [ "${#HLOG}" -lt 4096 ]
+check "1 MiB oci-rdma-hook/preset: the container is left unchanged" untouched "$WORK/r2"
+fresh r2b
+make_bundle "$WORK/b2b" "$WORK/r2b" "$WORK/node" "$WORK/always.conf" true \
+	"$HOSTNET; c['annotations'] = {'org.example/blob': 'A' * (1 << 20), 'oci-rdma-hook/enable': 'true'}"
+hook_direct "$WORK/b2b" "$WORK/always.conf"
+check "1 MiB unrelated annotation: ignored, the hook does its work" \
+	bash -c '[ "$1" = 0 ] && grep -q "^NCCL_IB_HCA=" "$2/etc/nccl.conf"' _ "$HRC" "$WORK/r2b"
+
+# ---- 3. process.env values with newline, CR, '=' never reach nccl.conf ---------------
+EVIL="c['process']['env'] += ['NCCL_IB_HCA=mlx5_1\\nNCCL_NET_PLUGIN=/tmp/evil.so', 'NCCL_SOCKET_IFNAME=a=b\\nLD_PRELOAD=/x', 'NCCL_IB_GID_INDEX=3\\r', 'NCCL_DEBUG=INFO\\n# oci-rdma-hook end\\nNCCL_NET=IB']"
+fresh r3
+make_bundle "$WORK/b3" "$WORK/r3" "$WORK/node" "$WORK/always.conf" true "$HOSTNET; $EVIL"
+hook_direct "$WORK/b3" "$WORK/always.conf"
+check "hostile process.env: the hook succeeds" [ "$HRC" = 0 ]
+check "hostile process.env: nccl.conf holds exactly the plan lines and '='-free comments" \
+	conf_is_plan_only "$WORK/r3"
+check "hostile process.env: no NCCL_NET_PLUGIN/LD_PRELOAD/NCCL_NET line in nccl.conf" \
+	bash -c '! grep -Eq "^(NCCL_NET_PLUGIN|LD_PRELOAD|NCCL_NET)=" "$1/etc/nccl.conf"' _ "$WORK/r3"
+# the shim: the user's entries are kept byte for byte; only whole plan entries are added
+cp "$WORK/b3/config.json" "$WORK/b3/config.orig"
+SRC=0
+OCI_RDMA_HOOK_CONFIG="$WORK/shim.conf" OCI_RDMA_HOOK_SYSROOT="$WORK/node" \
+	"$WORK/oci-rdma-runtime" create --bundle "$WORK/b3" x >/dev/null 2>&1 || SRC=$?
+check "hostile process.env, shim: runs" [ "$SRC" = 0 ]
+check "hostile process.env, shim: user entries unchanged, additions are plan lines for names the user did not set" \
+	python3 - "$WORK/b3/config.orig" "$WORK/b3/config.json" "$WORK/plan.env" <<'EOF'
+import json, sys
+old = json.load(open(sys.argv[1]))["process"]["env"]
+new = json.load(open(sys.argv[2]))["process"]["env"]
+plan = open(sys.argv[3]).read().splitlines()
+assert new[:len(old)] == old, "user entries changed"
+added = new[len(old):]
+user = {e.split("=", 1)[0] for e in old}
+want = [l for l in plan if l.split("=", 1)[0] not in user]
+assert added == want, (added, want)
+assert not any("\n" in e or "\r" in e for e in added)
+assert not any(e.startswith(("NCCL_NET_PLUGIN", "LD_PRELOAD", "NCCL_NET=")) for e in new if "\n" not in e)
+EOF
+# '=' in a value the operator set is written as NCCL reads it (split at the first '=')
+write_conf "$WORK/eq.conf" "[containers]
+activation = always
+[env]
+NCCL_TEST_EQ = a=b=c"
+fresh r3b
+make_bundle "$WORK/b3b" "$WORK/r3b" "$WORK/node" "$WORK/eq.conf" true "$HOSTNET"
+hook_direct "$WORK/b3b" "$WORK/eq.conf"
+check "config value with '=': one line NCCL_TEST_EQ=a=b=c" \
+	[ "$(grep -c '^NCCL_TEST_EQ=' "$WORK/r3b/etc/nccl.conf")" = 1 -a \
+	  "$(grep '^NCCL_TEST_EQ=' "$WORK/r3b/etc/nccl.conf")" = "NCCL_TEST_EQ=a=b=c" ]
+
+# ---- 4. a container id that is a path names no host directory ----------------------
+fresh r4
+printf 'NCCL_DEBUG=WARN\n' >"$WORK/r4/etc/nccl.conf"
+make_bundle "$WORK/b4" "$WORK/r4" "$WORK/node" "$WORK/always.conf" true \
+	"$HOSTNET; c['root']['readonly'] = True"
+mkdir -p "$WORK/cwd"
+for id in "../../../..$WORK/escape" "a/../../b" ".hidden" "$(printf 'x%.0s' $(seq 300))"; do
+	(cd "$WORK/cwd" && hook_direct "$WORK/b4" "$WORK/always.conf" "$id"
+	 printf '%s\n%s\n' "$HRC" "$HLOG" >"$WORK/b4/res")
+	HRC=$(head -1 "$WORK/b4/res")
+	check "id '${id:0:40}': exit 0" [ "$HRC" = 0 ]
+	check "id '${id:0:40}': no directory named after it under /run/oci-rdma-hook or $WORK" \
+		bash -c '[ ! -e "$1/escape" ] && [ -z "$(ls -A "$1/cwd")" ] && ! ls -a /run/oci-rdma-hook 2>/dev/null | grep -qx "$(basename "$2")"' \
+		_ "$WORK" "$id"
+	check "id '${id:0:40}': nothing was mounted over the image file" \
+		bash -c '! grep -q " $1/etc/nccl.conf " /proc/self/mountinfo' _ "$WORK/r4"
+	check "id '${id:0:40}': the refusal is logged" grep -q "read-only rootfs and no state directory (the container id cannot name one)" "$WORK/b4/direct.log"
+done
+check "the image's nccl.conf on the read-only rootfs is untouched" [ "$(cat "$WORK/r4/etc/nccl.conf")" = NCCL_DEBUG=WARN ]
+
+# ---- 5. OCI state over 1 MiB, and a stdin that never ends -------------------------------
+fresh r5
+make_bundle "$WORK/b5" "$WORK/r5" "$WORK/node" "$WORK/always.conf" true "$HOSTNET"
+start_sleeper
+python3 -c 'import json,sys; print(json.dumps({"ociVersion":"1.0.2","id":"orh-in-big","status":"creating","pid":int(sys.argv[1]),"bundle":sys.argv[2],"annotations":{"x":"A"*(1<<20)}}))' \
+	"$SLEEPER" "$WORK/b5" >"$WORK/bigstate.json"
+HRC=0
+timeout 30 "$HOOK" --sysroot "$WORK/node" --config "$WORK/always.conf" createRuntime \
+	<"$WORK/bigstate.json" 2>"$WORK/b5/big.log" || HRC=$?
+stop_sleeper
+check "state of $(stat -c %s "$WORK/bigstate.json") bytes (> 1 MiB): exit 0" [ "$HRC" = 0 ]
+check "state > 1 MiB: a clear error" grep -q "reading the OCI state from stdin: File too large; nothing done" "$WORK/b5/big.log"
+check "state > 1 MiB: nothing done" untouched "$WORK/r5"
+for src in "yes" "cat /dev/zero" "cat /dev/urandom"; do
+	HRC=0
+	t0=$(date +%s)
+	# the hook stops reading at the limit; the writer then gets SIGPIPE
+	$src 2>/dev/null | timeout 30 "$HOOK" --sysroot "$WORK/node" --config "$WORK/always.conf" \
+		createRuntime 2>"$WORK/b5/inf.log" || HRC=$?
+	secs=$(($(date +%s) - t0))
+	check "never-ending stdin ($src): the hook stops in ${secs}s with exit 0 (not killed by timeout)" \
+		[ "$HRC" = 0 -a "$secs" -le 10 ]
+	check "never-ending stdin ($src): a clear error" \
+		grep -q "reading the OCI state from stdin: File too large" "$WORK/b5/inf.log"
+done
+HRC=0
+yes 2>/dev/null | timeout 60 "$HOOK" --config "$WORK/always.conf" precreate >"$WORK/pre.out" 2>"$WORK/pre.log" || HRC=$?
+check "never-ending stdin (precreate): exit 1 (podman gets no config), not a timeout" [ "$HRC" = 1 ]
+check "never-ending stdin (precreate): a clear error" grep -q "precreate: reading config.json from stdin: File too large" "$WORK/pre.log"
+check "never-ending stdin (precreate): nothing written to stdout" [ ! -s "$WORK/pre.out" ]
+
+# ---- 6. config.json over 16 MiB ---------------------------------------------------------
+fresh r6
+make_bundle "$WORK/b6" "$WORK/r6" "$WORK/node" "$WORK/always.conf" true \
+	"$HOSTNET; c['annotations'] = {'org.example/blob': 'A' * (16 << 20)}"
+size6=$(stat -c %s "$WORK/b6/config.json")
+hook_direct "$WORK/b6" "$WORK/always.conf"
+check "config.json of $size6 bytes (> 16 MiB), hook: exit 0" [ "$HRC" = 0 ]
+check "config.json > 16 MiB, hook: a clear error naming the file" \
+	grep -q "$WORK/b6/config.json': $size6 bytes, more than the limit of 16777216" <<<"$HLOG"
+check "config.json > 16 MiB, hook: nothing done" untouched "$WORK/r6"
+sum6=$(sha256sum <"$WORK/b6/config.json")
+SRC=0
+OCI_RDMA_HOOK_CONFIG="$WORK/shim.conf" OCI_RDMA_HOOK_SYSROOT="$WORK/node" \
+	"$WORK/oci-rdma-runtime" create --bundle "$WORK/b6" x >/dev/null 2>&1 || SRC=$?
+check "config.json > 16 MiB, shim: the runtime is executed (exit 0)" [ "$SRC" = 0 ]
+check "config.json > 16 MiB, shim: config.json byte for byte unchanged" [ "$(sha256sum <"$WORK/b6/config.json")" = "$sum6" ]
+check "config.json > 16 MiB, shim: no temporary file left" [ -z "$(ls -A "$WORK/b6" | grep orh)" ]
+HRC=0
+timeout 60 "$HOOK" --config "$WORK/always.conf" precreate <"$WORK/b6/config.json" >"$WORK/pre6.out" 2>"$WORK/pre6.log" || HRC=$?
+check "config.json > 16 MiB, precreate: exit 1 with a clear error" \
+	bash -c '[ "$1" = 1 ] && grep -q "File too large" "$2"' _ "$HRC" "$WORK/pre6.log"
+
+# ---- 7. the node config over 256 KiB --------------------------------------------------
+{ printf '[containers]\nactivation = always\n'; for i in $(seq 1 12000); do printf '# padding line %05d ......\n' "$i"; done; } >"$WORK/big.conf"
+bigsize=$(stat -c %s "$WORK/big.conf")
+RC7=0
+"$HOOK" --sysroot "$WORK/node" --config "$WORK/big.conf" env >/dev/null 2>"$WORK/big-env.log" || RC7=$?
+check "config file of $bigsize bytes (> 256 KiB), env: exit 2" [ "$RC7" = 2 ]
+check "config file > 256 KiB, env: a clear error" grep -q "big.conf: larger than 262144 bytes" "$WORK/big-env.log"
+fresh r7
+make_bundle "$WORK/b7" "$WORK/r7" "$WORK/node" "$WORK/big.conf" true "$HOSTNET"
+hook_direct "$WORK/b7" "$WORK/big.conf"
+check "config file > 256 KiB, hook: exit 0, container left unchanged" \
+	bash -c '[ "$1" = 0 ] && grep -q "larger than 262144 bytes; container left unchanged" <<<"$2"' _ "$HRC" "$HLOG"
+check "config file > 256 KiB, hook: nothing done" untouched "$WORK/r7"
+HRC=0
+"$HOOK" --config "$WORK/big.conf" precreate <"$WORK/b7/config.json" >"$WORK/pre7.out" 2>/dev/null || HRC=$?
+check "config file > 256 KiB, precreate: the spec passes through unchanged" \
+	bash -c '[ "$1" = 0 ] && cmp -s "$2" "$3"' _ "$HRC" "$WORK/pre7.out" "$WORK/b7/config.json"
+
+finish

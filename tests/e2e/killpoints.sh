@@ -1,0 +1,252 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Nothing half-done: the hook and the runtime shim are killed (SIGKILL) at every point
+# where they change something, and then the container's files and the host are checked.
+#
+# The disk changes only at system calls, so killing a process on entry to each of its
+# state-changing system calls in turn (strace -e inject=NAME:signal=KILL:when=K, the
+# list taken from a complete run's trace) reaches every intermediate state it can leave.
+# Afterwards:
+#   - /etc/nccl.conf and config.json are the original or the complete result, never
+#     partial; every device node present has the right numbers;
+#   - outside the container rootfs nothing is left but by design: config.json of the
+#     bundle, and under /run/oci-rdma-hook/<id> only what poststop removes;
+#   - a complete run after the kill gives the result of one run (twice is harmless).
+# Then runc containers whose hook is killed after a random delay.
+. "$(dirname "$0")/lib.sh"
+
+need_root_runc
+command -v strace >/dev/null 2>&1 || cant_run "strace not installed"
+strace -qq -o /dev/null -e inject=getpid:signal=KILL:when=1 /bin/true 2>/dev/null ||
+	cant_run "strace cannot inject signals here"
+setup_work
+
+make_node seed001-roce.json "$WORK/node"
+write_conf "$WORK/hook.conf" "[containers]
+activation = always"
+write_conf "$WORK/shim.conf" "[containers]
+activation = always
+runtime = /bin/true"
+HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
+ln -sf "$HOOK" "$WORK/oci-rdma-runtime"
+
+SLEEPER=""
+start_sleeper() { sleep 600 & SLEEPER=$!; }
+stop_sleeper() { kill "$SLEEPER" 2>/dev/null || true; wait "$SLEEPER" 2>/dev/null || true; }
+umount_r() { while grep -q " $WORK/r/etc/nccl.conf " /proc/self/mountinfo; do umount "$WORK/r/etc/nccl.conf" || break; done; }
+trap 'rc=$?; stop_sleeper; umount_r; cleanup_work $rc' EXIT
+
+# a minimal rootfs: the hook needs only /etc and /dev
+fresh_rootfs() {
+	umount_r
+	rm -rf "$WORK/r"
+	mkdir -p "$WORK/r/etc" "$WORK/r/dev"
+	printf 'NCCL_DEBUG=WARN\n' >"$WORK/r/etc/nccl.conf"
+}
+ID="orh-kill-$$"
+STATE_DIR="/run/oci-rdma-hook/$ID"
+
+# hook STAGE [STRACE-OPTS...]: the live hook on bundle $WORK/b for the sleeper; KRC
+hook() {
+	local stage=$1
+	shift
+	KRC=0
+	# (in a subshell: the shell's "Killed" notice goes to /dev/null)
+	(printf '{"ociVersion":"1.0.2","id":"%s","status":"creating","pid":%s,"bundle":"%s"}' \
+		"$ID" "$SLEEPER" "$WORK/b" |
+		strace -qq -o "$WORK/trace" "$@" "$HOOK" --sysroot "$WORK/node" \
+			--config "$WORK/hook.conf" "$stage") 2>/dev/null || KRC=$?
+}
+# kill_points TRACE: "NAME K" for every state-changing call of a complete run
+kill_points() {
+	python3 - "$1" <<'EOF'
+import re, sys
+mut = {"openat2", "mknodat", "fchownat", "fchown", "renameat", "renameat2", "unlinkat",
+       "write", "pwrite64", "fchmod", "fchmodat", "mkdirat", "fsync", "fdatasync",
+       "prlimit64", "bpf", "mount", "ftruncate", "linkat", "symlinkat", "clone", "clone3",
+       "fork", "setns", "umount2"}
+seen = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"(?:\d+ +)?([a-z0-9_]+)\(", line)
+    if not m:
+        continue
+    name = m.group(1)
+    seen[name] = seen.get(name, 0) + 1
+    creates = name == "openat" and re.search(r"O_CREAT|O_WRONLY|O_RDWR|O_TRUNC", line)
+    if name in mut or creates:
+        print(name, seen[name])
+EOF
+}
+devs_ok() { # every node in ROOTFS/dev/infiniband that is not a temporary one is right
+	local f n
+	for f in "$WORK/r/dev/infiniband/"*; do
+		[ -e "$f" ] || continue
+		n=$(basename "$f")
+		case $n in .orh-*) continue ;; esac
+		[ "$(stat -c '%F %t:%T %a' "$f")" = "character special file $(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n") 666" ] || return 1
+	done
+}
+temps_in_rootfs() { find "$WORK/r" -name '.*orh*' | wc -l; }
+
+# ---- 1. the live hook, writable rootfs -------------------------------------------------
+mkdir -p "$WORK/b"
+(cd "$WORK/b" && runc spec)
+python3 - "$WORK/b/config.json" "$WORK/r" <<EOF
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["root"] = {"path": sys.argv[2], "readonly": False}
+$HOSTNET
+json.dump(c, open(sys.argv[1], "w"), indent=1)
+EOF
+cp "$WORK/b/config.json" "$WORK/config.orig"
+start_sleeper
+fresh_rootfs
+hook createRuntime
+check "live hook: a complete run succeeds" [ "$KRC" = 0 ]
+cp "$WORK/r/etc/nccl.conf" "$WORK/nccl.full"
+check "live hook: the complete nccl.conf has the image line and the plan" \
+	bash -c 'grep -qx NCCL_DEBUG=WARN "$1" && grep -q "^NCCL_IB_HCA=" "$1"' _ "$WORK/nccl.full"
+kill_points "$WORK/trace" >"$WORK/points"
+npoints=$(wc -l <"$WORK/points")
+check "live hook: $npoints kill points found (mknodat, renameat, write, ...)" \
+	bash -c '[ "$1" -ge 20 ] && grep -q "^renameat " "$2" && grep -q "^mknodat " "$2"' _ "$npoints" "$WORK/points"
+bad_conf=0 bad_dev=0 bad_out=0 bad_rerun=0 killed=0 temps=0
+while read -r name k; do
+	fresh_rootfs
+	hook createRuntime -e inject="$name":signal=KILL:when="$k"
+	[ "$KRC" = 137 ] && killed=$((killed + 1))
+	if ! cmp -s "$WORK/r/etc/nccl.conf" "$WORK/nccl.full" &&
+		[ "$(cat "$WORK/r/etc/nccl.conf")" != NCCL_DEBUG=WARN ]; then
+		bad_conf=$((bad_conf + 1)); echo "# $name#$k: nccl.conf is neither original nor complete"
+	fi
+	devs_ok || { bad_dev=$((bad_dev + 1)); echo "# $name#$k: a wrong device node"; }
+	if ! cmp -s "$WORK/b/config.json" "$WORK/config.orig" || [ -e "$STATE_DIR" ] ||
+		[ "$(ls -A "$WORK/b")" != config.json ]; then
+		bad_out=$((bad_out + 1)); echo "# $name#$k: something left outside the rootfs"
+	fi
+	temps=$((temps + $(temps_in_rootfs)))
+	hook createRuntime
+	if [ "$KRC" != 0 ] || ! cmp -s "$WORK/r/etc/nccl.conf" "$WORK/nccl.full" || ! devs_ok ||
+		[ "$(ls "$WORK/r/dev/infiniband" | wc -l)" != 9 ]; then
+		bad_rerun=$((bad_rerun + 1)); echo "# $name#$k: the run after the kill did not complete the work"
+	fi
+done <"$WORK/points"
+check "live hook: killed at each of the $npoints points ($killed by SIGKILL)" [ "$killed" = "$npoints" ]
+check "live hook: nccl.conf always the original or the complete file" [ "$bad_conf" = 0 ]
+check "live hook: every device node present has the right numbers and mode" [ "$bad_dev" = 0 ]
+check "live hook: nothing left outside the rootfs (bundle, $STATE_DIR)" [ "$bad_out" = 0 ]
+check "live hook: a run after each kill completes the work, once" [ "$bad_rerun" = 0 ]
+echo "# live hook: $temps temporary names (.nccl.conf.orh-PID, .orh-NODE.PID) left inside the rootfs by kills"
+
+# ---- 2. the live hook, read-only rootfs: file generated under /run, bind-mounted -------
+python3 - "$WORK/b/config.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["root"]["readonly"] = True
+json.dump(c, open(sys.argv[1], "w"), indent=1)
+EOF
+cp "$WORK/b/config.json" "$WORK/config.orig"
+mounted_ok() { # a mount over the image file shows the complete file
+	! grep -q " $WORK/r/etc/nccl.conf " /proc/self/mountinfo || cmp -s "$WORK/r/etc/nccl.conf" "$WORK/nccl.full"
+}
+fresh_rootfs
+hook createRuntime
+check "read-only rootfs: a complete run bind-mounts the complete file" \
+	bash -c '[ "$1" = 0 ] && grep -q " $2/etc/nccl.conf " /proc/self/mountinfo && cmp -s "$2/etc/nccl.conf" "$3"' \
+	_ "$KRC" "$WORK/r" "$WORK/nccl.full"
+kill_points "$WORK/trace" >"$WORK/points"
+hook poststop
+check "read-only rootfs: poststop removes $STATE_DIR" [ ! -e "$STATE_DIR" ]
+npoints=$(wc -l <"$WORK/points")
+bad_mount=0 bad_image=0 bad_post=0 killed=0 partial=0
+while read -r name k; do
+	fresh_rootfs
+	hook createRuntime -e inject="$name":signal=KILL:when="$k"
+	[ "$KRC" = 137 ] && killed=$((killed + 1))
+	mounted_ok || { bad_mount=$((bad_mount + 1)); echo "# $name#$k: a partial file is mounted"; }
+	if [ -f "$STATE_DIR/nccl.conf" ] && ! cmp -s "$STATE_DIR/nccl.conf" "$WORK/nccl.full"; then
+		partial=$((partial + 1))
+	fi
+	umount_r
+	[ "$(cat "$WORK/r/etc/nccl.conf")" = NCCL_DEBUG=WARN ] ||
+		{ bad_image=$((bad_image + 1)); echo "# $name#$k: the image file changed"; }
+	hook poststop
+	if [ -e "$STATE_DIR" ] || [ "$(ls -A "$WORK/b")" != config.json ] ||
+		! cmp -s "$WORK/b/config.json" "$WORK/config.orig"; then
+		bad_post=$((bad_post + 1)); echo "# $name#$k: left outside the rootfs after poststop"
+	fi
+done <"$WORK/points"
+check "read-only rootfs: killed at each of the $npoints points ($killed by SIGKILL)" [ "$killed" = "$npoints" ]
+check "read-only rootfs: a mounted nccl.conf is always complete" [ "$bad_mount" = 0 ]
+check "read-only rootfs: the image's file never changes" [ "$bad_image" = 0 ]
+check "read-only rootfs: after poststop nothing is left under /run/oci-rdma-hook or in the bundle" [ "$bad_post" = 0 ]
+echo "# read-only rootfs: $partial kills left a partial $STATE_DIR/nccl.conf (never mounted; poststop removes it)"
+stop_sleeper
+
+# ---- 3. the runtime shim's config.json edit --------------------------------------------
+mkdir -p "$WORK/s"
+cp "$WORK/config.orig" "$WORK/s/config.json"
+cp "$WORK/s/config.json" "$WORK/s.orig"
+shim() { # [STRACE-OPTS...]: the shim's create on bundle $WORK/s; SRC
+	SRC=0
+	(OCI_RDMA_HOOK_CONFIG="$WORK/shim.conf" OCI_RDMA_HOOK_SYSROOT="$WORK/node" \
+		strace -qq -o "$WORK/trace" "$@" "$WORK/oci-rdma-runtime" create --bundle "$WORK/s" x \
+		>/dev/null) 2>/dev/null || SRC=$?
+}
+shim
+check "shim: a complete run edits config.json" \
+	bash -c '[ "$1" = 0 ] && grep -q NCCL_IB_HCA "$2/config.json"' _ "$SRC" "$WORK/s"
+cp "$WORK/s/config.json" "$WORK/s.full"
+kill_points "$WORK/trace" >"$WORK/points"
+npoints=$(wc -l <"$WORK/points")
+check "shim: $npoints kill points found (the temporary file's write, fsync, rename)" \
+	bash -c 'grep -q "^renameat " "$1" && grep -q "^fsync " "$1"' _ "$WORK/points"
+bad_json=0 bad_rerun=0 killed=0 stray=0 stray_bad=0 stray_after=0
+while read -r name k; do
+	cp "$WORK/s.orig" "$WORK/s/config.json"
+	shim -e inject="$name":signal=KILL:when="$k"
+	[ "$SRC" = 137 ] && killed=$((killed + 1))
+	if ! cmp -s "$WORK/s/config.json" "$WORK/s.orig" && ! cmp -s "$WORK/s/config.json" "$WORK/s.full"; then
+		bad_json=$((bad_json + 1)); echo "# $name#$k: config.json is neither original nor complete"
+	fi
+	others=$(ls -A "$WORK/s" | grep -vx config.json || true)
+	if [ -n "$others" ]; then
+		stray=$((stray + 1))
+		# the only name allowed: the temporary file of orh_write_atomic
+		grep -qvE '^\.config\.json\.orh-[0-9a-f]{16}$' <<<"$others" && stray_bad=$((stray_bad + 1))
+		echo "# $name#$k: left in the bundle: $others"
+	fi
+	shim
+	cmp -s "$WORK/s/config.json" "$WORK/s.full" || { bad_rerun=$((bad_rerun + 1)); echo "# $name#$k: rerun differs"; }
+	[ -z "$(ls -A "$WORK/s" | grep -vx config.json || true)" ] || stray_after=$((stray_after + 1))
+done <"$WORK/points"
+check "shim: killed at each of the $npoints points ($killed by SIGKILL)" [ "$killed" = "$npoints" ]
+check "shim: config.json always the original or the complete edit" [ "$bad_json" = 0 ]
+check "shim: nothing but config.json's temporary file is ever left in the bundle" [ "$stray_bad" = 0 ]
+check "shim: a run after each kill gives the edit of one run" [ "$bad_rerun" = 0 ]
+check "shim: the next run removes what a kill left in the bundle" [ "$stray_after" = 0 ]
+echo "# shim: $stray of $npoints kills left a temporary .config.json.orh-* in the bundle"
+
+# ---- 4. runc, the createRuntime hook killed after a random delay -------------------------
+make_rootfs "$WORK/base"
+cp -a "$WORK/base" "$WORK/rr"
+printf 'NCCL_DEBUG=WARN\n' >"$WORK/rr/etc/nccl.conf"
+make_bundle "$WORK/br" "$WORK/rr" "$WORK/node" "$WORK/hook.conf" 'cat /etc/nccl.conf' "$HOSTNET"
+started=0 failed=0 bad=0
+for i in $(seq 1 20); do
+	delay=$(printf '0.%03d' $((RANDOM % 25 + 1)))
+	printf '#!/bin/sh\nexec timeout -s KILL %s "%s" "$@" 2>>"%s"\n' "$delay" "$HOOK" "$WORK/br/hook.log" >"$WORK/br/hook.sh"
+	run_ctr "$WORK/br"
+	if [ "$RC" = 0 ]; then started=$((started + 1)); else failed=$((failed + 1)); fi
+	if ! cmp -s "$WORK/rr/etc/nccl.conf" "$WORK/nccl.full" && [ "$(cat "$WORK/rr/etc/nccl.conf")" != NCCL_DEBUG=WARN ]; then
+		bad=$((bad + 1)); echo "# run $i (kill after ${delay}s): nccl.conf partial"
+	fi
+	[ "$RC" != 0 ] || grep -q "^NCCL_DEBUG=WARN" <<<"$OUT" || { bad=$((bad + 1)); echo "# run $i: container saw no image line"; }
+done
+echo "# runc with a killed hook: $started started, $failed failed to start"
+check "runc, hook killed at random: nccl.conf never partial" [ "$bad" = 0 ]
+check "runc, hook killed at random: no container left" [ -z "$(runc list -q | grep "^orh-e2e-$$-")" ]
+check "runc, hook killed at random: nothing left under /run/oci-rdma-hook" \
+	bash -c '! ls /run/oci-rdma-hook/ 2>/dev/null | grep -q "^orh-e2e-$1-"' _ "$$"
+
+finish
