@@ -12,7 +12,7 @@ packages=(
 	# end-to-end: real runtimes and a busybox rootfs
 	runc crun podman containerd docker.io busybox-static iproute2 uidmap libcap2-bin
 	# diagnostics and benchmark
-	ibverbs-utils hyperfine time jq
+	ibverbs-utils hyperfine time jq strace
 )
 
 missing=()

@@ -17,6 +17,8 @@
 
 need_root_runc
 command -v strace >/dev/null 2>&1 || cant_run "strace not installed"
+# LeakSanitizer (sanitizer builds) cannot stop the world under ptrace: no leak check here
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 command -v unshare >/dev/null 2>&1 || cant_run "unshare (util-linux) not installed"
 setup_work
 

@@ -17,6 +17,8 @@
 
 need_root_runc
 command -v strace >/dev/null 2>&1 || cant_run "strace not installed"
+# LeakSanitizer (sanitizer builds) cannot stop the world under ptrace: no leak check here
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 strace -qq -o /dev/null -e inject=getpid:signal=KILL:when=1 /bin/true 2>/dev/null ||
 	cant_run "strace cannot inject signals here"
 setup_work
