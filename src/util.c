@@ -78,18 +78,25 @@ char *orh_xstrdup(const char *s)
 	return oom_check(strdup(s ? s : ""));
 }
 
-char *orh_xasprintf(const char *fmt, ...)
+static char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static char *xvasprintf(const char *fmt, va_list ap)
 {
 	char *s = NULL;
-	va_list ap;
-	int r;
 
-	va_start(ap, fmt);
-	r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (r < 0)
+	if (vasprintf(&s, fmt, ap) < 0)
 		s = NULL;
 	return oom_check(s);
+}
+
+char *orh_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = xvasprintf(fmt, ap);
+	va_end(ap);
+	return s;
 }
 
 void orh_strv_push(struct orh_strv *sv, char *owned)
@@ -104,16 +111,11 @@ void orh_strv_push(struct orh_strv *sv, char *owned)
 
 void orh_strv_pushf(struct orh_strv *sv, const char *fmt, ...)
 {
-	char *s = NULL;
 	va_list ap;
-	int r;
 
 	va_start(ap, fmt);
-	r = vasprintf(&s, fmt, ap);
+	orh_strv_push(sv, xvasprintf(fmt, ap));
 	va_end(ap);
-	if (r < 0)
-		s = NULL;
-	orh_strv_push(sv, oom_check(s));
 }
 
 void orh_strv_free(struct orh_strv *sv)
