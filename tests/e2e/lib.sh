@@ -147,3 +147,23 @@ run_ctr() {
 write_conf() {
 	printf '%s\n' "${2:-}" >"$1"
 }
+
+# check_spec_edit_inside: what a container started through a spec edit (precreate, the
+# shim) must show in $OUT (PID 1's NCCL_* environment, "memlock N", and `stat` lines of
+# /dev/infiniband/*): the user's NCCL_IB_HCA=mine kept, every other plan variable in
+# $PLAN, the node's 4 MiB memlock, and uverbs1, uverbs8 and rdma_cm with the node's numbers.
+check_spec_edit_inside() {
+	local missing="" line n want
+	check "the user's NCCL_IB_HCA survives" grep -qx 'NCCL_IB_HCA=mine' <<<"$OUT"
+	while IFS= read -r line; do
+		case $line in NCCL_IB_HCA=* | NCCL_SOCKET_IFNAME=*) continue ;; esac
+		grep -qxF "$line" <<<"$OUT" || missing="$missing $line"
+	done <<<"$PLAN"
+	check "PID 1 has every plan variable (missing:${missing:- none})" [ -z "$missing" ]
+	check "memlock is the node's 4 MiB" grep -qx 'memlock 4096' <<<"$OUT"
+	for n in uverbs1 uverbs8 rdma_cm; do
+		want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
+		check "/dev/infiniband/$n is a character device $want" \
+			grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
+	done
+}
