@@ -200,47 +200,59 @@ static void apply_preset(struct orh_plan *plan, enum orh_preset preset)
 	}
 }
 
-/* Rule 4 over every chosen RoCE port. */
-static void plan_gid(const struct orh_config *cfg, const struct orh_inventory *inv,
-		     const struct orh_container_facts *facts, struct orh_plan *plan)
+/* Rule 4, per port: the index of the wanted GID kind on each chosen RoCE port; a port
+ * without one is left out. */
+static void pick_gids(const struct orh_config *cfg, const struct orh_inventory *inv,
+		      const struct orh_container_facts *facts, struct orh_plan *plan)
 {
 	struct orh_gid_want want = { .family = cfg->gid_family, .roce_version = cfg->roce_version };
-	int common = -2;
-	bool differ = false, any_container = false;
-	char list[1024] = "";
-	size_t k = 0, used = 0;
+	const char *family = cfg->gid_family == AF_INET ? "IPv4" : "IPv6";
+	size_t k = 0;
 
 	for (size_t d = 0; d < inv->n_devs; d++)
 		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++) {
-			const struct orh_port *port = &inv->devs[d].ports[p];
 			struct orh_port_choice *c = &plan->ports[k];
-			bool from_container = false;
-			size_t len = strlen(list);
 
-			if (!c->used || port->link_layer != ORH_LL_ETHERNET)
+			if (!c->used || inv->devs[d].ports[p].link_layer != ORH_LL_ETHERNET)
 				continue;
-			c->gid_index = pick_gid(port, &want, facts, &from_container);
+			c->gid_index = pick_gid(&inv->devs[d].ports[p], &want, facts,
+						&c->gid_from_container);
 			if (c->gid_index < 0) {
-				LEAVE_OUT(c, "no %s RoCE v%d GID", cfg->gid_family == AF_INET ? "IPv4" : "IPv6",
-					  cfg->roce_version);
-				orh_strv_pushf(&plan->warnings, "%s:%u left out: its GID table has no %s RoCE v%d entry",
-					       c->dev, c->port, cfg->gid_family == AF_INET ? "IPv4" : "IPv6",
-					       cfg->roce_version);
+				LEAVE_OUT(c, "no %s RoCE v%d GID", family, cfg->roce_version);
+				orh_strv_pushf(&plan->warnings,
+					       "%s:%u left out: its GID table has no %s RoCE v%d entry",
+					       c->dev, c->port, family, cfg->roce_version);
 				continue;
 			}
-			any_container |= from_container;
 			snprintf(c->reason, sizeof(c->reason), "GID index %d%s", c->gid_index,
-				 from_container ? " (the container's address)" : "");
-			snprintf(list + len, sizeof(list) - len, "%s%s:%u=%d", used ? ", " : "", c->dev,
-				 c->port, c->gid_index);
-			used++;
-			if (common == -2)
-				common = c->gid_index;
-			else if (common != c->gid_index)
-				differ = true;
+				 c->gid_from_container ? " (the container's address)" : "");
 		}
-	if (used == 0)
-		return;
+}
+
+/* Rule 4, for the node: one index for every port that made it into NCCL_IB_HCA, or
+ * NCCL's per-device selection when they differ. */
+static void gid_env(const struct orh_config *cfg, struct orh_plan *plan)
+{
+	int common = -1;
+	bool differ = false, any_container = false;
+	char list[1024] = "";
+
+	for (size_t k = 0; k < plan->n_ports; k++) {
+		const struct orh_port_choice *c = &plan->ports[k];
+		size_t len = strlen(list);
+
+		if (!c->used || c->gid_index < 0)
+			continue;
+		any_container |= c->gid_from_container;
+		snprintf(list + len, sizeof(list) - len, "%s%s:%u=%d", len ? ", " : "", c->dev,
+			 c->port, c->gid_index);
+		if (common < 0)
+			common = c->gid_index;
+		else if (common != c->gid_index)
+			differ = true;
+	}
+	if (common < 0)
+		return; /* no RoCE port */
 	if (!differ) {
 		char v[16];
 		snprintf(v, sizeof(v), "%d", common);
@@ -269,7 +281,7 @@ int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv
 	memset(plan, 0, sizeof(*plan));
 	choice_init(plan, inv);
 	choose_ports(cfg, inv, plan);
-	plan_gid(cfg, inv, facts, plan);
+	pick_gids(cfg, inv, facts, plan);
 
 	/* Rule 3: NCCL_IB_HCA in exact form. */
 	for (size_t d = 0; d < inv->n_devs; d++)
@@ -300,12 +312,6 @@ int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv
 		}
 	/* Rule 7: nothing usable, nothing given. */
 	if (n_hca == 0) {
-		for (size_t i = 0; i < plan->n_env; i++) {
-			free(plan->env[i].name);
-			free(plan->env[i].value);
-			free(plan->env[i].source);
-		}
-		plan->n_env = 0;
 		plan->preset = ORH_PRESET_NONE;
 		return 0;
 	}
@@ -317,22 +323,9 @@ int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv
 	plan->set_memlock = true;
 	plan->memlock = cfg->memlock;
 
-	/* Env order: HCA first, then what rule 4 set, then the socket, then the preset. */
-	{
-		struct orh_env_entry *gid = plan->env;
-		size_t n_gid = plan->n_env;
-
-		plan->env = NULL;
-		plan->n_env = 0;
-		env_set(plan, "NCCL_IB_HCA", hca, "rule 3: the usable ports, exact names");
-		for (size_t i = 0; i < n_gid; i++) {
-			env_set(plan, gid[i].name, gid[i].value, gid[i].source);
-			free(gid[i].name);
-			free(gid[i].value);
-			free(gid[i].source);
-		}
-		free(gid);
-	}
+	/* Env order: HCA, then rule 4, the socket, the preset, the config. */
+	env_set(plan, "NCCL_IB_HCA", hca, "rule 3: the usable ports, exact names");
+	gid_env(cfg, plan);
 
 	/* Rule 5: the socket interface. */
 	if (cfg->socket_ifname)

@@ -401,3 +401,24 @@ Test(plan, memlock_from_config)
 	build(NULL);
 	cr_assert_eq(plan.memlock, 1ULL << 30);
 }
+
+Test(plan, rule4_only_ports_in_nccl_ib_hca_decide_the_index)
+{
+	char name[16], nd[16];
+
+	for (unsigned i = 0; i < 16; i++) {
+		snprintf(name, sizeof(name), "mlx5_%u", i);
+		snprintf(nd, sizeof(nd), "eth%u", i + 1);
+		struct orh_device *d = add_dev(name, 0x15b3, "mlx5_core");
+		roce_port(d, nd, i);
+		roce_port(d, nd, i);
+	}
+	/* a 33rd port, beyond NCCL_IB_HCA's 32 entries, with its IPv4 v2 GID at index 5 */
+	struct orh_port *p = add_port(add_dev("mlx5_16", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth17");
+	add_gid(p, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c9ff", ORH_GID_TYPE_ROCE_V2);
+	add_gid(p, 5, "0000:0000:0000:0000:0000:ffff:190b:80ff", ORH_GID_TYPE_ROCE_V2);
+	build(NULL);
+	cr_assert(warned("mlx5_16:1 left out: NCCL_IB_HCA holds at most 32 entries"));
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "3");
+	cr_assert_null(env("NCCL_IB_ROCE_VERSION_NUM"));
+}

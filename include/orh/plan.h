@@ -43,6 +43,7 @@ struct orh_port_choice {
 	unsigned port;
 	bool used;
 	int gid_index;      /* -1: none (InfiniBand, or not chosen) */
+	bool gid_from_container; /* the index is that of the container's own address */
 	char reason[192];   /* why it is left out, or how it was chosen */
 };
 
