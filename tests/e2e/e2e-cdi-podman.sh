@@ -39,20 +39,9 @@ assert names[-1] == "all" and "mlx5_1" in names and "mlx5_0" not in names, names
 check "no temporary file is left beside the spec" \
 	bash -c "! ls -a '$CDI_DIR' | grep -q '^\.oci-rdma-hook-e2e-$$.json.orh-'"
 
-make_rootfs "$WORK/rootfs"
-tar -C "$WORK/rootfs" -cf "$WORK/rootfs.tar" .
-PODMAN=(podman --root "$WORK/storage" --runroot "$WORK/runroot" --tmpdir "$WORK/libpod"
-	--runtime runc --cgroup-manager cgroupfs)
-"${PODMAN[@]}" import "$WORK/rootfs.tar" localhost/orh-e2e-bb:latest >/dev/null ||
-	cant_run "podman import failed"
+podman_setup
 
 INSIDE='tr "\0" "\n" </proc/1/environ | grep "^NCCL_" | sort; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; true'
-run_podman() {
-	RC=0
-	OUT=$("${PODMAN[@]}" run --rm --network none "$@" localhost/orh-e2e-bb /bin/sh -c "$INSIDE" \
-		2>"$WORK/podman.err") || RC=$?
-	ERR=$(cat "$WORK/podman.err")
-}
 PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
 
 run_podman --device rdma.oci-rdma-hook.io/hca=all -e NCCL_IB_TIMEOUT=5

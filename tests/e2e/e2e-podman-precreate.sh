@@ -36,20 +36,9 @@ h["hook"]["args"] = ["oci-rdma-hook", "--sysroot", node, "--config", conf, "prec
 json.dump(h, open(dst, "w"))
 EOF
 
-make_rootfs "$WORK/rootfs"
-tar -C "$WORK/rootfs" -cf "$WORK/rootfs.tar" .
-PODMAN=(podman --root "$WORK/storage" --runroot "$WORK/runroot" --tmpdir "$WORK/libpod"
-	--runtime runc --cgroup-manager cgroupfs --hooks-dir "$WORK/hooks.d")
-"${PODMAN[@]}" import "$WORK/rootfs.tar" localhost/orh-e2e-bb:latest >/dev/null ||
-	cant_run "podman import failed"
+podman_setup --hooks-dir "$WORK/hooks.d"
 
 INSIDE='tr "\0" "\n" </proc/1/environ | grep -E "^NCCL_|^UCX_" | sort; echo "memlock $(ulimit -l)"; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; true'
-run_podman() {
-	RC=0
-	OUT=$("${PODMAN[@]}" run --rm --network none "$@" localhost/orh-e2e-bb /bin/sh -c "$INSIDE" \
-		2>"$WORK/podman.err") || RC=$?
-	ERR=$(cat "$WORK/podman.err")
-}
 
 # What a container on this node gets (host network view).
 PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)

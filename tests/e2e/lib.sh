@@ -167,3 +167,23 @@ check_spec_edit_inside() {
 			grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
 	done
 }
+
+# podman_setup [PODMAN-OPTION...]: $PODMAN, a podman with its own storage under $WORK,
+# runc and cgroupfs, and the image localhost/orh-e2e-bb imported from a busybox rootfs
+podman_setup() {
+	make_rootfs "$WORK/rootfs"
+	tar -C "$WORK/rootfs" -cf "$WORK/rootfs.tar" .
+	PODMAN=(podman --root "$WORK/storage" --runroot "$WORK/runroot" --tmpdir "$WORK/libpod"
+		--runtime runc --cgroup-manager cgroupfs "$@")
+	"${PODMAN[@]}" import "$WORK/rootfs.tar" localhost/orh-e2e-bb:latest >/dev/null ||
+		cant_run "podman import failed"
+}
+
+# run_podman [RUN-OPTION...]: run $INSIDE in that image; its stdout in $OUT, stderr in
+# $ERR, exit status in $RC
+run_podman() {
+	RC=0
+	OUT=$("${PODMAN[@]}" run --rm --network none "$@" localhost/orh-e2e-bb /bin/sh -c "$INSIDE" \
+		2>"$WORK/podman.err") || RC=$?
+	ERR=$(cat "$WORK/podman.err")
+}
