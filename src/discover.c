@@ -5,13 +5,15 @@
  *
  * Every value is read with a size limit. A missing or garbled file skips that one entry
  * with a warning naming the file; it never hides the rest of the node. Only what the
- * caller needs is read: unused GID entries cost one read, their type and netdev none,
- * and in plan mode a port's scan stops once the decision is made.
+ * caller needs is read: unused GID entries cost one read, their type and netdev none.
+ * In plan mode no GID table is scanned up front: the planner asks for the entries its
+ * decision needs (orh_port_gid) and they are read then, once each.
  */
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -29,6 +31,29 @@ struct scan {
 	const struct orh_discover_opts *opts;
 	struct orh_inventory *inv;
 	int root;                  /* sysroot dir fd */
+};
+
+/* Plan mode: what is needed to read a node's GID entries later, on demand. */
+struct orh_gid_source {
+	struct orh_discover_opts opts; /* sysroot points to `sysroot` below */
+	char *sysroot;
+	const char *rootname;      /* sysroot, or "" for "/": the prefix of warnings' paths */
+	int root;
+	int fds[256];              /* device directories held open for later reads */
+	size_t n_fds;
+};
+
+/* Plan mode, per port: which entries have been read. */
+struct orh_port_gids {
+	int devfd;                 /* the device's directory (the source owns it), or -1:
+				    * opened by `rel` from the sysroot for each read */
+	char rel[320];             /* sys/class/infiniband/<dev> */
+	char prefix[16];           /* ports/<n>/ */
+	char where[512];           /* <sysroot>/sys/class/infiniband/<dev>/ports/<n> */
+	uint8_t *seen;             /* per index: 0 not read, 1 unused or unreadable, 2 in use */
+	size_t n_seen;
+	unsigned end;              /* the table's length once known, else UINT_MAX */
+	size_t cap;                /* of the port's gids array */
 };
 
 static void warn(struct scan *sc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -89,21 +114,24 @@ static int cmp_names(const void *a, const void *b)
 static int list_dir(int dirfd, const char *path, struct orh_strv *out)
 {
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d;
-	struct dirent *de;
+	char buf[8192] __attribute__((aligned(8)));
+	ssize_t n;
 
 	if (fd < 0)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d)
-		return -errno;
-	fd = -1;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		orh_strv_push(out, orh_xstrdup(de->d_name));
+	while ((n = getdents64(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
+
+			if (de->d_reclen == 0 || off + de->d_reclen > n)
+				return -EIO;
+			off += de->d_reclen;
+			if (de->d_name[0] != '.')
+				orh_strv_push(out, orh_xstrdup(de->d_name));
+		}
 	}
-	closedir(d);
+	if (n < 0)
+		return -errno;
 	if (out->n)
 		qsort(out->v, out->n, sizeof(char *), cmp_names);
 	return 0;
@@ -165,35 +193,27 @@ static bool gid_is_zero(const uint8_t raw[16])
 	return true;
 }
 
-static bool addr_wanted(const struct orh_gid_want *w, const struct orh_gid *g)
+/* Read one GID entry of the port whose directory is <dirfd>/<prefix> ("" or
+ * "ports/<n>/"); warnings name <where>/gids/<idx>. Returns 1 when it is in use (filled),
+ * 0 when unused or skipped, -ENOENT when there is no such entry. */
+static int read_gid(struct scan *sc, int dirfd, const char *prefix, const char *where,
+		    unsigned idx, bool need_ndev, struct orh_gid *g)
 {
-	if (!g->ipv4_mapped)
-		return false;
-	for (size_t i = 0; i < w->n_addrs; i++)
-		if (w->addrs[i].s_addr == g->ipv4.s_addr)
-			return true;
-	return false;
-}
-
-/* Read one GID entry. Returns 1 when it is in use (filled), 0 when unused or skipped,
- * -ENOENT when there is no such entry. */
-static int read_gid(struct scan *sc, int portfd, const char *where, unsigned idx,
-		    bool need_ndev, struct orh_gid *g)
-{
-	char path[64], buf[VALUE_MAX];
+	char path[96], buf[VALUE_MAX];
+	size_t plen = strlen(prefix);
 	ssize_t n;
 
 	memset(g, 0, sizeof(*g));
-	snprintf(path, sizeof(path), "gids/%u", idx);
-	n = read_value(sc, portfd, path, buf, sizeof(buf));
+	snprintf(path, sizeof(path), "%sgids/%u", prefix, idx);
+	n = read_value(sc, dirfd, path, buf, sizeof(buf));
 	if (n == -ENOENT)
 		return -ENOENT;
 	if (n < 0) {
-		warn(sc, "skipping '%s/%s': %s", where, path, err_text(n));
+		warn(sc, "skipping '%s/%s': %s", where, path + plen, err_text(n));
 		return 0;
 	}
 	if (orh_parse_gid(buf, g->raw) < 0) {
-		warn(sc, "skipping '%s/%s': not a GID: '%.48s'", where, path, buf);
+		warn(sc, "skipping '%s/%s': not a GID: '%.48s'", where, path + plen, buf);
 		return 0;
 	}
 	if (gid_is_zero(g->raw))
@@ -206,20 +226,20 @@ static int read_gid(struct scan *sc, int portfd, const char *where, unsigned idx
 		g->type = ORH_GID_TYPE_UNKNOWN;
 		goto ndev;
 	}
-	snprintf(path, sizeof(path), "gid_attrs/types/%u", idx);
-	n = read_value(sc, portfd, path, buf, sizeof(buf));
+	snprintf(path, sizeof(path), "%sgid_attrs/types/%u", prefix, idx);
+	n = read_value(sc, dirfd, path, buf, sizeof(buf));
 	if (n > 0 && orh_parse_gid_type(buf, &g->type) < 0)
-		warn(sc, "ignoring '%s/%s': unknown GID type '%.32s'", where, path, buf);
+		warn(sc, "ignoring '%s/%s': unknown GID type '%.32s'", where, path + plen, buf);
 ndev:
 	if (!need_ndev)
 		return 1;
-	snprintf(path, sizeof(path), "gid_attrs/ndevs/%u", idx);
-	n = read_value(sc, portfd, path, buf, sizeof(buf));
+	snprintf(path, sizeof(path), "%sgid_attrs/ndevs/%u", prefix, idx);
+	n = read_value(sc, dirfd, path, buf, sizeof(buf));
 	if (n > 0) {
 		if (valid_name(buf, IFNAMSIZ))
 			strcpy(g->ndev, buf);
 		else
-			warn(sc, "ignoring '%s/%s': not an interface name", where, path);
+			warn(sc, "ignoring '%s/%s': not an interface name", where, path + plen);
 	}
 	return 1;
 }
@@ -235,47 +255,12 @@ static void push_gid(struct orh_port *p, const struct orh_gid *g, size_t *cap)
 	p->gids[p->n_gids++] = *g;
 }
 
-/* Plan mode: walk the table from index 0 and stop once the decision is made: the
- * wanted GID kind is found and, when the container has addresses, one of them too.
- * An entry's netdev is read only until the port's netdev is known. */
-static void scan_gids_plan(struct scan *sc, int portfd, const char *where, struct orh_port *p)
-{
-	const struct orh_gid_want *want = &sc->opts->want;
-	bool have_pref = false, have_addr = want->n_addrs == 0;
-	size_t cap = 0;
-
-	p->gids_complete = true;
-	for (unsigned idx = 0; idx < MAX_GIDS; idx++) {
-		struct orh_gid g;
-		int r = read_gid(sc, portfd, where, idx, !p->netdev[0], &g);
-
-		if (r == -ENOENT)
-			break;
-		p->gid_tbl_len = idx + 1;
-		if (r == 0)
-			continue;
-		push_gid(p, &g, &cap);
-		if (!have_pref && orh_gid_matches(&g, want))
-			have_pref = true;
-		if (!have_addr && addr_wanted(want, &g) && orh_gid_matches(&g, want))
-			have_addr = true;
-		if (have_pref && have_addr) {
-			p->gids_complete = false;
-			break;
-		}
-	}
-}
-
 static void scan_gids(struct scan *sc, int portfd, const char *where, struct orh_port *p)
 {
 	struct orh_strv names = { 0 };
 	size_t cap = 0;
 	int r;
 
-	if (plan_mode(sc)) {
-		scan_gids_plan(sc, portfd, where, p);
-		return;
-	}
 	p->gids_complete = true;
 	r = list_dir(portfd, "gids", &names);
 	if (r < 0) {
@@ -297,7 +282,7 @@ static void scan_gids(struct scan *sc, int portfd, const char *where, struct orh
 			warn(sc, "skipping '%s/gids/%s': not a GID index", where, names.v[i]);
 			continue;
 		}
-		if (read_gid(sc, portfd, where, (unsigned)idx, true, &g) == 1)
+		if (read_gid(sc, portfd, "", where, (unsigned)idx, true, &g) == 1)
 			push_gid(p, &g, &cap);
 	}
 	orh_strv_free(&names);
@@ -328,43 +313,116 @@ static void port_netdev_from_device(struct scan *sc, int devfd, struct orh_port 
 	orh_strv_free(&nets);
 }
 
-static void scan_port(struct scan *sc, int devfd, const char *devwhere, struct orh_port *p)
+/* Plan mode: keep what is needed to read the port's GID entries on demand. The device's
+ * directory stays open (up to a limit) for them. */
+static void lazy_init(struct scan *sc, struct orh_port *p, int devfd, const char *devwhere)
 {
-	char path[64], where[512], buf[VALUE_MAX];
-	_cleanup_close_ int portfd = -1;
+	struct orh_gid_source *src = sc->inv->gid_source;
+	struct orh_port_gids *lz = orh_xcalloc(1, sizeof(*lz));
 
-	snprintf(path, sizeof(path), "ports/%u", p->num);
-	snprintf(where, sizeof(where), "%s/%s", devwhere, path);
-	p->state = p->phys_state = -1;
-	portfd = openat(devfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (portfd < 0) {
-		warn(sc, "skipping '%s': %s", where, strerror(errno));
+	lz->devfd = -1;
+	if (src->n_fds && src->fds[src->n_fds - 1] == devfd)
+		lz->devfd = devfd; /* the device's other port kept it */
+	else if (src->n_fds < ORH_ARRAY_SIZE(src->fds))
+		lz->devfd = src->fds[src->n_fds++] = devfd;
+	snprintf(lz->rel, sizeof(lz->rel), "%s", devwhere + strlen(src->rootname) + 1);
+	snprintf(lz->prefix, sizeof(lz->prefix), "ports/%u/", p->num);
+	snprintf(lz->where, sizeof(lz->where), "%s/ports/%u", devwhere, p->num);
+	lz->end = UINT_MAX;
+	p->lazy = lz;
+}
+
+/* Plan mode: a RoCE port's net device is the ndev of its first used entry: entry 0, the
+ * default GID, on a live port (an unused entry's ndev cannot be read). */
+static void lazy_netdev(struct scan *sc, struct orh_port *p, int devfd)
+{
+	struct orh_port_gids *lz = p->lazy;
+	char path[64], buf[VALUE_MAX];
+
+	snprintf(path, sizeof(path), "%sgid_attrs/ndevs/0", lz->prefix);
+	if (read_value(sc, devfd, path, buf, sizeof(buf)) > 0 && valid_name(buf, IFNAMSIZ)) {
+		strcpy(p->netdev, buf);
 		return;
 	}
-	if (read_required(sc, portfd, where, "state", buf, sizeof(buf)) &&
+	for (unsigned idx = 0; idx < MAX_GIDS && !p->netdev[0]; idx++) {
+		struct orh_gid g;
+		int r = orh_port_gid(sc->inv, p, idx, &g);
+
+		if (r < 0)
+			break;
+		if (r == 1) {
+			if (g.ndev[0])
+				strcpy(p->netdev, g.ndev);
+			break;
+		}
+	}
+}
+
+/* Plan mode reads a port's few files through the device's directory. */
+static void scan_port(struct scan *sc, int devfd, const char *devwhere, struct orh_port *p)
+{
+	char path[96], where[512], buf[VALUE_MAX];
+	_cleanup_close_ int portfd = -1;
+	int dirfd = devfd;
+	const char *wbase = plan_mode(sc) ? devwhere : where; /* where path is relative to */
+	size_t plen;
+
+	snprintf(where, sizeof(where), "%s/ports/%u", devwhere, p->num);
+	p->state = p->phys_state = -1;
+	if (plan_mode(sc)) {
+		snprintf(path, sizeof(path), "ports/%u/", p->num);
+	} else {
+		snprintf(path, sizeof(path), "ports/%u", p->num);
+		portfd = openat(devfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (portfd < 0) {
+			warn(sc, "skipping '%s': %s", where, strerror(errno));
+			return;
+		}
+		dirfd = portfd;
+		path[0] = '\0';
+	}
+	plen = strlen(path);
+#define PORT_FILE(name) (snprintf(path + plen, sizeof(path) - plen, "%s", name), path)
+	if (read_required(sc, dirfd, wbase, PORT_FILE("state"), buf, sizeof(buf)) &&
 	    orh_parse_port_state(buf, &p->state, p->state_text, sizeof(p->state_text)) < 0) {
 		warn(sc, "skipping '%s/state': garbled value '%.32s'", where, buf);
 		p->state = -1;
 	}
-	if (!plan_mode(sc) && read_required(sc, portfd, where, "phys_state", buf, sizeof(buf)) &&
+	if (!plan_mode(sc) && read_required(sc, dirfd, where, "phys_state", buf, sizeof(buf)) &&
 	    orh_parse_port_state(buf, &p->phys_state, p->phys_state_text,
 				 sizeof(p->phys_state_text)) < 0) {
 		warn(sc, "skipping '%s/phys_state': garbled value '%.32s'", where, buf);
 		p->phys_state = -1;
 	}
-	if (read_required(sc, portfd, where, "link_layer", buf, sizeof(buf)) &&
+	if (read_required(sc, dirfd, wbase, PORT_FILE("link_layer"), buf, sizeof(buf)) &&
 	    orh_parse_link_layer(buf, &p->link_layer) < 0)
 		warn(sc, "skipping '%s/link_layer': garbled value '%.32s'", where, buf);
-	if (!plan_mode(sc) && read_value(sc, portfd, "rate", buf, sizeof(buf)) > 0)
-		orh_strlcpy(p->rate, buf, sizeof(p->rate));
-	/* Plan mode: a port that cannot be used needs nothing more, and only an ACTIVE
-	 * RoCE port's GIDs decide anything (rule 4). */
-	if (plan_mode(sc) && (p->state != ORH_PORT_ACTIVE || p->link_layer == ORH_LL_UNKNOWN))
-		return;
-	if (!plan_mode(sc) || p->link_layer == ORH_LL_ETHERNET)
-		scan_gids(sc, portfd, where, p);
+#undef PORT_FILE
+	if (!plan_mode(sc)) {
+		if (read_value(sc, dirfd, "rate", buf, sizeof(buf)) > 0)
+			orh_strlcpy(p->rate, buf, sizeof(p->rate));
+		scan_gids(sc, dirfd, where, p);
+	} else {
+		/* A port that cannot be used needs nothing more; only an ACTIVE RoCE
+		 * port's GID entries decide anything (rule 4), and the planner asks for them. */
+		if (p->state != ORH_PORT_ACTIVE || p->link_layer == ORH_LL_UNKNOWN)
+			return;
+		if (p->link_layer == ORH_LL_ETHERNET) {
+			lazy_init(sc, p, devfd, devwhere);
+			lazy_netdev(sc, p, devfd);
+		}
+	}
 	if (!p->netdev[0])
 		port_netdev_from_device(sc, devfd, p);
+}
+
+static void read_vendor(struct scan *sc, int devfd, const char *where, struct orh_device *d)
+{
+	char buf[VALUE_MAX];
+
+	if (read_value(sc, devfd, "device/vendor", buf, sizeof(buf)) >= 0 &&
+	    orh_parse_hex_id(buf, &d->vendor) < 0)
+		warn(sc, "ignoring '%s/device/vendor': garbled value '%.32s'", where, buf);
 }
 
 static void scan_device_pci(struct scan *sc, int devfd, const char *where, struct orh_device *d)
@@ -373,16 +431,17 @@ static void scan_device_pci(struct scan *sc, int devfd, const char *where, struc
 	long long numa;
 
 	d->numa_node = -1;
-	if (!plan_mode(sc)) {
-		link_basename(devfd, "device", buf, sizeof(buf));
-		if (looks_like_pci(buf))
-			strcpy(d->pci, buf);
+	link_basename(devfd, "device/driver", d->driver, sizeof(d->driver));
+	if (plan_mode(sc)) {
+		/* the plan needs the driver, and the vendor only when there is no driver link */
+		if (!d->driver[0])
+			read_vendor(sc, devfd, where, d);
+		return;
 	}
-	if (read_value(sc, devfd, "device/vendor", buf, sizeof(buf)) >= 0 &&
-	    orh_parse_hex_id(buf, &d->vendor) < 0)
-		warn(sc, "ignoring '%s/device/vendor': garbled value '%.32s'", where, buf);
-	if (plan_mode(sc)) /* the plan needs the vendor and the driver only */
-		goto driver;
+	link_basename(devfd, "device", buf, sizeof(buf));
+	if (looks_like_pci(buf))
+		strcpy(d->pci, buf);
+	read_vendor(sc, devfd, where, d);
 	if (read_value(sc, devfd, "device/device", buf, sizeof(buf)) >= 0 &&
 	    orh_parse_hex_id(buf, &d->device_id) < 0)
 		warn(sc, "ignoring '%s/device/device': garbled value '%.32s'", where, buf);
@@ -394,8 +453,6 @@ static void scan_device_pci(struct scan *sc, int devfd, const char *where, struc
 		else
 			warn(sc, "ignoring '%s/device/numa_node': garbled value '%.32s'", where, buf);
 	}
-driver:
-	link_basename(devfd, "device/driver", d->driver, sizeof(d->driver));
 }
 
 static int cmp_ports(const void *a, const void *b)
@@ -456,6 +513,9 @@ static void scan_device(struct scan *sc, const char *name)
 		d.n_ports++;
 	}
 	orh_strv_free(&ports);
+	if (inv->gid_source && inv->gid_source->n_fds &&
+	    inv->gid_source->fds[inv->gid_source->n_fds - 1] == devfd)
+		devfd = -1; /* kept for the ports' GID entries */
 	if (d.n_ports)
 		qsort(d.ports, d.n_ports, sizeof(*d.ports), cmp_ports);
 	inv->devs = orh_xrealloc(inv->devs, (inv->n_devs + 1) * sizeof(*inv->devs));
@@ -497,7 +557,8 @@ static void scan_uverbs(struct scan *sc, const char *rootname)
 	snprintf(where, sizeof(where), "%s/sys/class/infiniband_verbs", rootname);
 	if (classfd < 0)
 		return;
-	read_value(sc, classfd, "abi_version", sc->inv->uverbs_abi, sizeof(sc->inv->uverbs_abi));
+	if (!plan_mode(sc))
+		read_value(sc, classfd, "abi_version", sc->inv->uverbs_abi, sizeof(sc->inv->uverbs_abi));
 	if (list_dir(classfd, ".", &ents) < 0)
 		return;
 	for (size_t i = 0; i < ents.n; i++) {
@@ -633,6 +694,18 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 	sc.root = open(o.sysroot, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sc.root < 0)
 		return orh_fail(err, errno, "opening sysroot '%s': %s", o.sysroot, strerror(errno));
+	if (o.gid_scan == ORH_GIDS_PLAN) {
+		struct orh_gid_source *src = orh_xcalloc(1, sizeof(*src));
+
+		src->sysroot = orh_xstrdup(o.sysroot);
+		src->rootname = strcmp(src->sysroot, "/") ? src->sysroot : "";
+		src->opts = o;
+		src->opts.sysroot = src->sysroot;
+		src->opts.want.addrs = NULL; /* the planner matches addresses itself */
+		src->opts.want.n_addrs = 0;
+		src->root = sc.root;
+		inv->gid_source = src;
+	}
 
 	r = list_dir(sc.root, "sys/class/infiniband", &names);
 	if (r < 0 && r != -ENOENT)
@@ -651,24 +724,132 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 	}
 	scan_route(&sc, rootname);
 	if (o.gid_scan == ORH_GIDS_PLAN)
-		goto out; /* net device states are for detect */
+		return 0; /* net device states are for detect; the root stays open for GIDs */
 	add_netdev(&sc, inv->default_route_if);
 	for (size_t i = 0; i < inv->n_devs; i++)
 		for (size_t p = 0; p < inv->devs[i].n_ports; p++)
 			add_netdev(&sc, inv->devs[i].ports[p].netdev);
-out:
 	close(sc.root);
 	return 0;
+}
+
+static void insert_gid(struct orh_port *p, const struct orh_gid *g, size_t *cap)
+{
+	size_t at = p->n_gids;
+
+	while (at > 0 && p->gids[at - 1].index > g->index)
+		at--;
+	if (p->n_gids == *cap) {
+		*cap = *cap ? *cap * 2 : 8;
+		p->gids = orh_xrealloc(p->gids, *cap * sizeof(*p->gids));
+	}
+	memmove(&p->gids[at + 1], &p->gids[at], (p->n_gids - at) * sizeof(*p->gids));
+	p->gids[at] = *g;
+	p->n_gids++;
+}
+
+static const struct orh_gid *find_gid(const struct orh_port *p, unsigned idx)
+{
+	size_t lo = 0, hi = p->n_gids;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->gids[mid].index == idx)
+			return &p->gids[mid];
+		if (p->gids[mid].index < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int orh_port_gid(struct orh_inventory *inv, struct orh_port *p, unsigned idx, struct orh_gid *g)
+{
+	struct orh_port_gids *lz = p->lazy;
+	struct orh_gid_source *src = inv->gid_source;
+	const struct orh_gid *have;
+	struct scan sc;
+	int r;
+
+	if (!lz || !src) {
+		/* complete: every used entry is in p->gids */
+		unsigned end = p->gid_tbl_len;
+
+		if (p->n_gids && p->gids[p->n_gids - 1].index >= end)
+			end = p->gids[p->n_gids - 1].index + 1;
+		if (idx >= end)
+			return -ENOENT;
+		have = find_gid(p, idx);
+		if (have)
+			*g = *have;
+		return have ? 1 : 0;
+	}
+	if (idx >= lz->end || idx >= MAX_GIDS)
+		return -ENOENT;
+	if (idx < lz->n_seen && lz->seen[idx]) {
+		have = lz->seen[idx] == 2 ? find_gid(p, idx) : NULL;
+		if (have)
+			*g = *have;
+		return have ? 1 : 0;
+	}
+	sc = (struct scan){ .opts = &src->opts, .inv = inv, .root = src->root };
+	if (lz->devfd >= 0) {
+		r = read_gid(&sc, lz->devfd, lz->prefix, lz->where, idx, !p->netdev[0], g);
+	} else {
+		_cleanup_close_ int fd = openat(src->root, lz->rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd < 0) {
+			warn(&sc, "skipping '%s': %s", lz->where, strerror(errno));
+			r = 0;
+		} else {
+			r = read_gid(&sc, fd, lz->prefix, lz->where, idx, !p->netdev[0], g);
+		}
+	}
+	if (r == -ENOENT) {
+		lz->end = idx;
+		p->gid_tbl_len = idx;
+		return -ENOENT;
+	}
+	if (idx >= lz->n_seen) {
+		size_t n = lz->n_seen ? lz->n_seen : 16;
+
+		while (n <= idx)
+			n *= 2;
+		lz->seen = orh_xrealloc(lz->seen, n);
+		memset(lz->seen + lz->n_seen, 0, n - lz->n_seen);
+		lz->n_seen = n;
+	}
+	lz->seen[idx] = r == 1 ? 2 : 1;
+	if (r == 1)
+		insert_gid(p, g, &lz->cap);
+	return r;
 }
 
 void orh_inventory_free(struct orh_inventory *inv)
 {
 	for (size_t i = 0; i < inv->n_devs; i++) {
-		for (size_t p = 0; p < inv->devs[i].n_ports; p++)
+		for (size_t p = 0; p < inv->devs[i].n_ports; p++) {
+			struct orh_port_gids *lz = inv->devs[i].ports[p].lazy;
+
 			free(inv->devs[i].ports[p].gids);
+			if (lz) {
+				free(lz->seen);
+				free(lz);
+			}
+		}
 		free(inv->devs[i].ports);
 	}
 	free(inv->devs);
+	if (inv->gid_source) {
+		for (size_t i = 0; i < inv->gid_source->n_fds; i++)
+			close(inv->gid_source->fds[i]);
+		if (inv->gid_source->root >= 0)
+			close(inv->gid_source->root);
+		free(inv->gid_source->sysroot);
+		free(inv->gid_source);
+	}
 	free(inv->netdevs);
 	orh_strv_free(&inv->warnings);
 	memset(inv, 0, sizeof(*inv));

@@ -15,9 +15,13 @@
 #define VENDOR_ALIBABA_ERDMA 0x1ded
 #define NCCL_MAX_HCA 32
 
+/* The bound driver says what the device is; the PCI vendor only when the driver link
+ * cannot be read (discovery in plan mode reads the vendor only then). */
 static bool dev_is_erdma(const struct orh_device *d)
 {
-	return d->vendor == VENDOR_ALIBABA_ERDMA || strcmp(d->driver, "erdma") == 0;
+	if (d->driver[0])
+		return strcmp(d->driver, "erdma") == 0;
+	return d->vendor == VENDOR_ALIBABA_ERDMA;
 }
 
 static bool listed(const struct orh_strv *list, const struct orh_device *d, unsigned port)
@@ -73,29 +77,6 @@ static void add_node(struct orh_plan *plan, const struct orh_chardev *cd, unsign
 	plan->nodes[plan->n_nodes].minor = cd->minor;
 	plan->nodes[plan->n_nodes].mode = mode;
 	plan->n_nodes++;
-}
-
-/* Rule 4: the GID index for a RoCE port, or -1. A container address in the port's
- * table wins over the host's preferred entry. */
-static int pick_gid(const struct orh_port *p, const struct orh_gid_want *want,
-		    const struct orh_container_facts *facts, bool *from_container)
-{
-	*from_container = false;
-	if (facts && facts->own_netns)
-		for (size_t g = 0; g < p->n_gids; g++) {
-			const struct orh_gid *gid = &p->gids[g];
-			if (!orh_gid_matches(gid, want))
-				continue;
-			for (size_t a = 0; a < facts->n_addrs; a++)
-				if (gid->ipv4_mapped && gid->ipv4.s_addr == facts->addrs[a].s_addr) {
-					*from_container = true;
-					return (int)gid->index;
-				}
-		}
-	for (size_t g = 0; g < p->n_gids; g++)
-		if (orh_gid_matches(&p->gids[g], want))
-			return (int)p->gids[g].index;
-	return -1;
 }
 
 static void choice_init(struct orh_plan *plan, const struct orh_inventory *inv)
@@ -200,37 +181,213 @@ static void apply_preset(struct orh_plan *plan, enum orh_preset preset)
 	}
 }
 
-/* Rule 4, per port: the index of the wanted GID kind on each chosen RoCE port; a port
- * without one is left out. */
-static void pick_gids(const struct orh_config *cfg, const struct orh_inventory *inv,
-		      const struct orh_container_facts *facts, struct orh_plan *plan)
+/*
+ * Rules 3 and 4 together. NCCL_IB_HCA holds the first 32 usable ports; a RoCE port is
+ * usable when its table has a GID of the wanted kind. Rule 4 gives every RoCE port among
+ * them one index when one fits them all: the lowest index that holds a GID of the
+ * wanted kind on every such port (for a port whose table holds the container's own
+ * address, that entry's index only). Entries are asked for in the order this search
+ * needs them (orh_port_gid), so on a node whose ports agree, the first port costs a
+ * walk to its first wanted entry and every other port one entry.
+ */
+struct roce {
+	size_t k;                 /* index in plan->ports */
+	struct orh_port *port;
+	int fixed;                /* the container's address's entry, -1: none */
+};
+
+struct gid_search {
+	struct orh_inventory *inv;
+	struct orh_gid_want want;
+	const struct orh_container_facts *facts;
+	struct orh_plan *plan;
+	const char *family;
+	int roce_version;
+};
+
+#define NONE (-1)
+
+/* The lowest index >= from that holds a GID of the wanted kind, or NONE. */
+static int next_wanted(struct gid_search *s, struct orh_port *p, unsigned from)
 {
-	struct orh_gid_want want = { .family = cfg->gid_family, .roce_version = cfg->roce_version };
-	const char *family = cfg->gid_family == AF_INET ? "IPv4" : "IPv6";
-	size_t k = 0;
+	for (unsigned idx = from;; idx++) {
+		struct orh_gid g;
+		int r = orh_port_gid(s->inv, p, idx, &g);
 
-	for (size_t d = 0; d < inv->n_devs; d++)
-		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++) {
-			struct orh_port_choice *c = &plan->ports[k];
-
-			if (!c->used || inv->devs[d].ports[p].link_layer != ORH_LL_ETHERNET)
-				continue;
-			c->gid_index = pick_gid(&inv->devs[d].ports[p], &want, facts,
-						&c->gid_from_container);
-			if (c->gid_index < 0) {
-				LEAVE_OUT(c, "no %s RoCE v%d GID", family, cfg->roce_version);
-				orh_strv_pushf(&plan->warnings,
-					       "%s:%u left out: its GID table has no %s RoCE v%d entry",
-					       c->dev, c->port, family, cfg->roce_version);
-				continue;
-			}
-			snprintf(c->reason, sizeof(c->reason), "GID index %d%s", c->gid_index,
-				 c->gid_from_container ? " (the container's address)" : "");
-		}
+		if (r < 0)
+			return NONE;
+		if (r == 1 && orh_gid_matches(&g, &s->want))
+			return (int)idx;
+	}
 }
 
-/* Rule 4, for the node: one index for every port that made it into NCCL_IB_HCA, or
- * NCCL's per-device selection when they differ. */
+/* The index of the first wanted entry that holds one of the container's addresses. */
+static int container_entry(struct gid_search *s, struct orh_port *p)
+{
+	const struct orh_container_facts *f = s->facts;
+
+	if (!f || !f->own_netns || !f->n_addrs)
+		return NONE;
+	for (int idx = next_wanted(s, p, 0); idx != NONE; idx = next_wanted(s, p, (unsigned)idx + 1)) {
+		struct orh_gid g;
+
+		if (orh_port_gid(s->inv, p, (unsigned)idx, &g) != 1 || !g.ipv4_mapped)
+			continue;
+		for (size_t a = 0; a < f->n_addrs; a++)
+			if (g.ipv4.s_addr == f->addrs[a].s_addr)
+				return idx;
+	}
+	return NONE;
+}
+
+static void leave_out_no_gid(struct gid_search *s, struct orh_port_choice *c)
+{
+	LEAVE_OUT(c, "no %s RoCE v%d GID", s->family, s->roce_version);
+	orh_strv_pushf(&s->plan->warnings, "%s:%u left out: its GID table has no %s RoCE v%d entry",
+		       c->dev, c->port, s->family, s->roce_version);
+}
+
+static void set_index(struct orh_port_choice *c, int index, int fixed)
+{
+	c->gid_index = index;
+	c->gid_from_container = fixed == index;
+	snprintf(c->reason, sizeof(c->reason), "GID index %d%s", index,
+		 c->gid_from_container ? " (the container's address)" : "");
+}
+
+/* The lowest index that fits every port of r[0..n), or NONE. A port with no wanted entry
+ * at all is reported in *empty (its position in r) and the search stops there. */
+static int lowest_common(struct gid_search *s, const struct roce *r, size_t n, size_t *empty)
+{
+	unsigned c = 0;
+	size_t agree = 0;
+
+	*empty = n;
+	if (n == 0)
+		return NONE;
+	/* Invariant: no index below c fits every port. Visit the ports in turn; each either
+	 * holds c, or moves c up to its next wanted entry. */
+	for (size_t i = 0;; i = (i + 1) % n) {
+		int m;
+
+		if (r[i].fixed != NONE)
+			m = (unsigned)r[i].fixed >= c ? r[i].fixed : NONE;
+		else
+			m = next_wanted(s, r[i].port, c);
+		if (m == NONE) {
+			if (r[i].fixed == NONE && next_wanted(s, r[i].port, 0) == NONE)
+				*empty = i;
+			return NONE;
+		}
+		if ((unsigned)m > c) {
+			c = (unsigned)m;
+			agree = 0;
+		}
+		if (++agree == n)
+			return (int)c;
+	}
+}
+
+/* Which ports make NCCL_IB_HCA (rule 3) and their GID indices (rule 4). */
+static void choose_hca(const struct orh_config *cfg, struct orh_inventory *inv,
+		       const struct orh_container_facts *facts, struct orh_plan *plan)
+{
+	struct gid_search s = {
+		.inv = inv,
+		.want = { .family = cfg->gid_family, .roce_version = cfg->roce_version },
+		.facts = facts,
+		.plan = plan,
+		.family = cfg->gid_family == AF_INET ? "IPv4" : "IPv6",
+		.roce_version = cfg->roce_version,
+	};
+	struct orh_port **port_of = orh_xcalloc(plan->n_ports ? plan->n_ports : 1, sizeof(*port_of));
+	bool *known = orh_xcalloc(plan->n_ports ? plan->n_ports : 1, sizeof(*known));
+	int *fixed = orh_xcalloc(plan->n_ports ? plan->n_ports : 1, sizeof(*fixed));
+	struct roce r[NCCL_MAX_HCA];
+	size_t n, k = 0, empty;
+	int common = NONE;
+
+	for (size_t d = 0; d < inv->n_devs; d++)
+		for (size_t p = 0; p < inv->devs[d].n_ports; p++)
+			port_of[k++] = &inv->devs[d].ports[p];
+
+	for (;;) {
+		/* the window: the first 32 used ports; its RoCE ones go into r */
+		size_t in_hca = 0;
+
+		n = 0;
+		for (k = 0; k < plan->n_ports && in_hca < NCCL_MAX_HCA; k++) {
+			if (!plan->ports[k].used)
+				continue;
+			in_hca++;
+			if (port_of[k]->link_layer != ORH_LL_ETHERNET)
+				continue;
+			if (!known[k]) {
+				fixed[k] = container_entry(&s, port_of[k]);
+				known[k] = true;
+			}
+			r[n++] = (struct roce){ .k = k, .port = port_of[k], .fixed = fixed[k] };
+		}
+		common = lowest_common(&s, r, n, &empty);
+		if (common != NONE || empty == n)
+			break;
+		leave_out_no_gid(&s, &plan->ports[r[empty].k]); /* and look again */
+	}
+	if (common != NONE) {
+		for (size_t i = 0; i < n; i++)
+			set_index(&plan->ports[r[i].k], common, r[i].fixed);
+	} else {
+		/* No single index: each RoCE port in the window takes its own (the container's
+		 * entry, else its first wanted one). A port without any leaves the window, which
+		 * may let a later port in: walk it again. */
+		size_t in_hca = 0;
+
+		for (k = 0; k < plan->n_ports && in_hca < NCCL_MAX_HCA; k++) {
+			struct orh_port_choice *c = &plan->ports[k];
+
+			if (!c->used)
+				continue;
+			in_hca++;
+			if (port_of[k]->link_layer != ORH_LL_ETHERNET || c->gid_index != NONE)
+				continue;
+			if (!known[k]) {
+				fixed[k] = container_entry(&s, port_of[k]);
+				known[k] = true;
+			}
+			if (fixed[k] != NONE || (c->gid_index = next_wanted(&s, port_of[k], 0)) != NONE) {
+				set_index(c, fixed[k] != NONE ? fixed[k] : c->gid_index, fixed[k]);
+				continue;
+			}
+			leave_out_no_gid(&s, c);
+			k = (size_t)-1; /* from the start: ++k makes it 0 */
+			in_hca = 0;
+		}
+	}
+	/* Rule 3's limit: past the window, nothing more is read. */
+	{
+		size_t in_hca = 0;
+
+		for (k = 0; k < plan->n_ports; k++) {
+			struct orh_port_choice *c = &plan->ports[k];
+
+			if (!c->used)
+				continue;
+			if (in_hca < NCCL_MAX_HCA) {
+				in_hca++;
+				continue;
+			}
+			LEAVE_OUT(c, "NCCL_IB_HCA holds at most %d entries", NCCL_MAX_HCA);
+			orh_strv_pushf(&plan->warnings, "%s:%u left out: NCCL_IB_HCA holds at most %d entries",
+				       c->dev, c->port, NCCL_MAX_HCA);
+		}
+	}
+	free(port_of);
+	free(known);
+	free(fixed);
+}
+
+/* Rule 4, for the node: one index for every port in NCCL_IB_HCA, or NCCL's per-device
+ * selection when none fits them all. */
 static void gid_env(const struct orh_config *cfg, struct orh_plan *plan)
 {
 	int common = -1;
@@ -258,19 +415,19 @@ static void gid_env(const struct orh_config *cfg, struct orh_plan *plan)
 		snprintf(v, sizeof(v), "%d", common);
 		env_set(plan, "NCCL_IB_GID_INDEX", v,
 			any_container ? "rule 4: GID index of the container's address on every chosen port"
-				      : "rule 4: the same GID index fits every chosen port");
+				      : "rule 4: the lowest GID index that fits every chosen port");
 		return;
 	}
 	env_set(plan, "NCCL_IB_ROCE_VERSION_NUM", cfg->roce_version == 2 ? "2" : "1",
-		"rule 4: GID indices differ per port; NCCL >= 2.21.5 picks per device");
+		"rule 4: no single GID index fits every port; NCCL >= 2.21.5 picks per device");
 	env_set(plan, "NCCL_IB_ADDR_FAMILY", cfg->gid_family == AF_INET ? "AF_INET" : "AF_INET6",
-		"rule 4: GID indices differ per port; NCCL >= 2.21.5 picks per device");
+		"rule 4: no single GID index fits every port; NCCL >= 2.21.5 picks per device");
 	orh_strv_pushf(&plan->warnings,
 		       "no single GID index fits every port (%s): NCCL_IB_GID_INDEX left unset, "
 		       "NCCL >= 2.21.5 picks per device", list);
 }
 
-int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv,
+int orh_plan_build(const struct orh_config *cfg, struct orh_inventory *inv,
 		   const struct orh_container_facts *facts, struct orh_plan *plan,
 		   struct orh_err *err)
 {
@@ -281,7 +438,7 @@ int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv
 	memset(plan, 0, sizeof(*plan));
 	choice_init(plan, inv);
 	choose_ports(cfg, inv, plan);
-	pick_gids(cfg, inv, facts, plan);
+	choose_hca(cfg, inv, facts, plan);
 
 	/* Rule 3: NCCL_IB_HCA in exact form. */
 	for (size_t d = 0; d < inv->n_devs; d++)
@@ -291,12 +448,6 @@ int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv
 
 			if (!c->used)
 				continue;
-			if (n_hca == NCCL_MAX_HCA) {
-				LEAVE_OUT(c, "NCCL_IB_HCA holds at most %d entries", NCCL_MAX_HCA);
-				orh_strv_pushf(&plan->warnings, "%s:%u left out: NCCL_IB_HCA holds at most %d entries",
-					       c->dev, c->port, NCCL_MAX_HCA);
-				continue;
-			}
 			snprintf(hca + len, sizeof(hca) - len, "%s%s:%u", n_hca ? "," : "", c->dev, c->port);
 			n_hca++;
 			if (!c->reason[0])

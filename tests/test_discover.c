@@ -2,6 +2,7 @@
 /* Discovery on fake sysfs trees built by tests/mknode.py, and on damaged copies. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "orh/inventory.h"
+#include "orh/plan.h"
 
 static char root[256];
 static struct orh_inventory inv;
@@ -43,7 +45,7 @@ static void discover(enum orh_gid_scan mode)
 {
 	struct orh_discover_opts o = {
 		.sysroot = root, .gid_scan = mode,
-		.want = { .family = AF_INET, .roce_version = 2 }, .mad = true,
+		.want = { .family = AF_INET, .roce_version = 2 }, .mad = mode == ORH_GIDS_ALL,
 	};
 	orh_inventory_free(&inv);
 	cr_assert_eq(orh_discover(&o, &inv, &err), 0, "%s", err.msg);
@@ -124,30 +126,111 @@ Test(discover, seed001_everything)
 	cr_assert_eq(inv.n_netdevs, 9);
 }
 
-Test(discover, plan_mode_stops_early_and_reads_less)
+Test(discover, plan_mode_reads_gid_entries_on_demand)
 {
-	unsigned long all, plan;
+	struct orh_port *p;
+	struct orh_gid g;
+	unsigned long before;
 
 	make_node("seed001-roce");
-	discover(ORH_GIDS_ALL);
-	all = inv.file_reads;
 	discover(ORH_GIDS_PLAN);
-	plan = inv.file_reads;
-	cr_assert_eq(dev("mlx5_1")->ports[0].n_gids, 4); /* stops at index 3, the wanted v2 IPv4 */
-	cr_assert_not(dev("mlx5_1")->ports[0].gids_complete);
-	cr_assert_lt(plan * 5, all, "plan %lu reads, all %lu", plan, all);
+	p = (struct orh_port *)&dev("mlx5_1")->ports[0];
+	cr_assert_str_eq(p->netdev, "eth1"); /* from gid_attrs/ndevs/0 */
+	cr_assert_eq(p->n_gids, 0, "discovery read %zu GID entries", p->n_gids);
+	cr_assert_not(p->gids_complete);
+	before = inv.file_reads;
+	cr_assert_eq(orh_port_gid(&inv, p, 3, &g), 1);
+	cr_assert_eq(g.type, ORH_GID_TYPE_ROCE_V2);
+	cr_assert(g.ipv4_mapped);
+	cr_assert_eq(inv.file_reads, before + 2, "gids/3 and its type: %lu reads", inv.file_reads - before);
+	cr_assert_eq(orh_port_gid(&inv, p, 3, &g), 1);
+	cr_assert_eq(inv.file_reads, before + 2, "asked again, read again");
+	cr_assert_eq(orh_port_gid(&inv, p, 0, &g), 1);
+	cr_assert_eq(g.type, ORH_GID_TYPE_UNKNOWN, "a link-local entry needs no type");
+	cr_assert_eq(inv.file_reads, before + 3);
+	cr_assert_eq(orh_port_gid(&inv, p, 200, &g), 0, "unused");
+	cr_assert_eq(orh_port_gid(&inv, p, 256, &g), -ENOENT);
+	cr_assert_eq(orh_port_gid(&inv, p, 300, &g), -ENOENT);
+	cr_assert_eq(p->n_gids, 2);
+	cr_assert_eq(p->gids[0].index, 0, "kept in index order");
+	cr_assert_eq(p->gids[1].index, 3);
+}
+
+/* The plan from a plan-mode inventory (entries read on demand) is the plan from the
+ * complete one; returns the files the plan-mode run read. */
+static unsigned long same_plan_both_ways(const char *what)
+{
+	struct orh_config cfg;
+	struct orh_plan full, lazy;
+	unsigned long reads;
+
+	orh_config_defaults(&cfg);
+	discover(ORH_GIDS_ALL);
+	cr_assert_eq(orh_plan_build(&cfg, &inv, NULL, &full, &err), 0);
+	discover(ORH_GIDS_PLAN);
+	cr_assert_eq(orh_plan_build(&cfg, &inv, NULL, &lazy, &err), 0);
+	reads = inv.file_reads;
+	cr_assert_eq(full.n_env, lazy.n_env, "%s: %zu vs %zu variables", what, full.n_env, lazy.n_env);
+	for (size_t i = 0; i < full.n_env; i++) {
+		cr_assert_str_eq(full.env[i].name, lazy.env[i].name, "%s", what);
+		cr_assert_str_eq(full.env[i].value, lazy.env[i].value, "%s: %s", what, full.env[i].name);
+	}
+	cr_assert_eq(full.n_nodes, lazy.n_nodes, "%s", what);
+	for (size_t i = 0; i < full.n_nodes; i++)
+		cr_assert_str_eq(full.nodes[i].path, lazy.nodes[i].path, "%s", what);
+	cr_assert_eq(full.n_ports, lazy.n_ports, "%s", what);
+	for (size_t i = 0; i < full.n_ports; i++) {
+		cr_assert_eq(full.ports[i].used, lazy.ports[i].used, "%s: %s:%u", what,
+			     full.ports[i].dev, full.ports[i].port);
+		cr_assert_eq(full.ports[i].gid_index, lazy.ports[i].gid_index, "%s: %s:%u", what,
+			     full.ports[i].dev, full.ports[i].port);
+		cr_assert_str_eq(full.ports[i].reason, lazy.ports[i].reason, "%s", what);
+	}
+	cr_assert_eq(full.warnings.n, lazy.warnings.n, "%s", what);
+	orh_plan_free(&full);
+	orh_plan_free(&lazy);
+	orh_config_free(&cfg);
+	return reads;
+}
+
+Test(discover, plan_mode_gives_the_same_plan_on_every_sample_node)
+{
+	static const char *const nodes[] = { "seed001-roce", "erdma", "ib", "mixed", "nordma", "scale" };
+
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(nodes); i++) {
+		make_node(nodes[i]);
+		same_plan_both_ways(nodes[i]);
+		cleanup();
+		root[0] = '\0';
+	}
+}
+
+Test(discover, plan_mode_gives_the_same_plan_on_a_damaged_node)
+{
+	make_node("seed001-roce");
+	put("sys/class/infiniband/mlx5_4/ports/1/gids/3", "not-a-gid\n");
+	put("sys/class/infiniband/mlx5_5/ports/1/gid_attrs/types/3", "RoCE v9\n");
+	put("sys/class/infiniband/mlx5_6/ports/1/gid_attrs/ndevs/0", "bad name\n");
+	same_plan_both_ways("damaged seed001");
+	cr_assert(warned("mlx5_4/ports/1/gids/3': not a GID"));
+	cr_assert(warned("mlx5_5/ports/1/gid_attrs/types/3': unknown GID type"));
 }
 
 Test(discover, scale_node_read_budget)
 {
+	unsigned long reads;
+
 	make_node("scale");
 	discover(ORH_GIDS_ALL);
 	cr_assert_eq(inv.n_devs, 16);
 	cr_assert_eq(inv.devs[15].n_ports, 2);
 	cr_assert_eq(inv.devs[0].ports[0].n_gids, 50);
 	cr_assert_lt(inv.file_reads, 12000, "%lu reads", inv.file_reads);
-	discover(ORH_GIDS_PLAN);
-	cr_assert_lt(inv.file_reads, 1000, "%lu reads", inv.file_reads);
+	/* 32 ports x (state, link layer, netdev, gids/3 and its type) + the first port's
+	 * walk to index 3 + 16 uverbs x (ibdev, dev) + rdma_cm + the route: the plan reads
+	 * what it decides on */
+	reads = same_plan_both_ways("scale");
+	cr_assert_leq(reads, 32 * 5 + 4 + 16 * 2 + 2, "%lu reads", reads);
 }
 
 Test(discover, erdma_node)

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "orh/plan.h"
@@ -421,4 +422,161 @@ Test(plan, rule4_only_ports_in_nccl_ib_hca_decide_the_index)
 	cr_assert(warned("mlx5_16:1 left out: NCCL_IB_HCA holds at most 32 entries"));
 	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "3");
 	cr_assert_null(env("NCCL_IB_ROCE_VERSION_NUM"));
+}
+
+Test(plan, rule4_lowest_index_that_fits_every_port)
+{
+	/* a's first wanted entry is 3 and b's is 5, but both hold one at 5 */
+	struct orh_port *a = roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	struct orh_port *b = add_port(add_dev("mlx5_2", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth2");
+	add_gid(a, 5, "0000:0000:0000:0000:0000:ffff:190b:8030", ORH_GID_TYPE_ROCE_V2);
+	add_gid(a, 7, "0000:0000:0000:0000:0000:ffff:190b:8031", ORH_GID_TYPE_ROCE_V2);
+	add_gid(b, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c921", ORH_GID_TYPE_ROCE_V2);
+	add_gid(b, 3, "0000:0000:0000:0000:0000:ffff:190b:8022", ORH_GID_TYPE_IB_ROCE_V1);
+	add_gid(b, 5, "0000:0000:0000:0000:0000:ffff:190b:8022", ORH_GID_TYPE_ROCE_V2);
+	add_gid(b, 7, "0000:0000:0000:0000:0000:ffff:190b:8023", ORH_GID_TYPE_ROCE_V2);
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "5");
+	cr_assert_null(env("NCCL_IB_ROCE_VERSION_NUM"));
+	cr_assert_eq(plan.ports[0].gid_index, 5);
+	cr_assert_eq(plan.ports[1].gid_index, 5);
+	cr_assert_eq(plan.warnings.n, 0);
+}
+
+Test(plan, rule4_the_order_of_ports_does_not_change_the_index)
+{
+	/* the same two tables as above, b first: the search visits every port until one
+	 * index holds for all, wherever it starts */
+	struct orh_port *b = add_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth1");
+	struct orh_port *a = roce_port(add_dev("mlx5_2", 0x15b3, "mlx5_core"), "eth2", 2);
+	struct orh_port *c = roce_port(add_dev("mlx5_3", 0x15b3, "mlx5_core"), "eth3", 3);
+	add_gid(b, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c921", ORH_GID_TYPE_ROCE_V2);
+	add_gid(b, 5, "0000:0000:0000:0000:0000:ffff:190b:8022", ORH_GID_TYPE_ROCE_V2);
+	add_gid(b, 9, "0000:0000:0000:0000:0000:ffff:190b:8023", ORH_GID_TYPE_ROCE_V2);
+	add_gid(a, 9, "0000:0000:0000:0000:0000:ffff:190b:8030", ORH_GID_TYPE_ROCE_V2);
+	add_gid(c, 7, "0000:0000:0000:0000:0000:ffff:190b:8040", ORH_GID_TYPE_ROCE_V2);
+	add_gid(c, 9, "0000:0000:0000:0000:0000:ffff:190b:8041", ORH_GID_TYPE_ROCE_V2);
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "9");
+}
+
+Test(plan, rule4_port_without_any_wanted_gid_does_not_block_the_others)
+{
+	/* b has nothing wanted; a and c agree on 5 only, though a's first is 3 */
+	struct orh_port *a = roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	struct orh_port *b = add_port(add_dev("mlx5_2", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth2");
+	struct orh_port *c = add_port(add_dev("mlx5_3", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth3");
+	add_gid(a, 5, "0000:0000:0000:0000:0000:ffff:190b:8030", ORH_GID_TYPE_ROCE_V2);
+	add_gid(b, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c921", ORH_GID_TYPE_ROCE_V2);
+	add_gid(b, 3, "0000:0000:0000:0000:0000:ffff:190b:8022", ORH_GID_TYPE_IB_ROCE_V1);
+	add_gid(c, 5, "0000:0000:0000:0000:0000:ffff:190b:8040", ORH_GID_TYPE_ROCE_V2);
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_3:1");
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "5");
+	cr_assert(warned("mlx5_2:1 left out: its GID table has no IPv4 RoCE v2 entry"));
+}
+
+Test(plan, rule4_a_port_left_out_lets_the_next_one_into_nccl_ib_hca)
+{
+	char name[16], nd[16];
+
+	/* 32 ports, the 5th without a wanted GID, then a 33rd that fits: it takes the place */
+	for (unsigned i = 0; i < 33; i++) {
+		snprintf(name, sizeof(name), "mlx5_%u", i);
+		snprintf(nd, sizeof(nd), "eth%u", i + 1);
+		struct orh_device *d = add_dev(name, 0x15b3, "mlx5_core");
+		if (i == 4) {
+			struct orh_port *p = add_port(d, 4, ORH_LL_ETHERNET, nd);
+			add_gid(p, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c9ff", ORH_GID_TYPE_ROCE_V2);
+		} else {
+			roce_port(d, nd, i);
+		}
+	}
+	build(NULL);
+	cr_assert(warned("mlx5_4:1 left out: its GID table has no"));
+	cr_assert_not(warned("NCCL_IB_HCA holds at most"));
+	cr_assert(strstr(env("NCCL_IB_HCA"), ",mlx5_32:1"));
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "3");
+}
+
+Test(plan, rule4_container_entries_must_agree_too)
+{
+	/* the container's address sits at 5 on one port and 7 on the other: no single index */
+	struct orh_port *a = roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
+	struct orh_port *b = roce_port(add_dev("mlx5_2", 0x15b3, "mlx5_core"), "eth2", 3);
+	struct in_addr addrs[2];
+	struct orh_container_facts f = { .own_netns = true, .netns_default_if = "net1" };
+
+	add_gid(a, 5, "0000:0000:0000:0000:0000:ffff:190b:80f0", ORH_GID_TYPE_ROCE_V2);
+	add_gid(b, 5, "0000:0000:0000:0000:0000:ffff:190b:80e0", ORH_GID_TYPE_ROCE_V2);
+	add_gid(b, 7, "0000:0000:0000:0000:0000:ffff:190b:80f1", ORH_GID_TYPE_ROCE_V2);
+	inet_pton(AF_INET, "25.11.128.240", &addrs[0]);
+	inet_pton(AF_INET, "25.11.128.241", &addrs[1]);
+	f.addrs = addrs;
+	f.n_addrs = 2;
+	build(&f);
+	cr_assert_null(env("NCCL_IB_GID_INDEX"));
+	cr_assert(warned("mlx5_1:1=5, mlx5_2:1=7"));
+	cr_assert(plan.ports[0].gid_from_container);
+	cr_assert(plan.ports[1].gid_from_container);
+}
+
+/* Rule 4's search against the definition, on random tables: the lowest index wanted on
+ * every port that has any wanted entry, else no NCCL_IB_GID_INDEX. */
+Test(plan, rule4_search_matches_the_definition_on_random_tables)
+{
+	unsigned seed = 12345;
+
+	for (int round = 0; round < 300; round++) {
+		unsigned n_ports = 1 + (unsigned)(rand_r(&seed) % 6);
+		bool wanted[6][16] = { { false } };
+		char name[16], nd[16], gid[64];
+		int expect = -1;
+
+		teardown();
+		setup();
+		for (unsigned i = 0; i < n_ports; i++) {
+			snprintf(name, sizeof(name), "mlx5_%u", i);
+			snprintf(nd, sizeof(nd), "eth%u", i + 1);
+			struct orh_port *p = add_port(add_dev(name, 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, nd);
+			for (unsigned idx = 0; idx < 16; idx++) {
+				unsigned roll = (unsigned)rand_r(&seed) % 10;
+
+				if (roll > 5)
+					continue; /* unused */
+				snprintf(gid, sizeof(gid), "0000:0000:0000:0000:0000:ffff:0a00:%02x%02x", i, idx);
+				wanted[i][idx] = roll < 3;
+				add_gid(p, idx, gid, roll < 3 ? ORH_GID_TYPE_ROCE_V2 : ORH_GID_TYPE_IB_ROCE_V1);
+			}
+			p->gid_tbl_len = 16;
+		}
+		for (unsigned idx = 0; idx < 16 && expect < 0; idx++) {
+			bool all = true, any_port = false;
+
+			for (unsigned i = 0; i < n_ports; i++) {
+				bool has_any = false;
+
+				for (unsigned j = 0; j < 16; j++)
+					has_any |= wanted[i][j];
+				if (!has_any)
+					continue; /* left out */
+				any_port = true;
+				all &= wanted[i][idx];
+			}
+			if (any_port && all)
+				expect = (int)idx;
+		}
+		build(NULL);
+		if (expect < 0) {
+			cr_assert_null(env("NCCL_IB_GID_INDEX"), "round %d: got %s", round,
+				       env("NCCL_IB_GID_INDEX"));
+		} else {
+			cr_assert_not_null(env("NCCL_IB_GID_INDEX"), "round %d: expected %d", round, expect);
+			cr_assert_eq(atoi(env("NCCL_IB_GID_INDEX")), expect, "round %d", round);
+		}
+		for (size_t k = 0; k < plan.n_ports; k++)
+			if (plan.ports[k].used)
+				cr_assert(wanted[k][plan.ports[k].gid_index], "round %d: port %zu index %d not wanted",
+					  round, k, plan.ports[k].gid_index);
+	}
 }

@@ -62,10 +62,12 @@ struct orh_port {
 	enum orh_link_layer link_layer;
 	char rate[64];               /* "200 Gb/sec (4X HDR)", empty when unreadable */
 	char netdev[IFNAMSIZ];       /* the port's net device (first GID's ndev, else device/net/) */
-	unsigned gid_tbl_len;        /* number of entries in gids/ */
-	struct orh_gid *gids;        /* only the entries in use, ascending index */
+	unsigned gid_tbl_len;        /* number of entries in gids/ (0: unknown, plan mode) */
+	struct orh_gid *gids;        /* entries in use, ascending index: all of them, or in
+				      * plan mode those read so far (see orh_port_gid) */
 	size_t n_gids;
-	bool gids_complete;          /* false when the scan stopped early (plan mode) */
+	bool gids_complete;          /* false in plan mode: ask orh_port_gid */
+	struct orh_port_gids *lazy;  /* plan mode: what has been read (discover.c) */
 	struct orh_chardev umad;
 	struct orh_chardev issm;
 };
@@ -100,13 +102,16 @@ struct orh_inventory {
 	size_t n_netdevs;
 	struct orh_strv warnings;    /* one line per skipped entry, naming the file */
 	unsigned long file_reads;    /* how many files discovery opened (for tests/bench) */
+	struct orh_gid_source *gid_source; /* plan mode: where GID entries are read from */
 };
 
 /*
  * What the caller needs from the GID tables.
  *  ORH_GIDS_ALL  : every used entry (detect).
- *  ORH_GIDS_PLAN : per port, stop at the first entry that matches `want` and, when
- *                  want_addrs is set, once every wanted address has been seen.
+ *  ORH_GIDS_PLAN : only what the plan asks for. Discovery reads no GID table up front
+ *                  (an ACTIVE RoCE port's netdev comes from entry 0's ndev); the planner
+ *                  reads the entries its decision needs through orh_port_gid, and an
+ *                  entry that cannot be of the wanted kind costs no type read.
  */
 enum orh_gid_scan {
 	ORH_GIDS_ALL = 0,
@@ -133,6 +138,12 @@ struct orh_discover_opts {
 int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv,
 		 struct orh_err *err);
 void orh_inventory_free(struct orh_inventory *inv);
+
+/* Entry `idx` of port p's GID table: 1 when in use (*g filled), 0 when unused or
+ * unreadable, -ENOENT past the end of the table. A complete inventory (ORH_GIDS_ALL, or
+ * one built in memory) answers from p->gids; in plan mode the entry is read from the
+ * sysroot the first time it is asked for (a warning names a bad file) and kept. */
+int orh_port_gid(struct orh_inventory *inv, struct orh_port *p, unsigned idx, struct orh_gid *g);
 
 /* Does this GID match `want` (type, family, not link-local, not zero)? */
 bool orh_gid_matches(const struct orh_gid *g, const struct orh_gid_want *want);

@@ -60,7 +60,9 @@ struct orh_plan {
 	struct orh_strv warnings;
 };
 
-int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv,
+/* Planning may read GID entries the inventory does not hold yet (plan mode: see
+ * orh_port_gid), so the inventory is not const. */
+int orh_plan_build(const struct orh_config *cfg, struct orh_inventory *inv,
 		   const struct orh_container_facts *facts, struct orh_plan *plan,
 		   struct orh_err *err);
 void orh_plan_free(struct orh_plan *plan);
