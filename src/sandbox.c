@@ -1,12 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Capabilities (libcap) and the seccomp allow-list (libseccomp) of the hook. */
+/*
+ * Capabilities (libcap) and the seccomp allow-list of the hook. The allow-list
+ * (seccomp-allow.h) is compiled into a BPF program at build time by libseccomp
+ * (seccomp-gen.c, run by meson); here it is only handed to the kernel.
+ */
 #include <errno.h>
-#include <seccomp.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "orh/sandbox.h"
+#include "seccomp-allow.h"
+#include "seccomp-filter.h" /* generated: orh_seccomp_filter, ORH_SECCOMP_FILTER_* */
 
 /* The live hook: create nodes (MKNOD), set their owner/mode and write root-owned files
  * in a rootfs owned by another user (CHOWN, FOWNER, DAC_OVERRIDE), bind-mount over a
@@ -85,33 +95,40 @@ out:
 }
 
 static const char *const allowed[] = {
-	/* memory, time, identity, signals, exit */
-	"brk", "mmap", "munmap", "mprotect", "mremap", "madvise", "futex", "getrandom",
-	"clock_gettime", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
-	"getpid", "getppid", "gettid", "getuid", "geteuid", "getgid", "getegid",
-	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "kill", "tgkill",
-	"exit", "exit_group", "set_robust_list", "rseq", "set_tid_address", "uname",
-	"prctl", "capget", "capset", "sched_yield", "restart_syscall", "sysinfo",
-	/* files, relative to directory fds */
-	"read", "write", "pread64", "pwrite64", "readv", "writev", "lseek", "close",
-	"openat", "openat2", "open", "fstat", "newfstatat", "statx", "stat", "lstat",
-	"getdents64", "readlinkat", "readlink", "mkdirat", "mknodat", "fchmodat", "fchmod",
-	"fchownat", "fchown", "renameat", "renameat2", "unlinkat", "fsync", "fdatasync",
-	"fcntl", "dup", "dup2", "dup3", "pipe2", "ioctl", "faccessat", "faccessat2",
-	"access", "umask", "getcwd", "flock", "ftruncate", "poll", "ppoll",
-	/* children that enter the container's namespaces */
-	"clone", "clone3", "fork", "vfork", "wait4", "waitid", "setns", "unshare",
-	"mount", "umount2", "open_tree", "move_mount", "mount_setattr",
-	/* rtnetlink in the container's netns; syslog */
-	"socket", "bind", "connect", "sendto", "recvfrom", "sendmsg", "recvmsg",
-	"getsockname", "setsockopt", "getsockopt",
-	/* device cgroup (BPF on cgroup v2), memlock */
-	"bpf", "prlimit64", "getrlimit", "setrlimit",
+	ORH_SECCOMP_ALLOW,
 #if defined(__SANITIZE_ADDRESS__) || defined(ORH_SANITIZED)
-	/* sanitizer builds only (tests): LeakSanitizer stops the world with ptrace at exit */
-	"ptrace", "sched_getaffinity", "sched_setaffinity", "getpgid", "getdents",
+	ORH_SECCOMP_ALLOW_SANITIZER,
 #endif
 };
+
+/* The filter was compiled for the list above: a build with the sanitizer's system calls
+ * in one and not the other would fail at the first ptrace of LeakSanitizer, or allow
+ * what it need not. */
+#if (defined(__SANITIZE_ADDRESS__) || defined(ORH_SANITIZED)) != ORH_SECCOMP_FILTER_SANITIZER
+#error "seccomp-filter.h is for another sanitizer setting: use meson's -Db_sanitize, not CFLAGS"
+#endif
+
+/* ... and for the architecture the compiler builds for (where we can tell it). */
+#if defined(__x86_64__) && defined(__ILP32__)
+#error "x32 is not supported: meson calls it x86_64, and the seccomp filter would be for x86_64"
+#elif defined(__x86_64__)
+#define ORH_CC_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__i386__)
+#define ORH_CC_AUDIT_ARCH AUDIT_ARCH_I386
+#elif defined(__aarch64__) && !defined(__ILP32__)
+#define ORH_CC_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ORH_CC_AUDIT_ARCH AUDIT_ARCH_PPC64LE
+#elif defined(__s390x__)
+#define ORH_CC_AUDIT_ARCH AUDIT_ARCH_S390X
+#elif defined(__riscv) && __riscv_xlen == 64
+#define ORH_CC_AUDIT_ARCH AUDIT_ARCH_RISCV64
+#endif
+#ifdef ORH_CC_AUDIT_ARCH
+_Static_assert(ORH_SECCOMP_FILTER_ARCH == ORH_CC_AUDIT_ARCH,
+	       "seccomp-filter.h was generated for " ORH_SECCOMP_FILTER_ARCH_NAME
+	       ", not for the architecture this file is compiled for (meson's host machine)");
+#endif
 
 const char *const *orh_seccomp_allowed(size_t *n)
 {
@@ -119,27 +136,29 @@ const char *const *orh_seccomp_allowed(size_t *n)
 	return allowed;
 }
 
+const struct sock_filter *orh_seccomp_filter_insns(size_t *n, uint32_t *arch)
+{
+	*n = ORH_ARRAY_SIZE(orh_seccomp_filter);
+	*arch = ORH_SECCOMP_FILTER_ARCH;
+	return orh_seccomp_filter;
+}
+
 int orh_seccomp_confine(struct orh_err *err)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
-	int r;
+	struct sock_fprog prog = {
+		.len = ORH_ARRAY_SIZE(orh_seccomp_filter),
+		.filter = (struct sock_filter *)orh_seccomp_filter,
+	};
 
-	if (!ctx)
-		return orh_fail(err, ENOMEM, "seccomp: cannot create a filter");
-	for (size_t i = 0; i < ORH_ARRAY_SIZE(allowed); i++) {
-		int nr = seccomp_syscall_resolve_name(allowed[i]);
-
-		if (nr == __NR_SCMP_ERROR)
-			continue; /* not on this architecture */
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-		if (r < 0) {
-			seccomp_release(ctx);
-			return orh_fail(err, r, "seccomp: cannot allow %s", allowed[i]);
-		}
-	}
-	r = seccomp_load(ctx);
-	seccomp_release(ctx);
-	if (r < 0)
-		return orh_fail(err, r, "seccomp: cannot load the filter: %s", strerror(-r));
-	return 0;
+	/* required for an unprivileged filter; orh_caps_limit() set it already, unless
+	 * a caller confines without it */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return orh_fail(err, errno, "seccomp: prctl(PR_SET_NO_NEW_PRIVS): %s",
+				strerror(errno));
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0)
+		return 0;
+	if (errno == ENOSYS && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0)
+		return 0; /* a kernel before 3.17 */
+	return orh_fail(err, errno, "seccomp: cannot load the filter (%u instructions, %s): %s",
+			prog.len, ORH_SECCOMP_FILTER_ARCH_NAME, strerror(errno));
 }

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Least privilege: once the filter is on, a forbidden system call fails; once the
- * capabilities are limited, an operation needing a dropped one fails. Each case runs in
- * its own process (Criterion forks per test). */
+/* Least privilege: once the filter is on, a forbidden system call fails; the filter
+ * compiled at build time allows exactly the listed system calls; once the capabilities
+ * are limited, an operation needing a dropped one fails. Each case runs in its own
+ * process (Criterion forks per test). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
@@ -15,6 +20,83 @@
 
 #include "orh/sandbox.h"
 
+#if defined(__SANITIZE_ADDRESS__) || defined(ORH_SANITIZED)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
+#define RET_EPERM (SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA))
+
+/* Classic BPF as libseccomp emits it for rules without argument checks; any other
+ * instruction, a jump past the end or running off it fails the test. Returns the
+ * filter's action for `d`. */
+static uint32_t bpf_run(const struct sock_filter *insns, size_t n, const struct seccomp_data *d)
+{
+	uint32_t a = 0;
+	size_t pc = 0;
+
+	while (pc < n) {
+		const struct sock_filter *f = &insns[pc++];
+		size_t skip = 0;
+
+		switch (f->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			cr_assert(f->k % 4 == 0 && f->k + 4 <= sizeof(*d), "insn %zu: load at %u",
+				  pc - 1, f->k);
+			memcpy(&a, (const char *)d + f->k, sizeof(a));
+			break;
+		case BPF_JMP | BPF_JA:
+			skip = f->k;
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+			skip = a == f->k ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JGT | BPF_K:
+			skip = a > f->k ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JGE | BPF_K:
+			skip = a >= f->k ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JSET | BPF_K:
+			skip = (a & f->k) ? f->jt : f->jf;
+			break;
+		case BPF_RET | BPF_K:
+			return f->k;
+		default:
+			cr_assert_fail("insn %zu: opcode 0x%04x is not one this evaluator knows",
+				       pc - 1, f->code);
+		}
+		cr_assert_lt(pc + skip, n, "insn %zu: jump past the end", pc - 1);
+		pc += skip;
+	}
+	cr_assert_fail("the filter ran off its end");
+	return 0;
+}
+
+static uint32_t filter_action(const char *name, uint32_t arch)
+{
+	size_t n = 0;
+	uint32_t filter_arch = 0;
+	const struct sock_filter *insns = orh_seccomp_filter_insns(&n, &filter_arch);
+	struct seccomp_data d = { .arch = arch };
+
+	d.nr = seccomp_syscall_resolve_name_arch(filter_arch, name);
+	cr_assert_geq(d.nr, 0, "%s is not a system call on this architecture", name);
+	return bpf_run(insns, n, &d);
+}
+
+static bool listed(const char *name)
+{
+	size_t n = 0;
+	const char *const *names = orh_seccomp_allowed(&n);
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
 Test(sandbox, forbidden_syscalls_fail_once_the_filter_is_on)
 {
 	struct orh_err err = { 0 };
@@ -22,6 +104,7 @@ Test(sandbox, forbidden_syscalls_fail_once_the_filter_is_on)
 	int fd;
 
 	cr_assert_eq(orh_seccomp_confine(&err), 0, "%s", err.msg);
+	cr_assert_eq(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0), 1); /* set by confine itself */
 	errno = 0;
 	cr_assert_eq(execve("/bin/true", argv, NULL), -1);
 	cr_assert_eq(errno, EPERM);
@@ -52,6 +135,105 @@ Test(sandbox, allow_list_names_resolve)
 #endif
 		cr_assert_str_neq(names[i], "init_module");
 		cr_assert_str_neq(names[i], "chroot");
+	}
+}
+
+Test(sandbox, filter_is_for_this_architecture)
+{
+	size_t n = 0;
+	uint32_t arch = 0;
+
+	cr_assert_not_null(orh_seccomp_filter_insns(&n, &arch));
+	cr_assert_gt(n, 10);
+	cr_assert_leq(n, BPF_MAXINSNS);
+	cr_assert_eq(arch, seccomp_arch_native(), "filter for 0x%x, running on 0x%x", arch,
+		     seccomp_arch_native());
+}
+
+/* Every listed name that exists here is allowed, and every other system call number
+ * fails with EPERM. */
+Test(sandbox, filter_allows_exactly_the_list)
+{
+	size_t n = 0, len = 0, nallowed = 0;
+	const char *const *names = orh_seccomp_allowed(&n);
+	uint32_t arch = 0;
+	const struct sock_filter *insns = orh_seccomp_filter_insns(&len, &arch);
+
+	for (size_t i = 0; i < n; i++) {
+		if (seccomp_syscall_resolve_name_arch(arch, names[i]) < 0)
+			continue; /* not on this architecture */
+		cr_assert_eq(filter_action(names[i], arch), SECCOMP_RET_ALLOW, "%s is not allowed",
+			     names[i]);
+		nallowed++;
+	}
+	cr_assert_gt(nallowed, 50);
+
+	for (int nr = 0; nr < 1024; nr++) {
+		char *name = seccomp_syscall_resolve_num_arch(arch, nr);
+		struct seccomp_data d = { .nr = nr, .arch = arch };
+		uint32_t want = name && listed(name) ? SECCOMP_RET_ALLOW : RET_EPERM;
+		uint32_t got = bpf_run(insns, len, &d);
+
+		cr_assert_eq(got, want, "system call %d (%s): action 0x%x, not 0x%x", nr,
+			     name ? name : "no name", got, want);
+		free(name);
+	}
+}
+
+Test(sandbox, filter_denies_what_the_hook_never_does)
+{
+	static const char *const forbidden[] = {
+		"execve", "execveat", "chroot", "init_module", "finit_module", "reboot",
+		"kexec_load", "pivot_root", "setuid", "process_vm_writev",
+#if !SANITIZED
+		"ptrace",
+#endif
+	};
+	uint32_t arch = 0;
+
+	orh_seccomp_filter_insns(&(size_t){ 0 }, &arch);
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(forbidden); i++) {
+		if (seccomp_syscall_resolve_name_arch(arch, forbidden[i]) < 0)
+			continue; /* not on this architecture */
+		cr_assert_eq(filter_action(forbidden[i], arch), RET_EPERM, "%s is not EPERM",
+			     forbidden[i]);
+	}
+}
+
+/* A system call made through another ABI (32-bit x86 on x86_64, x32, ...) is never
+ * allowed, whatever its number. */
+Test(sandbox, filter_denies_other_architectures)
+{
+	static const uint32_t arches[] = {
+		AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64, AUDIT_ARCH_ARM,
+		AUDIT_ARCH_PPC64LE, AUDIT_ARCH_S390X, 0,
+	};
+	static const char *const x32_names[] = { "read", "openat", "close", "exit_group" };
+	size_t n = 0;
+	uint32_t arch = 0;
+	const struct sock_filter *insns = orh_seccomp_filter_insns(&n, &arch);
+
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(arches); i++) {
+		struct seccomp_data d = { .arch = arches[i] };
+
+		if (arches[i] == arch)
+			continue;
+		for (d.nr = 0; d.nr < 1024; d.nr++)
+			cr_assert_neq(bpf_run(insns, n, &d), SECCOMP_RET_ALLOW,
+				      "arch 0x%x, system call %d: allowed", arches[i], d.nr);
+	}
+	if (arch != AUDIT_ARCH_X86_64)
+		return;
+	/* x32 system calls come with the x86_64 audit arch and bit 30 of the number set */
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(x32_names); i++) {
+		struct seccomp_data d = {
+			.nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X32, x32_names[i]),
+			.arch = arch,
+		};
+
+		cr_assert_geq(d.nr, 0x40000000);
+		cr_assert_neq(bpf_run(insns, n, &d), SECCOMP_RET_ALLOW, "x32 %s: allowed",
+			      x32_names[i]);
 	}
 }
 

@@ -2,14 +2,16 @@
 /*
  * Least privilege for the hook (src/sandbox.c): keep only the capabilities a stage
  * needs (libcap), and confine the process to the system calls the hook makes
- * (libseccomp allow-list; everything else fails with EPERM). Both are applied before
- * the hook parses anything a container supplied.
+ * (a seccomp allow-list that libseccomp compiles at build time, src/seccomp-gen.c;
+ * everything else fails with EPERM). Both are applied before the hook parses anything a
+ * container supplied.
  */
 #ifndef ORH_SANDBOX_H
 #define ORH_SANDBOX_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "orh/util.h"
 
@@ -27,11 +29,17 @@ int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err);
  * will apply the spec's rlimits has the privileges the process started with.) */
 bool orh_caps_had_sys_resource(void);
 
-/* Install the seccomp allow-list of the hook. Inherited by children and kept over
- * execve, so the runtime shim never calls it before it executes the runtime. */
+/* Install the seccomp allow-list of the hook (and set no_new_privs, which it needs).
+ * Inherited by children and kept over execve, so the runtime shim never calls it before
+ * it executes the runtime. */
 int orh_seccomp_confine(struct orh_err *err);
 
 /* The names of the allowed system calls (for docs/security.md and tests). */
 const char *const *orh_seccomp_allowed(size_t *n);
+
+/* The BPF program orh_seccomp_confine() loads (generated at build time from the names
+ * above): `*n` instructions, made for the AUDIT_ARCH_* value `*arch` (tests). */
+struct sock_filter;
+const struct sock_filter *orh_seccomp_filter_insns(size_t *n, uint32_t *arch);
 
 #endif
