@@ -16,12 +16,18 @@
 
 static void tmp_name(char *buf, size_t size, const char *name)
 {
-	snprintf(buf, size, ".orh-%.200s.%d", name, (int)getpid());
+	static pid_t pid;
+
+	if (!pid)
+		pid = getpid();
+	snprintf(buf, size, ".orh-%.200s.%d", name, (int)pid);
 }
 
 /* Put a new entry (a character device, or an empty file as a mount point) at dfd/name:
  * made under a temporary name, then renamed over whatever is there (renameat never
- * follows the destination). *mknod_errno tells the caller why mknod failed. */
+ * follows the destination). *mknod_errno tells the caller why mknod failed. The caller
+ * has set the umask to 0, so that a node has its exact mode at creation (no chmod by
+ * name afterwards). */
 static int make_entry(int dfd, const char *name, bool chardev, const struct orh_devnode *n,
 		      int *mknod_errno, struct orh_err *err)
 {
@@ -29,14 +35,17 @@ static int make_entry(int dfd, const char *name, bool chardev, const struct orh_
 	mode_t mode = (mode_t)(n->mode & 07777);
 
 	tmp_name(tmp, sizeof(tmp), name);
-	(void)unlinkat(dfd, tmp, 0);
 	if (chardev) {
-		/* the exact mode at creation: no chmod by name afterwards */
-		mode_t old_umask = umask(0);
-		int r = mknodat(dfd, tmp, S_IFCHR | mode, makedev(n->major, n->minor));
+		dev_t dev = makedev(n->major, n->minor);
+		int r = mknodat(dfd, tmp, S_IFCHR | mode, dev);
 		int e = errno;
 
-		umask(old_umask);
+		if (r < 0 && e == EEXIST) {
+			/* left by an earlier run of ours with the same pid, killed midway */
+			(void)unlinkat(dfd, tmp, 0);
+			r = mknodat(dfd, tmp, S_IFCHR | mode, dev);
+			e = errno;
+		}
 		if (r < 0) {
 			if (mknod_errno)
 				*mknod_errno = e; /* the caller decides about EPERM */
@@ -44,8 +53,10 @@ static int make_entry(int dfd, const char *name, bool chardev, const struct orh_
 					n->minor, strerror(e));
 		}
 	} else {
-		int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				0600);
+		int fd;
+
+		(void)unlinkat(dfd, tmp, 0);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 		if (fd < 0)
 			return orh_fail(err, errno, "creating a mount point for '%s': %m",
@@ -120,18 +131,40 @@ static int bind_host_node(int dfd, const char *name, pid_t pid, int hostfd,
 	return 0;
 }
 
-static int apply_one(int rootfd, pid_t pid, int hostfd, const struct orh_devnode *n,
-		     struct orh_devices_result *res, struct orh_err *err)
+/* The directory a node goes in, opened once for all the nodes that share it. */
+struct parent {
+	int fd;
+	char path[PATH_MAX];
+};
+
+static int apply_one(int rootfd, pid_t pid, int hostfd, struct parent *parent,
+		     const struct orh_devnode *n, struct orh_devices_result *res,
+		     struct orh_err *err)
 {
-	_cleanup_close_ int dfd = -1;
+	const char *slash = strrchr(n->path, '/');
+	size_t dirlen = slash ? (size_t)(slash - n->path) + 1 : 0;
 	char name[NAME_MAX + 1];
 	struct stat st;
 	int mknod_errno = 0;
-	int r;
+	int dfd, r;
 
-	r = orh_rootfs_parent(rootfd, n->path, true, &dfd, name, err);
-	if (r < 0)
-		return orh_err_prefix(err, "device '%s'", n->path);
+	if (parent->fd < 0 || dirlen >= sizeof(parent->path) || slash[1] == '\0' ||
+	    strncmp(parent->path, n->path, dirlen) || parent->path[dirlen] != '\0') {
+		if (parent->fd >= 0)
+			close(TAKE_FD(parent->fd));
+		r = orh_rootfs_parent(rootfd, n->path, true, &parent->fd, name, err);
+		if (r < 0)
+			return orh_err_prefix(err, "device '%s'", n->path);
+		if (dirlen < sizeof(parent->path) && slash && slash[1] != '\0')
+			snprintf(parent->path, sizeof(parent->path), "%.*s", (int)dirlen, n->path);
+		else
+			parent->path[0] = '\0'; /* odd path: no reuse */
+	} else if (orh_strlcpy(name, slash + 1, sizeof(name)) < 0 || !strcmp(name, ".") ||
+		   !strcmp(name, "..")) {
+		return orh_fail(err, EINVAL, "device '%s': path '%s' has no usable final name",
+				n->path, n->path);
+	}
+	dfd = parent->fd;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(n->major, n->minor)) {
 			res->kept++;
@@ -166,15 +199,18 @@ int orh_devices_apply(int rootfd, pid_t pid, const char *host_root,
 		      struct orh_err *err)
 {
 	_cleanup_close_ int hostfd = -1;
+	struct parent parent = { .fd = -1 };
+	mode_t old_umask;
+	int r = 0;
 
 	*res = (struct orh_devices_result){ 0 };
 	if (host_root && pid > 0)
 		hostfd = open(host_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	for (size_t i = 0; i < n; i++) {
-		int r = apply_one(rootfd, pid, hostfd, &nodes[i], res, err);
-
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	old_umask = umask(0);
+	for (size_t i = 0; i < n && r == 0; i++)
+		r = apply_one(rootfd, pid, hostfd, &parent, &nodes[i], res, err);
+	umask(old_umask);
+	if (parent.fd >= 0)
+		close(parent.fd);
+	return r;
 }
