@@ -31,6 +31,7 @@ struct scan {
 	const struct orh_discover_opts *opts;
 	struct orh_inventory *inv;
 	int root;                  /* sysroot dir fd */
+	struct orh_readbatch *batch;
 };
 
 /* Plan mode: what is needed to read a node's GID entries later, on demand. */
@@ -41,6 +42,7 @@ struct orh_gid_source {
 	int root;
 	int fds[256];              /* device directories held open for later reads */
 	size_t n_fds;
+	struct orh_readbatch batch;
 };
 
 /* Plan mode, per port: which entries have been read. */
@@ -84,7 +86,7 @@ static bool plan_mode(const struct scan *sc)
 static ssize_t read_value(struct scan *sc, int dirfd, const char *path, char *buf, size_t max)
 {
 	sc->inv->file_reads++;
-	return orh_read_line_at(dirfd, path, buf, max);
+	return orh_read_line_batch(sc->batch, dirfd, path, buf, max);
 }
 
 static const char *err_text(ssize_t r)
@@ -359,13 +361,15 @@ static void lazy_netdev(struct scan *sc, struct orh_port *p, int devfd)
 }
 
 /* Plan mode reads a port's few files through the device's directory. */
-static void scan_port(struct scan *sc, int devfd, const char *devwhere, struct orh_port *p)
+/* Returns false only in plan mode, for a port number the device does not have. */
+static bool scan_port(struct scan *sc, int devfd, const char *devwhere, struct orh_port *p)
 {
 	char path[96], where[512], buf[VALUE_MAX];
 	_cleanup_close_ int portfd = -1;
 	int dirfd = devfd;
 	const char *wbase = plan_mode(sc) ? devwhere : where; /* where path is relative to */
 	size_t plen;
+	ssize_t n;
 
 	snprintf(where, sizeof(where), "%s/ports/%u", devwhere, p->num);
 	p->state = p->phys_state = -1;
@@ -376,15 +380,24 @@ static void scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 		portfd = openat(devfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (portfd < 0) {
 			warn(sc, "skipping '%s': %s", where, strerror(errno));
-			return;
+			return true;
 		}
 		dirfd = portfd;
 		path[0] = '\0';
 	}
 	plen = strlen(path);
 #define PORT_FILE(name) (snprintf(path + plen, sizeof(path) - plen, "%s", name), path)
-	if (read_required(sc, dirfd, wbase, PORT_FILE("state"), buf, sizeof(buf)) &&
-	    orh_parse_port_state(buf, &p->state, p->state_text, sizeof(p->state_text)) < 0) {
+	n = read_value(sc, dirfd, PORT_FILE("state"), buf, sizeof(buf));
+	if (n == -ENOENT && plan_mode(sc)) {
+		/* probing: is there such a port at all? */
+		path[plen - 1] = '\0';
+		if (faccessat(devfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+			return false;
+		path[plen - 1] = '/';
+	}
+	if (n < 0)
+		warn(sc, "skipping '%s/state': %s", where, err_text(n));
+	else if (orh_parse_port_state(buf, &p->state, p->state_text, sizeof(p->state_text)) < 0) {
 		warn(sc, "skipping '%s/state': garbled value '%.32s'", where, buf);
 		p->state = -1;
 	}
@@ -406,7 +419,7 @@ static void scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 		/* A port that cannot be used needs nothing more; only an ACTIVE RoCE
 		 * port's GID entries decide anything (rule 4), and the planner asks for them. */
 		if (p->state != ORH_PORT_ACTIVE || p->link_layer == ORH_LL_UNKNOWN)
-			return;
+			return true;
 		if (p->link_layer == ORH_LL_ETHERNET) {
 			lazy_init(sc, p, devfd, devwhere);
 			lazy_netdev(sc, p, devfd);
@@ -414,6 +427,7 @@ static void scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 	}
 	if (!p->netdev[0])
 		port_netdev_from_device(sc, devfd, p);
+	return true;
 }
 
 static void read_vendor(struct scan *sc, int devfd, const char *where, struct orh_device *d)
@@ -496,6 +510,19 @@ static void scan_device(struct scan *sc, const char *name)
 		orh_strlcpy(d.node_guid, buf, sizeof(d.node_guid));
 	scan_device_pci(sc, devfd, where, &d);
 
+	if (plan_mode(sc)) {
+		/* The kernel numbers a device's ports from 1 without gaps (a switch's port 0
+		 * is never an HCA port): probe them in turn instead of listing ports/. */
+		for (unsigned num = 1; num <= 255 && d.n_ports < MAX_PORTS; num++) {
+			d.ports = orh_xrealloc(d.ports, (d.n_ports + 1) * sizeof(*d.ports));
+			memset(&d.ports[d.n_ports], 0, sizeof(*d.ports));
+			d.ports[d.n_ports].num = num;
+			if (!scan_port(sc, devfd, where, &d.ports[d.n_ports]))
+				break;
+			d.n_ports++;
+		}
+		goto ports_done;
+	}
 	r = list_dir(devfd, "ports", &ports);
 	if (r < 0)
 		warn(sc, "skipping '%s/ports': %s", where, strerror(-r));
@@ -513,6 +540,7 @@ static void scan_device(struct scan *sc, const char *name)
 		d.n_ports++;
 	}
 	orh_strv_free(&ports);
+ports_done:
 	if (inv->gid_source && inv->gid_source->n_fds &&
 	    inv->gid_source->fds[inv->gid_source->n_fds - 1] == devfd)
 		devfd = -1; /* kept for the ports' GID entries */
@@ -683,7 +711,8 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 {
 	struct orh_discover_opts o = *opts;
 	const char *rootname;
-	struct scan sc = { .opts = &o, .inv = inv, .root = -1 };
+	struct orh_readbatch batch = { 0 };
+	struct scan sc = { .opts = &o, .inv = inv, .root = -1, .batch = &batch };
 	struct orh_strv names = { 0 };
 	int r;
 
@@ -705,6 +734,7 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 		src->opts.want.n_addrs = 0;
 		src->root = sc.root;
 		inv->gid_source = src;
+		sc.batch = &src->batch; /* flushed as GID entries are read, and at the end */
 	}
 
 	r = list_dir(sc.root, "sys/class/infiniband", &names);
@@ -729,6 +759,7 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 	for (size_t i = 0; i < inv->n_devs; i++)
 		for (size_t p = 0; p < inv->devs[i].n_ports; p++)
 			add_netdev(&sc, inv->devs[i].ports[p].netdev);
+	orh_readbatch_flush(&batch);
 	close(sc.root);
 	return 0;
 }
@@ -794,7 +825,7 @@ int orh_port_gid(struct orh_inventory *inv, struct orh_port *p, unsigned idx, st
 			*g = *have;
 		return have ? 1 : 0;
 	}
-	sc = (struct scan){ .opts = &src->opts, .inv = inv, .root = src->root };
+	sc = (struct scan){ .opts = &src->opts, .inv = inv, .root = src->root, .batch = &src->batch };
 	if (lz->devfd >= 0) {
 		r = read_gid(&sc, lz->devfd, lz->prefix, lz->where, idx, !p->netdev[0], g);
 	} else {
@@ -843,6 +874,7 @@ void orh_inventory_free(struct orh_inventory *inv)
 	}
 	free(inv->devs);
 	if (inv->gid_source) {
+		orh_readbatch_flush(&inv->gid_source->batch);
 		for (size_t i = 0; i < inv->gid_source->n_fds; i++)
 			close(inv->gid_source->fds[i]);
 		if (inv->gid_source->root >= 0)

@@ -19,6 +19,7 @@
 	"prctl", "capget", "capset", "sched_yield", "restart_syscall", "sysinfo",	\
 	/* files, relative to directory fds */					\
 	"read", "write", "pread64", "pwrite64", "readv", "writev", "lseek", "close",	\
+	"close_range",								\
 	"openat", "openat2", "open", "fstat", "newfstatat", "statx", "stat", "lstat",	\
 	"getdents64", "readlinkat", "readlink", "mkdirat", "mknodat", "fchmodat", "fchmod", \
 	"fchownat", "fchown", "renameat", "renameat2", "unlinkat", "fsync", "fdatasync", \

@@ -135,19 +135,11 @@ bool orh_strv_contains(const struct orh_strv *sv, const char *s)
 	return false;
 }
 
-ssize_t orh_read_file_at(int dirfd, const char *path, char *buf, size_t max)
+/* Read what fd holds, under the contract of orh_read_file_at(). */
+static ssize_t read_bounded(int fd, char *buf, size_t max)
 {
-	_cleanup_close_ int fd = -1;
 	ssize_t r;
 
-	if (max < 2)
-		return -EINVAL;
-	buf[0] = '\0';
-	/* O_NONBLOCK: a FIFO planted where a value should be cannot block us. A directory
-	 * fails the read with EISDIR. */
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
 	do
 		r = read(fd, buf, max - 1);
 	while (r < 0 && errno == EINTR);
@@ -164,9 +156,25 @@ ssize_t orh_read_file_at(int dirfd, const char *path, char *buf, size_t max)
 	return r;
 }
 
-ssize_t orh_read_line_at(int dirfd, const char *path, char *buf, size_t max)
+/* O_NONBLOCK: a FIFO planted where a value should be cannot block us. A directory fails
+ * the read with EISDIR. */
+#define READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+
+ssize_t orh_read_file_at(int dirfd, const char *path, char *buf, size_t max)
 {
-	ssize_t r = orh_read_file_at(dirfd, path, buf, max);
+	_cleanup_close_ int fd = -1;
+
+	if (max < 2)
+		return -EINVAL;
+	buf[0] = '\0';
+	fd = openat(dirfd, path, READ_FLAGS);
+	if (fd < 0)
+		return -errno;
+	return read_bounded(fd, buf, max);
+}
+
+static ssize_t strip_line(char *buf, ssize_t r)
+{
 	char *s;
 	size_t n;
 
@@ -176,6 +184,52 @@ ssize_t orh_read_line_at(int dirfd, const char *path, char *buf, size_t max)
 	n = strlen(s);
 	memmove(buf, s, n + 1);
 	return (ssize_t)n;
+}
+
+ssize_t orh_read_line_at(int dirfd, const char *path, char *buf, size_t max)
+{
+	return strip_line(buf, orh_read_file_at(dirfd, path, buf, max));
+}
+
+void orh_readbatch_flush(struct orh_readbatch *b)
+{
+	size_t i = 0;
+
+	/* descriptors come lowest-free first, so the batch is mostly one ascending run */
+	while (i < b->n) {
+		size_t j = i;
+
+		while (j + 1 < b->n && b->fds[j + 1] == b->fds[j] + 1)
+			j++;
+		if (j == i || close_range((unsigned)b->fds[i], (unsigned)b->fds[j], 0) < 0)
+			for (size_t k = i; k <= j; k++)
+				close(b->fds[k]);
+		i = j + 1;
+	}
+	b->n = 0;
+}
+
+ssize_t orh_read_line_batch(struct orh_readbatch *b, int dirfd, const char *path, char *buf,
+			    size_t max)
+{
+	int fd = -1;
+
+	if (max < 2)
+		return -EINVAL;
+	buf[0] = '\0';
+	if (!b->no_noatime) {
+		fd = openat(dirfd, path, READ_FLAGS | O_NOATIME);
+		if (fd < 0 && errno == EPERM)
+			b->no_noatime = true;
+		else if (fd < 0)
+			return -errno;
+	}
+	if (fd < 0 && (fd = openat(dirfd, path, READ_FLAGS)) < 0)
+		return -errno;
+	if (b->n == ORH_ARRAY_SIZE(b->fds))
+		orh_readbatch_flush(b);
+	b->fds[b->n++] = fd;
+	return strip_line(buf, read_bounded(fd, buf, max));
 }
 
 int orh_read_fd_all(int fd, size_t max, char **out, size_t *len)

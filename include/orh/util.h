@@ -97,6 +97,19 @@ bool orh_strv_contains(const struct orh_strv *sv, const char *s);
 ssize_t orh_read_file_at(int dirfd, const char *path, char *buf, size_t max);
 /* Like orh_read_file_at() but strips one trailing newline and surrounding blanks. */
 ssize_t orh_read_line_at(int dirfd, const char *path, char *buf, size_t max);
+
+/* Many small reads in a row (discovery): the files are opened O_NOATIME where the
+ * kernel allows it, and their descriptors are closed together, with close_range() over
+ * runs of consecutive numbers, when the batch fills or is flushed. Same contract as
+ * orh_read_line_at() otherwise. A zeroed struct is an empty batch. */
+struct orh_readbatch {
+	int fds[64];
+	size_t n;
+	bool no_noatime;  /* O_NOATIME was refused (not the files' owner): stop asking */
+};
+ssize_t orh_read_line_batch(struct orh_readbatch *b, int dirfd, const char *path, char *buf,
+			    size_t max);
+void orh_readbatch_flush(struct orh_readbatch *b);
 /* Read a whole stream/file into a malloc'd, NUL-terminated buffer of at most max bytes.
  * -EFBIG when larger. */
 int orh_read_fd_all(int fd, size_t max, char **out, size_t *len);
