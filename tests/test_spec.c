@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for src/container/spec.c and jsonu64.c: one test per rule of the edit. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
 
 #include "orh/oci.h"
 #include "orh/spec.h"
+#include "orh/apply.h"
 
 /* A plan as the planner makes it for a node with two HCAs. */
 static struct orh_devnode nodes[] = {
@@ -483,4 +485,56 @@ Test(json_u64, make)
 	cr_assert_eq(v, UINT64_MAX);
 	json_decref(a);
 	json_decref(b);
+}
+
+/* /proc/<pid>/net/fib_trie and route, as the live hook reads a container's namespace */
+Test(spec, netns_facts_from_proc_net)
+{
+	static const char trie[] =
+		"Main:\n"
+		"  +-- 0.0.0.0/0 3 0 5\n"
+		"     |-- 0.0.0.0\n"
+		"        /0 universe UNICAST\n"
+		"     +-- 127.0.0.0/8 2 0 2\n"
+		"        +-- 127.0.0.0/31 1 0 0\n"
+		"           |-- 127.0.0.0\n"
+		"              /8 host LOCAL\n"
+		"           |-- 127.0.0.1\n"
+		"              /32 host LOCAL\n"
+		"     +-- 10.88.0.0/16 2 0 2\n"
+		"        |-- 10.88.0.0\n"
+		"           /16 link UNICAST\n"
+		"        |-- 10.88.0.7\n"
+		"           /32 host LOCAL\n"
+		"        |-- 10.88.255.255\n"
+		"           /32 link BROADCAST\n"
+		"     |-- 25.11.128.240\n"
+		"        /32 host LOCAL\n"
+		"Local:\n"
+		"  +-- 0.0.0.0/0 3 0 5\n"
+		"     |-- 10.88.0.7\n"
+		"        /32 host LOCAL\n"
+		"     |-- 25.11.128.240\n"
+		"        /32 host LOCAL\n";
+	static const char route[] =
+		"Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+		"net1\t00000000\t0100580A\t0003\t0\t0\t200\t00000000\t0\t0\t0\n"
+		"eth0\t00000000\t0100580A\t0003\t0\t0\t100\t00000000\t0\t0\t0\n"
+		"eth0\t0000580A\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n";
+	struct orh_netns_info ni;
+	char a[16], b[16];
+
+	memset(&ni, 0, sizeof(ni));
+	orh_netns_parse_fib_trie(trie, &ni);
+	cr_assert_eq(ni.n_addrs, 2, "%zu addresses", ni.n_addrs);
+	inet_ntop(AF_INET, &ni.addrs[0], a, sizeof(a));
+	inet_ntop(AF_INET, &ni.addrs[1], b, sizeof(b));
+	cr_assert_str_eq(a, "10.88.0.7");
+	cr_assert_str_eq(b, "25.11.128.240");
+	orh_netns_parse_route(route, &ni);
+	cr_assert_str_eq(ni.default_if, "eth0", "the lowest metric wins");
+	orh_netns_parse_route("Iface\tDestination\n", &ni);
+	cr_assert_str_eq(ni.default_if, "");
+	orh_netns_parse_fib_trie("garbage\n|-- not-an-address\n/32 host LOCAL\n", &ni);
+	cr_assert_eq(ni.n_addrs, 0);
 }

@@ -156,5 +156,12 @@ struct orh_netns_info {
 /* Read a network namespace's IPv4 addresses and default route (rtnetlink) from a forked
  * child that setns()-es into nspath. */
 int orh_netns_read(const char *nspath, struct orh_netns_info *out, struct orh_err *err);
+/* The same for the namespace process pid is in, from /proc/<pid>/net/route and
+ * /proc/<pid>/net/fib_trie: no child, no namespace change. */
+int orh_netns_read_pid(pid_t pid, struct orh_netns_info *out, struct orh_err *err);
+/* Pure parsers of those two files (exported for tests): the local IPv4 addresses
+ * ("/32 host LOCAL" entries, loopback left out) and the default route's interface. */
+void orh_netns_parse_fib_trie(const char *text, struct orh_netns_info *out);
+void orh_netns_parse_route(const char *text, struct orh_netns_info *out);
 
 #endif

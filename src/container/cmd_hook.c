@@ -104,7 +104,6 @@ static int collect_facts(struct hook *h, struct orh_err *err)
 {
 	const char *ns_path = NULL;
 	bool has_netns = false;
-	char proc_ns[64];
 	int r;
 
 	r = orh_spec_netns(h->spec, &has_netns, &ns_path);
@@ -112,11 +111,9 @@ static int collect_facts(struct hook *h, struct orh_err *err)
 		return orh_fail(err, r, "reading linux.namespaces of the spec");
 	if (!has_netns)
 		return 0;
-	if (!ns_path) {
-		snprintf(proc_ns, sizeof(proc_ns), "/proc/%d/ns/net", (int)h->st.pid);
-		ns_path = proc_ns;
-	}
-	r = orh_netns_read(ns_path, &h->netns, err);
+	/* the container's process is in its network namespace by now, whether the runtime
+	 * made it or joined the spec's path: /proc/<pid>/net shows it */
+	r = orh_netns_read_pid(h->st.pid, &h->netns, err);
 	if (r < 0)
 		return r;
 	h->facts.own_netns = true;

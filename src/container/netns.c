@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What a container's own network namespace holds: its IPv4 addresses and the interface
- * of its default route, read with rtnetlink from a forked child that joined it (the
- * hook itself never changes namespace).
+ * of its default route. The hook never changes namespace: for a running process it reads
+ * /proc/<pid>/net, which shows that process's namespace; for a namespace known only by
+ * its path (a spec edited before the container exists) a forked child joins it and asks
+ * rtnetlink.
  */
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
@@ -183,5 +186,98 @@ int orh_netns_read(const char *nspath, struct orh_netns_info *out, struct orh_er
 	out->default_if[IFNAMSIZ - 1] = '\0';
 	if (out->n_addrs > ORH_NETNS_MAX_ADDRS)
 		out->n_addrs = ORH_NETNS_MAX_ADDRS;
+	return 0;
+}
+
+static void add_addr(struct orh_netns_info *out, struct in_addr a)
+{
+	if ((ntohl(a.s_addr) >> 24) == 127 || out->n_addrs >= ORH_NETNS_MAX_ADDRS)
+		return;
+	for (size_t i = 0; i < out->n_addrs; i++)
+		if (out->addrs[i].s_addr == a.s_addr)
+			return; /* listed in both the main and the local trie */
+	out->addrs[out->n_addrs++] = a;
+}
+
+/* fib_trie lists each prefix as a "|-- a.b.c.d" leaf followed by one line per route
+ * through it; a local address is a leaf with a "/32 host LOCAL" line. */
+void orh_netns_parse_fib_trie(const char *text, struct orh_netns_info *out)
+{
+	struct in_addr leaf = { 0 };
+	bool have_leaf = false;
+
+	out->n_addrs = 0;
+	for (const char *line = text; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char buf[128];
+		const char *t;
+
+		if (len < sizeof(buf)) {
+			memcpy(buf, line, len);
+			buf[len] = '\0';
+			t = buf + strspn(buf, " \t");
+			if (!strncmp(t, "|-- ", 4)) {
+				have_leaf = inet_pton(AF_INET, t + 4, &leaf) == 1;
+			} else if (!strncmp(t, "+-- ", 4)) {
+				have_leaf = false;
+			} else if (have_leaf && !strcmp(t, "/32 host LOCAL")) {
+				add_addr(out, leaf);
+			}
+		}
+		line = end ? end + 1 : NULL;
+	}
+}
+
+void orh_netns_parse_route(const char *text, struct orh_netns_info *out)
+{
+	unsigned best = ~0u;
+	int lineno = 0;
+
+	out->default_if[0] = '\0';
+	for (const char *line = text; line && *line; lineno++) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char buf[512], ifname[IFNAMSIZ];
+		bool is_default;
+		unsigned metric;
+
+		if (lineno > 0 && len < sizeof(buf)) { /* line 0 is the header */
+			memcpy(buf, line, len);
+			buf[len] = '\0';
+			if (orh_parse_route_line(buf, ifname, &is_default, &metric) == 0 && is_default &&
+			    metric < best) {
+				best = metric;
+				memcpy(out->default_if, ifname, IFNAMSIZ);
+			}
+		}
+		line = end ? end + 1 : NULL;
+	}
+}
+
+#define PROC_NET_MAX (4 * 1024 * 1024)
+
+int orh_netns_read_pid(pid_t pid, struct orh_netns_info *out, struct orh_err *err)
+{
+	static const char *const files[] = { "route", "fib_trie" };
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(files); i++) {
+		char path[64];
+		_cleanup_close_ int fd = -1;
+		_cleanup_free_ char *text = NULL;
+
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, files[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return orh_fail(err, errno, "opening '%s': %m", path);
+		if (orh_read_fd_all(fd, PROC_NET_MAX, &text, NULL) < 0)
+			return orh_fail(err, EFBIG, "reading '%s': unreadable or larger than %d bytes",
+					path, PROC_NET_MAX);
+		if (i == 0)
+			orh_netns_parse_route(text, out);
+		else
+			orh_netns_parse_fib_trie(text, out);
+	}
 	return 0;
 }
