@@ -58,22 +58,43 @@ static bool has_token(const char *list, const char *tok)
 	return false;
 }
 
-/* Find the mount of a cgroup hierarchy in /proc/self/mountinfo: fstype "cgroup2", or
- * "cgroup" with `controller` among the super options. Copies mount point and root. */
-static int find_cgroup_mount(const char *fstype, const char *controller, char *mnt,
-			     size_t mnt_size, char *root, size_t root_size)
+/* The two files both grants look in, read once. */
+struct cg_files {
+	char *mountinfo;  /* /proc/self/mountinfo, or NULL when unreadable */
+	char *cgroup;     /* /proc/<pid>/cgroup, or NULL (cg_errno says why) */
+	int cg_errno;
+};
+
+static char *read_small(const char *path, size_t max, int *e)
 {
-	_cleanup_free_ char *buf = NULL;
-	_cleanup_close_ int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	size_t len = 0;
-	char *save = NULL;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf = NULL;
 	int r;
 
-	if (fd < 0)
-		return -errno;
-	r = orh_read_fd_all(fd, MOUNTINFO_MAX, &buf, &len);
-	if (r < 0)
-		return r;
+	if (fd < 0) {
+		*e = errno;
+		return NULL;
+	}
+	r = orh_read_fd_all(fd, max, &buf, NULL);
+	if (r < 0) {
+		*e = -r;
+		return NULL;
+	}
+	return buf;
+}
+
+/* Find the mount of a cgroup hierarchy in mountinfo: fstype "cgroup2", or "cgroup" with
+ * `controller` among the super options. Copies mount point and root. */
+static int find_cgroup_mount(const struct cg_files *cf, const char *fstype,
+			     const char *controller, char *mnt, size_t mnt_size, char *root,
+			     size_t root_size)
+{
+	_cleanup_free_ char *buf = NULL;
+	char *save = NULL;
+
+	if (!cf->mountinfo)
+		return -ENOENT;
+	buf = orh_xstrdup(cf->mountinfo); /* tokenized in place */
 	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *f[5] = { NULL }, *right = strstr(line, " - ");
 		char *type, *super, *save2 = NULL;
@@ -102,22 +123,15 @@ static int find_cgroup_mount(const char *fstype, const char *controller, char *m
 }
 
 /* The cgroup path of pid for a v1 controller, or for v2 when controller is NULL. */
-static int proc_cgroup_path(pid_t pid, const char *controller, char *out, size_t size)
+static int proc_cgroup_path(const struct cg_files *cf, const char *controller, char *out,
+			    size_t size)
 {
-	char path[64];
 	_cleanup_free_ char *buf = NULL;
-	_cleanup_close_ int fd = -1;
-	size_t len = 0;
 	char *save = NULL;
-	int r;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = orh_read_fd_all(fd, PROC_CGROUP_MAX, &buf, &len);
-	if (r < 0)
-		return r;
+	if (!cf->cgroup)
+		return -cf->cg_errno;
+	buf = orh_xstrdup(cf->cgroup);
 	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *c1 = strchr(line, ':'), *c2;
 
@@ -159,17 +173,17 @@ static int open_cgroup_dir(const char *mnt, const char *mroot, const char *path,
 
 /* ---- cgroup v1 ------------------------------------------------------------------- */
 
-static int grant_v1(pid_t pid, const struct orh_devnode *nodes, size_t n, bool *done,
-		    struct orh_err *err)
+static int grant_v1(const struct cg_files *cf, pid_t pid, const struct orh_devnode *nodes,
+		    size_t n, bool *done, struct orh_err *err)
 {
 	char mnt[PATH_MAX], mroot[PATH_MAX], path[PATH_MAX];
 	_cleanup_close_ int cgfd = -1;
 	_cleanup_close_ int afd = -1;
 	int r;
 
-	if (find_cgroup_mount("cgroup", "devices", mnt, sizeof(mnt), mroot, sizeof(mroot)) < 0)
+	if (find_cgroup_mount(cf, "cgroup", "devices", mnt, sizeof(mnt), mroot, sizeof(mroot)) < 0)
 		return 0; /* no v1 devices controller mounted */
-	r = proc_cgroup_path(pid, "devices", path, sizeof(path));
+	r = proc_cgroup_path(cf, "devices", path, sizeof(path));
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
@@ -382,16 +396,16 @@ int orh_cgroup_v2_grant_fd(int cgfd, const struct orh_devnode *nodes, size_t n,
 	return 0;
 }
 
-static int grant_v2(pid_t pid, const struct orh_devnode *nodes, size_t n,
-		    struct orh_cgroup_result *res, struct orh_err *err)
+static int grant_v2(const struct cg_files *cf, pid_t pid, const struct orh_devnode *nodes,
+		    size_t n, struct orh_cgroup_result *res, struct orh_err *err)
 {
 	char mnt[PATH_MAX], mroot[PATH_MAX], path[PATH_MAX];
 	_cleanup_close_ int cgfd = -1;
 	int r;
 
-	if (find_cgroup_mount("cgroup2", NULL, mnt, sizeof(mnt), mroot, sizeof(mroot)) < 0)
+	if (find_cgroup_mount(cf, "cgroup2", NULL, mnt, sizeof(mnt), mroot, sizeof(mroot)) < 0)
 		return 0; /* no v2 hierarchy mounted */
-	r = proc_cgroup_path(pid, NULL, path, sizeof(path));
+	r = proc_cgroup_path(cf, NULL, path, sizeof(path));
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
@@ -412,11 +426,20 @@ int orh_cgroup_grant(pid_t pid, const struct orh_devnode *nodes, size_t n,
 {
 	int r;
 
+	struct cg_files cf = { 0 };
+	char path[64];
+	int e = 0;
+
 	*res = (struct orh_cgroup_result){ 0 };
 	if (n == 0)
 		return 0;
-	r = grant_v1(pid, nodes, n, &res->v1, err);
-	if (r < 0)
-		return r;
-	return grant_v2(pid, nodes, n, res, err);
+	cf.mountinfo = read_small("/proc/self/mountinfo", MOUNTINFO_MAX, &e);
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	cf.cgroup = read_small(path, PROC_CGROUP_MAX, &cf.cg_errno);
+	r = grant_v1(&cf, pid, nodes, n, &res->v1, err);
+	if (r == 0)
+		r = grant_v2(&cf, pid, nodes, n, res, err);
+	free(cf.mountinfo);
+	free(cf.cgroup);
+	return r;
 }
