@@ -20,17 +20,15 @@ void orh_log_open(const char *ident, bool use_syslog)
 
 void orh_log(int priority, const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: %s", log_ident,
-		priority <= LOG_ERR ? "error: " : priority == LOG_WARNING ? "warning: " : "");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(msg, sizeof(msg), fmt, ap); /* longer messages are cut, never split */
 	va_end(ap);
-	if (log_syslog) {
-		va_start(ap, fmt);
-		vsyslog(priority, fmt, ap);
-		va_end(ap);
-	}
+	/* one write a line: stderr is unbuffered, and lines of parallel hooks must not mix */
+	fprintf(stderr, "%s: %s%s\n", log_ident,
+		priority <= LOG_ERR ? "error: " : priority == LOG_WARNING ? "warning: " : "", msg);
+	if (log_syslog)
+		syslog(priority, "%s", msg);
 }

@@ -154,7 +154,10 @@ static int rootfs_of(const struct hook *h, char *out, size_t size, bool *readonl
 	return 0;
 }
 
-static void log_memlock(const struct hook *h, const struct orh_memlock_result *m)
+/* What the memlock step did, for the summary line; a warning of its own when the hard
+ * limit could not be raised. */
+static void memlock_text(const struct hook *h, const struct orh_memlock_result *m, char *out,
+			 size_t size)
 {
 	char soft[32], hard[32];
 
@@ -167,10 +170,11 @@ static void log_memlock(const struct hook *h, const struct orh_memlock_result *m
 			"container %s: memlock hard limit cannot be raised here (no "
 			"CAP_SYS_RESOURCE); soft limit raised to the hard limit: %s/%s bytes",
 			cid(h), soft, hard);
-	else
-		orh_log(LOG_INFO, "container %s: memlock %s: %s/%s bytes", cid(h),
-			m->outcome == ORH_MEMLOCK_ALREADY ? "already high enough" : "raised", soft,
-			hard);
+	snprintf(out, size, "memlock %s: %s/%s bytes",
+		 m->outcome == ORH_MEMLOCK_ALREADY ? "already high enough"
+		 : m->outcome == ORH_MEMLOCK_SOFT_ONLY ? "soft limit raised"
+						       : "raised",
+		 soft, hard);
 }
 
 static int apply(struct hook *h)
@@ -184,6 +188,7 @@ static int apply(struct hook *h)
 	struct orh_ncclconf_result nres;
 	struct orh_memlock_result mres;
 	const struct orh_plan *p = &h->plan;
+	char memlock[192] = "";
 
 	if (rootfs_of(h, rootfs, sizeof(rootfs), &readonly, &err) < 0 ||
 	    orh_rootfs_open_container(h->st.pid, rootfs, &rootfd, &err) < 0)
@@ -192,23 +197,15 @@ static int apply(struct hook *h)
 	if (orh_devices_apply(rootfd, h->st.pid, h->ctx->sysroot, p->nodes, p->n_nodes, &dres,
 			      &err) < 0)
 		return failed(h, "device nodes", &err);
-	orh_log(LOG_INFO, "container %s: %zu device nodes: %u created, %u already there, %u bound",
-		cid(h), p->n_nodes, dres.created, dres.kept, dres.bound);
-
 	if (orh_cgroup_grant(h->st.pid, p->nodes, p->n_nodes, &cres, &err) < 0)
 		return failed(h, "device cgroup", &err);
-	orh_log(LOG_INFO, "container %s: device cgroup: v1 %s, v2 %s", cid(h),
-		cres.v1 ? "granted" : "not used",
-		cres.v2_progs ? "programs extended" : cres.v2_open ? "no program" : "unchanged");
-
 	if (p->set_memlock) {
 		if (orh_spec_has_rlimit(h->spec, "RLIMIT_MEMLOCK")) {
-			orh_log(LOG_INFO, "container %s: the spec sets RLIMIT_MEMLOCK; left as given",
-				cid(h));
+			snprintf(memlock, sizeof(memlock), "the spec sets RLIMIT_MEMLOCK; left as given");
 		} else {
 			if (orh_memlock_apply(h->st.pid, p->memlock, &mres, &err) < 0)
 				return failed(h, "memlock", &err);
-			log_memlock(h, &mres);
+			memlock_text(h, &mres, memlock, sizeof(memlock));
 		}
 	}
 
@@ -216,9 +213,15 @@ static int apply(struct hook *h)
 	if (orh_ncclconf_apply(rootfd, h->st.pid, readonly, h->state_dir[0] ? h->state_dir : NULL,
 			       p->env, p->n_env, &nres, &err) < 0)
 		return failed(h, "/etc/nccl.conf", &err);
-	orh_log(LOG_INFO, "container %s: /etc/nccl.conf: %zu settings added%s%s", cid(h),
-		nres.added, nres.bind_mounted ? ", bind-mounted from " : "",
-		nres.bind_mounted ? nres.generated : "");
+	/* one line for the whole start */
+	orh_log(LOG_INFO,
+		"container %s: %zu device nodes: %u created, %u already there, %u bound; "
+		"device cgroup: v1 %s, v2 %s; %s%s/etc/nccl.conf: %zu settings added%s%s",
+		cid(h), p->n_nodes, dres.created, dres.kept, dres.bound,
+		cres.v1 ? "granted" : "not used",
+		cres.v2_progs ? "programs extended" : cres.v2_open ? "no program" : "unchanged",
+		memlock, memlock[0] ? "; " : "", nres.added,
+		nres.bind_mounted ? ", bind-mounted from " : "", nres.bind_mounted ? nres.generated : "");
 	return ORH_EXIT_OK;
 }
 
