@@ -47,6 +47,8 @@ class Bench:
         self.quick = args.quick
         self.hook = os.path.abspath(args.hook)
         self.harness = os.path.abspath(args.harness)
+        self.readfiles = os.path.abspath(args.readfiles) if args.readfiles else None
+        self.floor_notes = []  # text under the budget table
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         self.work = tempfile.mkdtemp(prefix="orh-bench.", dir=base)
         os.chmod(self.work, 0o755)
@@ -118,6 +120,32 @@ class Bench:
                 if "AT_FDCWD" not in line or node in line:
                     n += 1
         return n
+
+    def files_read(self, node):
+        """The files `env` opens and reads under the sysroot, in order (strace -y), or None."""
+        if not self.strace:
+            return None
+        out = self.p("strace-y.out")
+        subprocess.run([self.strace, "-qq", "-y", "-e", "trace=openat,read", "-o", out]
+                       + self.hook_argv(node, "env"),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        opened, files = {}, []
+        with open(out) as f:
+            for line in f:
+                # openat(DIRFD<dir>, "rel", FLAGS) = FD</the/file>
+                m = re.match(r'openat\((?:AT_FDCWD|\d+)<([^>]*)>, "([^"]*)", ([A-Z_|]+)\) '
+                             r'= (\d+)<([^>]*)>', line)
+                if m:
+                    base, rel, flags, fd, path = m.groups()
+                    if "O_DIRECTORY" not in flags and "O_PATH" not in flags:
+                        opened[fd] = (base, rel, path)
+                    continue
+                m = re.match(r"read\((\d+)<", line)
+                if m and m.group(1) in opened:
+                    base, rel, path = opened.pop(m.group(1))
+                    if os.path.realpath(path).startswith(os.path.realpath(node)):
+                        files.append((base, rel))
+        return files
 
     def syscalls(self, node):
         """System calls of one `env` run (strace -c): (total, [(name, calls)...])."""
@@ -202,10 +230,51 @@ class Bench:
             self.sections[-1] += (
                 f"\n\n`env` on the scale node makes {sc[0]} system calls (strace -c): "
                 + ", ".join(f"{name} {n}" for name, n in sc[1][:8]) + ".")
+        self.env_floor()
         v = r["vs"]["scale"]
         self.budgets.append(("`env` on the scale node vs `/bin/true`",
                              f"wall {ratio_ci(v, 2)}, CPU {ratio_ci(v, 2, 'cpu_')}",
                              f"<= {BUDGET_ENV_RATIO:g}x", worst(v) <= BUDGET_ENV_RATIO))
+
+    def env_floor(self):
+        """What reading the scale node's files costs by itself: bench/readfiles.c, side by
+        side with /bin/true and the hook."""
+        files = self.files_read(self.nodes["scale"])
+        if not files or not self.readfiles:
+            return
+        lst = self.p("scale-files.txt")
+        with open(lst, "w") as f:
+            f.write("".join(f"{base}\t{rel}\n" for base, rel in files))
+        log("1b. the floor: the same files read by a bare loop")
+        r = self.harness_run([("true", [], ["/bin/true"]),
+                              ("readfiles", [], [self.readfiles, lst]),
+                              ("env", [], self.hook_argv(self.nodes["scale"], "env"))],
+                             rounds=self.n(300, 60), warmup=5, max_s=self.n(40, 10))
+        t, f_, e = r["true"], r["readfiles"], r["env"]
+        vf, ve = r["vs"]["readfiles"], r["vs"]["env"]
+        rows = [("`/bin/true` (baseline)", fmt_ms(t), fmt_ms(t, "cpu_"), "1", "1", ""),
+                (f"`readfiles`: the {len(files)} files `env` reads, opened, read and closed "
+                 "by a bare static loop", fmt_ms(f_), fmt_ms(f_, "cpu_"), ratio_ci(vf, 2),
+                 ratio_ci(vf, 2, "cpu_"), f"{vf['diff_us'] / 1000:.2f} / {vf['cpu_diff_us'] / 1000:.2f}"),
+                ("`env` on the scale node", fmt_ms(e), fmt_ms(e, "cpu_"), ratio_ci(ve, 2),
+                 ratio_ci(ve, 2, "cpu_"), f"{ve['diff_us'] / 1000:.2f} / {ve['cpu_diff_us'] / 1000:.2f}")]
+        per_file = (vf["diff_us"]) / len(files) if files else 0
+        self.sections.append(
+            f"### 1b. The floor under part 1: the files alone ({int(t['rounds'])} rounds)\n\n"
+            + md_table(["command", "wall ms (p10–p90)", "CPU ms (p10–p90)", "wall ratio (95% CI)",
+                        "CPU ratio (95% CI)", "over `/bin/true` ms, wall / CPU"], rows)
+            + f"\n\n`bench/readfiles.c` opens, reads and closes the files `env` read on the "
+              f"scale node (strace -y), one after the other, by the same paths relative to the "
+              f"same directories, and does nothing else; it is linked statically, like the hook. Its time over `/bin/true` is what this "
+              f"machine charges for those reads alone: {per_file:.1f} µs a file here. The plan "
+              f"needs them: per ACTIVE RoCE port its state, link layer and net device, and the "
+              f"GID entry of the chosen index with its type; the first port's walk to that "
+              f"index; per device its uverbs node.")
+        self.floor_notes.append(
+            f"Floor of the `env` budget on this machine: reading the {len(files)} files the "
+            f"plan needs, and nothing else, costs {vf['ratio']:.2f}x `/bin/true` wall "
+            f"({vf['cpu_ratio']:.2f}x CPU), {per_file:.1f} µs a file (part 1b); the hook "
+            f"takes {ve['ratio']:.2f}x.")
 
     # ------------------------------------------------------------------ containers
     def make_rootfs(self, d):
@@ -460,6 +529,7 @@ class Bench:
             "",
             md_table(["budget", "measured", "limit", "result"],
                      [(n, m, l, "PASS" if ok else "**FAIL**") for n, m, l, ok in self.budgets]),
+            *(["", *self.floor_notes] if self.floor_notes else []),
             "",
             "## Measurements",
             "",
@@ -540,6 +610,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--hook", required=True)
     ap.add_argument("--harness", required=True)
+    ap.add_argument("--readfiles", help="bench/readfiles.c, built static: the floor of part 1")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--output", default=os.path.join(REPO, "docs", "PERFORMANCE.md"))

@@ -58,5 +58,10 @@ meson compile -C "$build" oci-rdma-hook >/dev/null
 if [ ! -x "$build/bench-harness" ] || [ bench/harness.c -nt "$build/bench-harness" ]; then
 	cc -O2 -Wall -Wextra -o "$build/bench-harness" bench/harness.c -lm
 fi
+# linked like the hook (statically), so that the two start alike
+if [ ! -x "$build/bench-readfiles" ] || [ bench/readfiles.c -nt "$build/bench-readfiles" ]; then
+	cc -O2 -Wall -Wextra -static -o "$build/bench-readfiles" bench/readfiles.c
+fi
 
-exec python3 bench/bench.py --hook "$build/src/oci-rdma-hook" --harness "$build/bench-harness" "$@"
+exec python3 bench/bench.py --hook "$build/src/oci-rdma-hook" --harness "$build/bench-harness" \
+	--readfiles "$build/bench-readfiles" "$@"
