@@ -106,16 +106,19 @@ class Bench:
     def hook_argv(self, node, *cmd):
         return [self.hook, "--sysroot", node, "--config", self.p("default.conf"), *cmd]
 
+    def strace_env(self, node, name, *opts):
+        """Run `env` on node under strace with opts; the path of its output."""
+        out = self.p(name)
+        subprocess.run([self.strace, "-qq", *opts, "-o", out] + self.hook_argv(node, "env"),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        return out
+
     def sysfs_opens(self, node):
         """Files and directories the hook opens under the sysroot (strace), or None."""
         if not self.strace:
             return None
-        out = self.p("strace.out")
-        subprocess.run([self.strace, "-f", "-qq", "-e", "trace=openat,open", "-o", out]
-                       + self.hook_argv(node, "env"),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         n = 0
-        with open(out) as f:
+        with open(self.strace_env(node, "strace.out", "-f", "-e", "trace=openat,open")) as f:
             for line in f:
                 if "AT_FDCWD" not in line or node in line:
                     n += 1
@@ -125,10 +128,7 @@ class Bench:
         """The files `env` opens and reads under the sysroot, in order (strace -y), or None."""
         if not self.strace:
             return None
-        out = self.p("strace-y.out")
-        subprocess.run([self.strace, "-qq", "-y", "-e", "trace=openat,read", "-o", out]
-                       + self.hook_argv(node, "env"),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        out = self.strace_env(node, "strace-y.out", "-y", "-e", "trace=openat,read")
         opened, files = {}, []
         with open(out) as f:
             for line in f:

@@ -82,6 +82,15 @@ static void add_gid(struct orh_port *p, unsigned index, const char *gid, enum or
 		memcpy(&g->ipv4, g->raw + 12, 4);
 }
 
+/* An IPv4-mapped entry for 25.11.x.y, x.y = host. */
+static void add_ipv4(struct orh_port *p, unsigned index, unsigned host, enum orh_gid_type t)
+{
+	char gid[64];
+
+	snprintf(gid, sizeof(gid), "0000:0000:0000:0000:0000:ffff:190b:%04x", host);
+	add_gid(p, index, gid, t);
+}
+
 /* The standard RoCE layout: 0/1 link-local v1/v2, 2/3 IPv4 v1/v2 (seed 001). */
 static struct orh_port *roce_port(struct orh_device *d, const char *netdev, unsigned last_octet)
 {
@@ -113,6 +122,16 @@ static bool warned(const char *needle)
 		if (strstr(plan.warnings.v[i], needle))
 			return true;
 	return false;
+}
+
+/* Device mlx5_<i> (Mellanox, mlx5_core); its net device's name, eth<i + 1>, in nd. */
+static struct orh_device *nth_dev(unsigned i, char nd[16])
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "mlx5_%u", i);
+	snprintf(nd, 16, "eth%u", i + 1);
+	return add_dev(name, 0x15b3, "mlx5_core");
 }
 
 /* The 9-NIC node of seed 001. */
@@ -228,12 +247,10 @@ Test(plan, rule3_exact_names_avoid_prefix_match)
 
 Test(plan, rule3_at_most_32_entries)
 {
-	char name[16], nd[16];
+	char nd[16];
 
 	for (unsigned i = 0; i < 17; i++) {
-		snprintf(name, sizeof(name), "mlx5_%u", i);
-		snprintf(nd, sizeof(nd), "eth%u", i + 1);
-		struct orh_device *d = add_dev(name, 0x15b3, "mlx5_core");
+		struct orh_device *d = nth_dev(i, nd);
 		roce_port(d, nd, i);
 		roce_port(d, nd, i);
 	}
@@ -252,7 +269,7 @@ Test(plan, rule4_differing_indices_leave_gid_unset)
 	(void)a;
 	add_gid(b, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c921", ORH_GID_TYPE_IB_ROCE_V1);
 	add_gid(b, 1, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c921", ORH_GID_TYPE_ROCE_V2);
-	add_gid(b, 5, "0000:0000:0000:0000:0000:ffff:190b:8022", ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(b, 5, 0x8022, ORH_GID_TYPE_ROCE_V2);
 	build(NULL);
 	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:1");
 	cr_assert_null(env("NCCL_IB_GID_INDEX"));
@@ -286,8 +303,8 @@ Test(plan, rule4_container_address_wins)
 	struct in_addr a;
 	struct orh_container_facts f = { .own_netns = true, .netns_default_if = "net1" };
 
-	add_gid(p, 4, "0000:0000:0000:0000:0000:ffff:190b:80f0", ORH_GID_TYPE_IB_ROCE_V1);
-	add_gid(p, 5, "0000:0000:0000:0000:0000:ffff:190b:80f0", ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(p, 4, 0x80f0, ORH_GID_TYPE_IB_ROCE_V1);
+	add_ipv4(p, 5, 0x80f0, ORH_GID_TYPE_ROCE_V2);
 	inet_pton(AF_INET, "25.11.128.240", &a);
 	f.addrs = &a;
 	f.n_addrs = 1;
@@ -405,19 +422,17 @@ Test(plan, memlock_from_config)
 
 Test(plan, rule4_only_ports_in_nccl_ib_hca_decide_the_index)
 {
-	char name[16], nd[16];
+	char nd[16];
 
 	for (unsigned i = 0; i < 16; i++) {
-		snprintf(name, sizeof(name), "mlx5_%u", i);
-		snprintf(nd, sizeof(nd), "eth%u", i + 1);
-		struct orh_device *d = add_dev(name, 0x15b3, "mlx5_core");
+		struct orh_device *d = nth_dev(i, nd);
 		roce_port(d, nd, i);
 		roce_port(d, nd, i);
 	}
 	/* a 33rd port, beyond NCCL_IB_HCA's 32 entries, with its IPv4 v2 GID at index 5 */
 	struct orh_port *p = add_port(add_dev("mlx5_16", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth17");
 	add_gid(p, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c9ff", ORH_GID_TYPE_ROCE_V2);
-	add_gid(p, 5, "0000:0000:0000:0000:0000:ffff:190b:80ff", ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(p, 5, 0x80ff, ORH_GID_TYPE_ROCE_V2);
 	build(NULL);
 	cr_assert(warned("mlx5_16:1 left out: NCCL_IB_HCA holds at most 32 entries"));
 	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "3");
@@ -429,12 +444,12 @@ Test(plan, rule4_lowest_index_that_fits_every_port)
 	/* a's first wanted entry is 3 and b's is 5, but both hold one at 5 */
 	struct orh_port *a = roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
 	struct orh_port *b = add_port(add_dev("mlx5_2", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth2");
-	add_gid(a, 5, "0000:0000:0000:0000:0000:ffff:190b:8030", ORH_GID_TYPE_ROCE_V2);
-	add_gid(a, 7, "0000:0000:0000:0000:0000:ffff:190b:8031", ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(a, 5, 0x8030, ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(a, 7, 0x8031, ORH_GID_TYPE_ROCE_V2);
 	add_gid(b, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c921", ORH_GID_TYPE_ROCE_V2);
-	add_gid(b, 3, "0000:0000:0000:0000:0000:ffff:190b:8022", ORH_GID_TYPE_IB_ROCE_V1);
-	add_gid(b, 5, "0000:0000:0000:0000:0000:ffff:190b:8022", ORH_GID_TYPE_ROCE_V2);
-	add_gid(b, 7, "0000:0000:0000:0000:0000:ffff:190b:8023", ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(b, 3, 0x8022, ORH_GID_TYPE_IB_ROCE_V1);
+	add_ipv4(b, 5, 0x8022, ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(b, 7, 0x8023, ORH_GID_TYPE_ROCE_V2);
 	build(NULL);
 	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "5");
 	cr_assert_null(env("NCCL_IB_ROCE_VERSION_NUM"));
@@ -451,11 +466,11 @@ Test(plan, rule4_the_order_of_ports_does_not_change_the_index)
 	struct orh_port *a = roce_port(add_dev("mlx5_2", 0x15b3, "mlx5_core"), "eth2", 2);
 	struct orh_port *c = roce_port(add_dev("mlx5_3", 0x15b3, "mlx5_core"), "eth3", 3);
 	add_gid(b, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c921", ORH_GID_TYPE_ROCE_V2);
-	add_gid(b, 5, "0000:0000:0000:0000:0000:ffff:190b:8022", ORH_GID_TYPE_ROCE_V2);
-	add_gid(b, 9, "0000:0000:0000:0000:0000:ffff:190b:8023", ORH_GID_TYPE_ROCE_V2);
-	add_gid(a, 9, "0000:0000:0000:0000:0000:ffff:190b:8030", ORH_GID_TYPE_ROCE_V2);
-	add_gid(c, 7, "0000:0000:0000:0000:0000:ffff:190b:8040", ORH_GID_TYPE_ROCE_V2);
-	add_gid(c, 9, "0000:0000:0000:0000:0000:ffff:190b:8041", ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(b, 5, 0x8022, ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(b, 9, 0x8023, ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(a, 9, 0x8030, ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(c, 7, 0x8040, ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(c, 9, 0x8041, ORH_GID_TYPE_ROCE_V2);
 	build(NULL);
 	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "9");
 }
@@ -466,10 +481,10 @@ Test(plan, rule4_port_without_any_wanted_gid_does_not_block_the_others)
 	struct orh_port *a = roce_port(add_dev("mlx5_1", 0x15b3, "mlx5_core"), "eth1", 2);
 	struct orh_port *b = add_port(add_dev("mlx5_2", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth2");
 	struct orh_port *c = add_port(add_dev("mlx5_3", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth3");
-	add_gid(a, 5, "0000:0000:0000:0000:0000:ffff:190b:8030", ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(a, 5, 0x8030, ORH_GID_TYPE_ROCE_V2);
 	add_gid(b, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c921", ORH_GID_TYPE_ROCE_V2);
-	add_gid(b, 3, "0000:0000:0000:0000:0000:ffff:190b:8022", ORH_GID_TYPE_IB_ROCE_V1);
-	add_gid(c, 5, "0000:0000:0000:0000:0000:ffff:190b:8040", ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(b, 3, 0x8022, ORH_GID_TYPE_IB_ROCE_V1);
+	add_ipv4(c, 5, 0x8040, ORH_GID_TYPE_ROCE_V2);
 	build(NULL);
 	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_3:1");
 	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "5");
@@ -478,13 +493,11 @@ Test(plan, rule4_port_without_any_wanted_gid_does_not_block_the_others)
 
 Test(plan, rule4_a_port_left_out_lets_the_next_one_into_nccl_ib_hca)
 {
-	char name[16], nd[16];
+	char nd[16];
 
 	/* 32 ports, the 5th without a wanted GID, then a 33rd that fits: it takes the place */
 	for (unsigned i = 0; i < 33; i++) {
-		snprintf(name, sizeof(name), "mlx5_%u", i);
-		snprintf(nd, sizeof(nd), "eth%u", i + 1);
-		struct orh_device *d = add_dev(name, 0x15b3, "mlx5_core");
+		struct orh_device *d = nth_dev(i, nd);
 		if (i == 4) {
 			struct orh_port *p = add_port(d, 4, ORH_LL_ETHERNET, nd);
 			add_gid(p, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c9ff", ORH_GID_TYPE_ROCE_V2);
@@ -507,9 +520,9 @@ Test(plan, rule4_container_entries_must_agree_too)
 	struct in_addr addrs[2];
 	struct orh_container_facts f = { .own_netns = true, .netns_default_if = "net1" };
 
-	add_gid(a, 5, "0000:0000:0000:0000:0000:ffff:190b:80f0", ORH_GID_TYPE_ROCE_V2);
-	add_gid(b, 5, "0000:0000:0000:0000:0000:ffff:190b:80e0", ORH_GID_TYPE_ROCE_V2);
-	add_gid(b, 7, "0000:0000:0000:0000:0000:ffff:190b:80f1", ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(a, 5, 0x80f0, ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(b, 5, 0x80e0, ORH_GID_TYPE_ROCE_V2);
+	add_ipv4(b, 7, 0x80f1, ORH_GID_TYPE_ROCE_V2);
 	inet_pton(AF_INET, "25.11.128.240", &addrs[0]);
 	inet_pton(AF_INET, "25.11.128.241", &addrs[1]);
 	f.addrs = addrs;
@@ -530,15 +543,13 @@ Test(plan, rule4_search_matches_the_definition_on_random_tables)
 	for (int round = 0; round < 300; round++) {
 		unsigned n_ports = 1 + (unsigned)(rand_r(&seed) % 6);
 		bool wanted[6][16] = { { false } };
-		char name[16], nd[16], gid[64];
+		char nd[16], gid[64];
 		int expect = -1;
 
 		teardown();
 		setup();
 		for (unsigned i = 0; i < n_ports; i++) {
-			snprintf(name, sizeof(name), "mlx5_%u", i);
-			snprintf(nd, sizeof(nd), "eth%u", i + 1);
-			struct orh_port *p = add_port(add_dev(name, 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, nd);
+			struct orh_port *p = add_port(nth_dev(i, nd), 4, ORH_LL_ETHERNET, nd);
 			for (unsigned idx = 0; idx < 16; idx++) {
 				unsigned roll = (unsigned)rand_r(&seed) % 10;
 
