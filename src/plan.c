@@ -288,102 +288,117 @@ static int lowest_common(struct gid_search *s, const struct roce *r, size_t n, s
 	}
 }
 
+/* Per port of the plan: its inventory entry, and its container entry once looked up. */
+struct hca_ctx {
+	struct gid_search s;
+	struct orh_plan *plan;
+	struct orh_port **port;
+	int *fixed;
+	bool *known;
+};
+
+static int fixed_of(struct hca_ctx *h, size_t k)
+{
+	if (!h->known[k]) {
+		h->fixed[k] = container_entry(&h->s, h->port[k]);
+		h->known[k] = true;
+	}
+	return h->fixed[k];
+}
+
+/* NCCL_IB_HCA as things stand (rule 3): the first 32 used ports, in plan order. */
+static size_t window(const struct orh_plan *plan, size_t w[NCCL_MAX_HCA])
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < plan->n_ports && n < NCCL_MAX_HCA; k++)
+		if (plan->ports[k].used)
+			w[n++] = k;
+	return n;
+}
+
 /* Which ports make NCCL_IB_HCA (rule 3) and their GID indices (rule 4). */
 static void choose_hca(const struct orh_config *cfg, struct orh_inventory *inv,
 		       const struct orh_container_facts *facts, struct orh_plan *plan)
 {
-	struct gid_search s = {
-		.inv = inv,
-		.want = { .family = cfg->gid_family, .roce_version = cfg->roce_version },
-		.facts = facts,
+	size_t n_alloc = plan->n_ports ? plan->n_ports : 1, w[NCCL_MAX_HCA], nw, n, k = 0, empty;
+	struct hca_ctx h = {
+		.s = {
+			.inv = inv,
+			.want = { .family = cfg->gid_family, .roce_version = cfg->roce_version },
+			.facts = facts,
+			.plan = plan,
+			.family = cfg->gid_family == AF_INET ? "IPv4" : "IPv6",
+			.roce_version = cfg->roce_version,
+		},
 		.plan = plan,
-		.family = cfg->gid_family == AF_INET ? "IPv4" : "IPv6",
-		.roce_version = cfg->roce_version,
+		.port = orh_xcalloc(n_alloc, sizeof(*h.port)),
+		.fixed = orh_xcalloc(n_alloc, sizeof(*h.fixed)),
+		.known = orh_xcalloc(n_alloc, sizeof(*h.known)),
 	};
-	struct orh_port **port_of = orh_xcalloc(plan->n_ports ? plan->n_ports : 1, sizeof(*port_of));
-	bool *known = orh_xcalloc(plan->n_ports ? plan->n_ports : 1, sizeof(*known));
-	int *fixed = orh_xcalloc(plan->n_ports ? plan->n_ports : 1, sizeof(*fixed));
 	struct roce r[NCCL_MAX_HCA];
-	size_t n, k = 0, empty;
-	int common = NONE;
+	int common;
 
 	for (size_t d = 0; d < inv->n_devs; d++)
 		for (size_t p = 0; p < inv->devs[d].n_ports; p++)
-			port_of[k++] = &inv->devs[d].ports[p];
+			h.port[k++] = &inv->devs[d].ports[p];
 
+	/* One index for the RoCE ports of the window; a port with no wanted entry at all
+	 * leaves, and the next used port takes its place. */
 	for (;;) {
-		/* the window: the first 32 used ports; its RoCE ones go into r */
-		size_t in_hca = 0;
-
+		nw = window(plan, w);
 		n = 0;
-		for (k = 0; k < plan->n_ports && in_hca < NCCL_MAX_HCA; k++) {
-			if (!plan->ports[k].used)
-				continue;
-			in_hca++;
-			if (port_of[k]->link_layer != ORH_LL_ETHERNET)
-				continue;
-			if (!known[k]) {
-				fixed[k] = container_entry(&s, port_of[k]);
-				known[k] = true;
-			}
-			r[n++] = (struct roce){ .k = k, .port = port_of[k], .fixed = fixed[k] };
-		}
-		common = lowest_common(&s, r, n, &empty);
+		for (size_t i = 0; i < nw; i++)
+			if (h.port[w[i]]->link_layer == ORH_LL_ETHERNET)
+				r[n++] = (struct roce){ .k = w[i], .port = h.port[w[i]],
+							.fixed = fixed_of(&h, w[i]) };
+		common = lowest_common(&h.s, r, n, &empty);
 		if (common != NONE || empty == n)
 			break;
-		leave_out_no_gid(&s, &plan->ports[r[empty].k]); /* and look again */
+		leave_out_no_gid(&h.s, &plan->ports[r[empty].k]);
 	}
 	if (common != NONE) {
 		for (size_t i = 0; i < n; i++)
 			set_index(&plan->ports[r[i].k], common, r[i].fixed);
 	} else {
-		/* No single index: each RoCE port in the window takes its own (the container's
-		 * entry, else its first wanted one). A port without any leaves the window, which
-		 * may let a later port in: walk it again. */
-		size_t in_hca = 0;
+		/* None fits them all: each RoCE port takes its own (the container's entry, else
+		 * its first wanted one); one without any leaves, and the window moves on. */
+		bool moved;
 
-		for (k = 0; k < plan->n_ports && in_hca < NCCL_MAX_HCA; k++) {
-			struct orh_port_choice *c = &plan->ports[k];
+		do {
+			moved = false;
+			nw = window(plan, w);
+			for (size_t i = 0; i < nw && !moved; i++) {
+				struct orh_port_choice *c = &plan->ports[w[i]];
+				int fixed, idx;
 
-			if (!c->used)
-				continue;
-			in_hca++;
-			if (port_of[k]->link_layer != ORH_LL_ETHERNET || c->gid_index != NONE)
-				continue;
-			if (!known[k]) {
-				fixed[k] = container_entry(&s, port_of[k]);
-				known[k] = true;
+				if (h.port[w[i]]->link_layer != ORH_LL_ETHERNET || c->gid_index != NONE)
+					continue;
+				fixed = fixed_of(&h, w[i]);
+				idx = fixed != NONE ? fixed : next_wanted(&h.s, h.port[w[i]], 0);
+				if (idx != NONE) {
+					set_index(c, idx, fixed);
+				} else {
+					leave_out_no_gid(&h.s, c);
+					moved = true;
+				}
 			}
-			if (fixed[k] != NONE || (c->gid_index = next_wanted(&s, port_of[k], 0)) != NONE) {
-				set_index(c, fixed[k] != NONE ? fixed[k] : c->gid_index, fixed[k]);
-				continue;
-			}
-			leave_out_no_gid(&s, c);
-			k = (size_t)-1; /* from the start: ++k makes it 0 */
-			in_hca = 0;
-		}
+		} while (moved);
 	}
-	/* Rule 3's limit: past the window, nothing more is read. */
-	{
-		size_t in_hca = 0;
+	/* Rule 3's limit: used ports past the window are left out, unread. */
+	nw = window(plan, w);
+	for (k = nw ? w[nw - 1] + 1 : plan->n_ports; k < plan->n_ports; k++) {
+		struct orh_port_choice *c = &plan->ports[k];
 
-		for (k = 0; k < plan->n_ports; k++) {
-			struct orh_port_choice *c = &plan->ports[k];
-
-			if (!c->used)
-				continue;
-			if (in_hca < NCCL_MAX_HCA) {
-				in_hca++;
-				continue;
-			}
-			LEAVE_OUT(c, "NCCL_IB_HCA holds at most %d entries", NCCL_MAX_HCA);
-			orh_strv_pushf(&plan->warnings, "%s:%u left out: NCCL_IB_HCA holds at most %d entries",
-				       c->dev, c->port, NCCL_MAX_HCA);
-		}
+		if (!c->used)
+			continue;
+		LEAVE_OUT(c, "NCCL_IB_HCA holds at most %d entries", NCCL_MAX_HCA);
+		orh_strv_pushf(&plan->warnings, "%s:%u left out: NCCL_IB_HCA holds at most %d entries",
+			       c->dev, c->port, NCCL_MAX_HCA);
 	}
-	free(port_of);
-	free(known);
-	free(fixed);
+	free(h.port);
+	free(h.fixed);
+	free(h.known);
 }
 
 /* Rule 4, for the node: one index for every port in NCCL_IB_HCA, or NCCL's per-device
