@@ -360,8 +360,8 @@ static void lazy_netdev(struct scan *sc, struct orh_port *p, int devfd)
 	}
 }
 
-/* Plan mode reads a port's few files through the device's directory. */
-/* Returns false only in plan mode, for a port number the device does not have. */
+/* Read one port. Plan mode reads its few files through the device's directory, and
+ * returns false for a port number the device does not have (probing); otherwise true. */
 static bool scan_port(struct scan *sc, int devfd, const char *devwhere, struct orh_port *p)
 {
 	char path[96], where[512], buf[VALUE_MAX];
