@@ -170,16 +170,10 @@ int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 	bool json = false, verbs = false;
 	int rc = ORH_EXIT_OK;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--verbs")) {
-			verbs = true;
-		} else {
-			fprintf(stderr, "oci-rdma-hook: detect: unknown argument '%s'\n", argv[i]);
-			return ORH_EXIT_USAGE;
-		}
-	}
+	const struct orh_flag flags[] = { { "--json", &json }, { "--verbs", &verbs } };
+
+	if (orh_parse_flags(argc, argv, flags, ORH_ARRAY_SIZE(flags)))
+		return ORH_EXIT_USAGE;
 	if (orh_node_plan(&ctx->cfg, ctx->sysroot, ORH_GIDS_ALL, NULL, &inv, &plan, &err) < 0) {
 		orh_log(LOG_ERR, "%s", err.msg);
 		return ORH_EXIT_FAIL;
@@ -195,10 +189,7 @@ int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 		print_table(&inv, &plan);
 		if (verbs)
 			orh_verbs_compare_print(&inv, stdout);
-		for (size_t i = 0; i < inv.warnings.n; i++)
-			fprintf(stderr, "warning: %s\n", inv.warnings.v[i]);
-		for (size_t i = 0; i < plan.warnings.n; i++)
-			fprintf(stderr, "warning: %s\n", plan.warnings.v[i]);
+		orh_print_warnings(&inv, &plan);
 	}
 	orh_plan_free(&plan);
 	orh_inventory_free(&inv);

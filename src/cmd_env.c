@@ -14,14 +14,10 @@ int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv)
 	struct orh_err err = { 0 };
 	bool explain = false;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--explain")) {
-			explain = true;
-		} else {
-			fprintf(stderr, "oci-rdma-hook: env: unknown argument '%s'\n", argv[i]);
-			return ORH_EXIT_USAGE;
-		}
-	}
+	const struct orh_flag flags[] = { { "--explain", &explain } };
+
+	if (orh_parse_flags(argc, argv, flags, ORH_ARRAY_SIZE(flags)))
+		return ORH_EXIT_USAGE;
 	if (orh_node_plan(&ctx->cfg, ctx->sysroot, ORH_GIDS_PLAN, NULL, &inv, &plan, &err) < 0) {
 		orh_log(LOG_ERR, "%s", err.msg);
 		return ORH_EXIT_FAIL;
@@ -45,10 +41,7 @@ int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv)
 				plan.memlock == ORH_MEMLOCK_UNLIMITED ? "unlimited" : "set");
 		if (orh_plan_is_empty(&plan))
 			fprintf(stderr, "# no usable RDMA port: containers are left unchanged\n");
-		for (size_t i = 0; i < inv.warnings.n; i++)
-			fprintf(stderr, "warning: %s\n", inv.warnings.v[i]);
-		for (size_t i = 0; i < plan.warnings.n; i++)
-			fprintf(stderr, "warning: %s\n", plan.warnings.v[i]);
+		orh_print_warnings(&inv, &plan);
 	}
 	orh_plan_free(&plan);
 	orh_inventory_free(&inv);

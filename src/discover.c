@@ -575,20 +575,36 @@ static bool read_chardev(struct scan *sc, int classfd, const char *classwhere, c
 	return true;
 }
 
+/* Open sys/class/<name> and list it; where names it for warnings. Returns the
+ * directory's fd, or -1 when it cannot be read (a class the kernel does not have). */
+static int open_class(struct scan *sc, const char *rootname, const char *name, char *where,
+		      size_t size, struct orh_strv *ents)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "sys/class/%s", name);
+	snprintf(where, size, "%s/%s", rootname, path);
+	fd = openat(sc->root, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && list_dir(fd, ".", ents) < 0) {
+		orh_strv_free(ents);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static void scan_uverbs(struct scan *sc, const char *rootname)
 {
 	char where[512];
 	struct orh_strv ents = { 0 };
-	_cleanup_close_ int classfd = openat(sc->root, "sys/class/infiniband_verbs",
-					     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int classfd = open_class(sc, rootname, "infiniband_verbs", where,
+						 sizeof(where), &ents);
 
-	snprintf(where, sizeof(where), "%s/sys/class/infiniband_verbs", rootname);
 	if (classfd < 0)
 		return;
 	if (!plan_mode(sc))
 		read_value(sc, classfd, "abi_version", sc->inv->uverbs_abi, sizeof(sc->inv->uverbs_abi));
-	if (list_dir(classfd, ".", &ents) < 0)
-		return;
 	for (size_t i = 0; i < ents.n; i++) {
 		char path[128], ibdev[VALUE_MAX];
 		struct orh_chardev cd = { 0 };
@@ -612,11 +628,10 @@ static void scan_mad(struct scan *sc, const char *rootname)
 {
 	char where[512];
 	struct orh_strv ents = { 0 };
-	_cleanup_close_ int classfd = openat(sc->root, "sys/class/infiniband_mad",
-					     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int classfd = open_class(sc, rootname, "infiniband_mad", where,
+						 sizeof(where), &ents);
 
-	snprintf(where, sizeof(where), "%s/sys/class/infiniband_mad", rootname);
-	if (classfd < 0 || list_dir(classfd, ".", &ents) < 0)
+	if (classfd < 0)
 		return;
 	for (size_t i = 0; i < ents.n; i++) {
 		char path[128], ibdev[VALUE_MAX], port[32];

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Logging for the command drivers: stderr always, syslog for container paths
- * (a runtime often swallows a hook's stderr). */
+/* What the command drivers share: logging (stderr always, syslog for container paths:
+ * a runtime often swallows a hook's stderr), flags, warnings. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <syslog.h>
 
 #include "orh/commands.h"
@@ -31,4 +32,28 @@ void orh_log(int priority, const char *fmt, ...)
 		priority <= LOG_ERR ? "error: " : priority == LOG_WARNING ? "warning: " : "", msg);
 	if (log_syslog)
 		syslog(priority, "%s", msg);
+}
+
+int orh_parse_flags(int argc, char **argv, const struct orh_flag *flags, size_t n)
+{
+	for (int i = 1; i < argc; i++) {
+		size_t f = 0;
+
+		while (f < n && strcmp(argv[i], flags[f].name))
+			f++;
+		if (f == n) {
+			fprintf(stderr, "oci-rdma-hook: %s: unknown argument '%s'\n", argv[0], argv[i]);
+			return ORH_EXIT_USAGE;
+		}
+		*flags[f].value = true;
+	}
+	return 0;
+}
+
+void orh_print_warnings(const struct orh_inventory *inv, const struct orh_plan *plan)
+{
+	for (size_t i = 0; i < inv->warnings.n; i++)
+		fprintf(stderr, "warning: %s\n", inv->warnings.v[i]);
+	for (size_t i = 0; i < plan->warnings.n; i++)
+		fprintf(stderr, "warning: %s\n", plan->warnings.v[i]);
 }

@@ -8,6 +8,8 @@
 #define ORH_COMMANDS_H
 
 #include "orh/config.h"
+#include "orh/inventory.h"
+#include "orh/plan.h"
 
 #define ORH_EXIT_OK 0
 #define ORH_EXIT_FAIL 1
@@ -32,6 +34,17 @@ int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv);
 /* Runtime shim: argv holds the runtime's arguments (argv[0] = "runtime"). */
 int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv);
 int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv);
+
+/* A subcommand's boolean flags: every argv[1..] must be one of flags[].name, which sets
+ * its *value. Anything else is reported as "<argv[0]>: unknown argument" and gives
+ * ORH_EXIT_USAGE; otherwise 0. */
+struct orh_flag {
+	const char *name;
+	bool *value;
+};
+int orh_parse_flags(int argc, char **argv, const struct orh_flag *flags, size_t n);
+/* The inventory's and then the plan's warnings, one "warning: " line each, to stderr. */
+void orh_print_warnings(const struct orh_inventory *inv, const struct orh_plan *plan);
 
 /* Logging for command drivers: stderr and, for hook stages, syslog. */
 void orh_log_open(const char *ident, bool use_syslog);
