@@ -134,6 +134,19 @@ static struct orh_device *nth_dev(unsigned i, char nd[16])
 	return add_dev(name, 0x15b3, "mlx5_core");
 }
 
+/* n dual-port devices (2n ports) of the standard layout. */
+static void dual_port_devs(unsigned n)
+{
+	char nd[16];
+
+	for (unsigned i = 0; i < n; i++) {
+		struct orh_device *d = nth_dev(i, nd);
+
+		roce_port(d, nd, i);
+		roce_port(d, nd, i);
+	}
+}
+
 /* The 9-NIC node of seed 001. */
 static void seed001(void)
 {
@@ -247,13 +260,7 @@ Test(plan, rule3_exact_names_avoid_prefix_match)
 
 Test(plan, rule3_at_most_32_entries)
 {
-	char nd[16];
-
-	for (unsigned i = 0; i < 17; i++) {
-		struct orh_device *d = nth_dev(i, nd);
-		roce_port(d, nd, i);
-		roce_port(d, nd, i);
-	}
+	dual_port_devs(17);
 	build(NULL);
 	size_t commas = 0;
 	for (const char *s = env("NCCL_IB_HCA"); *s; s++)
@@ -422,13 +429,7 @@ Test(plan, memlock_from_config)
 
 Test(plan, rule4_only_ports_in_nccl_ib_hca_decide_the_index)
 {
-	char nd[16];
-
-	for (unsigned i = 0; i < 16; i++) {
-		struct orh_device *d = nth_dev(i, nd);
-		roce_port(d, nd, i);
-		roce_port(d, nd, i);
-	}
+	dual_port_devs(16);
 	/* a 33rd port, beyond NCCL_IB_HCA's 32 entries, with its IPv4 v2 GID at index 5 */
 	struct orh_port *p = add_port(add_dev("mlx5_16", 0x15b3, "mlx5_core"), 4, ORH_LL_ETHERNET, "eth17");
 	add_gid(p, 0, "fe80:0000:0000:0000:eaeb:d3ff:fecc:c9ff", ORH_GID_TYPE_ROCE_V2);

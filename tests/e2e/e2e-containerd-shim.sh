@@ -11,16 +11,12 @@ command -v ctr >/dev/null 2>&1 || cant_run "ctr (containerd) not installed"
 setup_work
 trap 'rc=$?; stop_daemons; cleanup_work $rc' EXIT
 
-make_node seed001-roce.json "$WORK/node"
-# memlock 4 MiB: below this machine's hard limit, and visible as the spec's own value.
-write_conf "$WORK/node.conf" "[node]
-memlock = 4M"
+spec_edit_node
 make_rootfs "$WORK/rootfs"
 install_shim
 start_containerd "$WORK/node.conf" "$WORK/node"
 
 NS=orh-e2e-$$
-INSIDE='tr "\0" "\n" </proc/1/environ | grep "^NCCL_" | sort; echo "memlock $(ulimit -l)"; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; true'
 N=0
 run_ctr_shim() {
 	N=$((N + 1))

@@ -14,10 +14,7 @@ command -v docker >/dev/null 2>&1 || cant_run "docker client not installed"
 setup_work
 trap 'rc=$?; stop_daemons; cleanup_work $rc' EXIT
 
-make_node seed001-roce.json "$WORK/node"
-# memlock 4 MiB: below this machine's hard limit, and visible as the spec's own value.
-write_conf "$WORK/node.conf" "[node]
-memlock = 4M"
+spec_edit_node
 make_rootfs "$WORK/rootfs"
 tar -C "$WORK/rootfs" -cf "$WORK/rootfs.tar" .
 install_shim
@@ -42,7 +39,6 @@ DAEMON_PIDS+=($!)
 wait_for 60 docker version || cant_run "dockerd did not start: $(tail -5 "$D/dockerd.log")"
 docker import "$WORK/rootfs.tar" orh-e2e-bb:latest >/dev/null || cant_run "docker import failed"
 
-INSIDE='tr "\0" "\n" </proc/1/environ | grep "^NCCL_" | sort; echo "memlock $(ulimit -l)"; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; true'
 run_docker() {
 	RC=0
 	OUT=$(docker run --rm --network none "$@" orh-e2e-bb /bin/sh -c "$INSIDE" \

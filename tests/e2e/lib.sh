@@ -148,6 +148,18 @@ write_conf() {
 	printf '%s\n' "${2:-}" >"$1"
 }
 
+# spec_edit_node: the node of the spec-edit tests (precreate, the shim) in $WORK/node with
+# its config $WORK/node.conf, and $INSIDE, the command that shows what check_spec_edit_inside
+# checks. The node gives memlock 4 MiB: below this machine's hard limit (a hard limit
+# cannot be raised here without CAP_SYS_RESOURCE), and different from the default, so
+# seeing it inside proves the spec's rlimit was applied.
+spec_edit_node() {
+	make_node seed001-roce.json "$WORK/node"
+	write_conf "$WORK/node.conf" "[node]
+memlock = 4M"
+	INSIDE='tr "\0" "\n" </proc/1/environ | grep -E "^NCCL_|^UCX_" | sort; echo "memlock $(ulimit -l)"; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; true'
+}
+
 # check_spec_edit_inside: what a container started through a spec edit (precreate, the
 # shim) must show in $OUT (PID 1's NCCL_* environment, "memlock N", and `stat` lines of
 # /dev/infiniband/*): the user's NCCL_IB_HCA=mine kept, every other plan variable in
