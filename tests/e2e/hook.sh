@@ -82,13 +82,18 @@ check "NCCL_IB_HCA appears once after two runs" [ "$(grep -c '^NCCL_IB_HCA=' <<<
 # ---- 3. a container that is not activated is left unchanged -----------------------
 fresh rootfs3
 UNCHANGED='ls /dev/infiniband 2>&1; echo "memlock $(ulimit -l)"; cat /etc/nccl.conf 2>&1; true'
+# check_unchanged LABEL ROOTFS: $OUT, of $UNCHANGED run with memlock 64 KiB, shows a
+# container left as it would be without the hook
+check_unchanged() {
+	check "$1: no /dev/infiniband" grep -q "No such file" <<<"$(head -1 <<<"$OUT")"
+	check "$1: memlock untouched" grep -qx "memlock 64" <<<"$OUT"
+	check "$1: no nccl.conf in the rootfs" [ ! -e "$2/etc/nccl.conf" ]
+}
 make_bundle "$WORK/b3" "$WORK/rootfs3" "$WORK/node" "$WORK/annot.conf" "$UNCHANGED" "$HOSTNET"
 (ulimit -Sl 64 && run_ctr "$WORK/b3" && printf '%s\n' "$RC" "$OUT" >"$WORK/out3")
 OUT=$(tail -n +2 "$WORK/out3")
 check "not activated: starts" [ "$(head -1 "$WORK/out3")" = 0 ]
-check "not activated: no /dev/infiniband" grep -q "No such file" <<<"$(head -1 <<<"$OUT")"
-check "not activated: memlock untouched" grep -qx "memlock 64" <<<"$OUT"
-check "not activated: no nccl.conf in the rootfs" [ ! -e "$WORK/rootfs3/etc/nccl.conf" ]
+check_unchanged "not activated" "$WORK/rootfs3"
 check "not activated: logged" grep -q "not activated" "$WORK/b3/hook.log"
 # enable=false opts out even when activation = always
 make_bundle "$WORK/b3b" "$WORK/rootfs3" "$WORK/node" "$WORK/always.conf" "$UNCHANGED" \
@@ -109,9 +114,7 @@ make_bundle "$WORK/b4" "$WORK/rootfs4" "$WORK/nordma" "$WORK/always.conf" "$UNCH
 (ulimit -Sl 64 && run_ctr "$WORK/b4" && printf '%s\n' "$RC" "$OUT" >"$WORK/out4")
 OUT=$(tail -n +2 "$WORK/out4")
 check "no RDMA: starts" [ "$(head -1 "$WORK/out4")" = 0 ]
-check "no RDMA: no /dev/infiniband" grep -q "No such file" <<<"$(head -1 <<<"$OUT")"
-check "no RDMA: memlock untouched" grep -qx "memlock 64" <<<"$OUT"
-check "no RDMA: no nccl.conf" [ ! -e "$WORK/rootfs4/etc/nccl.conf" ]
+check_unchanged "no RDMA" "$WORK/rootfs4"
 check "no RDMA: logged" grep -q "no usable RDMA device" "$WORK/b4/hook.log"
 
 # ---- 5. the spec's RLIMIT_MEMLOCK wins ----------------------------------------------
