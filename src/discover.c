@@ -594,6 +594,19 @@ static int open_class(struct scan *sc, const char *rootname, const char *name, c
 	return fd;
 }
 
+/* The device a class entry (uverbsN, umadN, issmN) belongs to, from its ibdev file;
+ * NULL when unreadable, or a device that vanished or was skipped. */
+static struct orh_device *entry_dev(struct scan *sc, int classfd, const char *where,
+				    const char *ent)
+{
+	char path[128], ibdev[VALUE_MAX];
+
+	snprintf(path, sizeof(path), "%s/ibdev", ent);
+	if (!read_required(sc, classfd, where, path, ibdev, sizeof(ibdev)))
+		return NULL;
+	return find_dev(sc->inv, ibdev);
+}
+
 static void scan_uverbs(struct scan *sc, const char *rootname)
 {
 	char where[512];
@@ -606,19 +619,13 @@ static void scan_uverbs(struct scan *sc, const char *rootname)
 	if (!plan_mode(sc))
 		read_value(sc, classfd, "abi_version", sc->inv->uverbs_abi, sizeof(sc->inv->uverbs_abi));
 	for (size_t i = 0; i < ents.n; i++) {
-		char path[128], ibdev[VALUE_MAX];
 		struct orh_chardev cd = { 0 };
 		struct orh_device *d;
 
 		if (!orh_startswith(ents.v[i], "uverbs"))
 			continue;
-		snprintf(path, sizeof(path), "%s/ibdev", ents.v[i]);
-		if (!read_required(sc, classfd, where, path, ibdev, sizeof(ibdev)))
-			continue;
-		d = find_dev(sc->inv, ibdev);
-		if (!d)
-			continue; /* a device that vanished, or one we skipped */
-		if (read_chardev(sc, classfd, where, ents.v[i], &cd))
+		d = entry_dev(sc, classfd, where, ents.v[i]);
+		if (d && read_chardev(sc, classfd, where, ents.v[i], &cd))
 			d->uverbs = cd;
 	}
 	orh_strv_free(&ents);
@@ -634,7 +641,7 @@ static void scan_mad(struct scan *sc, const char *rootname)
 	if (classfd < 0)
 		return;
 	for (size_t i = 0; i < ents.n; i++) {
-		char path[128], ibdev[VALUE_MAX], port[32];
+		char path[128], port[32];
 		bool umad = orh_startswith(ents.v[i], "umad");
 		struct orh_chardev cd = { 0 };
 		unsigned long long pnum;
@@ -642,8 +649,8 @@ static void scan_mad(struct scan *sc, const char *rootname)
 
 		if (!umad && !orh_startswith(ents.v[i], "issm"))
 			continue;
-		snprintf(path, sizeof(path), "%s/ibdev", ents.v[i]);
-		if (!read_required(sc, classfd, where, path, ibdev, sizeof(ibdev)))
+		d = entry_dev(sc, classfd, where, ents.v[i]);
+		if (!d)
 			continue;
 		snprintf(path, sizeof(path), "%s/port", ents.v[i]);
 		if (!read_required(sc, classfd, where, path, port, sizeof(port)))
@@ -652,8 +659,7 @@ static void scan_mad(struct scan *sc, const char *rootname)
 			warn(sc, "skipping '%s/%s': garbled value '%.32s'", where, path, port);
 			continue;
 		}
-		d = find_dev(sc->inv, ibdev);
-		if (!d || !read_chardev(sc, classfd, where, ents.v[i], &cd))
+		if (!read_chardev(sc, classfd, where, ents.v[i], &cd))
 			continue;
 		cd.port = (unsigned)pnum;
 		for (size_t p = 0; p < d->n_ports; p++)

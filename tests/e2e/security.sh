@@ -63,13 +63,27 @@ hook_direct() {
 	stop_sleeper
 }
 
+# fresh_rootfs: $WORK/r, a new copy of the clean rootfs
+fresh_rootfs() {
+	rm -rf "$WORK/r"
+	cp -a "$WORK/base" "$WORK/r"
+}
+
+# plant_link abs|rel TARGET PATH: a fresh rootfs where PATH (under $WORK/r, replaced if
+# there) is a symlink to TARGET on the host, absolute or relative
+plant_link() {
+	fresh_rootfs
+	rm -rf "$WORK/r/$3"
+	if [ "$1" = abs ]; then ln -s "$2" "$WORK/r/$3"; else ln -s "$(up "$2")" "$WORK/r/$3"; fi
+}
+
 fallback_used() {
 	[ "$1" != fallback ] || grep -q "without openat2" <<<"$HLOG"
 }
 
 for mode in native fallback; do
 	# -- sanity: the hook does work on a clean rootfs in this mode
-	rm -rf "$WORK/r"; cp -a "$WORK/base" "$WORK/r"
+	fresh_rootfs
 	hook_direct "$WORK/r" $mode
 	check "[$mode] clean rootfs: hook succeeds" [ "$HRC" = 0 ]
 	check "[$mode] clean rootfs: nccl.conf written" grep -q "^NCCL_IB_HCA=" "$WORK/r/etc/nccl.conf"
@@ -78,8 +92,7 @@ for mode in native fallback; do
 
 	# -- /etc is a symlink to a host directory (absolute, then relative)
 	for how in abs rel; do
-		rm -rf "$WORK/r"; cp -a "$WORK/base" "$WORK/r"; rm -rf "$WORK/r/etc"
-		if [ $how = abs ]; then ln -s "$WORK/host/etc" "$WORK/r/etc"; else ln -s "$(up "$WORK/host/etc")" "$WORK/r/etc"; fi
+		plant_link $how "$WORK/host/etc" etc
 		hook_direct "$WORK/r" $mode
 		check "[$mode] /etc -> host dir ($how): host untouched" host_untouched
 		check "[$mode] /etc -> host dir ($how): the write stayed in the rootfs" \
@@ -88,8 +101,7 @@ for mode in native fallback; do
 
 	# -- /etc/nccl.conf is a symlink to a host file
 	for how in abs rel; do
-		rm -rf "$WORK/r"; cp -a "$WORK/base" "$WORK/r"
-		if [ $how = abs ]; then ln -s "$WORK/host/file" "$WORK/r/etc/nccl.conf"; else ln -s "$(up "$WORK/host/file")" "$WORK/r/etc/nccl.conf"; fi
+		plant_link $how "$WORK/host/file" etc/nccl.conf
 		hook_direct "$WORK/r" $mode
 		check "[$mode] /etc/nccl.conf -> host file ($how): host untouched" host_untouched
 		check "[$mode] /etc/nccl.conf -> host file ($how): refused as a symlink" \
@@ -100,8 +112,7 @@ for mode in native fallback; do
 
 	# -- /dev/infiniband is a symlink out of the rootfs
 	for how in abs rel; do
-		rm -rf "$WORK/r"; cp -a "$WORK/base" "$WORK/r"
-		if [ $how = abs ]; then ln -s "$WORK/host/dev" "$WORK/r/dev/infiniband"; else ln -s "$(up "$WORK/host/dev")" "$WORK/r/dev/infiniband"; fi
+		plant_link $how "$WORK/host/dev" dev/infiniband
 		hook_direct "$WORK/r" $mode
 		check "[$mode] /dev/infiniband -> host dir ($how): host untouched" host_untouched
 		check "[$mode] /dev/infiniband -> host dir ($how): nodes stayed in the rootfs" \
@@ -109,19 +120,19 @@ for mode in native fallback; do
 	done
 
 	# -- a FIFO or a directory at /etc/nccl.conf
-	rm -rf "$WORK/r"; cp -a "$WORK/base" "$WORK/r"; mkfifo "$WORK/r/etc/nccl.conf"
+	fresh_rootfs; mkfifo "$WORK/r/etc/nccl.conf"
 	hook_direct "$WORK/r" $mode
 	check "[$mode] FIFO at /etc/nccl.conf: the hook returns (no hang)" [ "$HRC" != 124 ]
 	check "[$mode] FIFO at /etc/nccl.conf: refused" grep -q "a FIFO" <<<"$HLOG"
 	check "[$mode] FIFO at /etc/nccl.conf: still a FIFO" [ -p "$WORK/r/etc/nccl.conf" ]
-	rm -rf "$WORK/r"; cp -a "$WORK/base" "$WORK/r"; mkdir "$WORK/r/etc/nccl.conf"
+	fresh_rootfs; mkdir "$WORK/r/etc/nccl.conf"
 	hook_direct "$WORK/r" $mode
 	check "[$mode] directory at /etc/nccl.conf: refused" grep -q "a directory" <<<"$HLOG"
 	check "[$mode] directory at /etc/nccl.conf: left empty" \
 		[ -d "$WORK/r/etc/nccl.conf" -a -z "$(ls -A "$WORK/r/etc/nccl.conf")" ]
 
 	# -- symlinks swapped in a loop while the hook runs
-	rm -rf "$WORK/r"; cp -a "$WORK/base" "$WORK/r"
+	fresh_rootfs
 	mkdir -p "$WORK/r/swap"
 	echo "NCCL_DEBUG=INFO" >"$WORK/r/swap/conf"
 	ln -s "$WORK/host/file" "$WORK/r/swap/conflink"
@@ -174,8 +185,7 @@ done
 
 # -- the same attacks through runc (createRuntime in the container's mount namespace)
 for how in abs rel; do
-	rm -rf "$WORK/r"; cp -a "$WORK/base" "$WORK/r"
-	if [ $how = abs ]; then ln -s "$WORK/host/file" "$WORK/r/etc/nccl.conf"; else ln -s "$(up "$WORK/host/file")" "$WORK/r/etc/nccl.conf"; fi
+	plant_link $how "$WORK/host/file" etc/nccl.conf
 	make_bundle "$WORK/rb-$how" "$WORK/r" "$WORK/node" "$WORK/hook.conf" 'echo started' "$HOSTNET"
 	run_ctr "$WORK/rb-$how"
 	check "[runc] /etc/nccl.conf -> host file ($how): container starts (on_error=warn)" \
@@ -184,7 +194,7 @@ for how in abs rel; do
 	check "[runc] /etc/nccl.conf -> host file ($how): refusal logged" \
 		grep -q "a symlink" "$WORK/rb-$how/hook.log"
 done
-rm -rf "$WORK/r"; cp -a "$WORK/base" "$WORK/r"; rm -rf "$WORK/r/etc"; ln -s "$WORK/host/etc" "$WORK/r/etc"
+plant_link abs "$WORK/host/etc" etc
 make_bundle "$WORK/rb-etc" "$WORK/r" "$WORK/node" "$WORK/hook.conf" 'cat /etc/nccl.conf' "$HOSTNET"
 run_ctr "$WORK/rb-etc"
 check "[runc] /etc -> host dir: the container sees its nccl.conf" grep -q "^NCCL_IB_HCA=" <<<"$OUT"
