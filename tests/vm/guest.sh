@@ -1,0 +1,246 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# The VM lane's checks, run inside the guest as root with every capability
+# (tests/vm/init starts it; tests/vm/run.sh boots the guest). Usage: guest.sh v1|v2 OUTDIR.
+# OUTDIR/env names the build; results go to OUTDIR/result.tap, one TAP line a check.
+#
+# The node: eth0 is the front-end NIC (default route, no RDMA), rxe0 is soft-RoCE on eth1
+# (ACTIVE), rxe1 on eth2 (link down). Containers run from a small rootfs with this
+# machine's /usr bind-mounted read-only, so ibv_devinfo, rping and perftest run inside.
+set -u
+mode=$1 out=$2
+# shellcheck source=/dev/null
+. "$out/env"
+TAP=$out/result.tap
+: >"$TAP"
+exec >"$out/guest.log" 2>&1
+W=/tmp/orh-vm
+mkdir -p $W
+export CONTAINERS_CONF=$W/containers.conf
+
+ok() { echo "ok - $*" >>"$TAP"; echo "ok - $*"; }
+not_ok() { echo "not ok - $*" >>"$TAP"; echo "not ok - $*"; }
+check() { # check DESCRIPTION COMMAND...
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+has() { grep -qxF -- "$2" <<<"$1"; }        # has TEXT LINE: TEXT holds the whole LINE
+lacks() { ! grep -qF -- "$2" <<<"$1"; }     # lacks TEXT STRING
+section() { echo "# --- $* ---" | tee -a "$TAP"; }
+die() { not_ok "$*"; echo "# guest done" >>"$TAP"; exit 1; }
+
+# ---- cgroups: pure v2, or v1 with every controller in its own hierarchy ---------------
+setup_cgroups() {
+	if [ "$mode" = v2 ]; then
+		mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup || return 1
+		local c
+		for c in $(cat /sys/fs/cgroup/cgroup.controllers); do
+			echo "+$c" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+		done
+		return 0
+	fi
+	mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup || return 1
+	local c
+	for c in cpu,cpuacct cpuset memory devices freezer pids blkio net_cls,net_prio perf_event hugetlb; do
+		mkdir -p "/sys/fs/cgroup/$c"
+		mount -t cgroup -o "$c" cgroup "/sys/fs/cgroup/$c" || return 1
+	done
+	ln -s cpu,cpuacct /sys/fs/cgroup/cpu
+	ln -s cpu,cpuacct /sys/fs/cgroup/cpuacct
+}
+
+section "the kernel: $(uname -r), cgroup $mode"
+setup_cgroups || die "mounting the cgroup $mode hierarchy"
+if [ "$mode" = v2 ]; then
+	check "pure cgroup v2: /sys/fs/cgroup is cgroup2" [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]
+else
+	check "cgroup v1: the devices controller is mounted" [ -e /sys/fs/cgroup/devices/devices.allow ]
+fi
+
+# ---- the node ---------------------------------------------------------------------------
+ip link set lo up
+ip addr add 10.0.2.15/24 dev eth0 && ip link set eth0 up && ip route add default via 10.0.2.2
+ip addr add 10.0.3.15/24 dev eth1 && ip link set eth1 up
+ip addr add 10.0.4.15/24 dev eth2 && ip link set eth2 up
+rdma link add rxe0 type rxe netdev eth1 || die "rdma link add rxe0 (crc32_generic loaded?)"
+rdma link add rxe1 type rxe netdev eth2 || die "rdma link add rxe1"
+ip link set eth2 down
+for i in $(seq 50); do
+	[ "$(cat /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null)" = "4: ACTIVE" ] &&
+		[ "$(cat /sys/class/infiniband/rxe1/ports/1/state 2>/dev/null)" = "1: DOWN" ] && break
+	sleep 0.1
+done
+ipv4_gid() { # ipv4_gid IPV4: the GID of that address, as sysfs writes it
+	local IFS=.
+	# shellcheck disable=SC2086
+	set -- $1
+	printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "$1" "$2" "$3" "$4"
+}
+# kernel_index DEV PORT IPV4 NDEV: the index where the kernel put that address's RoCE v2
+# GID, read straight from sysfs
+kernel_index() {
+	local p=/sys/class/infiniband/$1/ports/$2 want i
+	want=$(ipv4_gid "$3")
+	for i in $(seq 0 $(($(ls $p/gids | wc -l) - 1))); do
+		[ "$(cat $p/gids/$i 2>/dev/null)" = "$want" ] || continue
+		[ "$(cat $p/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] || continue
+		[ "$(cat $p/gid_attrs/ndevs/$i 2>/dev/null)" = "$4" ] || continue
+		echo "$i"
+		return 0
+	done
+	return 1
+}
+RXE0_IDX=$(kernel_index rxe0 1 10.0.3.15 eth1)
+section "the node: rxe0 on eth1 ACTIVE, IPv4 RoCE v2 GID at index ${RXE0_IDX:-none}; rxe1 on eth2 DOWN"
+[ -n "$RXE0_IDX" ] || die "the kernel put no IPv4 RoCE v2 GID for 10.0.3.15 in rxe0's table"
+
+# the node config at the path the build looks in, as an operator installs it
+CONF=$("$HOOK" --help | sed -n 's/.*node config (default \(.*\))$/\1/p')
+[ -n "$CONF" ] || die "oci-rdma-hook --help names no default config path"
+mkdir -p "$(dirname "$CONF")"
+MEMLOCK_KIB=1048576
+cat >$CONF <<EOF
+[node]
+memlock = 1G
+[containers]
+activation = annotation
+EOF
+ORH=("$HOOK" --config "$CONF")
+
+# ---- 2. discovery on the kernel's own devices --------------------------------------------
+section "discovery: detect --json against sysfs, rdma link show and ibv_devinfo -v"
+"${ORH[@]}" detect --json >$W/detect.json 2>$W/detect.err
+check "detect --json succeeds ($(head -c 300 $W/detect.err))" [ -s $W/detect.json ]
+rdma -j link show >$W/rdma-link.json
+ibv_devinfo -v >$W/devinfo.txt 2>&1
+python3 "$SRC/tests/vm/compare_detect.py" $W/detect.json $W/rdma-link.json $W/devinfo.txt \
+	>$W/compare.out 2>&1
+cat $W/compare.out
+grep -E '^(not )?ok - ' $W/compare.out >>"$TAP"
+check "every field compared (no comparison crashed)" grep -qx '# compared' $W/compare.out
+
+"${ORH[@]}" env >$W/env.txt 2>$W/env.err
+ENV_PLAN=$(cat $W/env.txt)
+check "env: NCCL_IB_HCA is rxe0's port only (got: $(grep HCA $W/env.txt))" \
+	has "$ENV_PLAN" "NCCL_IB_HCA==rxe0:1"
+check "env: NCCL_IB_GID_INDEX is where the kernel put the IPv4 RoCE v2 GID ($RXE0_IDX)" \
+	has "$ENV_PLAN" "NCCL_IB_GID_INDEX=$RXE0_IDX"
+check "env: the down port rxe1 is left out" lacks "$ENV_PLAN" rxe1
+check "env: NCCL_SOCKET_IFNAME is the default route's eth0" has "$ENV_PLAN" "NCCL_SOCKET_IFNAME==eth0"
+
+# ---- containers ---------------------------------------------------------------------------
+# mk_rootfs DIR: /usr of this machine read-only, a small /etc, a user 1000
+mk_rootfs() {
+	local d=$1
+	mkdir -p "$d"/{usr,etc,dev,proc,sys,tmp,root,home/user,run}
+	mount --bind /usr "$d/usr" && mount -o remount,bind,ro "$d/usr"
+	ln -s usr/bin "$d/bin"
+	ln -s usr/sbin "$d/sbin"
+	ln -s usr/lib "$d/lib"
+	[ -L /lib64 ] && ln -s usr/lib64 "$d/lib64"
+	cp -a /etc/libibverbs.d /etc/ld.so.cache "$d/etc/"
+	printf 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n' >"$d/etc/passwd"
+	printf 'root:x:0:\nuser:x:1000:\n' >"$d/etc/group"
+	chmod 1777 "$d/tmp"
+	cp "$PROBE" "$d/probe"
+}
+
+# bundle DIR CMD [JQ-EDIT]: a runc bundle running CMD under sh, with its own rootfs, on
+# the host network; JQ-EDIT edits its config.json. The live hook is not in it.
+bundle() {
+	local b=$1 cmd=$2 edit=${3:-.}
+	rm -rf "$b"
+	mkdir -p "$b"
+	mk_rootfs "$b/rootfs"
+	(cd "$b" && runc spec)
+	jq --arg cmd "$cmd" '.root = {path: "rootfs", readonly: false}
+		| .process.terminal = false | .process.args = ["/bin/sh", "-c", $cmd]
+		| .linux.namespaces |= map(select(.type != "network"))
+' \
+		"$b/config.json" | jq "$edit" >"$b/config.json.new" && mv "$b/config.json.new" "$b/config.json"
+}
+# with_hook BUNDLE: add the live hook (createRuntime and poststop) to BUNDLE
+with_hook() {
+	local b=$1
+	jq --arg hook "$HOOK" --arg conf "$CONF" --arg log "$b/hook.log" '.hooks = {
+		createRuntime: [{path: "/bin/sh", args: ["sh", "-c", "exec \"$0\" --config \"$1\" createRuntime 2>>\"$2\"", $hook, $conf, $log], timeout: 30}],
+		poststop: [{path: "/bin/sh", args: ["sh", "-c", "exec \"$0\" --config \"$1\" poststop 2>>\"$2\"", $hook, $conf, $log]}]}' \
+		"$b/config.json" >"$b/config.json.new" && mv "$b/config.json.new" "$b/config.json"
+}
+OPT_IN='.annotations["oci-rdma-hook/enable"] = "true"'
+NONROOT='.process.user = {uid: 1000, gid: 1000} | .process.capabilities = {bounding: [], effective: [], permitted: [], inheritable: [], ambient: []} | .process.noNewPrivileges = true'
+# a bind mount of this node's uverbs0: proves the device cgroup decides, not the node's absence
+BIND_UVERBS='.mounts += [{destination: "/dev/uverbs-bound", type: "bind", source: "/dev/infiniband/uverbs0", options: ["bind"]}]'
+
+# what the workload sees: devices, limits, identity, and an open of the bound node
+INSIDE='echo "uid $(id -u) caps $(grep CapEff /proc/self/status | cut -f2)"
+echo "memlock soft $(ulimit -Sl) hard $(ulimit -Hl)"
+ibv_devinfo 2>&1 | grep -E "hca_id|state:" | tr -d "\t" | sed "s/ *(.*//"
+[ -e /dev/uverbs-bound ] && /probe /dev/uverbs-bound
+tr "\0" "\n" </proc/1/environ | grep "^NCCL_" | sed "s/^/env /"
+[ -f /etc/nccl.conf ] && sed "s/^/conf /" /etc/nccl.conf
+true'
+
+run_n=0
+# runc_run BUNDLE [RUNTIME...]: run to completion; stdout in $OUT, stderr in $ERR, $RC
+runc_run() {
+	local b=$1
+	shift
+	run_n=$((run_n + 1))
+	RC=0
+	OUT=$(cd "$b" && "${@:-runc}" run "orh-vm-$run_n" 2>$W/err-$run_n </dev/null) || RC=$?
+	ERR=$(cat $W/err-$run_n)
+	runc delete -f "orh-vm-$run_n" >/dev/null 2>&1
+}
+
+# check_served WAY WHERE: what an activated container shows in $OUT; WHERE is env or conf,
+# the place that way promises the NCCL settings
+check_served() {
+	local way=$1 where=$2 line
+	check "$way: starts (rc $RC: $(tail -c 400 <<<"$ERR"))" [ "$RC" = 0 ]
+	check "$way: ibv_devinfo lists rxe0 PORT_ACTIVE" \
+		bash -c 'grep -A1 -x "hca_id:rxe0" <<<"$1" | grep -qx "state:PORT_ACTIVE"' _ "$OUT"
+	check "$way: memlock soft and hard are the configured ${MEMLOCK_KIB} KiB" \
+		has "$OUT" "memlock soft $MEMLOCK_KIB hard $MEMLOCK_KIB"
+	while IFS= read -r line; do
+		check "$way: $where has $line" has "$OUT" "$where $line"
+	done <<<"$ENV_PLAN"
+}
+check_unserved() {
+	local way=$1
+	check "$way (not activated): starts (rc $RC: $(tail -c 300 <<<"$ERR"))" [ "$RC" = 0 ]
+	check "$way (not activated): no RDMA device for verbs" lacks "$OUT" "hca_id:"
+	check "$way (not activated): no NCCL setting" lacks "$OUT" NCCL_
+	check "$way (not activated): memlock untouched" lacks "$OUT" "hard $MEMLOCK_KIB"
+}
+
+# ---- 3. every way in ------------------------------------------------------------------------
+section "the runc live hook (createRuntime)"
+bundle $W/b-hook "$INSIDE" "$OPT_IN | $BIND_UVERBS"
+with_hook $W/b-hook
+runc_run $W/b-hook
+echo "$OUT"
+check_served "runc live hook" conf
+check "runc live hook: the bound uverbs0 opens (the device cgroup allows it)" \
+	has "$OUT" "/dev/uverbs-bound OK"
+bundle $W/b-off "$INSIDE" "$BIND_UVERBS"
+with_hook $W/b-off
+runc_run $W/b-off
+echo "$OUT"
+check_unserved "runc live hook"
+check "runc live hook (not activated): the bound uverbs0 gives EPERM (device cgroup)" \
+	has "$OUT" "/dev/uverbs-bound EPERM"
+
+section "the runtime shim over runc"
+ln -sf "$HOOK" $W/oci-rdma-runtime
+bundle $W/b-shim "$INSIDE" "$OPT_IN"
+runc_run $W/b-shim $W/oci-rdma-runtime
+echo "$OUT $ERR"
+check_served "shim" env
+bundle $W/b-shim-off "$INSIDE" "$BIND_UVERBS"
+runc_run $W/b-shim-off $W/oci-rdma-runtime
+check_unserved "shim"
+check "shim (not activated): the bound uverbs0 gives EPERM" has "$OUT" "/dev/uverbs-bound EPERM"
+
+echo "# guest done" >>"$TAP"
