@@ -117,6 +117,7 @@ ibv_devinfo -v >$W/devinfo.txt 2>&1
 python3 "$SRC/tests/vm/compare_detect.py" $W/detect.json $W/rdma-link.json $W/devinfo.txt \
 	>$W/compare.out 2>&1
 cat $W/compare.out
+cp $W/detect.json $W/rdma-link.json $W/devinfo.txt "$out/"
 grep -E '^(not )?ok - ' $W/compare.out >>"$TAP"
 check "every field compared (no comparison crashed)" grep -qx '# compared' $W/compare.out
 
@@ -221,6 +222,7 @@ bundle $W/b-hook "$INSIDE" "$OPT_IN | $BIND_UVERBS"
 with_hook $W/b-hook
 runc_run $W/b-hook
 echo "$OUT"
+sed 's/^/# hook: /' $W/b-hook/hook.log | tee -a "$TAP"
 check_served "runc live hook" conf
 check "runc live hook: the bound uverbs0 opens (the device cgroup allows it)" \
 	has "$OUT" "/dev/uverbs-bound OK"

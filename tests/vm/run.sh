@@ -92,8 +92,8 @@ for mode in $MODES; do
 		-append "console=ttyS0 panic=-1 loglevel=4 orh.mode=$mode orh.script=$HERE/guest.sh" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap \
 		-virtfs "local,path=$out,mount_tag=out,security_model=passthrough" \
-		-nic user,model=virtio-net-pci -nic user,model=virtio-net-pci \
-		-nic user,model=virtio-net-pci </dev/null || rc=$?
+		-nic user,model=virtio-net-pci,ipv6=off -nic user,model=virtio-net-pci,ipv6=off \
+		-nic user,model=virtio-net-pci,ipv6=off </dev/null || rc=$?
 	secs=$(($(date +%s) - start))
 	if [ -n "${ORH_VM_SHOW_CONSOLE:-}" ] || [ ! -s "$out/result.tap" ]; then
 		cat "$WORK/console-$mode.log"
