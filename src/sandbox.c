@@ -21,16 +21,20 @@
 /* The live hook: create nodes (MKNOD), set their owner/mode and write root-owned files
  * in a rootfs owned by another user (CHOWN, FOWNER, DAC_OVERRIDE), bind-mount over a
  * read-only rootfs and enter the container's namespaces (SYS_ADMIN), raise another
- * process's RLIMIT_MEMLOCK (SYS_RESOURCE), replace the device cgroup's BPF program
- * (SYS_ADMIN; BPF where the kernel splits it out), read /proc/<pid> of the container
+ * process's RLIMIT_MEMLOCK (SYS_RESOURCE), read /proc/<pid> of the container
  * (SYS_PTRACE for ns links of a process that dropped dumpability; SYS_CHROOT, with
- * SYS_ADMIN, to setns() into its mount namespace). */
+ * SYS_ADMIN, to setns() into its mount namespace).
+ * The cgroup v2 grant (cgroup.c) needs, per bpf(2) command, in the initial user namespace:
+ *   BPF_PROG_QUERY         NET_ADMIN before Linux 6.9 (6.1 refuses SYS_ADMIN alone);
+ *                          NET_ADMIN or SYS_ADMIN since
+ *   BPF_PROG_GET_FD_BY_ID  SYS_ADMIN (CAP_BPF is not enough, on every version)
+ *   BPF_OBJ_GET_INFO_BY_FD the program's instructions: CAP_BPF or SYS_ADMIN
+ *   BPF_PROG_LOAD          SYS_ADMIN, or CAP_BPF with NET_ADMIN
+ *   BPF_PROG_ATTACH        no capability for a device program
+ * so SYS_ADMIN and NET_ADMIN, and CAP_BPF adds nothing (docs/security.md). */
 static const cap_value_t hook_caps[] = {
 	CAP_MKNOD, CAP_CHOWN, CAP_FOWNER, CAP_DAC_OVERRIDE, CAP_SYS_ADMIN,
-	CAP_SYS_RESOURCE, CAP_SYS_PTRACE, CAP_SYS_CHROOT,
-#ifdef CAP_BPF
-	CAP_BPF,
-#endif
+	CAP_SYS_RESOURCE, CAP_SYS_PTRACE, CAP_SYS_CHROOT, CAP_NET_ADMIN,
 };
 
 static bool started_with_sys_resource;

@@ -4,7 +4,7 @@
  * runc-style BPF device program (allow /dev/null and /dev/zero, deny the rest), a process
  * in it, then orh_cgroup_grant() on that process: the granted node opens with ENXIO (no
  * driver behind the numbers), an ungranted one still fails with EPERM, and what the old
- * program allowed still opens. Needs root (CAP_SYS_ADMIN, CAP_BPF, CAP_MKNOD).
+ * program allowed still opens. Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_MKNOD).
  */
 #include <criterion/criterion.h>
 #include <errno.h>

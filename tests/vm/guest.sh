@@ -245,4 +245,135 @@ runc_run $W/b-shim-off $W/oci-rdma-runtime
 check_unserved "shim"
 check "shim (not activated): the bound uverbs0 gives EPERM" has "$OUT" "/dev/uverbs-bound EPERM"
 
+# ---- podman: precreate and the createRuntime hook from a hooks.d directory ----------------
+section "podman with the shipped hooks.d files (precreate, createRuntime, poststop)"
+mkdir -p $W/hooks.d
+for f in "$SRC"/hooks.d/*.json.in; do
+	sed "s#@BINDIR@#$(dirname "$HOOK")#" "$f" >"$W/hooks.d/$(basename "${f%.in}")"
+done
+printf '[containers]\ndefault_ulimits = []\n[engine]\nevents_logger = "file"\n' >$CONTAINERS_CONF
+PODMAN=(podman --root $W/podman-root --runroot $W/podman-run --storage-driver vfs
+	--runtime runc --cgroup-manager cgroupfs)
+# pod_run NAME [OPTION...] -- CMD: podman run on a fresh rootfs, host network
+pod_run() {
+	local name=$1 opts=()
+	shift
+	while [ "$1" != -- ]; do opts+=("$1"); shift; done
+	shift
+	mk_rootfs "$W/$name"
+	RC=0
+	OUT=$("${PODMAN[@]}" run --rm --network host "${opts[@]}" --rootfs "$W/$name" /bin/sh -c "$1" \
+		2>$W/$name.err </dev/null) || RC=$?
+	ERR=$(cat $W/$name.err)
+}
+pod_run p-on --hooks-dir $W/hooks.d --annotation oci-rdma-hook/enable=true -- "$INSIDE"
+echo "$OUT"
+check_served "podman hooks.d" env
+check "podman hooks.d: the createRuntime hook wrote /etc/nccl.conf too" \
+	has "$OUT" "conf $(head -1 <<<"$ENV_PLAN")"
+pod_run p-off --hooks-dir $W/hooks.d -- "$INSIDE"
+check_unserved "podman hooks.d"
+
+section "CDI with podman"
+mkdir -p /etc/cdi
+"${ORH[@]}" cdi --output /etc/cdi/oci-rdma-hook.json 2>$W/cdi.err
+check "cdi --output writes the spec ($(head -c 200 $W/cdi.err))" [ -s /etc/cdi/oci-rdma-hook.json ]
+pod_run p-cdi --device rdma.oci-rdma-hook.io/hca=all -- "$INSIDE"
+echo "$OUT"
+check_served "CDI" env
+pod_run p-cdi-off -- "$INSIDE"
+check_unserved "CDI"
+
+# ---- 4. non-root workloads ------------------------------------------------------------------
+section "non-root: uid 1000, no capability, 256 MiB registered with ibv_reg_mr"
+REG='echo "uid $(id -u) caps $(grep CapEff /proc/self/status | cut -f2) memlock $(ulimit -l)"; /regmr rxe0 256'
+bundle $W/b-nr "$REG" "$OPT_IN | $NONROOT"
+cp "$REGMR" $W/b-nr/rootfs/regmr
+with_hook $W/b-nr
+runc_run $W/b-nr
+echo "$OUT"
+check "non-root (runc live hook): the workload is uid 1000 with no capability" \
+	grep -q "^uid 1000 caps 0000000000000000 " <<<"$OUT"
+check "non-root (runc live hook): ibv_reg_mr of 256 MiB succeeds" has "$OUT" "regmr rxe0 256 ok"
+# the control: the device given by hand (node and grant), no hook: the runtime's 8 MiB
+BY_HAND='.linux.devices += [{path: "/dev/infiniband/uverbs0", type: "c", major: 231, minor: 192, fileMode: 438}] | .linux.resources.devices += [{allow: true, type: "c", major: 231, minor: 192, access: "rwm"}]'
+bundle $W/b-nr-off "$REG" "$NONROOT | $BY_HAND"
+cp "$REGMR" $W/b-nr-off/rootfs/regmr
+runc_run $W/b-nr-off
+echo "$OUT"
+check "non-root without the hook (device given by hand): 256 MiB cannot be registered" \
+	grep -q "regmr rxe0 256 failed: ibv_reg_mr" <<<"$OUT"
+mk_rootfs $W/p-nr
+cp "$REGMR" $W/p-nr/regmr
+OUT=$("${PODMAN[@]}" run --rm --network host --hooks-dir $W/hooks.d \
+	--annotation oci-rdma-hook/enable=true --user 1000:1000 --cap-drop all \
+	--rootfs $W/p-nr /bin/sh -c "$REG" 2>&1 </dev/null)
+echo "$OUT"
+check "non-root (podman): uid 1000 with no capability" grep -q "^uid 1000 caps 0000000000000000 " <<<"$OUT"
+check "non-root (podman): ibv_reg_mr of 256 MiB succeeds" has "$OUT" "regmr rxe0 256 ok"
+
+# ---- 5. traffic with what the plan gave ----------------------------------------------------------
+section "traffic between two containers: rping (rdma_cm) and ib_write_bw with the plan's -d and -x"
+FROM_CONF='hca=$(sed -n "s/^NCCL_IB_HCA==\{0,1\}\([^:,]*\).*/\1/p" /etc/nccl.conf); gidx=$(sed -n "s/^NCCL_IB_GID_INDEX=//p" /etc/nccl.conf); echo "plan: -d $hca -x $gidx"'
+# pair NAME SERVER-CMD CLIENT-CMD [JQ-EDIT-SERVER] [JQ-EDIT-CLIENT]: two containers through
+# the live hook, the server started first in the background; $SOUT, $COUT; $CRC
+pair() {
+	local n=$1
+	bundle $W/$n-s "$2" "$OPT_IN | ${4:-.}"
+	bundle $W/$n-c "$3" "$OPT_IN | ${5:-.}"
+	with_hook $W/$n-s
+	with_hook $W/$n-c
+	(cd $W/$n-s && timeout 120 runc run $n-s >$W/$n-s.out 2>&1 </dev/null
+		echo "rc $?" >>$W/$n-s.out) &
+	sleep 3
+	CRC=0
+	COUT=$(cd $W/$n-c && timeout 100 runc run $n-c 2>&1 </dev/null) || CRC=$?
+	wait
+	SOUT=$(cat $W/$n-s.out)
+	runc delete -f $n-s >/dev/null 2>&1
+	runc delete -f $n-c >/dev/null 2>&1
+	echo "$SOUT"
+	echo "$COUT"
+}
+pair rping "rping -s -a 10.0.3.15 -C 4 -v" "rping -c -a 10.0.3.15 -C 4 -v"
+check "rping: the client exits 0 (rc $CRC)" [ "$CRC" = 0 ]
+check "rping: the client got 4 pings back" [ "$(grep -c "ping data: rdma-ping" <<<"$COUT")" = 4 ]
+check "rping: the server exits 0" grep -qx "rc 0" <<<"$SOUT"
+pair bw "$FROM_CONF; ib_write_bw -d \$hca -x \$gidx -n 200 -s 65536 -F" \
+	"$FROM_CONF; ib_write_bw -d \$hca -x \$gidx -n 200 -s 65536 -F 10.0.3.15"
+check "ib_write_bw: both took -d rxe0 -x $RXE0_IDX from their own nccl.conf" \
+	[ "$(grep -c "^plan: -d rxe0 -x $RXE0_IDX\$" <<<"$SOUT
+$COUT")" = 2 ]
+check "ib_write_bw: the client exits 0 (rc $CRC)" [ "$CRC" = 0 ]
+check "ib_write_bw: a bandwidth line for 200 writes of 65536 bytes" grep -Eq '^ *65536 +200 ' <<<"$COUT"
+
+# ---- 6. per-container GIDs, as CNI makes them ---------------------------------------------------
+section "per-container GIDs: a macvlan of eth1 in each container's network namespace"
+for i in 1 2; do
+	ip netns add c$i
+	ip link add mv$i link eth1 type macvlan mode bridge
+	ip link set mv$i netns c$i
+	ip -n c$i addr add 10.0.3.10$i/24 dev mv$i
+	ip -n c$i link set mv$i up
+	ip -n c$i link set lo up
+done
+sleep 1
+IDX1=$(kernel_index rxe0 1 10.0.3.101 mv1)
+IDX2=$(kernel_index rxe0 1 10.0.3.102 mv2)
+check "the kernel gave each namespace's address its own GID (${IDX1:-none}, ${IDX2:-none})" \
+	[ -n "$IDX1" ] && [ -n "$IDX2" ] && [ "$IDX1" != "$IDX2" ]
+NS1='.linux.namespaces += [{type: "network", path: "/run/netns/c1"}]'
+NS2='.linux.namespaces += [{type: "network", path: "/run/netns/c2"}]'
+pair cni "$FROM_CONF; rping -s -a 10.0.3.101 -C 2 -v" "$FROM_CONF; rping -c -a 10.0.3.101 -C 2 -v" \
+	"$NS1" "$NS2"
+check "container in c1: NCCL_IB_GID_INDEX is its own address's index $IDX1" \
+	grep -qx "plan: -d rxe0 -x $IDX1" <<<"$SOUT"
+check "container in c2: NCCL_IB_GID_INDEX is its own address's index $IDX2" \
+	grep -qx "plan: -d rxe0 -x $IDX2" <<<"$COUT"
+if [ "$CRC" = 0 ]; then
+	ok "rping between the two namespaces carried traffic"
+else
+	echo "# note: rping between the namespaces: rc $CRC: $(tail -3 <<<"$COUT" | tr '\n' ' ')" | tee -a "$TAP"
+fi
+
 echo "# guest done" >>"$TAP"
