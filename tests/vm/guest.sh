@@ -27,7 +27,7 @@ check() { # check DESCRIPTION COMMAND...
 }
 has() { grep -qxF -- "$2" <<<"$1"; }        # has TEXT LINE: TEXT holds the whole LINE
 lacks() { ! grep -qF -- "$2" <<<"$1"; }     # lacks TEXT STRING
-section() { echo "# --- $* ---" | tee -a "$TAP"; }
+section() { echo "# --- $* --- (${SECONDS}s)" | tee -a "$TAP"; }
 die() { not_ok "$*"; echo "# guest done" >>"$TAP"; exit 1; }
 
 # ---- cgroups: pure v2, or v1 with every controller in its own hierarchy ---------------
@@ -54,6 +54,11 @@ section "the kernel: $(uname -r), cgroup $mode"
 setup_cgroups || die "mounting the cgroup $mode hierarchy"
 if [ "$mode" = v2 ]; then
 	check "pure cgroup v2: /sys/fs/cgroup is cgroup2" [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]
+	# the BPF grant's own test, on this kernel: it makes a cgroup, attaches a program
+	# that denies, and checks that the grant lets the granted node open
+	"$BUILD/tests/e2e/test_cgroup_v2" --jobs 1 >$W/test_cgroup_v2.out 2>&1
+	check "test_cgroup_v2 passes on $(uname -r): $(tail -1 $W/test_cgroup_v2.out)" \
+		grep -q "Failing: 0 | Crashing: 0" $W/test_cgroup_v2.out
 else
 	check "cgroup v1: the devices controller is mounted" [ -e /sys/fs/cgroup/devices/devices.allow ]
 fi
@@ -323,11 +328,13 @@ pair() {
 	bundle $W/$n-c "$3" "$OPT_IN | ${5:-.}"
 	with_hook $W/$n-s
 	with_hook $W/$n-c
-	(cd $W/$n-s && timeout 120 runc run $n-s >$W/$n-s.out 2>&1 </dev/null
+	# files, not pipes: a process left in a container must not hold the lane
+	(cd $W/$n-s && runc run $n-s >$W/$n-s.out 2>&1 </dev/null
 		echo "rc $?" >>$W/$n-s.out) &
 	sleep 3
 	CRC=0
-	COUT=$(cd $W/$n-c && timeout 100 runc run $n-c 2>&1 </dev/null) || CRC=$?
+	(cd $W/$n-c && runc run $n-c >$W/$n-c.out 2>&1 </dev/null) || CRC=$?
+	COUT=$(cat $W/$n-c.out)
 	wait
 	SOUT=$(cat $W/$n-s.out)
 	runc delete -f $n-s >/dev/null 2>&1
@@ -335,12 +342,12 @@ pair() {
 	echo "$SOUT"
 	echo "$COUT"
 }
-pair rping "rping -s -a 10.0.3.15 -C 4 -v" "rping -c -a 10.0.3.15 -C 4 -v"
+pair rping "timeout 60 rping -s -a 10.0.3.15 -C 4 -v" "timeout 50 rping -c -a 10.0.3.15 -C 4 -v"
 check "rping: the client exits 0 (rc $CRC)" [ "$CRC" = 0 ]
 check "rping: the client got 4 pings back" [ "$(grep -c "ping data: rdma-ping" <<<"$COUT")" = 4 ]
 check "rping: the server exits 0" grep -qx "rc 0" <<<"$SOUT"
-pair bw "$FROM_CONF; ib_write_bw -d \$hca -x \$gidx -n 200 -s 65536 -F" \
-	"$FROM_CONF; ib_write_bw -d \$hca -x \$gidx -n 200 -s 65536 -F 10.0.3.15"
+pair bw "$FROM_CONF; timeout 60 ib_write_bw -d \$hca -x \$gidx -n 200 -s 65536 -F" \
+	"$FROM_CONF; timeout 50 ib_write_bw -d \$hca -x \$gidx -n 200 -s 65536 -F 10.0.3.15"
 check "ib_write_bw: both took -d rxe0 -x $RXE0_IDX from their own nccl.conf" \
 	[ "$(grep -c "^plan: -d rxe0 -x $RXE0_IDX\$" <<<"$SOUT
 $COUT")" = 2 ]
@@ -364,7 +371,8 @@ check "the kernel gave each namespace's address its own GID (${IDX1:-none}, ${ID
 	[ -n "$IDX1" ] && [ -n "$IDX2" ] && [ "$IDX1" != "$IDX2" ]
 NS1='.linux.namespaces += [{type: "network", path: "/run/netns/c1"}]'
 NS2='.linux.namespaces += [{type: "network", path: "/run/netns/c2"}]'
-pair cni "$FROM_CONF; rping -s -a 10.0.3.101 -C 2 -v" "$FROM_CONF; rping -c -a 10.0.3.101 -C 2 -v" \
+pair cni "$FROM_CONF; timeout 25 rping -s -a 10.0.3.101 -C 2 -v" \
+	"$FROM_CONF; timeout 20 rping -c -a 10.0.3.101 -C 2 -v" \
 	"$NS1" "$NS2"
 check "container in c1: NCCL_IB_GID_INDEX is its own address's index $IDX1" \
 	grep -qx "plan: -d rxe0 -x $IDX1" <<<"$SOUT"
@@ -375,5 +383,54 @@ if [ "$CRC" = 0 ]; then
 else
 	echo "# note: rping between the namespaces: rc $CRC: $(tail -3 <<<"$COUT" | tr '\n' ' ')" | tee -a "$TAP"
 fi
+
+# ---- 8. faults: rdma link delete while containers start -------------------------------------------
+section "faults: rdma link delete of rxe0 while containers start"
+ip netns del c1
+ip netns del c2
+rdma link delete rxe0
+bundle $W/f-gone 'echo started; ls /dev/infiniband 2>&1' "$OPT_IN"
+with_hook $W/f-gone
+runc_run $W/f-gone
+check "rxe0 deleted, rxe1 down: an activated container starts (rc $RC)" [ "$RC" = 0 ]
+check "rxe0 deleted: the log says there is no usable device" \
+	grep -q "container orh-vm-$run_n: no usable RDMA device on this node; left unchanged" $W/f-gone/hook.log
+check "rxe0 deleted: the container got no RDMA node" lacks "$OUT" uverbs
+rdma link add rxe0 type rxe netdev eth1
+( for i in $(seq 8); do
+	rdma link delete rxe0 2>/dev/null
+	sleep 0.$((RANDOM % 5))
+	rdma link add rxe0 type rxe netdev eth1 2>/dev/null
+	sleep 0.$((RANDOM % 5))
+done ) &
+churn=$!
+fault_rcs="" fault_logs=0 fault_ids=""
+for i in $(seq 10); do
+	if [ $((i % 2)) = 0 ]; then
+		bundle $W/f$i 'echo started' "$BIND_UVERBS"
+	else
+		bundle $W/f$i 'echo started' "$OPT_IN"
+	fi
+	with_hook $W/f$i
+	runc_run $W/f$i
+	fault_rcs="$fault_rcs $i:$RC"
+	fault_ids="$fault_ids orh-vm-$run_n"
+	if [ $((i % 2)) = 0 ]; then
+		[ "$RC" = 0 ] && has "$OUT" started || not_ok "fault run $i (not activated): rc $RC, $ERR"
+	fi
+	grep -q "container orh-vm-$run_n: " $W/f$i/hook.log && fault_logs=$((fault_logs + 1))
+	sed "s/^/# f$i: /" $W/f$i/hook.log
+done
+wait $churn
+echo "# fault runs (run:rc):$fault_rcs" | tee -a "$TAP"
+check "every container started while rxe0 came and went (on_error=warn):$fault_rcs" \
+	bash -c '! grep -Eq ":[1-9]" <<<"$1"' _ "$fault_rcs"
+check "every container's hook wrote a line naming it ($fault_logs of 10)" [ "$fault_logs" = 10 ]
+left=$(runc list -q | grep -c . || true)
+check "no container left behind ($left listed by runc)" [ "$left" = 0 ]
+left=$(ls /run/oci-rdma-hook 2>/dev/null | wc -l)
+check "no state directory left under /run/oci-rdma-hook ($left)" [ "$left" = 0 ]
+left=$(find $W/f*/rootfs/etc $W/f*/rootfs/dev -name '*orh-*' 2>/dev/null | wc -l)
+check "no temporary file left in the rootfs ($left)" [ "$left" = 0 ]
 
 echo "# guest done" >>"$TAP"
