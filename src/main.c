@@ -22,6 +22,7 @@ static void usage(FILE *f)
 	      "  env [--explain]             the NAME=VALUE lines a container on this node gets\n"
 	      "  createRuntime | prestart    OCI hook: give the container devices, memlock, NCCL settings\n"
 	      "  poststop                    OCI hook: clean up\n"
+	      "  cdi-memlock                 OCI hook of the CDI spec: only the memlock limit\n"
 	      "  precreate                   podman precreate hook: edit the spec on stdin\n"
 	      "  runtime ARGS...             runtime shim (also as 'oci-rdma-runtime')\n"
 	      "  cdi [--output FILE]         print a CDI spec for this node\n"
@@ -53,6 +54,7 @@ static const struct command commands[] = {
 	{ "createRuntime", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "prestart", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "poststop", orh_cmd_hook, true, CONFINE_HOOK },
+	{ "cdi-memlock", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "precreate", orh_cmd_precreate, true, CONFINE_FILTER },
 	{ "runtime", orh_cmd_runtime, true, CONFINE_NONE },
 	{ "cdi", orh_cmd_cdi, false, CONFINE_CAPS },
@@ -98,6 +100,8 @@ static int load_config(struct orh_ctx *ctx, const char *config, const char *sysr
 
 	orh_config_defaults(&ctx->cfg);
 	ctx->config_path = config ? config : ORH_DEFAULT_CONFIG;
+	ctx->config_explicit = explicit;
+	ctx->sysroot_opt = sysroot;
 	if (orh_config_load(&ctx->cfg, ctx->config_path, explicit, &ctx->config_err) < 0) {
 		if (!container_path) {
 			fprintf(stderr, "oci-rdma-hook: %s\n", ctx->config_err.msg);

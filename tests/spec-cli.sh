@@ -161,6 +161,24 @@ check "cdi: a device holds its uverbs node and rdma_cm" \
 	[ "$(pyq "$T/cdi.json" '[n["path"] for n in d["devices"][2]["containerEdits"]["deviceNodes"]]')" = "['/dev/infiniband/uverbs3', '/dev/infiniband/rdma_cm']" ]
 check "cdi: NCCL_IB_HCA only on all, the rest spec-wide" \
 	[ "$(pyq "$T/cdi.json" '(d["devices"][-1]["containerEdits"]["env"][0].startswith("NCCL_IB_HCA="), any(e.startswith("NCCL_IB_HCA=") for e in d["containerEdits"]["env"]), "NCCL_IB_GID_INDEX=3" in d["containerEdits"]["env"])')" = "(True, False, True)" ]
+# the spec-wide createRuntime hook that gives memlock (CDI has no rlimit edit): this
+# binary, with the config and sysroot the spec came from, made absolute
+cdi_hook() { pyq "$1" 'json.dumps(d["containerEdits"].get("hooks"))'; }
+want_hook() {
+	python3 -c 'import json, os, sys
+print(json.dumps([{"hookName": "createRuntime", "path": os.path.realpath(sys.argv[1]),
+                   "args": ["oci-rdma-hook"] + sys.argv[2:] + ["cdi-memlock"]}]))' "$HOOK" "$@"
+}
+check "cdi: the memlock hook runs this binary's cdi-memlock with --config and --sysroot" \
+	[ "$(cdi_hook "$T/cdi.json")" = "$(want_hook --config "$T/node.conf" --sysroot "$T/node")" ]
+TP=$(cd "$T" && pwd -P)
+printf '[node]\nsysroot = %s\n' "$T/node" >"$T/sysroot.conf"
+(cd "$T" && "$HOOK" --config sysroot.conf cdi >"$T/cdi-rel.json" 2>/dev/null)
+check "cdi: a relative --config becomes absolute; a sysroot from the config is not repeated" \
+	[ "$(cdi_hook "$T/cdi-rel.json")" = "$(want_hook --config "$TP/sysroot.conf")" ]
+(cd "$T" && "$HOOK" --sysroot=node cdi >"$T/cdi-rel.json" 2>/dev/null)
+check "cdi: without --config the hook reads the default config too; --sysroot made absolute" \
+	[ "$(cdi_hook "$T/cdi-rel.json")" = "$(want_hook --sysroot "$TP/node")" ]
 "${H[@]}" cdi --output "$T/out-cdi.json"
 check "cdi --output writes the same spec" cmp -s "$T/cdi.json" "$T/out-cdi.json"
 check "cdi --output file is 0644" [ "$(stat -c %a "$T/out-cdi.json")" = 644 ]
@@ -168,6 +186,67 @@ check "cdi --output file is 0644" [ "$(stat -c %a "$T/out-cdi.json")" = 644 ]
 check "cdi on a node without RDMA fails and writes nothing" [ $? = 1 ] && [ ! -e "$T/none.json" ]
 "${H[@]}" cdi --bogus >/dev/null 2>&1
 check "cdi: an unknown option is a usage error (exit 2)" [ $? = 2 ]
+
+# ---- cdi-memlock (the hook the CDI spec carries) ----------------------------------
+# A process started at 512 KiB soft / 2 MiB hard stands for the container; the node's
+# memlock is 2 MiB, which raises the soft limit without CAP_SYS_RESOURCE.
+printf '[node]\nmemlock = 2M\n' >"$T/memlock.conf"
+printf '[node]\nmemlock = 2M\n[containers]\nactivation = annotation\non_error = fail\n' \
+	>"$T/memlock-strict.conf"
+mkdir -p "$T/cdib"
+TARGET=""
+target() {
+	[ -n "$TARGET" ] && kill "$TARGET" 2>/dev/null && wait "$TARGET" 2>/dev/null
+	(ulimit -Sl 512 && ulimit -Hl 2048 && exec sleep 60) &
+	TARGET=$!
+}
+memlock_of() { awk '/^Max locked memory/ { print $4, $5 }' "/proc/$1/limits"; }
+cdi_memlock() { # CONF PID [SPEC]: run the hook; stderr in $T/err, status in $RC
+	cp "${3:-$T/spec.json}" "$T/cdib/config.json"
+	printf '{"ociVersion":"1.0.2","id":"cdi1","status":"created","pid":%s,"bundle":"%s"}' \
+		"$2" "$T/cdib" | "$HOOK" --sysroot "$T/node" --config "$1" cdi-memlock 2>"$T/err"
+	RC=$?
+}
+hard=$(ulimit -Hl)
+if [ "$hard" = unlimited ] || [ "$hard" -ge 2048 ]; then
+	target
+	cdi_memlock "$T/memlock-strict.conf" "$TARGET"
+	check "cdi-memlock exits 0" [ "$RC" = 0 ]
+	check "cdi-memlock raises memlock to the node's 2 MiB, soft and hard, with no annotation" \
+		[ "$(memlock_of "$TARGET")" = "2097152 2097152" ]
+	check "cdi-memlock logs one summary line" \
+		grep -qx "oci-rdma-hook: container cdi1: cdi-memlock: memlock raised: 2097152/2097152 bytes" "$T/err"
+	target
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d["process"]["rlimits"].append({"type": "RLIMIT_MEMLOCK", "soft": 524288, "hard": 2097152})
+json.dump(d, open(sys.argv[2], "w"))' "$T/spec.json" "$T/memlock-spec.json"
+	cdi_memlock "$T/memlock.conf" "$TARGET" "$T/memlock-spec.json"
+	check "cdi-memlock leaves a spec's RLIMIT_MEMLOCK as given" \
+		[ "$(memlock_of "$TARGET")" = "524288 2097152" ]
+	check "... and says so" \
+		grep -q "cdi-memlock: the spec sets RLIMIT_MEMLOCK; left as given" "$T/err"
+	check "... and exits 0" [ "$RC" = 0 ]
+	target
+	cdi_memlock "$T/broken.conf" "$TARGET"
+	check "cdi-memlock with a broken config leaves the container unchanged" \
+		[ "$(memlock_of "$TARGET")" = "524288 2097152" ]
+	check "... and says so" grep -q "container left unchanged" "$T/err"
+	check "... and exits 0" [ "$RC" = 0 ]
+	kill "$TARGET" 2>/dev/null
+	wait "$TARGET" 2>/dev/null
+else
+	echo "# the hard memlock limit is below 2 MiB here: the raising cases are not run"
+fi
+sleep 0 &
+gone=$!
+wait "$gone"
+cdi_memlock "$T/memlock.conf" "$gone"
+check "cdi-memlock: a failure under on_error=warn exits 0" [ "$RC" = 0 ]
+check "... and is logged" grep -q "cdi-memlock: memlock: .*(on_error=warn)" "$T/err"
+cdi_memlock "$T/memlock-strict.conf" "$gone"
+check "cdi-memlock: a failure under on_error=fail fails (exit 1)" [ "$RC" = 1 ]
+check "... and is logged" grep -q "cdi-memlock: memlock: .*(on_error=fail)" "$T/err"
 
 echo "# $PASSES passed, $FAILS failed"
 [ "$FAILS" = 0 ]

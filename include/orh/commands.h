@@ -19,6 +19,8 @@ struct orh_ctx {
 	struct orh_config cfg;
 	const char *sysroot;     /* --sysroot, else cfg.sysroot, else "/" */
 	const char *config_path; /* the config file used (may not exist) */
+	bool config_explicit;    /* config_path was given (--config), not the default */
+	const char *sysroot_opt; /* the --sysroot given, NULL when none */
 	/* Container-path commands (hook stages, precreate, runtime) are started with a
 	 * broken config too: they must then leave the container unchanged (log the
 	 * error, exit 0 / pass the spec through / exec the runtime untouched). */
@@ -28,7 +30,8 @@ struct orh_ctx {
 
 int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv);
 int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv);
-/* Live hook stages: createRuntime, prestart, poststop. argv[0] is the stage. */
+/* Live hook stages: createRuntime, prestart, poststop, and cdi-memlock (the hook a CDI
+ * spec carries: only the memlock step). argv[0] is the stage. */
 int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv);
 int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv);
 /* Runtime shim: argv holds the runtime's arguments (argv[0] = "runtime"). */

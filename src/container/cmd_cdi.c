@@ -4,11 +4,15 @@
  * One device per HCA the plan uses (its uverbs node, its ports' umad/issm when the
  * config gives management devices, and rdma_cm), one device "all" with every node and
  * NCCL_IB_HCA, and the plan's other variables as spec-wide env edits (applied whenever
- * any of the devices is requested). CDI has no rlimit edit: memlock stays the engine's business.
+ * any of the devices is requested). CDI has no rlimit edit: the plan's memlock comes
+ * through a spec-wide createRuntime hook, this very binary run as
+ * "oci-rdma-hook [--config FILE] [--sysroot DIR] cdi-memlock" with the config file and
+ * sysroot the spec was generated from (cmd_hook.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
@@ -81,18 +85,95 @@ static int add_device(json_t *devices, const char *name, json_t *nodes, json_t *
 	return json_array_append_new(devices, d) < 0 ? -ENOMEM : 0;
 }
 
-/* Build the CDI document. Pure: a function of the plan and the inventory. */
-static int cdi_build(const struct orh_plan *plan, const struct orh_inventory *inv,
+/* `path` made absolute against the working directory, symlinks kept: the hook runs in
+ * whatever directory the runtime starts it. */
+static int absolute(const char *path, char **out, struct orh_err *err)
+{
+	char cwd[PATH_MAX];
+
+	if (path[0] == '/') {
+		*out = orh_xstrdup(path);
+		return 0;
+	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		return orh_fail(err, errno,
+				"making '%s' absolute: getting the working directory: %s", path,
+				strerror(errno));
+	*out = orh_xasprintf("%s/%s", cwd, path);
+	return 0;
+}
+
+/* The createRuntime hook that gives CDI containers the plan's RLIMIT_MEMLOCK: this very
+ * binary, with --config only when a config file was named (without it the hook reads the
+ * default file, as this command did) and --sysroot only when one was given (else it
+ * comes from that same config). */
+static int memlock_hook(const struct orh_ctx *ctx, json_t **out, struct orh_err *err)
+{
+	static const char deleted[] = " (deleted)";
+	char self[PATH_MAX];
+	_cleanup_free_ char *config = NULL;
+	_cleanup_free_ char *sysroot = NULL;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self));
+	size_t len;
+	json_t *args = NULL;
+	int r;
+
+	*out = NULL;
+	if (n < 0)
+		return orh_fail(err, errno, "reading '/proc/self/exe': %s", strerror(errno));
+	if ((size_t)n >= sizeof(self))
+		return orh_fail(err, ENAMETOOLONG, "reading '/proc/self/exe': path too long");
+	self[n] = '\0';
+	len = (size_t)n;
+	if (self[0] != '/' ||
+	    (len >= sizeof(deleted) - 1 && !strcmp(self + len - (sizeof(deleted) - 1), deleted)))
+		return orh_fail(err, ENOENT,
+				"this binary ('%s') is no longer where it was started from", self);
+	if (ctx->config_explicit && (r = absolute(ctx->config_path, &config, err)) < 0)
+		return r;
+	if (ctx->sysroot_opt && (r = absolute(ctx->sysroot_opt, &sysroot, err)) < 0)
+		return r;
+	args = json_pack("[s]", "oci-rdma-hook");
+	if (!args ||
+	    (config && (json_array_append_new(args, json_string("--config")) < 0 ||
+			json_array_append_new(args, json_string(config)) < 0)) ||
+	    (sysroot && (json_array_append_new(args, json_string("--sysroot")) < 0 ||
+			 json_array_append_new(args, json_string(sysroot)) < 0)) ||
+	    json_array_append_new(args, json_string("cdi-memlock")) < 0) {
+		json_decref(args);
+		return orh_fail(err, EINVAL,
+				"building the memlock hook: out of memory, or a path not in UTF-8");
+	}
+	*out = json_pack("{s:s, s:s, s:o}", "hookName", "createRuntime", "path", self, "args",
+			 args);
+	if (!*out)
+		return orh_fail(err, EINVAL,
+				"building the memlock hook: out of memory, or a path not in UTF-8");
+	return 0;
+}
+
+/* Build the CDI document. Pure: a function of the plan, the inventory and the memlock
+ * hook (stolen; NULL when the plan sets no memlock). */
+static int cdi_build(const struct orh_plan *plan, const struct orh_inventory *inv, json_t *hook,
 		     json_t **out, struct orh_strv *warnings)
 {
 	json_t *doc = NULL, *devices = json_array(), *all = json_array(), *env = json_array();
-	json_t *hca = NULL;
+	json_t *hca = NULL, *hooks = NULL;
 	const struct orh_devnode *cm = plan_node(plan, &inv->rdma_cm);
 	int r;
 
 	*out = NULL;
 	if (!devices || !all || !env)
 		goto oom;
+	if (hook) {
+		hooks = json_array();
+		if (!hooks)
+			goto oom;
+		r = json_array_append_new(hooks, hook);
+		hook = NULL; /* taken, or released on failure */
+		if (r < 0)
+			goto oom;
+	}
 	for (size_t d = 0; d < inv->n_devs; d++) {
 		const struct orh_device *dev = &inv->devs[d];
 		const struct orh_devnode *uv = plan_node(plan, &dev->uverbs);
@@ -152,8 +233,10 @@ static int cdi_build(const struct orh_plan *plan, const struct orh_inventory *in
 	hca = NULL;
 	if (r < 0)
 		goto oom;
-	doc = json_pack("{s:s, s:s, s:o, s:{s:o}}", "cdiVersion", ORH_CDI_VERSION, "kind",
-			ORH_CDI_KIND, "devices", devices, "containerEdits", "env", env);
+	/* "o*" leaves the key out when hooks is NULL */
+	doc = json_pack("{s:s, s:s, s:o, s:{s:o, s:o*}}", "cdiVersion", ORH_CDI_VERSION, "kind",
+			ORH_CDI_KIND, "devices", devices, "containerEdits", "env", env, "hooks",
+			hooks);
 	if (!doc)
 		return -ENOMEM; /* json_pack with "o" steals the references even on failure */
 	*out = doc;
@@ -163,6 +246,8 @@ oom:
 	json_decref(all);
 	json_decref(env);
 	json_decref(hca);
+	json_decref(hooks);
+	json_decref(hook);
 	return -ENOMEM;
 }
 
@@ -193,7 +278,7 @@ int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
 	struct orh_err err = { 0 };
 	_cleanup_free_ char *text = NULL;
 	const char *output = NULL;
-	json_t *doc = NULL;
+	json_t *doc = NULL, *hook = NULL;
 	int r, rc = ORH_EXIT_OK;
 
 	for (int i = 1; i < argc; i++) {
@@ -234,7 +319,12 @@ int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 
-	r = cdi_build(&plan, &inv, &doc, &warnings);
+	if (plan.set_memlock && memlock_hook(ctx, &hook, &err) < 0) {
+		orh_log(LOG_ERR, "cdi: the memlock hook: %s: no spec written", err.msg);
+		rc = ORH_EXIT_FAIL;
+		goto out;
+	}
+	r = cdi_build(&plan, &inv, hook, &doc, &warnings);
 	for (size_t i = 0; i < warnings.n; i++)
 		orh_log(LOG_WARNING, "cdi: %s", warnings.v[i]);
 	if (r < 0 || !(text = json_dumps(doc, JSON_INDENT(2)))) {

@@ -3,10 +3,14 @@
  * The live OCI hook: createRuntime / prestart (same behaviour) give an activated
  * container its RDMA device nodes, the device cgroup grants, RLIMIT_MEMLOCK and an
  * /etc/nccl.conf; poststop removes what the hook left outside the container.
+ * cdi-memlock is the createRuntime hook that the CDI spec (cmd_cdi.c) carries, since CDI
+ * has no rlimit edit: for every container given a device of the spec's kind (that request
+ * is the activation) it applies the memlock step alone.
  *
  * Failure policy (config [containers] on_error): "warn" logs and exits 0, so the
  * container starts with whatever was applied before the failing step; "fail" exits 1
- * for containers that asked for RDMA with the oci-rdma-hook/enable annotation.
+ * for containers that asked for RDMA with the oci-rdma-hook/enable annotation, or, for
+ * cdi-memlock, with the CDI device.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -177,6 +181,41 @@ static void memlock_text(const struct hook *h, const struct orh_memlock_result *
 		 soft, hard);
 }
 
+/* The memlock step: the user's RLIMIT_MEMLOCK in the spec wins and is left as given;
+ * otherwise the plan's limit is applied to the container's process. `text` says what was
+ * done, for the summary line ("" when the plan sets no memlock). */
+static int apply_memlock(const struct hook *h, char *text, size_t size, struct orh_err *err)
+{
+	struct orh_memlock_result mres;
+	int r;
+
+	text[0] = '\0';
+	if (!h->plan.set_memlock)
+		return 0;
+	if (orh_spec_has_rlimit(h->spec, "RLIMIT_MEMLOCK")) {
+		snprintf(text, size, "the spec sets RLIMIT_MEMLOCK; left as given");
+		return 0;
+	}
+	r = orh_memlock_apply(h->st.pid, h->plan.memlock, &mres, err);
+	if (r < 0)
+		return r;
+	memlock_text(h, &mres, text, size);
+	return 0;
+}
+
+/* cdi-memlock: the memlock step alone, and one line saying what it did. */
+static int apply_cdi_memlock(struct hook *h)
+{
+	struct orh_err err = { 0 };
+	char memlock[192] = "";
+
+	if (apply_memlock(h, memlock, sizeof(memlock), &err) < 0)
+		return failed(h, "memlock", &err);
+	orh_log(LOG_INFO, "container %s: %s: %s", cid(h), h->stage,
+		memlock[0] ? memlock : "the plan sets no memlock; left unchanged");
+	return ORH_EXIT_OK;
+}
+
 static int apply(struct hook *h)
 {
 	struct orh_err err = { 0 };
@@ -186,7 +225,6 @@ static int apply(struct hook *h)
 	struct orh_devices_result dres;
 	struct orh_cgroup_result cres;
 	struct orh_ncclconf_result nres;
-	struct orh_memlock_result mres;
 	const struct orh_plan *p = &h->plan;
 	char memlock[192] = "";
 
@@ -199,15 +237,8 @@ static int apply(struct hook *h)
 		return failed(h, "device nodes", &err);
 	if (orh_cgroup_grant(h->st.pid, p->nodes, p->n_nodes, &cres, &err) < 0)
 		return failed(h, "device cgroup", &err);
-	if (p->set_memlock) {
-		if (orh_spec_has_rlimit(h->spec, "RLIMIT_MEMLOCK")) {
-			snprintf(memlock, sizeof(memlock), "the spec sets RLIMIT_MEMLOCK; left as given");
-		} else {
-			if (orh_memlock_apply(h->st.pid, p->memlock, &mres, &err) < 0)
-				return failed(h, "memlock", &err);
-			memlock_text(h, &mres, memlock, sizeof(memlock));
-		}
-	}
+	if (apply_memlock(h, memlock, sizeof(memlock), &err) < 0)
+		return failed(h, "memlock", &err);
 
 	/* no state directory for an id that cannot be a directory name */
 	if (orh_ncclconf_apply(rootfd, h->st.pid, readonly, h->state_dir[0] ? h->state_dir : NULL,
@@ -229,6 +260,7 @@ static int run(struct hook *h)
 {
 	struct orh_err err = { 0 };
 	const json_t *annotations;
+	bool cdi = !strcmp(h->stage, "cdi-memlock");
 
 	if (read_state(h, &err) < 0) {
 		orh_log(LOG_ERR, "%s: %s; nothing done", h->stage, err.msg);
@@ -253,7 +285,11 @@ static int run(struct hook *h)
 	annotations = json_object_get(h->spec, "annotations");
 	if (!annotations)
 		annotations = h->st.annotations;
-	if (orh_activation_decide(&h->ctx->cfg, annotations, &h->act, &h->facts, &err) < 0) {
+	if (cdi) {
+		/* only a container given a device of our CDI kind runs this hook: that is
+		 * its request */
+		h->act = ORH_ACT_REQUESTED;
+	} else if (orh_activation_decide(&h->ctx->cfg, annotations, &h->act, &h->facts, &err) < 0) {
 		h->act = ORH_ACT_REQUESTED; /* it tried to ask */
 		return failed(h, "annotations", &err);
 	}
@@ -276,7 +312,7 @@ static int run(struct hook *h)
 			cid(h));
 		return ORH_EXIT_OK;
 	}
-	return apply(h);
+	return cdi ? apply_cdi_memlock(h) : apply(h);
 }
 
 int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)

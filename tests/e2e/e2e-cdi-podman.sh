@@ -3,7 +3,9 @@
 # End-to-end: `oci-rdma-hook cdi --output` writes a CDI spec that podman accepts;
 # `--device rdma.oci-rdma-hook.io/hca=all` gives every chosen device and the plan's
 # variables, a single HCA gives its own node and rdma_cm, and CDI env edits replace a
-# same-named variable of the user (documented in oci-rdma-hook(8)).
+# same-named variable of the user (documented in oci-rdma-hook(8)). The spec's
+# createRuntime hook (oci-rdma-hook cdi-memlock) gives the node's memlock, soft and hard,
+# unless the container sets RLIMIT_MEMLOCK itself (podman --ulimit memlock=...).
 . "$(dirname "$0")/lib.sh"
 
 need_root_runc
@@ -19,8 +21,13 @@ done
 setup_work
 trap 'rc=$?; rm -f "$CDI_FILE"; cleanup_work $rc' EXIT
 
+# memlock 4 MiB: a hard limit cannot be raised here (no CAP_SYS_RESOURCE), so the test
+# starts podman, and the containers that inherit its limits, at 1 MiB soft / 4 MiB hard
+# (below this machine's hard limit); only the hook raises the soft limit to 4 MiB.
 make_node seed001-roce.json "$WORK/node"
-write_conf "$WORK/node.conf" ""
+write_conf "$WORK/node.conf" "[node]
+memlock = 4M"
+ulimit -Sl 1024 && ulimit -Hl 4096 || cant_run "cannot lower RLIMIT_MEMLOCK to 1 MiB/4 MiB"
 cat >"$WORK/containers.conf" <<'EOF'
 [containers]
 default_ulimits = []
@@ -36,12 +43,20 @@ assert d["cdiVersion"] == "0.5.0" and d["kind"] == "rdma.oci-rdma-hook.io/hca", 
 names = [x["name"] for x in d["devices"]]
 assert names[-1] == "all" and "mlx5_1" in names and "mlx5_0" not in names, names
 ' "$CDI_FILE"
+check "the spec's createRuntime hook is this binary's cdi-memlock with --config and --sysroot" \
+	python3 -c '
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+want = [{"hookName": "createRuntime", "path": os.path.realpath(sys.argv[2]),
+         "args": ["oci-rdma-hook", "--config", sys.argv[3], "--sysroot", sys.argv[4], "cdi-memlock"]}]
+assert d["containerEdits"]["hooks"] == want, d["containerEdits"].get("hooks")
+' "$CDI_FILE" "$HOOK" "$WORK/node.conf" "$WORK/node"
 check "no temporary file is left beside the spec" \
 	bash -c "! ls -a '$CDI_DIR' | grep -q '^\.oci-rdma-hook-e2e-$$.json.orh-'"
 
 podman_setup
 
-INSIDE='tr "\0" "\n" </proc/1/environ | grep "^NCCL_" | sort; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; true'
+INSIDE='tr "\0" "\n" </proc/1/environ | grep "^NCCL_" | sort; echo "memlock $(ulimit -Sl) $(ulimit -Hl)"; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; true'
 PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
 
 run_podman --device rdma.oci-rdma-hook.io/hca=all -e NCCL_IB_TIMEOUT=5
@@ -60,6 +75,18 @@ for n in uverbs1 uverbs8 rdma_cm; do
 	check "all: /dev/infiniband/$n is a character device $want" \
 		grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
 done
+check "all: the hook gives the node's memlock, soft and hard 4 MiB" grep -qx 'memlock 4096 4096' <<<"$OUT"
+
+# With any --ulimit, podman also sets nofile and nproc (to 1048576) unless given: above
+# the hard limits a container inherits here, which runc cannot raise. Give those.
+read -r nofile nproc < <("${PODMAN[@]}" run --rm --network none localhost/orh-e2e-bb /bin/sh -c \
+	'echo "$(ulimit -Sn):$(ulimit -Hn) $(ulimit -Su):$(ulimit -Hu)"') ||
+	cant_run "cannot read a container's default limits"
+run_podman --device rdma.oci-rdma-hook.io/hca=all --ulimit memlock=2097152:3145728 \
+	--ulimit "nofile=$nofile" --ulimit "nproc=$nproc"
+check "podman run --device ...=all --ulimit memlock=... succeeds (rc $RC: $ERR)" [ "$RC" = 0 ]
+check "the user's RLIMIT_MEMLOCK in the spec wins over the node's" \
+	grep -qx 'memlock 2048 3072' <<<"$OUT"
 
 run_podman --device rdma.oci-rdma-hook.io/hca=mlx5_2
 check "podman run --device ...=mlx5_2 succeeds (rc $RC: $ERR)" [ "$RC" = 0 ]
@@ -67,10 +94,12 @@ check "mlx5_2: exactly its uverbs node and rdma_cm" \
 	[ "$(grep -o '^/dev/infiniband/[a-z_0-9]*' <<<"$OUT" | tr '\n' ' ')" = "/dev/infiniband/rdma_cm /dev/infiniband/uverbs2 " ]
 check "mlx5_2: no NCCL_IB_HCA (only \"all\" sets it)" bash -c "! grep -q '^NCCL_IB_HCA=' <<<\"\$1\"" _ "$OUT"
 check "mlx5_2: the spec-wide variables are set" grep -q '^NCCL_IB_GID_INDEX=' <<<"$OUT"
+check "mlx5_2: the spec-wide hook gives the node's memlock" grep -qx 'memlock 4096 4096' <<<"$OUT"
 
 run_podman
 check "without --device nothing is injected" \
 	bash -c "! grep -q -e '^NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
+check "without --device no hook runs: memlock stays 1 MiB/4 MiB" grep -qx 'memlock 1024 4096' <<<"$OUT"
 
 "${PODMAN[@]}" system reset -f >/dev/null 2>&1 || true
 finish
