@@ -10,7 +10,7 @@ quick=0
 bash tests/setup-debian.sh || { echo "setup failed"; exit 1; }
 
 total_pass=0 total_fail=0
-run_suite() { # builddir, meson setup args...
+run_suite() { # builddir, meson setup args...  ($TEST_ARGS: extra `meson test` arguments)
 	local dir=$1
 	shift
 	if [ -d "$dir" ]; then
@@ -22,7 +22,8 @@ run_suite() { # builddir, meson setup args...
 		total_fail=$((total_fail + 1))
 		return
 	fi
-	meson test -C "$dir" --print-errorlogs --num-processes 2
+	# shellcheck disable=SC2086
+	meson test -C "$dir" --print-errorlogs --num-processes 2 ${TEST_ARGS:-}
 	local log="$dir/meson-logs/testlog.json"
 	local p s f
 	p=$(grep -c '"result": "OK"' "$log" || true)
@@ -35,8 +36,9 @@ run_suite() { # builddir, meson setup args...
 
 run_suite build-test -Db_sanitize=none
 if [ $quick = 0 ]; then
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		run_suite build-asan -Dstatic=false -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+	# the VM lane (tests/vm) runs once, in the plain build
+	TEST_ARGS="--no-suite vm" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_suite build-asan -Dstatic=false -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 fi
 echo "tests: $total_pass passed, $total_fail failed"
 [ $total_fail = 0 ]

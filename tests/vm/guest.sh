@@ -183,6 +183,7 @@ BIND_UVERBS='.mounts += [{destination: "/dev/uverbs-bound", type: "bind", source
 INSIDE='echo "uid $(id -u) caps $(grep CapEff /proc/self/status | cut -f2)"
 echo "memlock soft $(ulimit -Sl) hard $(ulimit -Hl)"
 ibv_devinfo 2>&1 | grep -E "hca_id|state:" | tr -d "\t" | sed "s/ *(.*//"
+/probe /dev/infiniband/uverbs0
 [ -e /dev/uverbs-bound ] && /probe /dev/uverbs-bound
 tr "\0" "\n" </proc/1/environ | grep "^NCCL_" | sed "s/^/env /"
 [ -f /etc/nccl.conf ] && sed "s/^/conf /" /etc/nccl.conf
@@ -207,6 +208,7 @@ check_served() {
 	check "$way: starts (rc $RC: $(tail -c 400 <<<"$ERR"))" [ "$RC" = 0 ]
 	check "$way: ibv_devinfo lists rxe0 PORT_ACTIVE" \
 		bash -c 'grep -A1 -x "hca_id:rxe0" <<<"$1" | grep -qx "state:PORT_ACTIVE"' _ "$OUT"
+	check "$way: /dev/infiniband/uverbs0 opens" has "$OUT" "/dev/infiniband/uverbs0 OK"
 	check "$way: memlock soft and hard are the configured ${MEMLOCK_KIB} KiB" \
 		has "$OUT" "memlock soft $MEMLOCK_KIB hard $MEMLOCK_KIB"
 	while IFS= read -r line; do
@@ -217,6 +219,8 @@ check_unserved() {
 	local way=$1
 	check "$way (not activated): starts (rc $RC: $(tail -c 300 <<<"$ERR"))" [ "$RC" = 0 ]
 	check "$way (not activated): no RDMA device for verbs" lacks "$OUT" "hca_id:"
+	check "$way (not activated): /dev/infiniband/uverbs0 cannot be opened" \
+		lacks "$OUT" "/dev/infiniband/uverbs0 OK"
 	check "$way (not activated): no NCCL setting" lacks "$OUT" NCCL_
 	check "$way (not activated): memlock untouched" lacks "$OUT" "hard $MEMLOCK_KIB"
 }
