@@ -32,9 +32,13 @@ for f in src/oci-rdma-hook tests/vm/vm_regmr tests/e2e/probe; do
 done
 
 # --- the kernel: the package linux-image-amd64 depends on, unpacked, never installed ---
-pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-	awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
-[ -n "$pkg" ] || fail "apt-cache knows no linux-image-amd64 (apt-get update?)"
+kernel_pkg() {
+	apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }'
+}
+pkg=$(kernel_pkg)
+[ -n "$pkg" ] || { apt-get update -qq && pkg=$(kernel_pkg); }
+[ -n "$pkg" ] || fail "apt-cache knows no linux-image-amd64, even after apt-get update"
 kver=${pkg#linux-image-}
 kroot=$CACHE/$pkg
 if [ ! -e "$kroot/.done" ]; then
