@@ -26,6 +26,9 @@ fail() {
 for t in qemu-system-x86_64 cpio depmod modprobe apt-get dpkg; do
 	command -v $t >/dev/null || fail "$t not installed (tests/setup-debian.sh installs it)"
 done
+for d in "$SRC" "$BUILD"; do
+	case $d/ in /run/* | /dev/* | /proc/* | /sys/*) fail "$d: the guest mounts its own /run, /dev, /proc and /sys over the host's" ;; esac
+done
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || fail "/bin/busybox is not static"
 for f in src/oci-rdma-hook tests/vm/vm_regmr tests/e2e/probe; do
 	[ -x "$BUILD/$f" ] || fail "$BUILD/$f not built (meson compile -C $BUILD)"
