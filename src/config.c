@@ -96,7 +96,9 @@ void orh_config_free(struct orh_config *cfg)
  * Debian's build) and parses what did not fit as a line of its own: the tail of a long
  * comment became a key. It reads through line_reader() instead, which hands it one whole
  * line at a time and stops the parse at a line that does not fit, so that every line is
- * parsed whole or refused, naming its number.
+ * parsed whole or refused, naming its number. It also drops each line's leading blanks:
+ * libinih would take an indented line as more value for the key above it (and repeat
+ * that key cut to 49 characters); here it is a line of its own.
  */
 struct line_reader {
 	const char *p;   /* the text not yet handed over */
@@ -115,7 +117,7 @@ static char *line_reader(char *buf, int size, void *stream)
 {
 	struct line_reader *rd = stream;
 	const char *eol = NULL;
-	size_t len = 0, body = 0;
+	size_t len = 0, body = 0, indent = 0;
 
 	if (rd->too_long || !*rd->p)
 		return NULL;
@@ -132,8 +134,10 @@ static char *line_reader(char *buf, int size, void *stream)
 		rd->too_long = size;
 		return NULL;
 	}
-	memcpy(buf, rd->p, len);
-	buf[len] = '\0';
+	while (indent < body && strchr(" \t\v\f\r", rd->p[indent])) /* isspace() in "C" */
+		indent++;
+	memcpy(buf, rd->p + indent, len - indent);
+	buf[len - indent] = '\0';
 	rd->p += len;
 	return buf;
 }

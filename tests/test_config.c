@@ -267,3 +267,27 @@ Test(config, env_lines_are_exact)
 	cr_assert_eq(cfg.env[1].line, 4);
 	cr_assert_eq(cfg.env[2].line, 6);
 }
+
+/* No continuation lines: an indented line is a line of its own, never more value for the
+ * key above it (libinih's multi-line values would take "   none" as a second preset, and
+ * repeat a long key cut to 49 characters). */
+Test(config, indented_line_stands_alone)
+{
+	const char *text = "[node]\npreset = roce\n  memlock = 1G\n\t[env]\n    NCCL_IB_TC = 136\n";
+
+	cr_assert_eq(orh_config_parse_string(&cfg, "node.conf", text, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfg.preset, ORH_PRESET_ROCE);
+	cr_assert_eq(cfg.memlock, 1ULL << 30);
+	cr_assert_eq(cfg.n_env, 1);
+	cr_assert_eq(cfg.env[0].line, 5);
+	orh_config_free(&cfg);
+	orh_config_defaults(&cfg);
+	expect_error("[node]\npreset = roce\n   none\n", "node.conf:3: syntax error");
+	orh_config_free(&cfg);
+	orh_config_defaults(&cfg);
+	expect_error("[node]\npreset = roce\n\v\f\rnone\n", "node.conf:3: syntax error");
+	orh_config_free(&cfg);
+	orh_config_defaults(&cfg);
+	expect_error("[env]\nNCCL_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA = 1\n  evil\n",
+		     "node.conf:3: syntax error");
+}
