@@ -101,9 +101,9 @@ void orh_config_free(struct orh_config *cfg)
  * that key cut to 49 characters); here it is a line of its own.
  */
 struct line_reader {
-	const char *p;   /* the text not yet handed over */
-	unsigned line;   /* number of the line handed over last */
-	int too_long;    /* the buffer a line did not fit in (0: none) */
+	const char *p; /* the text not yet handed over */
+	unsigned line; /* number of the line handed over last */
+	int too_long;  /* the buffer a line did not fit in (0: none) */
 };
 
 struct parse_ctx {
