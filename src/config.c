@@ -134,7 +134,7 @@ static char *line_reader(char *buf, int size, void *stream)
 		rd->too_long = size;
 		return NULL;
 	}
-	while (indent < body && strchr(" \t\v\f\r", rd->p[indent])) /* isspace() in "C" */
+	while (indent < body && memchr(" \t\v\f\r", rd->p[indent], 5)) /* isspace() in "C" */
 		indent++;
 	memcpy(buf, rd->p + indent, len - indent);
 	buf[len - indent] = '\0';

@@ -50,7 +50,7 @@ static bool read_whole_from_its_line(const char *s, const struct orh_env_setting
 
 	if (!l)
 		return false;
-	while (len > 0 && strchr(" \t\v\f\r", *l)) {
+	while (len > 0 && memchr(" \t\v\f\r", *l, 5)) {
 		l++;
 		len--;
 	}
