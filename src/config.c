@@ -91,11 +91,56 @@ void orh_config_free(struct orh_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 }
 
+/*
+ * libinih reads each line into a buffer of a fixed size (INI_MAX_LINE, 200 bytes in
+ * Debian's build) and parses what did not fit as a line of its own: the tail of a long
+ * comment became a key. It reads through line_reader() instead, which hands it one whole
+ * line at a time and stops the parse at a line that does not fit, so that every line is
+ * parsed whole or refused, naming its number. It also drops each line's leading blanks:
+ * libinih would take an indented line as more value for the key above it (and repeat
+ * that key cut to 49 characters); here it is a line of its own.
+ */
+struct line_reader {
+	const char *p; /* the text not yet handed over */
+	unsigned line; /* number of the line handed over last */
+	int too_long;  /* the buffer a line did not fit in (0: none) */
+};
+
 struct parse_ctx {
 	struct orh_config *cfg;
+	struct line_reader rd;
 	char msg[ORH_ERR_MAX]; /* first error, without the line */
-	int lines;             /* handler calls, to find the line of an error */
 };
+
+/* An ini_reader: the next line, with its end of line, into buf (size bytes). */
+static char *line_reader(char *buf, int size, void *stream)
+{
+	struct line_reader *rd = stream;
+	const char *eol = NULL;
+	size_t len = 0, body = 0, indent = 0;
+
+	if (rd->too_long || !*rd->p)
+		return NULL;
+	eol = strchr(rd->p, '\n');
+	len = eol ? (size_t)(eol - rd->p) + 1 : strlen(rd->p);
+	body = len;
+	if (body > 0 && rd->p[body - 1] == '\n')
+		body--;
+	if (body > 0 && rd->p[body - 1] == '\r')
+		body--;
+	rd->line++;
+	/* as libinih counts it: room for "\r\n" and the NUL after the longest line */
+	if (size < 3 || body > (size_t)size - 3) {
+		rd->too_long = size;
+		return NULL;
+	}
+	while (indent < body && memchr(" \t\v\f\r", rd->p[indent], 5)) /* isspace() in "C" */
+		indent++;
+	memcpy(buf, rd->p + indent, len - indent);
+	buf[len - indent] = '\0';
+	rd->p += len;
+	return buf;
+}
 
 static int set_error(struct parse_ctx *pc, const char *section, const char *key,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -297,7 +342,7 @@ static int env_key(struct parse_ctx *pc, const char *key, const char *v)
 	e = &cfg->env[cfg->n_env++];
 	e->name = orh_xstrdup(key);
 	e->value = *v ? orh_xstrdup(v) : NULL;
-	e->line = (unsigned)pc->lines; /* fixed up below with the real line number */
+	e->line = pc->rd.line;
 	return 1;
 }
 
@@ -305,7 +350,6 @@ static int handler(void *user, const char *section, const char *name, const char
 {
 	struct parse_ctx *pc = user;
 
-	pc->lines++;
 	if (!name) /* a section line (INI_CALL_HANDLER_ON_NEW_SECTION) */
 		return 1;
 	if (!strcmp(section, "node"))
@@ -319,51 +363,36 @@ static int handler(void *user, const char *section, const char *name, const char
 	return set_error(pc, section, name, "unknown section%s", "");
 }
 
-/* inih reports the line of the first error; env entries record their own line by
- * re-scanning the text, since inih does not hand the line to the handler. */
-static void fix_env_lines(struct orh_config *cfg, const char *text)
+/* Lines of up to ORH_CONFIG_MAX_LINE - 3 bytes, where libinih lets its callers say so
+ * (Debian's build: meson.build checks for ini_max_line). Elsewhere its own limit
+ * stands, and line_reader() refuses what does not fit. */
+static void inih_line_limit(void)
 {
-	unsigned line = 0;
-	bool in_env = false;
-	const char *p = text;
-
-	while (*p) {
-		const char *eol = strchr(p, '\n');
-		size_t len = eol ? (size_t)(eol - p) : strlen(p);
-		char buf[256];
-		char *s;
-
-		line++;
-		snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1), p);
-		s = orh_strstrip(buf);
-		if (s[0] == '[')
-			in_env = orh_startswith(s, "[env]");
-		else if (in_env)
-			for (size_t i = 0; i < cfg->n_env; i++) {
-				size_t n = strlen(cfg->env[i].name);
-				if (!strncmp(s, cfg->env[i].name, n) &&
-				    (s[n] == '=' || s[n] == ' ' || s[n] == '\t' || s[n] == ':'))
-					cfg->env[i].line = line;
-			}
-		p = eol ? eol + 1 : p + len;
-	}
+#ifdef ORH_INIH_RUNTIME_OPTIONS
+	ini_use_stack = true;   /* one buffer of ini_max_line bytes for every line */
+	ini_allow_realloc = false;
+	ini_max_line = ORH_CONFIG_MAX_LINE;
+#endif
 }
 
 int orh_config_parse_string(struct orh_config *cfg, const char *name, const char *text,
 			    struct orh_err *err)
 {
-	struct parse_ctx pc = { .cfg = cfg };
+	struct parse_ctx pc = { .cfg = cfg, .rd = { .p = text } };
 	int line;
 
-	line = ini_parse_string(text, handler, &pc);
-	if (line != 0) {
-		if (line < 0)
-			return orh_fail(err, ENOMEM, "%s: cannot parse", name);
+	inih_line_limit();
+	line = ini_parse_stream(line_reader, &pc.rd, handler, &pc);
+	if (line < 0)
+		return orh_fail(err, ENOMEM, "%s: cannot parse", name);
+	if (line > 0) {
 		if (!pc.msg[0])
 			snprintf(pc.msg, sizeof(pc.msg), "syntax error (expected 'key = value' or '[section]')");
 		return orh_fail(err, EINVAL, "%s:%d: %s", name, line, pc.msg);
 	}
-	fix_env_lines(cfg, text);
+	if (pc.rd.too_long)
+		return orh_fail(err, EINVAL, "%s:%u: line longer than %d bytes", name, pc.rd.line,
+				pc.rd.too_long - 3);
 	free(cfg->path);
 	cfg->path = orh_xstrdup(name);
 	return 0;

@@ -98,6 +98,35 @@ printf '[node]\npreset = auto\nbogus = 1\n' >"$work/bad.conf"
 err=$("$HOOK" --config "$work/bad.conf" --sysroot "$seed" env 2>&1 >/dev/null); rc=$?
 [ $rc = 2 ] && grep -q "$work/bad.conf:3: \[node\] key 'bogus': unknown key" <<<"$err" &&
 	ok "bad config: exit 2 naming file, line, key" || not_ok "bad config" "rc=$rc $err"
+
+# a comment longer than libinih's own 200-byte buffer is one comment: its tail is never
+# parsed as a line of its own; a line over the limit is refused whole, naming it
+{ printf '[containers]\nactivation = always\n[env]\n# '; printf 'x%.0s' $(seq 197)
+  printf 'NCCL_NET_PLUGIN = /opt/evil.so\n'; } >"$work/longcomment.conf"
+out=$("$HOOK" --config "$work/longcomment.conf" --sysroot "$seed" env 2>&1); rc=$?
+[ $rc = 0 ] && grep -q '^NCCL_IB_HCA=' <<<"$out" && ! grep -q NCCL_NET_PLUGIN <<<"$out" &&
+	ok "a 229-byte comment ending in NCCL_NET_PLUGIN stays a comment" ||
+	not_ok "a 229-byte comment ending in NCCL_NET_PLUGIN stays a comment" "rc=$rc $out"
+{ printf '[containers]\nactivation = always\n[env]\n# '; printf 'x%.0s' $(seq 4100)
+  printf 'NCCL_NET_PLUGIN = /opt/evil.so\n'; } >"$work/hugecomment.conf"
+out=$("$HOOK" --config "$work/hugecomment.conf" --sysroot "$seed" env 2>"$work/hugecomment.err")
+rc=$?
+err=$(cat "$work/hugecomment.err")
+[ $rc = 2 ] && [ -z "$out" ] && grep -q "$work/hugecomment.conf:4: line longer than 4093 bytes" <<<"$err" &&
+	ok "a 4132-byte comment ending in NCCL_NET_PLUGIN: exit 2 naming file and line" ||
+	not_ok "a 4132-byte comment ending in NCCL_NET_PLUGIN" "rc=$rc out=$out $err"
+{ printf '[env]\n# '; printf 'x%.0s' $(seq 4091); printf '\nNCCL_OK = 1\n'; } >"$work/maxline.conf"
+"$HOOK" --config "$work/maxline.conf" --sysroot "$seed" env 2>/dev/null | grep -qx 'NCCL_OK=1' &&
+	ok "a line of 4093 bytes is read" || not_ok "a line of 4093 bytes is read"
+{ printf '[env]\n# '; printf 'x%.0s' $(seq 4092); printf '\nNCCL_OK = 1\n'; } >"$work/overline.conf"
+err=$("$HOOK" --config "$work/overline.conf" --sysroot "$seed" env 2>&1 >/dev/null); rc=$?
+[ $rc = 2 ] && grep -q "$work/overline.conf:2: line longer than 4093 bytes" <<<"$err" &&
+	ok "a line of 4094 bytes: exit 2 naming file and line" || not_ok "a line of 4094 bytes" "rc=$rc $err"
+value=$(printf 'v%.0s' $(seq 1023))
+printf '[env]\nNCCL_TEST_VALUE = %s\n' "$value" >"$work/value1023.conf"
+"$HOOK" --config "$work/value1023.conf" --sysroot "$seed" env 2>/dev/null |
+	grep -qx "NCCL_TEST_VALUE=$value" &&
+	ok "a 1023-byte [env] value is planned whole" || not_ok "a 1023-byte [env] value is planned whole"
 "$HOOK" --config "$work/missing.conf" env >/dev/null 2>&1; rc=$?
 [ $rc = 2 ] && ok "missing --config file: exit 2" || not_ok "missing --config: rc=$rc"
 "$HOOK" frobnicate >/dev/null 2>&1; rc=$?

@@ -2,6 +2,7 @@
 /* The node config file: keys, defaults, and errors naming file, line and key. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -168,4 +169,125 @@ Test(config, file_of_exactly_the_limit_is_read)
 	fclose(f);
 	cr_assert_eq(orh_config_load(&cfg, path, true, &err), 0, "%s", err.msg);
 	unlink(path);
+}
+
+/* A line of n characters c, then tail and a newline, at the end of text (malloc'd). */
+static char *with_long_line(const char *head, char c, size_t n, const char *tail)
+{
+	size_t hl = strlen(head), tl = strlen(tail);
+	char *s = malloc(hl + n + tl + 2);
+
+	cr_assert_not_null(s);
+	memcpy(s, head, hl);
+	memset(s + hl, c, n);
+	memcpy(s + hl + n, tail, tl);
+	memcpy(s + hl + n + tl, "\n", 2);
+	return s;
+}
+
+/* Parse "[containers] activation = always [env]" and a comment of pad 'x' that ends in
+ * "NCCL_NET_PLUGIN = /opt/evil.so"; was NCCL_NET_PLUGIN set? */
+static bool evil_tail_parsed(size_t pad, int *r, struct orh_err *e)
+{
+	_cleanup_free_ char *text = with_long_line("[containers]\nactivation = always\n[env]\n# ",
+						   'x', pad, "NCCL_NET_PLUGIN = /opt/evil.so");
+	struct orh_config c;
+	bool set = false;
+
+	orh_config_defaults(&c);
+	memset(e, 0, sizeof(*e));
+	*r = orh_config_parse_string(&c, "node.conf", text, e);
+	for (size_t i = 0; i < c.n_env; i++)
+		set |= !strcmp(c.env[i].name, "NCCL_NET_PLUGIN");
+	orh_config_free(&c);
+	return set;
+}
+
+/* A commented-out line longer than libinih's buffer must not be cut in two, its tail
+ * parsed as a line of its own (it used to set NCCL_NET_PLUGIN for every container). */
+Test(config, long_comment_is_refused_not_split)
+{
+	int r = 0;
+
+	cr_assert_not(evil_tail_parsed(197, &r, &err), "the tail of the comment was parsed");
+	for (size_t pad = 150; pad <= 5000; pad += pad < 300 ? 1 : 997) {
+		cr_assert_not(evil_tail_parsed(pad, &r, &err), "pad %zu: the tail was parsed", pad);
+		if (r < 0)
+			cr_assert(strstr(err.msg, "node.conf:4: "), "pad %zu: %s", pad, err.msg);
+	}
+}
+
+/* A line over the limit is an error naming the file and its own line, whatever it holds. */
+Test(config, over_long_line_names_file_and_line)
+{
+	_cleanup_free_ char *comment = with_long_line("[node]\npreset = auto\n# ", 'x',
+						      ORH_CONFIG_MAX_LINE, "");
+	_cleanup_free_ char *value = with_long_line("[env]\nNCCL_A = 1\nNCCL_B = ", 'v',
+						    ORH_CONFIG_MAX_LINE, "");
+
+	expect_error(comment, "node.conf:3: line longer than");
+	orh_config_free(&cfg);
+	orh_config_defaults(&cfg);
+	expect_error(value, "node.conf:3: line longer than");
+}
+
+/* The man page allows values of 1023 bytes: they are read whole, with LF or CRLF. */
+Test(config, value_of_1023_bytes_is_read_whole)
+{
+	_cleanup_free_ char *lf = with_long_line("[env]\nNCCL_TEST_LONG_VALUE_NAME = ", 'v', 1023,
+						 "");
+	_cleanup_free_ char *crlf = with_long_line("[env]\r\nNCCL_TEST_LONG_VALUE_NAME = ", 'v',
+						   1023, "\r");
+	_cleanup_free_ char *over = with_long_line("[env]\nNCCL_TEST = ", 'v', 1024, "");
+
+	cr_assert_eq(orh_config_parse_string(&cfg, "node.conf", lf, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfg.n_env, 1);
+	cr_assert_eq(strlen(cfg.env[0].value), 1023);
+	cr_assert_eq(cfg.env[0].line, 2);
+	orh_config_free(&cfg);
+	orh_config_defaults(&cfg);
+	cr_assert_eq(orh_config_parse_string(&cfg, "node.conf", crlf, &err), 0, "%s", err.msg);
+	cr_assert_eq(strlen(cfg.env[0].value), 1023);
+	orh_config_free(&cfg);
+	orh_config_defaults(&cfg);
+	expect_error(over, "node.conf:2: [env] key 'NCCL_TEST': value has a control character "
+			   "or is longer than 1023 bytes");
+}
+
+/* An [env] entry records its own line, also after long lines and for names that are
+ * prefixes of one another. */
+Test(config, env_lines_are_exact)
+{
+	_cleanup_free_ char *text = with_long_line("[env]\nNCCL_IB = 1\n# ", 'x', 600,
+						   "\nNCCL_IB_HCA = mlx5_1\n\nNCCL_IB_TC = 136");
+
+	cr_assert_eq(orh_config_parse_string(&cfg, "node.conf", text, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfg.n_env, 3);
+	cr_assert_eq(cfg.env[0].line, 2);
+	cr_assert_eq(cfg.env[1].line, 4);
+	cr_assert_eq(cfg.env[2].line, 6);
+}
+
+/* No continuation lines: an indented line is a line of its own, never more value for the
+ * key above it (libinih's multi-line values would take "   none" as a second preset, and
+ * repeat a long key cut to 49 characters). */
+Test(config, indented_line_stands_alone)
+{
+	const char *text = "[node]\npreset = roce\n  memlock = 1G\n\t[env]\n    NCCL_IB_TC = 136\n";
+
+	cr_assert_eq(orh_config_parse_string(&cfg, "node.conf", text, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfg.preset, ORH_PRESET_ROCE);
+	cr_assert_eq(cfg.memlock, 1ULL << 30);
+	cr_assert_eq(cfg.n_env, 1);
+	cr_assert_eq(cfg.env[0].line, 5);
+	orh_config_free(&cfg);
+	orh_config_defaults(&cfg);
+	expect_error("[node]\npreset = roce\n   none\n", "node.conf:3: syntax error");
+	orh_config_free(&cfg);
+	orh_config_defaults(&cfg);
+	expect_error("[node]\npreset = roce\n\v\f\rnone\n", "node.conf:3: syntax error");
+	orh_config_free(&cfg);
+	orh_config_defaults(&cfg);
+	expect_error("[env]\nNCCL_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA = 1\n  evil\n",
+		     "node.conf:3: syntax error");
 }

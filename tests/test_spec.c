@@ -342,6 +342,24 @@ Test(spec_apply, ipc_lock_never_creates_a_capability_set)
 	json_decref(spec);
 }
 
+/* "process": null is no process object, as orh_spec_parse() reads it: CAP_IPC_LOCK alone
+ * leaves such a spec alone instead of refusing it (found by fuzz-spec). */
+Test(spec_apply, ipc_lock_with_null_process_changes_nothing)
+{
+	struct orh_plan plan;
+	struct orh_spec_opts opts = { .add_ipc_lock = true };
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of("{\"process\":null}");
+	char *s = NULL;
+
+	memset(&plan, 0, sizeof(plan));
+	cr_assert_eq(orh_spec_apply(spec, &plan, &opts, NULL, &err), 0, "%s", err.msg);
+	s = dump(spec);
+	cr_assert_str_eq(s, "{\"process\":null}");
+	free(s);
+	json_decref(spec);
+}
+
 Test(spec_apply, idempotent)
 {
 	struct orh_plan plan = test_plan(ORH_MEMLOCK_UNLIMITED);

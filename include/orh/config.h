@@ -17,6 +17,10 @@
 
 #define ORH_MEMLOCK_UNLIMITED UINT64_MAX
 #define ORH_CONFIG_MAX_BYTES (256 * 1024)
+/* libinih's line buffer: a line holds at most ORH_CONFIG_MAX_LINE - 3 bytes before its
+ * end of line (with a libinih whose limit cannot be set at run time, that library's
+ * own INI_MAX_LINE - 3); a longer line is an error naming it. */
+#define ORH_CONFIG_MAX_LINE 4096
 
 enum orh_preset {
 	ORH_PRESET_AUTO = 0,  /* chosen from the hardware found */

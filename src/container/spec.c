@@ -260,6 +260,8 @@ int orh_spec_apply(json_t *spec, const struct orh_plan *plan, const struct orh_s
 	}
 	if (opts && opts->add_ipc_lock) {
 		process = json_object_get(spec, "process");
+		if (process && json_is_null(process))
+			process = NULL; /* as absent, like every optional part of a spec */
 		if (process && !json_is_object(process))
 			return orh_fail(err, EINVAL, "config.json: field 'process' is not an object");
 		if (process) {

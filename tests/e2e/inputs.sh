@@ -7,7 +7,10 @@
 #     become entries of their own in the edited config.json;
 #   - a container id that is a path never names a directory on the host;
 #   - the OCI state (> 1 MiB, never-ending stdin), config.json (> 16 MiB), the node
-#     config (> 256 KiB) over their limits.
+#     config (> 256 KiB) over their limits;
+#   - node config lines longer than libinih's 200-byte buffer: a comment ending in
+#     "NCCL_NET_PLUGIN = /opt/evil.so" stays a comment, a line over 4093 bytes is an error
+#     naming file and line (containers started by runc), a 1023-byte value is read whole.
 # The live hook is called directly (OCI state for a host process, as in security.sh);
 # the runtime shim runs with /bin/true as its runtime; precreate reads stdin.
 . "$(dirname "$0")/lib.sh"
@@ -234,5 +237,77 @@ HRC=0
 "$HOOK" --config "$WORK/big.conf" precreate <"$WORK/b7/config.json" >"$WORK/pre7.out" 2>/dev/null || HRC=$?
 check "config file > 256 KiB, precreate: the spec passes through unchanged" \
 	bash -c '[ "$1" = 0 ] && cmp -s "$2" "$3"' _ "$HRC" "$WORK/pre7.out" "$WORK/b7/config.json"
+
+
+# ---- 8. node config lines longer than libinih's buffer, with real runc ----------------
+# libinih's own buffer is 200 bytes: the tail of a longer comment used to be parsed as a
+# line of its own. A 229-byte comment must stay a comment; a line over the hook's limit
+# (4093 bytes) makes the whole config an error naming the file and the line.
+comment_conf() { # FILE PAD: '# ', PAD x's, then NCCL_NET_PLUGIN = /opt/evil.so in [env]
+	{ printf '[containers]\nactivation = always\n[env]\nNCCL_DEBUG = WARN\n# '
+	  printf 'x%.0s' $(seq "$2"); printf 'NCCL_NET_PLUGIN = /opt/evil.so\n'; } >"$1"
+}
+# what $INSIDE8 printed: /etc/nccl.conf, then "---", then PID 1's NCCL_* environment
+nccl_conf_of() { printf '%s\n' "${OUT%%---*}"; }
+no_plugin() { ! grep -q NCCL_NET_PLUGIN <<<"$OUT"; }
+started_with_plan() {
+	[ "$RC" = 0 ] && nccl_conf_of | grep -q "^NCCL_IB_HCA=" && nccl_conf_of | grep -qx "NCCL_DEBUG=WARN"
+}
+started_unchanged() { [ "$RC" = 0 ] && [ -z "$(nccl_conf_of)" ] && untouched "$1"; }
+precreate_env_ok() {
+	python3 -c 'import json, sys
+env = json.load(open(sys.argv[1]))["process"]["env"]
+assert "NCCL_DEBUG=WARN" in env, env
+assert not any(e.startswith("NCCL_NET_PLUGIN") for e in env), env' "$1"
+}
+comment_conf "$WORK/longcomment.conf" 197
+comment_conf "$WORK/hugecomment.conf" 5000
+value1023=$(printf 'v%.0s' $(seq 1023))
+write_conf "$WORK/value1023.conf" "[containers]
+activation = always
+[env]
+NCCL_TEST_VALUE = $value1023"
+INSIDE8='cat /etc/nccl.conf 2>/dev/null; echo ---; tr "\0" "\n" </proc/1/environ | grep "^NCCL_" || true'
+
+fresh r8
+make_bundle "$WORK/b8" "$WORK/r8" "$WORK/node" "$WORK/longcomment.conf" "$INSIDE8" "$HOSTNET"
+run_ctr "$WORK/b8"
+check "229-byte comment ending in NCCL_NET_PLUGIN, runc: the container starts with the plan" \
+	started_with_plan
+check "229-byte comment ending in NCCL_NET_PLUGIN, runc: the container gets no NCCL_NET_PLUGIN" \
+	no_plugin
+check "229-byte comment: the hook logs no config error" \
+	bash -c '! grep -q "longcomment.conf:" "$1"' _ "$WORK/b8/hook.log"
+HRC=0
+"$HOOK" --sysroot "$WORK/node" --config "$WORK/longcomment.conf" precreate \
+	<"$WORK/b8/config.json" >"$WORK/pre8.out" 2>/dev/null || HRC=$?
+check "229-byte comment, precreate: exit 0" \
+	bash -c '[ "$1" = 0 ]' _ "$HRC"
+check "229-byte comment, precreate: plan added, no NCCL_NET_PLUGIN in process.env" \
+	precreate_env_ok "$WORK/pre8.out"
+
+fresh r8b
+make_bundle "$WORK/b8b" "$WORK/r8b" "$WORK/node" "$WORK/hugecomment.conf" "$INSIDE8" "$HOSTNET"
+run_ctr "$WORK/b8b"
+check "5032-byte comment ending in NCCL_NET_PLUGIN, runc: the container starts unchanged" \
+	started_unchanged "$WORK/r8b"
+check "5032-byte comment ending in NCCL_NET_PLUGIN, runc: the container gets no NCCL_NET_PLUGIN" \
+	no_plugin
+check "5032-byte comment, runc: the hook reports the config error naming file and line" \
+	grep -q "$WORK/hugecomment.conf:5: line longer than 4093 bytes; container left unchanged" \
+	"$WORK/b8b/hook.log"
+HRC=0
+"$HOOK" --sysroot "$WORK/node" --config "$WORK/hugecomment.conf" precreate \
+	<"$WORK/b8b/config.json" >"$WORK/pre8b.out" 2>"$WORK/pre8b.log" || HRC=$?
+check "5032-byte comment, precreate: the spec passes through unchanged" \
+	bash -c '[ "$1" = 0 ] && cmp -s "$2" "$3"' _ "$HRC" "$WORK/pre8b.out" "$WORK/b8b/config.json"
+check "5032-byte comment, precreate: the error names file and line" \
+	grep -q "hugecomment.conf:5: line longer than 4093 bytes" "$WORK/pre8b.log"
+
+fresh r8c
+make_bundle "$WORK/b8c" "$WORK/r8c" "$WORK/node" "$WORK/value1023.conf" "$INSIDE8" "$HOSTNET"
+run_ctr "$WORK/b8c"
+check "1023-byte [env] value, runc: nccl.conf holds it whole" \
+	bash -c '[ "$1" = 0 ] && grep -qx "NCCL_TEST_VALUE=$2" <<<"$3"' _ "$RC" "$value1023" "$OUT"
 
 finish
