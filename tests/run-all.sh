@@ -36,8 +36,9 @@ run_suite() { # builddir, meson setup args...  ($TEST_ARGS: extra `meson test` a
 
 run_suite build-test -Db_sanitize=none
 if [ $quick = 0 ]; then
-	# the VM lane (tests/vm) runs once, in the plain build
-	TEST_ARGS="--no-suite vm" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	# the VM lane (tests/vm) and the Debian package (tests/package.sh, which builds its
+	# own binary) run once, in the plain build
+	TEST_ARGS="--no-suite vm --no-suite package" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_suite build-asan -Dstatic=false -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 fi
 echo "tests: $total_pass passed, $total_fail failed"

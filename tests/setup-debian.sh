@@ -11,6 +11,8 @@ packages=(
 	clang libclang-rt-14-dev
 	# end-to-end: real runtimes and a busybox rootfs
 	runc crun podman containerd docker.io busybox-static iproute2 uidmap libcap2-bin
+	# the Debian package (debian/, tests/package.sh): build, lint, man -w
+	build-essential debhelper dpkg-dev lintian man-db
 	# the VM lane (tests/vm): Debian's kernel under qemu, soft-RoCE, verbs tools
 	qemu-system-x86 cpio kmod ibverbs-providers rdmacm-utils perftest
 	# diagnostics and benchmark
