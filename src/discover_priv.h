@@ -19,6 +19,8 @@ struct scan {
 	struct orh_inventory *inv;
 	int root;                  /* sysroot dir fd */
 	struct orh_readbatch *batch;
+	struct orh_rdma_majors dyn; /* RDMA's dynamic majors (discover_chardev.c) */
+	int dyn_state;             /* 0: /proc/devices not read yet, 1: read, -1: unreadable */
 };
 
 static inline bool disc_plan_mode(const struct scan *sc)

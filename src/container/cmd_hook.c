@@ -305,6 +305,9 @@ static int run(struct hook *h)
 		return failed(h, "container network namespace", &err);
 	if (build_plan(h, &err) < 0)
 		return failed(h, "discovery", &err);
+	/* what discovery skipped (a refused device number among it), then the plan's own */
+	for (size_t i = 0; i < h->inv.warnings.n; i++)
+		orh_log(LOG_WARNING, "container %s: %s", cid(h), h->inv.warnings.v[i]);
 	for (size_t i = 0; i < h->plan.warnings.n; i++)
 		orh_log(LOG_WARNING, "container %s: %s", cid(h), h->plan.warnings.v[i]);
 	if (orh_plan_is_empty(&h->plan)) {

@@ -7,7 +7,9 @@
 #     become entries of their own in the edited config.json;
 #   - a container id that is a path never names a directory on the host;
 #   - the OCI state (> 1 MiB, never-ending stdin), config.json (> 16 MiB), the node
-#     config (> 256 KiB) over their limits.
+#     config (> 256 KiB) over their limits;
+#   - a device number sysfs names that is not an RDMA one (uverbs2/dev reading 1:11,
+#     /dev/kmsg's) gives the container neither that node nor a grant for it (runc).
 # The live hook is called directly (OCI state for a host process, as in security.sh);
 # the runtime shim runs with /bin/true as its runtime; precreate reads stdin.
 . "$(dirname "$0")/lib.sh"
@@ -234,5 +236,28 @@ HRC=0
 "$HOOK" --config "$WORK/big.conf" precreate <"$WORK/b7/config.json" >"$WORK/pre7.out" 2>/dev/null || HRC=$?
 check "config file > 256 KiB, precreate: the spec passes through unchanged" \
 	bash -c '[ "$1" = 0 ] && cmp -s "$2" "$3"' _ "$HRC" "$WORK/pre7.out" "$WORK/b7/config.json"
+
+# ---- 8. a device number from sysfs that is not an RDMA one: /dev/kmsg's ----------------
+# /dev/testkmsg is listed in the spec but not allowed: only a grant of the hook lets the
+# container open it. It is opened write-only and nothing is written (a read open needs
+# CAP_SYSLOG whatever the grant: that would prove nothing).
+cp -a "$WORK/node" "$WORK/kmsgnode"
+echo 1:11 >"$WORK/kmsgnode/sys/class/infiniband_verbs/uverbs2/dev"
+fresh r8
+make_bundle "$WORK/b8" "$WORK/r8" "$WORK/kmsgnode" "$WORK/always.conf" \
+	'for f in /dev/infiniband/*; do stat -c "%n %t:%T" "$f"; done; probe /dev/infiniband/uverbs2; if (: >/dev/testkmsg) 2>/dev/null; then echo "testkmsg opened"; else echo "testkmsg denied"; fi' \
+	"$HOSTNET; c['linux'].setdefault('devices', []).append({'path': '/dev/testkmsg', 'type': 'c', 'major': 1, 'minor': 11, 'fileMode': 0o600, 'uid': 0, 'gid': 0})"
+run_ctr "$WORK/b8"
+check "uverbs2/dev reads 1:11: the container starts (rc $RC)" [ "$RC" = 0 ]
+check "uverbs2/dev reads 1:11: no node under /dev/infiniband is 1:11" \
+	bash -c '! grep -q " 1:b$" <<<"$1"' _ "$OUT"
+check "uverbs2/dev reads 1:11: /dev/infiniband/uverbs2 is not made" \
+	grep -qx "/dev/infiniband/uverbs2 ENOENT" <<<"$OUT"
+check "uverbs2/dev reads 1:11: no grant for 1:11 (the container cannot open /dev/kmsg's numbers)" \
+	grep -qx "testkmsg denied" <<<"$OUT"
+check "uverbs2/dev reads 1:11: the other devices are made (uverbs1 231:193, rdma_cm)" \
+	bash -c 'grep -qx "/dev/infiniband/uverbs1 e7:c1" <<<"$1" && grep -q "^/dev/infiniband/rdma_cm " <<<"$1"' _ "$OUT"
+check "uverbs2/dev reads 1:11: the refusal is logged, naming the file and the value" \
+	grep -q "kmsgnode/sys/class/infiniband_verbs/uverbs2/dev': 1:11 is not" "$WORK/b8/hook.log"
 
 finish
