@@ -104,6 +104,19 @@ check "precreate: malformed JSON is passed through unchanged" [ "$(cat "$T/out.j
 "${H[@]}" precreate extra </dev/null >/dev/null 2>&1
 check "precreate: an extra argument is a usage error (exit 2)" [ $? = 2 ]
 
+# A spec that already lists a node the plan makes, with other numbers: the entry is kept
+# as the user wrote it, the grant is for the node's numbers, and the mismatch is named.
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+d["linux"]["devices"] = [{"path":"/dev/infiniband/uverbs1","type":"c","major":231,"minor":250}]
+json.dump(d, open(sys.argv[2], "w"))' "$T/spec.json" "$T/othernum.json"
+"${H[@]}" precreate <"$T/othernum.json" >"$T/out.json" 2>"$T/err"
+check "precreate: uverbs1 listed as 231:250 is kept as listed" \
+	[ "$(pyq "$T/out.json" '[(e["major"], e["minor"]) for e in d["linux"]["devices"] if e["path"] == "/dev/infiniband/uverbs1"]')" = "[(231, 250)]" ]
+check "precreate: ... the grant is for the node's 231:193" \
+	[ "$(pyq "$T/out.json" '[r["minor"] for r in d["linux"]["resources"]["devices"] if r.get("major") == 231 and r["minor"] in (193, 250)]')" = "[193]" ]
+check "precreate: ... and a warning names the path, the spec's numbers and the node's" \
+	grep -q "'/dev/infiniband/uverbs1' .*231:250.*231:193" "$T/err"
+
 # A device number sysfs names that is not an RDMA one (here /dev/kmsg's) reaches no spec
 # edit and no CDI spec: discovery refuses it with a warning naming the file and value.
 cp -a "$T/node" "$T/kmsgnode"

@@ -9,7 +9,9 @@
 #   - the OCI state (> 1 MiB, never-ending stdin), config.json (> 16 MiB), the node
 #     config (> 256 KiB) over their limits;
 #   - a device number sysfs names that is not an RDMA one (uverbs2/dev reading 1:11,
-#     /dev/kmsg's) gives the container neither that node nor a grant for it (runc).
+#     /dev/kmsg's) gives the container neither that node nor a grant for it (runc);
+#   - a spec that lists /dev/infiniband/uverbs1 with other numbers is named in the log,
+#     and the container gets the node's numbers (runc).
 # The live hook is called directly (OCI state for a host process, as in security.sh);
 # the runtime shim runs with /bin/true as its runtime; precreate reads stdin.
 . "$(dirname "$0")/lib.sh"
@@ -259,5 +261,17 @@ check "uverbs2/dev reads 1:11: the other devices are made (uverbs1 231:193, rdma
 	bash -c 'grep -qx "/dev/infiniband/uverbs1 e7:c1" <<<"$1" && grep -q "^/dev/infiniband/rdma_cm " <<<"$1"' _ "$OUT"
 check "uverbs2/dev reads 1:11: the refusal is logged, naming the file and the value" \
 	grep -q "kmsgnode/sys/class/infiniband_verbs/uverbs2/dev': 1:11 is not" "$WORK/b8/hook.log"
+
+# ---- 9. a spec that lists a node the hook makes, with other numbers ---------------------
+fresh r9
+make_bundle "$WORK/b9" "$WORK/r9" "$WORK/node" "$WORK/always.conf" \
+	'stat -c "%n %t:%T" /dev/infiniband/uverbs1' \
+	"$HOSTNET; c['linux'].setdefault('devices', []).append({'path': '/dev/infiniband/uverbs1', 'type': 'c', 'major': 231, 'minor': 250, 'fileMode': 0o666, 'uid': 0, 'gid': 0})"
+run_ctr "$WORK/b9"
+check "uverbs1 listed in the spec as 231:250: the container starts (rc $RC)" [ "$RC" = 0 ]
+check "uverbs1 listed as 231:250: the container gets the node's 231:193" \
+	grep -qx "/dev/infiniband/uverbs1 e7:c1" <<<"$OUT"
+check "uverbs1 listed as 231:250: the log names the path, the spec's numbers and the node's" \
+	grep -q "/dev/infiniband/uverbs1.*231:250.*231:193" "$WORK/b9/hook.log"
 
 finish
