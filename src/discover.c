@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Discovery: the node's RDMA devices, ports, GID tables, uverbs/umad/issm/rdma_cm
- * numbers and the default route, read from <sysroot>/sys and <sysroot>/proc/net/route.
+ * numbers (discover_chardev.c) and the default route, read from <sysroot>/sys and
+ * <sysroot>/proc/net/route.
  *
  * Every value is read with a size limit. A missing or garbled file skips that one entry
  * with a warning naming the file; it never hides the rest of the node. Only what the
@@ -19,20 +20,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "orh/inventory.h"
+#include "discover_priv.h"
 
-#define VALUE_MAX 256          /* every sysfs attribute we read is far shorter */
 #define ROUTE_MAX (1024 * 1024)
 #define MAX_DEVICES 1024
 #define MAX_PORTS 256
 #define MAX_GIDS 4096
-
-struct scan {
-	const struct orh_discover_opts *opts;
-	struct orh_inventory *inv;
-	int root;                  /* sysroot dir fd */
-	struct orh_readbatch *batch;
-};
 
 /* Plan mode: what is needed to read a node's GID entries later, on demand. */
 struct orh_gid_source {
@@ -58,8 +51,7 @@ struct orh_port_gids {
 	size_t cap;                /* of the port's gids array */
 };
 
-static void warn(struct scan *sc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(struct scan *sc, const char *fmt, ...)
+void disc_warn(struct scan *sc, const char *fmt, ...)
 {
 	char *s = NULL;
 	va_list ap;
@@ -77,13 +69,7 @@ static void warn(struct scan *sc, const char *fmt, ...)
 	orh_strv_push(&sc->inv->warnings, s);
 }
 
-/* Read one value; on failure return the error (no warning: callers decide). */
-static bool plan_mode(const struct scan *sc)
-{
-	return sc->opts->gid_scan == ORH_GIDS_PLAN;
-}
-
-static ssize_t read_value(struct scan *sc, int dirfd, const char *path, char *buf, size_t max)
+ssize_t disc_read_value(struct scan *sc, int dirfd, const char *path, char *buf, size_t max)
 {
 	sc->inv->file_reads++;
 	return orh_read_line_batch(sc->batch, dirfd, path, buf, max);
@@ -94,14 +80,13 @@ static const char *err_text(ssize_t r)
 	return r == -EFBIG ? "value too long" : strerror((int)-r);
 }
 
-/* Read a value that must be there; warn naming <where>/<path> when it is not. */
-static bool read_required(struct scan *sc, int dirfd, const char *where, const char *path,
-			  char *buf, size_t max)
+bool disc_read_required(struct scan *sc, int dirfd, const char *where, const char *path,
+			char *buf, size_t max)
 {
-	ssize_t r = read_value(sc, dirfd, path, buf, max);
+	ssize_t r = disc_read_value(sc, dirfd, path, buf, max);
 
 	if (r < 0) {
-		warn(sc, "skipping '%s/%s': %s", where, path, err_text(r));
+		disc_warn(sc, "skipping '%s/%s': %s", where, path, err_text(r));
 		return false;
 	}
 	return true;
@@ -112,8 +97,7 @@ static int cmp_names(const void *a, const void *b)
 	return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* List a directory's entries (no dot entries), sorted in version order. */
-static int list_dir(int dirfd, const char *path, struct orh_strv *out)
+int disc_list_dir(int dirfd, const char *path, struct orh_strv *out)
 {
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	char buf[8192] __attribute__((aligned(8)));
@@ -152,7 +136,7 @@ static bool valid_name(const char *s, size_t max)
 	return true;
 }
 
-static void link_basename(int dirfd, const char *path, char *out, size_t size)
+void disc_link_basename(int dirfd, const char *path, char *out, size_t size)
 {
 	char buf[512];
 	ssize_t n = readlinkat(dirfd, path, buf, sizeof(buf) - 1);
@@ -207,15 +191,15 @@ static int read_gid(struct scan *sc, int dirfd, const char *prefix, const char *
 
 	memset(g, 0, sizeof(*g));
 	snprintf(path, sizeof(path), "%sgids/%u", prefix, idx);
-	n = read_value(sc, dirfd, path, buf, sizeof(buf));
+	n = disc_read_value(sc, dirfd, path, buf, sizeof(buf));
 	if (n == -ENOENT)
 		return -ENOENT;
 	if (n < 0) {
-		warn(sc, "skipping '%s/%s': %s", where, path + plen, err_text(n));
+		disc_warn(sc, "skipping '%s/%s': %s", where, path + plen, err_text(n));
 		return 0;
 	}
 	if (orh_parse_gid(buf, g->raw) < 0) {
-		warn(sc, "skipping '%s/%s': not a GID: '%.48s'", where, path + plen, buf);
+		disc_warn(sc, "skipping '%s/%s': not a GID: '%.48s'", where, path + plen, buf);
 		return 0;
 	}
 	if (gid_is_zero(g->raw))
@@ -223,25 +207,27 @@ static int read_gid(struct scan *sc, int dirfd, const char *prefix, const char *
 	g->index = idx;
 	gid_fill_ipv4(g);
 	/* Plan mode: an entry that cannot be the wanted kind needs no type read. */
-	if (plan_mode(sc) && (orh_gid_is_link_local(g) ||
+	if (disc_plan_mode(sc) && (orh_gid_is_link_local(g) ||
 			      g->ipv4_mapped != (sc->opts->want.family == AF_INET))) {
 		g->type = ORH_GID_TYPE_UNKNOWN;
 		goto ndev;
 	}
 	snprintf(path, sizeof(path), "%sgid_attrs/types/%u", prefix, idx);
-	n = read_value(sc, dirfd, path, buf, sizeof(buf));
+	n = disc_read_value(sc, dirfd, path, buf, sizeof(buf));
 	if (n > 0 && orh_parse_gid_type(buf, &g->type) < 0)
-		warn(sc, "ignoring '%s/%s': unknown GID type '%.32s'", where, path + plen, buf);
+		disc_warn(sc, "ignoring '%s/%s': unknown GID type '%.32s'", where, path + plen,
+			  buf);
 ndev:
 	if (!need_ndev)
 		return 1;
 	snprintf(path, sizeof(path), "%sgid_attrs/ndevs/%u", prefix, idx);
-	n = read_value(sc, dirfd, path, buf, sizeof(buf));
+	n = disc_read_value(sc, dirfd, path, buf, sizeof(buf));
 	if (n > 0) {
 		if (valid_name(buf, IFNAMSIZ))
 			strcpy(g->ndev, buf);
 		else
-			warn(sc, "ignoring '%s/%s': not an interface name", where, path + plen);
+			disc_warn(sc, "ignoring '%s/%s': not an interface name", where,
+				  path + plen);
 	}
 	return 1;
 }
@@ -264,14 +250,15 @@ static void scan_gids(struct scan *sc, int portfd, const char *where, struct orh
 	int r;
 
 	p->gids_complete = true;
-	r = list_dir(portfd, "gids", &names);
+	r = disc_list_dir(portfd, "gids", &names);
 	if (r < 0) {
 		if (r != -ENOENT)
-			warn(sc, "skipping '%s/gids': %s", where, strerror(-r));
+			disc_warn(sc, "skipping '%s/gids': %s", where, strerror(-r));
 		return;
 	}
 	if (names.n > MAX_GIDS) {
-		warn(sc, "skipping '%s/gids': %zu entries, more than %d", where, names.n, MAX_GIDS);
+		disc_warn(sc, "skipping '%s/gids': %zu entries, more than %d", where, names.n,
+			  MAX_GIDS);
 		orh_strv_free(&names);
 		return;
 	}
@@ -281,7 +268,7 @@ static void scan_gids(struct scan *sc, int portfd, const char *where, struct orh
 		struct orh_gid g;
 
 		if (orh_parse_uint(names.v[i], MAX_GIDS, &idx) < 0) {
-			warn(sc, "skipping '%s/gids/%s': not a GID index", where, names.v[i]);
+			disc_warn(sc, "skipping '%s/gids/%s': not a GID index", where, names.v[i]);
 			continue;
 		}
 		if (read_gid(sc, portfd, "", where, (unsigned)idx, true, &g) == 1)
@@ -295,7 +282,7 @@ static void port_netdev_from_device(struct scan *sc, int devfd, struct orh_port 
 {
 	struct orh_strv nets = { 0 };
 
-	if (list_dir(devfd, "device/net", &nets) < 0 || nets.n == 0) {
+	if (disc_list_dir(devfd, "device/net", &nets) < 0 || nets.n == 0) {
 		orh_strv_free(&nets);
 		return;
 	}
@@ -306,7 +293,7 @@ static void port_netdev_from_device(struct scan *sc, int devfd, struct orh_port 
 		if (!valid_name(nets.v[i], IFNAMSIZ))
 			continue;
 		snprintf(path, sizeof(path), "device/net/%s/dev_port", nets.v[i]);
-		if (read_value(sc, devfd, path, buf, sizeof(buf)) > 0 &&
+		if (disc_read_value(sc, devfd, path, buf, sizeof(buf)) > 0 &&
 		    orh_parse_uint(buf, 1024, &dp) == 0 && dp + 1 == p->num)
 			strcpy(p->netdev, nets.v[i]);
 	}
@@ -342,7 +329,7 @@ static void lazy_netdev(struct scan *sc, struct orh_port *p, int devfd)
 	char path[64], buf[VALUE_MAX];
 
 	snprintf(path, sizeof(path), "%sgid_attrs/ndevs/0", lz->prefix);
-	if (read_value(sc, devfd, path, buf, sizeof(buf)) > 0 && valid_name(buf, IFNAMSIZ)) {
+	if (disc_read_value(sc, devfd, path, buf, sizeof(buf)) > 0 && valid_name(buf, IFNAMSIZ)) {
 		strcpy(p->netdev, buf);
 		return;
 	}
@@ -367,19 +354,19 @@ static bool scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 	char path[96], where[512], buf[VALUE_MAX];
 	_cleanup_close_ int portfd = -1;
 	int dirfd = devfd;
-	const char *wbase = plan_mode(sc) ? devwhere : where; /* where path is relative to */
+	const char *wbase = disc_plan_mode(sc) ? devwhere : where; /* where path is relative to */
 	size_t plen;
 	ssize_t n;
 
 	snprintf(where, sizeof(where), "%s/ports/%u", devwhere, p->num);
 	p->state = p->phys_state = -1;
-	if (plan_mode(sc)) {
+	if (disc_plan_mode(sc)) {
 		snprintf(path, sizeof(path), "ports/%u/", p->num);
 	} else {
 		snprintf(path, sizeof(path), "ports/%u", p->num);
 		portfd = openat(devfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (portfd < 0) {
-			warn(sc, "skipping '%s': %s", where, strerror(errno));
+			disc_warn(sc, "skipping '%s': %s", where, strerror(errno));
 			return true;
 		}
 		dirfd = portfd;
@@ -387,8 +374,8 @@ static bool scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 	}
 	plen = strlen(path);
 #define PORT_FILE(name) (snprintf(path + plen, sizeof(path) - plen, "%s", name), path)
-	n = read_value(sc, dirfd, PORT_FILE("state"), buf, sizeof(buf));
-	if (n == -ENOENT && plan_mode(sc)) {
+	n = disc_read_value(sc, dirfd, PORT_FILE("state"), buf, sizeof(buf));
+	if (n == -ENOENT && disc_plan_mode(sc)) {
 		/* probing: is there such a port at all? */
 		path[plen - 1] = '\0';
 		if (faccessat(devfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
@@ -396,23 +383,24 @@ static bool scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 		path[plen - 1] = '/';
 	}
 	if (n < 0)
-		warn(sc, "skipping '%s/state': %s", where, err_text(n));
+		disc_warn(sc, "skipping '%s/state': %s", where, err_text(n));
 	else if (orh_parse_port_state(buf, &p->state, p->state_text, sizeof(p->state_text)) < 0) {
-		warn(sc, "skipping '%s/state': garbled value '%.32s'", where, buf);
+		disc_warn(sc, "skipping '%s/state': garbled value '%.32s'", where, buf);
 		p->state = -1;
 	}
-	if (!plan_mode(sc) && read_required(sc, dirfd, where, "phys_state", buf, sizeof(buf)) &&
+	if (!disc_plan_mode(sc) &&
+	    disc_read_required(sc, dirfd, where, "phys_state", buf, sizeof(buf)) &&
 	    orh_parse_port_state(buf, &p->phys_state, p->phys_state_text,
 				 sizeof(p->phys_state_text)) < 0) {
-		warn(sc, "skipping '%s/phys_state': garbled value '%.32s'", where, buf);
+		disc_warn(sc, "skipping '%s/phys_state': garbled value '%.32s'", where, buf);
 		p->phys_state = -1;
 	}
-	if (read_required(sc, dirfd, wbase, PORT_FILE("link_layer"), buf, sizeof(buf)) &&
+	if (disc_read_required(sc, dirfd, wbase, PORT_FILE("link_layer"), buf, sizeof(buf)) &&
 	    orh_parse_link_layer(buf, &p->link_layer) < 0)
-		warn(sc, "skipping '%s/link_layer': garbled value '%.32s'", where, buf);
+		disc_warn(sc, "skipping '%s/link_layer': garbled value '%.32s'", where, buf);
 #undef PORT_FILE
-	if (!plan_mode(sc)) {
-		if (read_value(sc, dirfd, "rate", buf, sizeof(buf)) > 0)
+	if (!disc_plan_mode(sc)) {
+		if (disc_read_value(sc, dirfd, "rate", buf, sizeof(buf)) > 0)
 			orh_strlcpy(p->rate, buf, sizeof(p->rate));
 		scan_gids(sc, dirfd, where, p);
 	} else {
@@ -434,9 +422,9 @@ static void read_vendor(struct scan *sc, int devfd, const char *where, struct or
 {
 	char buf[VALUE_MAX];
 
-	if (read_value(sc, devfd, "device/vendor", buf, sizeof(buf)) >= 0 &&
+	if (disc_read_value(sc, devfd, "device/vendor", buf, sizeof(buf)) >= 0 &&
 	    orh_parse_hex_id(buf, &d->vendor) < 0)
-		warn(sc, "ignoring '%s/device/vendor': garbled value '%.32s'", where, buf);
+		disc_warn(sc, "ignoring '%s/device/vendor': garbled value '%.32s'", where, buf);
 }
 
 static void scan_device_pci(struct scan *sc, int devfd, const char *where, struct orh_device *d)
@@ -445,27 +433,28 @@ static void scan_device_pci(struct scan *sc, int devfd, const char *where, struc
 	long long numa;
 
 	d->numa_node = -1;
-	link_basename(devfd, "device/driver", d->driver, sizeof(d->driver));
-	if (plan_mode(sc)) {
+	disc_link_basename(devfd, "device/driver", d->driver, sizeof(d->driver));
+	if (disc_plan_mode(sc)) {
 		/* the plan needs the driver, and the vendor only when there is no driver link */
 		if (!d->driver[0])
 			read_vendor(sc, devfd, where, d);
 		return;
 	}
-	link_basename(devfd, "device", buf, sizeof(buf));
+	disc_link_basename(devfd, "device", buf, sizeof(buf));
 	if (looks_like_pci(buf))
 		strcpy(d->pci, buf);
 	read_vendor(sc, devfd, where, d);
-	if (read_value(sc, devfd, "device/device", buf, sizeof(buf)) >= 0 &&
+	if (disc_read_value(sc, devfd, "device/device", buf, sizeof(buf)) >= 0 &&
 	    orh_parse_hex_id(buf, &d->device_id) < 0)
-		warn(sc, "ignoring '%s/device/device': garbled value '%.32s'", where, buf);
-	if (read_value(sc, devfd, "device/numa_node", buf, sizeof(buf)) > 0) {
+		disc_warn(sc, "ignoring '%s/device/device': garbled value '%.32s'", where, buf);
+	if (disc_read_value(sc, devfd, "device/numa_node", buf, sizeof(buf)) > 0) {
 		char *end = NULL;
 		numa = strtoll(buf, &end, 10);
 		if (end && !*end && numa >= -1 && numa < 4096)
 			d->numa_node = (int)numa;
 		else
-			warn(sc, "ignoring '%s/device/numa_node': garbled value '%.32s'", where, buf);
+			disc_warn(sc, "ignoring '%s/device/numa_node': garbled value '%.32s'", where,
+				  buf);
 	}
 }
 
@@ -487,30 +476,30 @@ static void scan_device(struct scan *sc, const char *name)
 	snprintf(where, sizeof(where), "%s/sys/class/infiniband/%s",
 		 strcmp(sc->opts->sysroot, "/") ? sc->opts->sysroot : "", name);
 	if (!valid_name(name, sizeof(d.name))) {
-		warn(sc, "skipping '%s': not a usable device name", where);
+		disc_warn(sc, "skipping '%s': not a usable device name", where);
 		return;
 	}
 	snprintf(buf, sizeof(buf), "sys/class/infiniband/%s", name);
 	devfd = openat(sc->root, buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (devfd < 0) {
-		warn(sc, "skipping '%s': %s", where, strerror(errno));
+		disc_warn(sc, "skipping '%s': %s", where, strerror(errno));
 		return;
 	}
 	strcpy(d.name, name);
 	d.node_type = -1;
 	d.numa_node = -1;
-	if (!plan_mode(sc) && read_value(sc, devfd, "node_type", buf, sizeof(buf)) >= 0 &&
+	if (!disc_plan_mode(sc) && disc_read_value(sc, devfd, "node_type", buf, sizeof(buf)) >= 0 &&
 	    orh_parse_port_state(buf, &d.node_type, NULL, 0) < 0) {
-		warn(sc, "ignoring '%s/node_type': garbled value '%.32s'", where, buf);
+		disc_warn(sc, "ignoring '%s/node_type': garbled value '%.32s'", where, buf);
 		d.node_type = -1;
 	}
-	if (!plan_mode(sc) && read_value(sc, devfd, "fw_ver", buf, sizeof(buf)) > 0)
+	if (!disc_plan_mode(sc) && disc_read_value(sc, devfd, "fw_ver", buf, sizeof(buf)) > 0)
 		orh_strlcpy(d.fw_ver, buf, sizeof(d.fw_ver));
-	if (!plan_mode(sc) && read_value(sc, devfd, "node_guid", buf, sizeof(buf)) > 0)
+	if (!disc_plan_mode(sc) && disc_read_value(sc, devfd, "node_guid", buf, sizeof(buf)) > 0)
 		orh_strlcpy(d.node_guid, buf, sizeof(d.node_guid));
 	scan_device_pci(sc, devfd, where, &d);
 
-	if (plan_mode(sc)) {
+	if (disc_plan_mode(sc)) {
 		/* The kernel numbers a device's ports from 1 without gaps (a switch's port 0
 		 * is never an HCA port): probe them in turn instead of listing ports/. */
 		for (unsigned num = 1; num <= 255 && d.n_ports < MAX_PORTS; num++) {
@@ -523,14 +512,15 @@ static void scan_device(struct scan *sc, const char *name)
 		}
 		goto ports_done;
 	}
-	r = list_dir(devfd, "ports", &ports);
+	r = disc_list_dir(devfd, "ports", &ports);
 	if (r < 0)
-		warn(sc, "skipping '%s/ports': %s", where, strerror(-r));
+		disc_warn(sc, "skipping '%s/ports': %s", where, strerror(-r));
 	for (size_t i = 0; i < ports.n && d.n_ports < MAX_PORTS; i++) {
 		unsigned long long num;
 
 		if (orh_parse_uint(ports.v[i], 255, &num) < 0 || num == 0) {
-			warn(sc, "skipping '%s/ports/%s': not a port number", where, ports.v[i]);
+			disc_warn(sc, "skipping '%s/ports/%s': not a port number", where,
+				  ports.v[i]);
 			continue;
 		}
 		d.ports = orh_xrealloc(d.ports, (d.n_ports + 1) * sizeof(*d.ports));
@@ -550,129 +540,6 @@ ports_done:
 	inv->devs[inv->n_devs++] = d;
 }
 
-static struct orh_device *find_dev(struct orh_inventory *inv, const char *name)
-{
-	for (size_t i = 0; i < inv->n_devs; i++)
-		if (strcmp(inv->devs[i].name, name) == 0)
-			return &inv->devs[i];
-	return NULL;
-}
-
-static bool read_chardev(struct scan *sc, int classfd, const char *classwhere, const char *ent,
-			 struct orh_chardev *cd)
-{
-	char path[128], buf[VALUE_MAX];
-
-	snprintf(path, sizeof(path), "%s/dev", ent);
-	if (!read_required(sc, classfd, classwhere, path, buf, sizeof(buf)))
-		return false;
-	if (orh_parse_devnum(buf, &cd->major, &cd->minor) < 0) {
-		warn(sc, "skipping '%s/%s': garbled value '%.32s'", classwhere, path, buf);
-		return false;
-	}
-	orh_strlcpy(cd->name, ent, sizeof(cd->name));
-	cd->present = true;
-	return true;
-}
-
-/* Open sys/class/<name> and list it; where names it for warnings. Returns the
- * directory's fd, or -1 when it cannot be read (a class the kernel does not have). */
-static int open_class(struct scan *sc, const char *rootname, const char *name, char *where,
-		      size_t size, struct orh_strv *ents)
-{
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "sys/class/%s", name);
-	snprintf(where, size, "%s/%s", rootname, path);
-	fd = openat(sc->root, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0 && list_dir(fd, ".", ents) < 0) {
-		orh_strv_free(ents);
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* The device a class entry (uverbsN, umadN, issmN) belongs to, from its ibdev file;
- * NULL when unreadable, or a device that vanished or was skipped. */
-static struct orh_device *entry_dev(struct scan *sc, int classfd, const char *where,
-				    const char *ent)
-{
-	char path[128], ibdev[VALUE_MAX];
-
-	snprintf(path, sizeof(path), "%s/ibdev", ent);
-	if (!read_required(sc, classfd, where, path, ibdev, sizeof(ibdev)))
-		return NULL;
-	return find_dev(sc->inv, ibdev);
-}
-
-static void scan_uverbs(struct scan *sc, const char *rootname)
-{
-	char where[512];
-	struct orh_strv ents = { 0 };
-	_cleanup_close_ int classfd = open_class(sc, rootname, "infiniband_verbs", where,
-						 sizeof(where), &ents);
-
-	if (classfd < 0)
-		return;
-	if (!plan_mode(sc))
-		read_value(sc, classfd, "abi_version", sc->inv->uverbs_abi, sizeof(sc->inv->uverbs_abi));
-	for (size_t i = 0; i < ents.n; i++) {
-		struct orh_chardev cd = { 0 };
-		struct orh_device *d;
-
-		if (!orh_startswith(ents.v[i], "uverbs"))
-			continue;
-		d = entry_dev(sc, classfd, where, ents.v[i]);
-		if (d && read_chardev(sc, classfd, where, ents.v[i], &cd))
-			d->uverbs = cd;
-	}
-	orh_strv_free(&ents);
-}
-
-static void scan_mad(struct scan *sc, const char *rootname)
-{
-	char where[512];
-	struct orh_strv ents = { 0 };
-	_cleanup_close_ int classfd = open_class(sc, rootname, "infiniband_mad", where,
-						 sizeof(where), &ents);
-
-	if (classfd < 0)
-		return;
-	for (size_t i = 0; i < ents.n; i++) {
-		char path[128], port[32];
-		bool umad = orh_startswith(ents.v[i], "umad");
-		struct orh_chardev cd = { 0 };
-		unsigned long long pnum;
-		struct orh_device *d;
-
-		if (!umad && !orh_startswith(ents.v[i], "issm"))
-			continue;
-		d = entry_dev(sc, classfd, where, ents.v[i]);
-		if (!d)
-			continue;
-		snprintf(path, sizeof(path), "%s/port", ents.v[i]);
-		if (!read_required(sc, classfd, where, path, port, sizeof(port)))
-			continue;
-		if (orh_parse_uint(port, 255, &pnum) < 0) {
-			warn(sc, "skipping '%s/%s': garbled value '%.32s'", where, path, port);
-			continue;
-		}
-		if (!read_chardev(sc, classfd, where, ents.v[i], &cd))
-			continue;
-		cd.port = (unsigned)pnum;
-		for (size_t p = 0; p < d->n_ports; p++)
-			if (d->ports[p].num == pnum) {
-				if (umad)
-					d->ports[p].umad = cd;
-				else
-					d->ports[p].issm = cd;
-			}
-	}
-	orh_strv_free(&ents);
-}
-
 static void scan_route(struct scan *sc, const char *rootname)
 {
 	_cleanup_close_ int fd = openat(sc->root, "proc/net/route", O_RDONLY | O_CLOEXEC);
@@ -683,11 +550,11 @@ static void scan_route(struct scan *sc, const char *rootname)
 
 	sc->inv->file_reads++;
 	if (fd < 0) {
-		warn(sc, "skipping '%s/proc/net/route': %s", rootname, strerror(errno));
+		disc_warn(sc, "skipping '%s/proc/net/route': %s", rootname, strerror(errno));
 		return;
 	}
 	if (orh_read_fd_all(fd, ROUTE_MAX, &text, NULL) < 0) {
-		warn(sc, "skipping '%s/proc/net/route': unreadable or too large", rootname);
+		disc_warn(sc, "skipping '%s/proc/net/route': unreadable or too large", rootname);
 		return;
 	}
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -698,7 +565,8 @@ static void scan_route(struct scan *sc, const char *rootname)
 		if (lineno++ == 0)
 			continue; /* header */
 		if (orh_parse_route_line(line, ifname, &is_default, &metric) < 0) {
-			warn(sc, "skipping '%s/proc/net/route' line %d: garbled", rootname, lineno);
+			disc_warn(sc, "skipping '%s/proc/net/route' line %d: garbled", rootname,
+				  lineno);
 			continue;
 		}
 		if (is_default && metric < best && valid_name(ifname, IFNAMSIZ)) {
@@ -721,7 +589,7 @@ static void add_netdev(struct scan *sc, const char *name)
 			return;
 	strcpy(nd.name, name);
 	snprintf(path, sizeof(path), "sys/class/net/%s/operstate", name);
-	if (read_value(sc, sc->root, path, nd.operstate, sizeof(nd.operstate)) < 0)
+	if (disc_read_value(sc, sc->root, path, nd.operstate, sizeof(nd.operstate)) < 0)
 		strcpy(nd.operstate, "missing");
 	inv->netdevs = orh_xrealloc(inv->netdevs, (inv->n_netdevs + 1) * sizeof(*inv->netdevs));
 	inv->netdevs[inv->n_netdevs++] = nd;
@@ -758,21 +626,15 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 		sc.batch = &src->batch; /* flushed as GID entries are read, and at the end */
 	}
 
-	r = list_dir(sc.root, "sys/class/infiniband", &names);
+	r = disc_list_dir(sc.root, "sys/class/infiniband", &names);
 	if (r < 0 && r != -ENOENT)
-		warn(&sc, "skipping '%s/sys/class/infiniband': %s", rootname, strerror(-r));
+		disc_warn(&sc, "skipping '%s/sys/class/infiniband': %s", rootname, strerror(-r));
 	for (size_t i = 0; i < names.n && inv->n_devs < MAX_DEVICES; i++)
 		scan_device(&sc, names.v[i]);
 	orh_strv_free(&names);
 
-	if (inv->n_devs) {
-		scan_uverbs(&sc, rootname);
-		if (o.mad)
-			scan_mad(&sc, rootname);
-		if (read_chardev(&sc, sc.root, rootname[0] ? rootname : "", "sys/class/misc/rdma_cm",
-				 &inv->rdma_cm))
-			strcpy(inv->rdma_cm.name, "rdma_cm");
-	}
+	if (inv->n_devs)
+		disc_scan_chardevs(&sc, rootname);
 	scan_route(&sc, rootname);
 	if (o.gid_scan == ORH_GIDS_PLAN)
 		return 0; /* net device states are for detect; the root stays open for GIDs */
@@ -853,7 +715,7 @@ int orh_port_gid(struct orh_inventory *inv, struct orh_port *p, unsigned idx, st
 		_cleanup_close_ int fd = openat(src->root, lz->rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 		if (fd < 0) {
-			warn(&sc, "skipping '%s': %s", lz->where, strerror(errno));
+			disc_warn(&sc, "skipping '%s': %s", lz->where, strerror(errno));
 			r = 0;
 		} else {
 			r = read_gid(&sc, fd, lz->prefix, lz->where, idx, !p->netdev[0], g);

@@ -157,6 +157,119 @@ int orh_parse_route_line(const char *line, char ifname[IFNAMSIZ], bool *is_defau
 	return 0;
 }
 
+/* drivers/infiniband/core: uverbs_main.c, user_mad.c (RDMA_MAX_PORTS 8192 in core_priv.h) */
+#define IB_MAJOR 231
+#define UVERBS_BASE_MINOR 192
+#define UVERBS_FIXED 32
+#define UVERBS_DYNAMIC (8192 - UVERBS_FIXED)
+#define UMAD_FIXED 64
+#define MAD_DYNAMIC (2 * (8192 - UMAD_FIXED)) /* umad, then issm */
+/* include/uapi/linux/major.h, include/linux/miscdevice.h */
+#define MISC_MAJOR 10
+#define MISC_DYNAMIC_MINOR 255 /* "allocate one": never a device's number */
+
+/* Record a dynamic major for name; -EINVAL when the name already has another one. */
+static int dyn_major(unsigned *slot, unsigned long long major)
+{
+	if (major == IB_MAJOR)
+		return 0; /* the fixed region */
+	if (*slot && *slot != major)
+		return -EINVAL;
+	*slot = (unsigned)major;
+	return 0;
+}
+
+/* One line of the character section, "%3d %s": note it when it is one of RDMA's. A line
+ * of another form is not one of ours and is skipped. */
+static int proc_devices_line(const char *line, size_t len, struct orh_rdma_majors *out)
+{
+	char digits[8] = "", name[32] = "";
+	unsigned long long major = 0;
+	size_t n = 0, i = 0;
+
+	while (i < len && line[i] == ' ')
+		i++;
+	while (i < len && isdigit((unsigned char)line[i]) && n < sizeof(digits) - 1)
+		digits[n++] = line[i++];
+	digits[n] = '\0';
+	if (i >= len || line[i] != ' ' || len - i - 1 >= sizeof(name) ||
+	    orh_parse_uint(digits, 4095, &major) < 0)
+		return 0;
+	memcpy(name, line + i + 1, len - i - 1);
+	name[len - i - 1] = '\0';
+	if (!strcmp(name, "infiniband_verbs"))
+		return dyn_major(&out->verbs, major);
+	if (!strcmp(name, "infiniband_mad"))
+		return dyn_major(&out->mad, major);
+	return 0;
+}
+
+static bool line_is(const char *line, size_t len, const char *text)
+{
+	return len == strlen(text) && !strncmp(line, text, len);
+}
+
+int orh_parse_proc_devices(const char *text, struct orh_rdma_majors *out)
+{
+	bool in_chars = false, seen = false;
+
+	memset(out, 0, sizeof(*out));
+	for (const char *line = text; line && *line;) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+
+		if (line_is(line, len, "Character devices:")) {
+			in_chars = seen = true;
+		} else if (in_chars && (len == 0 || line_is(line, len, "Block devices:"))) {
+			break; /* the blank line before "Block devices:" (or that line) */
+		} else if (in_chars && proc_devices_line(line, len, out) < 0) {
+			return -EINVAL;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return seen ? 0 : -EINVAL;
+}
+
+bool orh_devnum_is_rdma(enum orh_chardev_kind kind, unsigned major, unsigned minor,
+			const struct orh_rdma_majors *dyn)
+{
+	switch (kind) {
+	case ORH_CHARDEV_UVERBS:
+		if (major == IB_MAJOR)
+			return minor >= UVERBS_BASE_MINOR &&
+			       minor < UVERBS_BASE_MINOR + UVERBS_FIXED;
+		return dyn && dyn->verbs && major == dyn->verbs && minor < UVERBS_DYNAMIC;
+	case ORH_CHARDEV_UMAD:
+	case ORH_CHARDEV_ISSM:
+		if (major == IB_MAJOR)
+			return kind == ORH_CHARDEV_UMAD
+				       ? minor < UMAD_FIXED
+				       : minor >= UMAD_FIXED && minor < 2 * UMAD_FIXED;
+		/* one region for both (umad in its lower half): the reverse map tells which */
+		return dyn && dyn->mad && major == dyn->mad && minor < MAD_DYNAMIC;
+	case ORH_CHARDEV_RDMA_CM:
+		/* a dynamic misc minor: counting down from 127 on older kernels, above 255 on
+		 * newer ones (drivers/char/misc.c); the reverse map tells the rest */
+		return major == MISC_MAJOR && minor != MISC_DYNAMIC_MINOR;
+	}
+	return false;
+}
+
+const char *orh_chardev_kind_numbers(enum orh_chardev_kind kind)
+{
+	switch (kind) {
+	case ORH_CHARDEV_UVERBS:
+		return "231:192-223, or the dynamic infiniband_verbs major of /proc/devices";
+	case ORH_CHARDEV_UMAD:
+		return "231:0-63, or the dynamic infiniband_mad major of /proc/devices";
+	case ORH_CHARDEV_ISSM:
+		return "231:64-127, or the dynamic infiniband_mad major of /proc/devices";
+	case ORH_CHARDEV_RDMA_CM:
+		return "a misc device, 10:<minor>";
+	}
+	return "?";
+}
+
 const char *orh_link_layer_name(enum orh_link_layer ll)
 {
 	switch (ll) {

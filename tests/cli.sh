@@ -150,5 +150,21 @@ out=$("$HOOK" --sysroot "$seed" detect --verbs 2>/dev/null); rc=$?
 [ $rc = 0 ] && grep -q '^libibverbs: ' <<<"$out" && grep -q '^mlx5_8 ' <<<"$out" &&
 	ok "detect --verbs reports and carries on" || not_ok "detect --verbs" "rc=$rc"
 
+# a device number sysfs names that is not RDMA's (/dev/kmsg's): refused in env and detect
+kmsg=$work/kmsg
+cp -a "$seed" "$kmsg"
+echo 1:11 >"$kmsg/sys/class/infiniband_verbs/uverbs2/dev"
+check "env: a device whose uverbs/dev reads 1:11 is not in NCCL_IB_HCA" \
+	"NCCL_IB_HCA==mlx5_1:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1" \
+	"$("$HOOK" --sysroot "$kmsg" env 2>/dev/null | grep '^NCCL_IB_HCA=')"
+"$HOOK" --sysroot "$kmsg" env --explain 2>&1 >/dev/null | grep -q "^warning: skipping '$kmsg/sys/class/infiniband_verbs/uverbs2/dev': 1:11 is not" &&
+	! "$HOOK" --sysroot "$kmsg" env --explain 2>&1 >/dev/null | grep -q '^# device .* c 1:11$' &&
+	ok "env --explain: uverbs2/dev 1:11 refused with a warning, no 1:11 device" ||
+	not_ok "env --explain: uverbs2/dev 1:11"
+"$HOOK" --sysroot "$kmsg" detect --json 2>/dev/null |
+	jq -e '([.devices[] | select(.name == "mlx5_2") | .uverbs] == [null]) and
+	       ([.. | objects | select(.major? == 1)] | length == 0)' >/dev/null &&
+	ok "detect --json: no 1:11 anywhere" || not_ok "detect --json: no 1:11 anywhere"
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

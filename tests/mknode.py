@@ -36,10 +36,17 @@ What is built (paths relative to OUTDIR; every link is relative, as in sysfs):
   sys/devices/virtual/{infiniband,infiniband_verbs}/...   devices with "pci": null
   sys/devices/virtual/net/<if>/              virtual netdevs (lo, bonds, ...)
   sys/devices/virtual/misc/rdma_cm/dev       "10:<minor>"
+  sys/devices/virtual/mem/{null,kmsg}/dev    "1:3", "1:11" (sys/class/mem/{null,kmsg})
+  sys/dev/char/<major>:<minor>               the kernel's reverse map: a link to the device
+                                             directory of every character device above
   sys/class/infiniband/<ibdev>, sys/class/infiniband_verbs/uverbsN (+ abi_version "6"),
   sys/class/infiniband_mad/{umadN,issmN} (+ abi_version "5"), sys/class/misc/rdma_cm,
   sys/class/net/<if>, sys/bus/pci/devices/<pci>, sys/bus/pci/drivers/<driver>/
   proc/net/route                             the kernel's fixed format, lines padded to 127
+  proc/devices                               "Character devices:" (mem, tty, misc, and with
+                                             RDMA 231 infiniband_verbs/_mad and the dynamic
+                                             majors 240 infiniband_verbs, 239 infiniband_mad),
+                                             then "Block devices:"
   dev/infiniband/...                         with --devnodes
 
 Kernel behaviour mimicked (drivers/infiniband/core/sysfs.c, cache.c, user_mad.c,
@@ -54,8 +61,9 @@ uverbs_main.c; net/ipv4/fib_trie.c):
     entry per version (IPv4 as ::ffff:a.b.c.d). mlx5 supports v1+v2 (0 = LL v1,
     1 = LL v2, 2 = addr v1, 3 = addr v2, ...); eRDMA in RoCE mode only v2.
   * uverbsN: dev 231:(192+N) for N < 32, a dynamic major (240 here, minor N-32) beyond.
-    umadN: 231:N and issmN: 231:(64+N) for N < 64, dynamic (239) beyond. One umad/issm
-    per port with IB MAD support (IB and RoCE; not EFA), N counting across the node.
+    umadN: 231:N and issmN: 231:(64+N) for N < 64, a dynamic major (239 here, umad minor
+    N-64, issm 8128+N-64) beyond. One umad/issm per port with IB MAD support (IB and
+    RoCE; not EFA), N counting across the node. Each has its /sys/dev/char link.
   * node_type: "1: CA", "4: RNIC", "7: unspecified" (EFA).
   * /proc/net/route: header and every line padded with spaces to 127 characters;
     addresses are the network-order value printed with %08X on a little-endian host
@@ -148,8 +156,10 @@ GID_TYPES = {"v1": "IB/RoCE v1", "v2": "RoCE v2", "IB/RoCE v1": "IB/RoCE v1",
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 
 UVERBS_MAJOR, UVERBS_BASE, UVERBS_FIXED, UVERBS_DYN_MAJOR = 231, 192, 32, 240
-UMAD_MAJOR, UMAD_FIXED, UMAD_DYN_MAJOR, UMAD_DYN_ISSM_OFFSET = 231, 64, 239, 960
+# user_mad.c: one dynamic region of 2 * (RDMA_MAX_PORTS 8192 - 64) minors, issm in the upper half
+UMAD_MAJOR, UMAD_FIXED, UMAD_DYN_MAJOR, UMAD_DYN_ISSM_OFFSET = 231, 64, 239, 8128
 MISC_MAJOR = 10
+MEM_MAJOR = 1
 
 TOP_KEYS = {"description", "routes", "netdevs", "pci_devices", "rdma_cm_minor",
             "rdma_core_loaded", "uverbs_abi_version", "device_defaults", "port_defaults",
@@ -277,6 +287,19 @@ def pci_dir(obj, what):
         raise NodeError(f"{what}: bad PCI address {pci!r}")
     parent = obj.get("pci_parent") or f"pci{parts[0]}:{parts[1]}"
     return f"sys/devices/{parent}/{pci}"
+
+
+def proc_devices(loaded):
+    """/proc/devices as chrdev_show() and blkdev_show() print it ("%3d %s"): the RDMA
+    modules register 231 for their fixed minors and one dynamic major each beyond."""
+    chars = [(1, "mem"), (4, "/dev/vc/0"), (4, "tty"), (5, "/dev/tty"), (5, "/dev/console"),
+             (5, "/dev/ptmx"), (10, "misc")]
+    if loaded:
+        chars += [(UVERBS_MAJOR, "infiniband_verbs"), (UMAD_MAJOR, "infiniband_mad"),
+                  (UMAD_DYN_MAJOR, "infiniband_mad"), (UVERBS_DYN_MAJOR, "infiniband_verbs")]
+    lines = ["Character devices:"] + ["%3d %s" % c for c in sorted(chars, key=lambda c: c[0])]
+    lines += ["", "Block devices:", "%3d %s" % (7, "loop"), "%3d %s" % (8, "sd")]
+    return "\n".join(lines) + "\n"
 
 
 def fmt_guid(raw8):
@@ -687,7 +710,15 @@ class Node:
         if cm is not None:
             tree.attr("sys/devices/virtual/misc/rdma_cm/dev", f"{MISC_MAJOR}:{cm}")
             tree.link("sys/class/misc/rdma_cm", "sys/devices/virtual/misc/rdma_cm")
+            tree.link(f"sys/dev/char/{MISC_MAJOR}:{cm}", "sys/devices/virtual/misc/rdma_cm")
             self.chardevs.append(("rdma_cm", MISC_MAJOR, cm, 0o666))
+        # a few devices every host has, so that a number of theirs leads somewhere
+        for mname, minor in (("null", 3), ("kmsg", 11)):
+            md = f"sys/devices/virtual/mem/{mname}"
+            tree.attr(f"{md}/dev", f"{MEM_MAJOR}:{minor}")
+            tree.link(f"sys/class/mem/{mname}", md)
+            tree.link(f"sys/dev/char/{MEM_MAJOR}:{minor}", md)
+        tree.write("proc/devices", proc_devices(loaded))
 
         # routes
         lines = ["%-127s" % "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT"]
@@ -752,6 +783,7 @@ class Node:
             if pdir:
                 tree.link(f"{ud}/device", pdir)
             tree.link(f"sys/class/infiniband_verbs/uverbs{u}", ud)
+            tree.link(f"sys/dev/char/{major}:{minor}", ud)
             if d.get("uverbs_devnode", True):
                 self.chardevs.append((f"uverbs{u}", major, minor, 0o666))
         for p in d["ports"]:
@@ -771,6 +803,7 @@ class Node:
                 if pdir:
                     tree.link(f"{md}/device", pdir)
                 tree.link(f"sys/class/infiniband_mad/{kind}{n}", md)
+                tree.link(f"sys/dev/char/{major}:{minor}", md)
                 self.chardevs.append((f"{kind}{n}", major, minor, 0o600))
 
     def _build_port(self, tree, d, p, pd):

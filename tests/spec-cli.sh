@@ -107,6 +107,35 @@ check "precreate: malformed JSON is passed through unchanged" [ "$(cat "$T/out.j
 "${H[@]}" precreate extra </dev/null >/dev/null 2>&1
 check "precreate: an extra argument is a usage error (exit 2)" [ $? = 2 ]
 
+# A spec that already lists a node the plan makes, with other numbers: the entry is kept
+# as the user wrote it, the grant is for the node's numbers, and the mismatch is named.
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+d["linux"]["devices"] = [{"path":"/dev/infiniband/uverbs1","type":"c","major":231,"minor":250}]
+json.dump(d, open(sys.argv[2], "w"))' "$T/spec.json" "$T/othernum.json"
+"${H[@]}" precreate <"$T/othernum.json" >"$T/out.json" 2>"$T/err"
+check "precreate: uverbs1 listed as 231:250 is kept as listed" \
+	[ "$(pyq "$T/out.json" '[(e["major"], e["minor"]) for e in d["linux"]["devices"] if e["path"] == "/dev/infiniband/uverbs1"]')" = "[(231, 250)]" ]
+check "precreate: ... the grant is for the node's 231:193" \
+	[ "$(pyq "$T/out.json" '[r["minor"] for r in d["linux"]["resources"]["devices"] if r.get("major") == 231 and r["minor"] in (193, 250)]')" = "[193]" ]
+check "precreate: ... and a warning names the path, the spec's numbers and the node's" \
+	grep -q "'/dev/infiniband/uverbs1' .*231:250.*231:193" "$T/err"
+
+# A device number sysfs names that is not an RDMA one (here /dev/kmsg's) reaches no spec
+# edit and no CDI spec: discovery refuses it with a warning naming the file and value.
+cp -a "$T/node" "$T/kmsgnode"
+echo 1:11 >"$T/kmsgnode/sys/class/infiniband_verbs/uverbs2/dev"
+"$HOOK" --sysroot "$T/kmsgnode" --config "$T/node.conf" precreate <"$T/spec.json" >"$T/out.json" 2>"$T/err"
+check "precreate: uverbs2/dev reading 1:11 gives no 1:11 device and no 1:11 grant" \
+	[ "$(pyq "$T/out.json" '[e for e in d["linux"]["devices"] + d["linux"]["resources"]["devices"] if e.get("major") == 1]')" = "[]" ]
+check "precreate: ... the other devices are still added" \
+	[ "$(pyq "$T/out.json" 'sorted(e["path"] for e in d["linux"]["devices"])[:2]')" = "['/dev/infiniband/rdma_cm', '/dev/infiniband/uverbs1']" ]
+check "precreate: ... and the refusal names the file and the value" \
+	grep -q "uverbs2/dev': 1:11 is not" "$T/err"
+"$HOOK" --sysroot "$T/kmsgnode" --config "$T/node.conf" cdi >"$T/cdi-kmsg.json" 2>"$T/err"
+check "cdi: uverbs2/dev reading 1:11 gives no 1:11 device node" \
+	[ "$(pyq "$T/cdi-kmsg.json" '[n for x in d["devices"] for n in x["containerEdits"].get("deviceNodes", []) if n.get("major") == 1]')" = "[]" ]
+check "cdi: ... and says why" grep -q "uverbs2/dev': 1:11 is not" "$T/err"
+
 # ---- runtime shim -----------------------------------------------------------------
 ln -s "$HOOK" "$T/oci-rdma-runtime"
 mkdir -p "$T/bundle"
@@ -154,6 +183,11 @@ check "shim looks the runtime up in its fixed PATH only" [ $? = 1 ] && grep -q "
 cp "$T/spec.json" "$T/bundle/config.json"
 "${H[@]}" runtime create --bundle "$T/bundle" c10 2>/dev/null
 check "oci-rdma-hook runtime ARGS works like the shim" grep -q NCCL_IB_GID_INDEX "$T/bundle/config.json"
+cp "$T/spec.json" "$T/bundle/config.json"
+OCI_RDMA_HOOK_CONFIG=$T/node.conf OCI_RDMA_HOOK_SYSROOT=$T/kmsgnode "$T/oci-rdma-runtime" \
+	create --bundle "$T/bundle" c11 2>/dev/null
+check "shim: uverbs2/dev reading 1:11 gives no 1:11 device and no 1:11 grant, the rest is added" \
+	[ "$(pyq "$T/bundle/config.json" '([e for e in d["linux"]["devices"] + d["linux"]["resources"]["devices"] if e.get("major") == 1], len(d["linux"]["devices"]))')" = "([], 8)" ]
 
 # ---- cdi --------------------------------------------------------------------------
 "${H[@]}" cdi >"$T/cdi.json"

@@ -227,10 +227,11 @@ Test(discover, scale_node_read_budget)
 	cr_assert_eq(inv.devs[0].ports[0].n_gids, 50);
 	cr_assert_lt(inv.file_reads, 12000, "%lu reads", inv.file_reads);
 	/* 32 ports x (state, link layer, netdev, gids/3 and its type) + the first port's
-	 * walk to index 3 + 16 uverbs x (ibdev, dev) + rdma_cm + the route + 16 probes for
-	 * a third port that is not there: the plan reads what it decides on */
+	 * walk to index 3 + 16 uverbs x (ibdev, dev, its sys/dev/char link) + rdma_cm (dev,
+	 * link) + the route + 16 probes for a third port that is not there: the plan reads
+	 * what it decides on */
 	reads = same_plan_both_ways("scale");
-	cr_assert_leq(reads, 32 * 5 + 4 + 16 * 2 + 2 + 16, "%lu reads", reads);
+	cr_assert_leq(reads, 32 * 5 + 4 + 16 * 3 + 2 + 1 + 16, "%lu reads", reads);
 }
 
 Test(discover, erdma_node)
@@ -375,4 +376,111 @@ Test(discover, warnings_never_carry_control_characters)
 		for (const char *c = inv.warnings.v[i]; *c; c++)
 			cr_assert((unsigned char)*c >= 0x20 && *c != 0x7f, "control character in '%s'",
 				  inv.warnings.v[i]);
+}
+
+static void relink(const char *rel, const char *target)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	cr_assert(unlink(path) == 0 || errno == ENOENT, "unlink %s", path);
+	cr_assert_eq(symlink(target, path), 0, "symlink %s", path);
+}
+
+/* A number sysfs names for a uverbs or rdma_cm entry that is not an RDMA device number
+ * (here /dev/kmsg's and /dev/null's) is refused with a warning naming the file and the
+ * value; the rest of the node stays. */
+Test(discover, device_numbers_outside_rdma_are_refused)
+{
+	make_node("seed001-roce");
+	put("sys/class/infiniband_verbs/uverbs2/dev", "1:11\n");
+	put("sys/class/misc/rdma_cm/dev", "1:3\n");
+	for (int mode = ORH_GIDS_ALL; mode <= ORH_GIDS_PLAN; mode++) {
+		discover(mode);
+		cr_assert_not(dev("mlx5_2")->uverbs.present, "uverbs2 kept as 1:11");
+		cr_assert(warned("sys/class/infiniband_verbs/uverbs2/dev': 1:11 is not"));
+		cr_assert_not(inv.rdma_cm.present, "rdma_cm kept as 1:3");
+		cr_assert(warned("sys/class/misc/rdma_cm/dev': 1:3 is not"));
+		cr_assert(dev("mlx5_1")->uverbs.present);
+		cr_assert(dev("mlx5_3")->uverbs.present);
+		cr_assert_eq(inv.warnings.n, 2);
+	}
+}
+
+/* Within RDMA's numbers, the kernel's reverse map /sys/dev/char/MAJ:MIN must lead back
+ * to the entry that names the number. */
+Test(discover, device_numbers_must_lead_back_to_their_entry)
+{
+	make_node("seed001-roce");
+	put("sys/class/infiniband_verbs/uverbs2/dev", "231:192\n");  /* uverbs0's */
+	put("sys/class/infiniband_verbs/uverbs3/dev", "231:223\n");  /* no such device */
+	put("sys/class/misc/rdma_cm/dev", "10:200\n");               /* no such device */
+	discover(ORH_GIDS_PLAN);
+	cr_assert_not(dev("mlx5_2")->uverbs.present);
+	cr_assert(warned("uverbs2/dev': 231:192 is the device of 'uverbs0'"));
+	cr_assert_not(dev("mlx5_3")->uverbs.present);
+	cr_assert(warned("uverbs3/dev': 231:223 is no device"));
+	cr_assert(warned("sys/dev/char/231:223"));
+	cr_assert_not(inv.rdma_cm.present);
+	cr_assert(warned("rdma_cm/dev': 10:200 is no device"));
+	cr_assert(dev("mlx5_4")->uverbs.present);
+}
+
+/* A reverse link that agrees with a wrong number does not make the number an RDMA one. */
+Test(discover, a_forged_reverse_link_does_not_pass_a_foreign_number)
+{
+	make_node("seed001-roce");
+	put("sys/class/infiniband_verbs/uverbs4/dev", "1:11\n");
+	relink("sys/dev/char/1:11", "../../devices/pci0000:62/0000:62:02.0/0000:64:00.1/"
+				    "infiniband_verbs/uverbs4");
+	discover(ORH_GIDS_ALL);
+	cr_assert_not(dev("mlx5_4")->uverbs.present);
+	cr_assert(warned("uverbs4/dev': 1:11 is not"));
+}
+
+/* A uverbs number beyond the fixed minors is in the dynamic region the kernel registers
+ * as "infiniband_verbs" in /proc/devices: accepted when /proc/devices says so. */
+Test(discover, dynamic_uverbs_numbers_follow_proc_devices)
+{
+	static const char *const target =
+		"../../devices/pci0000:e1/0000:e1:02.0/0000:e3:00.1/infiniband_verbs/uverbs8";
+	char path[512];
+
+	make_node("seed001-roce");
+	put("sys/class/infiniband_verbs/uverbs8/dev", "240:8\n");
+	relink("sys/dev/char/240:8", target);
+	discover(ORH_GIDS_PLAN);
+	cr_assert(dev("mlx5_8")->uverbs.present, "%s", inv.warnings.n ? inv.warnings.v[0] : "");
+	cr_assert_eq(dev("mlx5_8")->uverbs.major, 240);
+	cr_assert_eq(inv.warnings.n, 0);
+
+	/* another module's dynamic major */
+	put("proc/devices", "Character devices:\n  1 mem\n231 infiniband_verbs\n240 other\n\n"
+			    "Block devices:\n240 infiniband_verbs\n");
+	discover(ORH_GIDS_PLAN);
+	cr_assert_not(dev("mlx5_8")->uverbs.present);
+	cr_assert(warned("uverbs8/dev': 240:8 is not"));
+
+	/* /proc/devices unreadable: a dynamic number cannot be checked */
+	snprintf(path, sizeof(path), "%s/proc/devices", root);
+	cr_assert_eq(unlink(path), 0);
+	discover(ORH_GIDS_PLAN);
+	cr_assert_not(dev("mlx5_8")->uverbs.present);
+	cr_assert(warned("proc/devices"));
+	cr_assert(dev("mlx5_7")->uverbs.present, "fixed numbers need no /proc/devices");
+}
+
+/* umad and issm numbers are checked the same way (and each in its own range). */
+Test(discover, mad_numbers_are_checked)
+{
+	make_node("ib");
+	put("sys/class/infiniband_mad/umad0/dev", "1:11\n");
+	put("sys/class/infiniband_mad/issm1/dev", "231:1\n"); /* umad1's: not an issm number */
+	discover(ORH_GIDS_ALL);
+	cr_assert_not(dev("mlx5_0")->ports[0].umad.present);
+	cr_assert(warned("umad0/dev': 1:11 is not"));
+	cr_assert(dev("mlx5_0")->ports[0].issm.present);
+	cr_assert_not(dev("mlx5_1")->ports[0].issm.present);
+	cr_assert(warned("issm1/dev': 231:1 is not"));
+	cr_assert(dev("mlx5_1")->ports[0].umad.present);
 }

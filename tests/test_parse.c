@@ -2,6 +2,7 @@
 /* The sysfs and /proc value parsers. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <string.h>
 
 #include "orh/inventory.h"
@@ -150,4 +151,85 @@ Test(parse, gid_matching)
 	cr_assert_not(orh_gid_matches(&g, &v2ip6));
 	orh_parse_gid("fd00:0000:0000:0000:f820:20ff:fe28:c769", g.raw);
 	cr_assert(orh_gid_matches(&g, &v2ip6));
+}
+
+/* /proc/devices as chrdev_show() prints it: RDMA's fixed major 231 and one dynamic major
+ * per region; a dynamic major named in the block section does not count. */
+Test(parse, proc_devices)
+{
+	struct orh_rdma_majors m;
+
+	cr_assert_eq(orh_parse_proc_devices("Character devices:\n  1 mem\n 10 misc\n"
+					    "231 infiniband_verbs\n231 infiniband_mad\n"
+					    "236 infiniband_mad\n237 infiniband_verbs\n\n"
+					    "Block devices:\n  7 loop\n259 infiniband_verbs\n", &m), 0);
+	cr_assert_eq(m.verbs, 237);
+	cr_assert_eq(m.mad, 236);
+	/* no RDMA module: nothing dynamic */
+	cr_assert_eq(orh_parse_proc_devices("Character devices:\n  1 mem\n\nBlock devices:\n", &m), 0);
+	cr_assert_eq(m.verbs, 0);
+	cr_assert_eq(m.mad, 0);
+	/* the fixed region alone */
+	cr_assert_eq(orh_parse_proc_devices("Character devices:\n231 infiniband_verbs\n", &m), 0);
+	cr_assert_eq(m.verbs, 0);
+	/* names are whole: a prefix or a longer name is another driver */
+	cr_assert_eq(orh_parse_proc_devices("Character devices:\n240 infiniband_verbsX\n"
+					    "241 infiniband_mad \n242 infiniband\n", &m), 0);
+	cr_assert_eq(m.verbs, 0);
+	cr_assert_eq(m.mad, 0);
+	/* the block section ends the character one, blank line or not */
+	cr_assert_eq(orh_parse_proc_devices("Character devices:\n  1 mem\nBlock devices:\n"
+					    "240 infiniband_verbs\n", &m), 0);
+	cr_assert_eq(m.verbs, 0);
+	/* garbled lines are skipped */
+	cr_assert_eq(orh_parse_proc_devices("Character devices:\nx infiniband_verbs\n"
+					    "99999 infiniband_verbs\n250\tinfiniband_verbs\n"
+					    "245 infiniband_verbs\n", &m), 0);
+	cr_assert_eq(m.verbs, 245);
+	/* two dynamic majors for one region cannot be told apart: refused */
+	cr_assert_eq(orh_parse_proc_devices("Character devices:\n240 infiniband_verbs\n"
+					    "241 infiniband_verbs\n", &m), -EINVAL);
+	cr_assert_eq(orh_parse_proc_devices("Character devices:\n240 infiniband_verbs\n"
+					    "240 infiniband_verbs\n", &m), 0);
+	/* not /proc/devices at all */
+	cr_assert_eq(orh_parse_proc_devices("", &m), -EINVAL);
+	cr_assert_eq(orh_parse_proc_devices("Block devices:\n240 infiniband_verbs\n", &m), -EINVAL);
+}
+
+/* The numbers the kernel gives each kind (uverbs_main.c, user_mad.c, ucma.c). */
+Test(parse, rdma_device_numbers)
+{
+	const struct orh_rdma_majors dyn = { .verbs = 240, .mad = 239 };
+
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 231, 192, NULL));
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 231, 223, NULL));
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 231, 191, NULL), "umad/issm's");
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 231, 224, NULL));
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 1, 11, &dyn), "/dev/kmsg");
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 1, 3, &dyn), "/dev/null");
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 10, 58, &dyn), "a misc device");
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 240, 0, &dyn));
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 240, 8159, &dyn));
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 240, 8160, &dyn));
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 240, 0, NULL), "majors unknown");
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, 239, 0, &dyn), "the mad region");
+
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_UMAD, 231, 0, NULL));
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_UMAD, 231, 63, NULL));
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_UMAD, 231, 64, NULL), "issm0's");
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_ISSM, 231, 64, NULL));
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_ISSM, 231, 127, NULL));
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_ISSM, 231, 0, NULL), "umad0's");
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_ISSM, 231, 192, NULL), "uverbs0's");
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_UMAD, 239, 0, &dyn));
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_ISSM, 239, 8128, &dyn));
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_ISSM, 239, 16256, &dyn));
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_UMAD, 240, 0, &dyn), "the verbs region");
+
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_RDMA_CM, 10, 58, NULL));
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_RDMA_CM, 10, 124, NULL));
+	cr_assert(orh_devnum_is_rdma(ORH_CHARDEV_RDMA_CM, 10, 256, NULL));
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_RDMA_CM, 10, 255, NULL), "MISC_DYNAMIC_MINOR");
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_RDMA_CM, 1, 11, &dyn));
+	cr_assert_not(orh_devnum_is_rdma(ORH_CHARDEV_RDMA_CM, 231, 192, &dyn));
 }

@@ -140,6 +140,40 @@ Test(spec_apply, device_listed_by_path_is_kept)
 	json_decref(spec);
 }
 
+/* An entry for a node's path with other numbers, or another type, is kept as the user
+ * wrote it; a warning names the path, the spec's numbers and the node's. The same entry
+ * with the node's numbers says nothing. */
+Test(spec_apply, device_listed_with_other_numbers_is_named)
+{
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_strv warnings = { 0 };
+	struct orh_spec_opts opts = { .warnings = &warnings };
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of("{\"linux\":{\"devices\":["
+			       "{\"path\":\"/dev/infiniband/uverbs1\",\"type\":\"c\","
+			       "\"major\":231,\"minor\":250},"
+			       "{\"path\":\"/dev/infiniband/rdma_cm\",\"type\":\"b\","
+			       "\"major\":10,\"minor\":58},"
+			       "{\"path\":\"/dev/infiniband/uverbs0\",\"type\":\"c\","
+			       "\"major\":231,\"minor\":192}]}}");
+	json_t *d = NULL;
+
+	cr_assert_geq(orh_spec_apply(spec, &plan, &opts, NULL, &err), 0, "%s", err.msg);
+	cr_assert_eq(warnings.n, 2);
+	cr_assert(strstr(warnings.v[0], "'/dev/infiniband/uverbs1' as c 231:250"), "%s",
+		  warnings.v[0]);
+	cr_assert(strstr(warnings.v[0], "the node's is c 231:193"), "%s", warnings.v[0]);
+	cr_assert(strstr(warnings.v[1], "'/dev/infiniband/rdma_cm' as b 10:58, the node's is "
+					"c 10:58"), "%s", warnings.v[1]);
+	d = find_by(json_object_get(path(spec, "linux", NULL), "devices"), "path",
+		    "/dev/infiniband/uverbs1");
+	cr_assert_eq(ival(d, "minor"), 250, "the user's entry is not rewritten");
+	orh_strv_free(&warnings);
+	/* no warnings list: nothing to say it to, and nothing else changes */
+	cr_assert_geq(orh_spec_apply(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
+	json_decref(spec);
+}
+
 Test(spec_apply, allow_rules_after_deny_all)
 {
 	struct orh_plan plan = test_plan(1 << 20);

@@ -69,11 +69,14 @@ struct orh_devices_result {
 	unsigned created;   /* mknod'ed */
 	unsigned kept;      /* already present with the right type and numbers */
 	unsigned bound;     /* bind-mounted from the host (mknod gave EPERM) */
+	struct orh_strv warnings; /* device nodes found with other numbers; the caller frees */
 };
 
 /* Make each node in the container: mknod with the plan's numbers and mode; on EPERM
  * bind-mount <host_root>/<path> after checking its st_rdev. pid is needed only for that
- * bind mount. Existing correct nodes are left alone. */
+ * bind mount. Existing correct nodes are left alone; a device node there with other
+ * numbers (the spec's, or the image's) is replaced, with a warning in res->warnings
+ * (filled on failure too). */
 int orh_devices_apply(int rootfd, pid_t pid, const char *host_root,
 		      const struct orh_devnode *nodes, size_t n, struct orh_devices_result *res,
 		      struct orh_err *err);

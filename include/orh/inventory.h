@@ -126,7 +126,7 @@ struct orh_gid_want {
 };
 
 struct orh_discover_opts {
-	const char *sysroot;   /* "/" or a fake tree; reads <sysroot>/sys and <sysroot>/proc/net/route */
+	const char *sysroot;   /* "/" or a fake tree: <sysroot>/sys, proc/net/route, proc/devices */
 	enum orh_gid_scan gid_scan;
 	struct orh_gid_want want;
 	bool mad;              /* also read umad/issm (detect, or management_devices) */
@@ -160,6 +160,39 @@ int orh_parse_hex_id(const char *s, unsigned *out);        /* "0x15b3" */
 /* One /proc/net/route data line: sets *is_default when it is an up default route. */
 int orh_parse_route_line(const char *line, char ifname[IFNAMSIZ], bool *is_default,
 			 unsigned *metric);
+
+/*
+ * The character-device numbers the kernel gives RDMA (drivers/infiniband/core/
+ * uverbs_main.c, user_mad.c, ucma.c): uverbs 231:192..223 for the first 32 devices
+ * (IB_UVERBS_NUM_FIXED_MINOR), the rest in a region of a dynamic major registered as
+ * "infiniband_verbs"; umad 231:0..63 and issm 231:64..127, the rest in one region of a
+ * dynamic major registered as "infiniband_mad"; rdma_cm is a misc device, 10:<dynamic>.
+ * Discovery takes a number only when it is one of these and the kernel's reverse map
+ * (/sys/dev/char/MAJ:MIN) leads back to the class entry that names it.
+ */
+enum orh_chardev_kind {
+	ORH_CHARDEV_UVERBS = 0,
+	ORH_CHARDEV_UMAD,
+	ORH_CHARDEV_ISSM,
+	ORH_CHARDEV_RDMA_CM,
+};
+
+/* The dynamic majors /proc/devices lists for RDMA's regions; 0 when not registered. */
+struct orh_rdma_majors {
+	unsigned verbs;        /* "infiniband_verbs", other than 231 */
+	unsigned mad;          /* "infiniband_mad", other than 231 */
+};
+
+/* /proc/devices: the majors of the "Character devices:" section ("%3d %s" lines) that
+ * hold RDMA's dynamic regions. -EINVAL when there is no such section, or when one name
+ * has two dynamic majors (the kernel registers one region each). */
+int orh_parse_proc_devices(const char *text, struct orh_rdma_majors *out);
+/* Is major:minor a number the kernel gives a device of this kind? dyn may be NULL
+ * (dynamic majors unknown: only the fixed numbers pass). */
+bool orh_devnum_is_rdma(enum orh_chardev_kind kind, unsigned major, unsigned minor,
+			const struct orh_rdma_majors *dyn);
+/* The numbers of a kind, for messages: "231:192-223, or the dynamic infiniband_verbs major". */
+const char *orh_chardev_kind_numbers(enum orh_chardev_kind kind);
 
 const char *orh_link_layer_name(enum orh_link_layer ll);
 const char *orh_gid_type_name(enum orh_gid_type t); /* "v1", "v2", "?" */

@@ -16,6 +16,7 @@
 
 struct orh_spec_opts {
 	bool add_ipc_lock;  /* add CAP_IPC_LOCK to bounding/effective/permitted */
+	struct orh_strv *warnings; /* where to say what was kept that may not work; or NULL */
 };
 
 /* What orh_spec_apply() changed, for the log line of the driver. */
@@ -31,7 +32,8 @@ struct orh_spec_changes {
 /*
  * Apply plan to spec (a parsed config.json), in place:
  *  - linux.devices: {type "c", path, major, minor, fileMode, uid 0, gid 0} for each plan
- *    node whose path is not listed yet;
+ *    node whose path is not listed yet; an entry already there is kept as it is, with a
+ *    warning (opts->warnings) when it is not the node's type and numbers;
  *  - linux.resources.devices: {allow, type "c", major, minor, access "rwm"} appended (after
  *    the runtime's deny-all) unless the same rule is there;
  *  - process.rlimits: RLIMIT_MEMLOCK {soft, hard} when the plan sets memlock and the spec

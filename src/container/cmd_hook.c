@@ -227,13 +227,18 @@ static int apply(struct hook *h)
 	struct orh_ncclconf_result nres;
 	const struct orh_plan *p = &h->plan;
 	char memlock[192] = "";
+	int r;
 
 	if (rootfs_of(h, rootfs, sizeof(rootfs), &readonly, &err) < 0 ||
 	    orh_rootfs_open_container(h->st.pid, rootfs, &rootfd, &err) < 0)
 		return failed(h, "opening the container's rootfs", &err);
 
-	if (orh_devices_apply(rootfd, h->st.pid, h->ctx->sysroot, p->nodes, p->n_nodes, &dres,
-			      &err) < 0)
+	r = orh_devices_apply(rootfd, h->st.pid, h->ctx->sysroot, p->nodes, p->n_nodes, &dres,
+			      &err);
+	for (size_t i = 0; i < dres.warnings.n; i++)
+		orh_log(LOG_WARNING, "container %s: %s", cid(h), dres.warnings.v[i]);
+	orh_strv_free(&dres.warnings);
+	if (r < 0)
 		return failed(h, "device nodes", &err);
 	if (orh_cgroup_grant(h->st.pid, p->nodes, p->n_nodes, &cres, &err) < 0)
 		return failed(h, "device cgroup", &err);
@@ -305,6 +310,9 @@ static int run(struct hook *h)
 		return failed(h, "container network namespace", &err);
 	if (build_plan(h, &err) < 0)
 		return failed(h, "discovery", &err);
+	/* what discovery skipped (a refused device number among it), then the plan's own */
+	for (size_t i = 0; i < h->inv.warnings.n; i++)
+		orh_log(LOG_WARNING, "container %s: %s", cid(h), h->inv.warnings.v[i]);
 	for (size_t i = 0; i < h->plan.warnings.n; i++)
 		orh_log(LOG_WARNING, "container %s: %s", cid(h), h->plan.warnings.v[i]);
 	if (orh_plan_is_empty(&h->plan)) {

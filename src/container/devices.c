@@ -201,6 +201,13 @@ static int apply_one(int rootfd, pid_t pid, int hostfd, struct parent *parent,
 		if (S_ISDIR(st.st_mode))
 			return orh_fail(err, EISDIR, "device '%s': a directory is in the way",
 					n->path);
+		/* runc made it from a spec entry with other numbers (or the image has it):
+		 * the grant is for the node's numbers, so it could not work as it is */
+		if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+			orh_strv_pushf(&res->warnings,
+				       "'%s' was %c %u:%u, the node's is c %u:%u: replaced",
+				       n->path, S_ISCHR(st.st_mode) ? 'c' : 'b', major(st.st_rdev),
+				       minor(st.st_rdev), n->major, n->minor);
 	} else if (errno != ENOENT) {
 		return orh_fail(err, errno, "device '%s': stat: %m", n->path);
 	}

@@ -119,6 +119,7 @@ int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spe
 	clamp_memlock(&plan, &res->warnings);
 	memset(&sopts, 0, sizeof(sopts));
 	sopts.add_ipc_lock = cfg->add_ipc_lock;
+	sopts.warnings = &res->warnings;
 	r = orh_spec_apply(spec, &plan, &sopts, &res->changes, err);
 	orh_plan_free(&plan);
 	orh_inventory_free(&inv);

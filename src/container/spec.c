@@ -5,6 +5,7 @@
  * the runtime shim call it, nothing here touches the system.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "orh/oci.h"
@@ -52,8 +53,42 @@ static bool str_eq(const json_t *j, const char *s)
 	return json_is_string(j) && strcmp(json_string_value(j), s) == 0;
 }
 
+/* A number of a linux.devices entry, for a message: "231" or "none". */
+static void num_text(const json_t *j, char *out, size_t size)
+{
+	if (json_is_integer(j))
+		snprintf(out, size, "%lld", (long long)json_integer_value(j));
+	else
+		snprintf(out, size, "none");
+}
+
+/* The spec already lists n->path: the entry stands as the user wrote it, but the device
+ * cgroup grant is for the node's numbers, so another type or number breaks RDMA through
+ * that path without a word from the runtime. Say so. */
+static void check_listed(const json_t *e, const struct orh_devnode *n, struct orh_strv *warnings)
+{
+	static const char *const types[] = { "c", "b", "u", "p" };
+	const json_t *type = json_object_get(e, "type");
+	const char *tname = "?";
+	char major[24], minor[24];
+
+	if (!warnings || (str_eq(type, "c") && num_eq(json_object_get(e, "major"), n->major) &&
+			  num_eq(json_object_get(e, "minor"), n->minor)))
+		return;
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(types); i++)
+		if (str_eq(type, types[i]))
+			tname = types[i];
+	num_text(json_object_get(e, "major"), major, sizeof(major));
+	num_text(json_object_get(e, "minor"), minor, sizeof(minor));
+	orh_strv_pushf(warnings,
+		       "config.json: linux.devices lists '%s' as %s %s:%s, the node's is c %u:%u: "
+		       "kept as listed, while the grant is for %u:%u (RDMA through it will fail)",
+		       n->path, tname, major, minor, n->major, n->minor, n->major, n->minor);
+}
+
 static int add_devices(json_t *linux_, const struct orh_plan *plan,
-		       struct orh_spec_changes *ch, struct orh_err *err)
+		       const struct orh_spec_opts *opts, struct orh_spec_changes *ch,
+		       struct orh_err *err)
 {
 	json_t *devs = NULL;
 	int r;
@@ -68,8 +103,11 @@ static int add_devices(json_t *linux_, const struct orh_plan *plan,
 		json_t *e = NULL;
 
 		json_array_foreach(devs, k, e)
-			if (str_eq(json_object_get(e, "path"), n->path))
+			if (str_eq(json_object_get(e, "path"), n->path)) {
+				if (!listed)
+					check_listed(e, n, opts ? opts->warnings : NULL);
 				listed = true;
+			}
 		if (listed)
 			continue;
 		r = append(devs, json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:i}",
@@ -240,7 +278,7 @@ int orh_spec_apply(json_t *spec, const struct orh_plan *plan, const struct orh_s
 		r = child(spec, "linux", JSON_OBJECT, &linux_, "linux", err);
 		if (r < 0)
 			return r;
-		r = add_devices(linux_, plan, &ch, err);
+		r = add_devices(linux_, plan, opts, &ch, err);
 		if (r < 0)
 			return r;
 		r = add_allow_rules(linux_, plan, &ch, err);

@@ -11,6 +11,10 @@
 #   - node config lines longer than libinih's 200-byte buffer: a comment ending in
 #     "NCCL_NET_PLUGIN = /opt/evil.so" stays a comment, a line over 4093 bytes is an error
 #     naming file and line (containers started by runc), a 1023-byte value is read whole.
+#   - a device number sysfs names that is not an RDMA one (uverbs2/dev reading 1:11,
+#     /dev/kmsg's) gives the container neither that node nor a grant for it (runc);
+#   - a spec that lists /dev/infiniband/uverbs1 with other numbers is named in the log,
+#     and the container gets the node's numbers (runc).
 # The live hook is called directly (OCI state for a host process, as in security.sh);
 # the runtime shim runs with /bin/true as its runtime; precreate reads stdin.
 . "$(dirname "$0")/lib.sh"
@@ -309,5 +313,40 @@ make_bundle "$WORK/b8c" "$WORK/r8c" "$WORK/node" "$WORK/value1023.conf" "$INSIDE
 run_ctr "$WORK/b8c"
 check "1023-byte [env] value, runc: nccl.conf holds it whole" \
 	bash -c '[ "$1" = 0 ] && grep -qx "NCCL_TEST_VALUE=$2" <<<"$3"' _ "$RC" "$value1023" "$OUT"
+
+# ---- 9. a device number from sysfs that is not an RDMA one: /dev/kmsg's ----------------
+# /dev/testkmsg is listed in the spec but not allowed: only a grant of the hook lets the
+# container open it. It is opened write-only and nothing is written (a read open needs
+# CAP_SYSLOG whatever the grant: that would prove nothing).
+cp -a "$WORK/node" "$WORK/kmsgnode"
+echo 1:11 >"$WORK/kmsgnode/sys/class/infiniband_verbs/uverbs2/dev"
+fresh r10
+make_bundle "$WORK/b10" "$WORK/r10" "$WORK/kmsgnode" "$WORK/always.conf" \
+	'for f in /dev/infiniband/*; do stat -c "%n %t:%T" "$f"; done; probe /dev/infiniband/uverbs2; if (: >/dev/testkmsg) 2>/dev/null; then echo "testkmsg opened"; else echo "testkmsg denied"; fi' \
+	"$HOSTNET; c['linux'].setdefault('devices', []).append({'path': '/dev/testkmsg', 'type': 'c', 'major': 1, 'minor': 11, 'fileMode': 0o600, 'uid': 0, 'gid': 0})"
+run_ctr "$WORK/b10"
+check "uverbs2/dev reads 1:11: the container starts (rc $RC)" [ "$RC" = 0 ]
+check "uverbs2/dev reads 1:11: no node under /dev/infiniband is 1:11" \
+	bash -c '! grep -q " 1:b$" <<<"$1"' _ "$OUT"
+check "uverbs2/dev reads 1:11: /dev/infiniband/uverbs2 is not made" \
+	grep -qx "/dev/infiniband/uverbs2 ENOENT" <<<"$OUT"
+check "uverbs2/dev reads 1:11: no grant for 1:11 (the container cannot open /dev/kmsg's numbers)" \
+	grep -qx "testkmsg denied" <<<"$OUT"
+check "uverbs2/dev reads 1:11: the other devices are made (uverbs1 231:193, rdma_cm)" \
+	bash -c 'grep -qx "/dev/infiniband/uverbs1 e7:c1" <<<"$1" && grep -q "^/dev/infiniband/rdma_cm " <<<"$1"' _ "$OUT"
+check "uverbs2/dev reads 1:11: the refusal is logged, naming the file and the value" \
+	grep -q "kmsgnode/sys/class/infiniband_verbs/uverbs2/dev': 1:11 is not" "$WORK/b10/hook.log"
+
+# ---- 10. a spec that lists a node the hook makes, with other numbers ---------------------
+fresh r11
+make_bundle "$WORK/b11" "$WORK/r11" "$WORK/node" "$WORK/always.conf" \
+	'stat -c "%n %t:%T" /dev/infiniband/uverbs1' \
+	"$HOSTNET; c['linux'].setdefault('devices', []).append({'path': '/dev/infiniband/uverbs1', 'type': 'c', 'major': 231, 'minor': 250, 'fileMode': 0o666, 'uid': 0, 'gid': 0})"
+run_ctr "$WORK/b11"
+check "uverbs1 listed in the spec as 231:250: the container starts (rc $RC)" [ "$RC" = 0 ]
+check "uverbs1 listed as 231:250: the container gets the node's 231:193" \
+	grep -qx "/dev/infiniband/uverbs1 e7:c1" <<<"$OUT"
+check "uverbs1 listed as 231:250: the log names the path, the spec's numbers and the node's" \
+	grep -q "/dev/infiniband/uverbs1.*231:250.*231:193" "$WORK/b11/hook.log"
 
 finish

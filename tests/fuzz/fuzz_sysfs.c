@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: every sysfs and /proc value parser. */
+/* Fuzz target: every sysfs and /proc value parser (/proc/devices included). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool def;
 	enum orh_link_layer ll;
 	enum orh_gid_type t;
+	struct orh_rdma_majors majors;
 
 	if (!s)
 		return 0;
@@ -31,7 +32,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* the round trip must be exact */
 	}
 	orh_parse_gid_type(s, &t);
-	orh_parse_devnum(s, &a, &b);
+	if (orh_parse_devnum(s, &a, &b) == 0)
+		for (int k = ORH_CHARDEV_UVERBS; k <= ORH_CHARDEV_RDMA_CM; k++)
+			orh_devnum_is_rdma(k, a, b, NULL);
+	if (orh_parse_proc_devices(s, &majors) == 0 && (majors.verbs == 231 || majors.mad == 231))
+		abort(); /* 231 is the fixed region, never a dynamic one */
 	orh_parse_hex_id(s, &a);
 	orh_parse_route_line(s, ifname, &def, &a);
 	free(s);

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the parts of discovery share (src/discover.c, src/discover_chardev.c): the state
+ * of one scan and the helpers that read a value, list a directory and warn. Internal to
+ * discovery; include/orh/inventory.h is its interface.
+ */
+#ifndef ORH_DISCOVER_PRIV_H
+#define ORH_DISCOVER_PRIV_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "orh/inventory.h"
+
+#define VALUE_MAX 256 /* every sysfs attribute we read is far shorter */
+
+struct scan {
+	const struct orh_discover_opts *opts;
+	struct orh_inventory *inv;
+	int root;                  /* sysroot dir fd */
+	struct orh_readbatch *batch;
+	struct orh_rdma_majors dyn; /* RDMA's dynamic majors (discover_chardev.c) */
+	int dyn_state;             /* 0: /proc/devices not read yet, 1: read, -1: unreadable */
+};
+
+static inline bool disc_plan_mode(const struct scan *sc)
+{
+	return sc->opts->gid_scan == ORH_GIDS_PLAN;
+}
+
+/* Add a warning to inv->warnings (control characters made '?': one line each). */
+void disc_warn(struct scan *sc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Read one value; on failure return the error (no warning: callers decide). */
+ssize_t disc_read_value(struct scan *sc, int dirfd, const char *path, char *buf, size_t max);
+/* Read a value that must be there; warn naming <where>/<path> when it is not. */
+bool disc_read_required(struct scan *sc, int dirfd, const char *where, const char *path,
+			char *buf, size_t max);
+/* List a directory's entries (no dot entries), sorted in version order. */
+int disc_list_dir(int dirfd, const char *path, struct orh_strv *out);
+/* The last component of a symlink's target; "" when not a link or not printable. */
+void disc_link_basename(int dirfd, const char *path, char *out, size_t size);
+
+/* discover_chardev.c: the uverbs entries, umad/issm when opts->mad, and rdma_cm, of the
+ * devices already in the inventory. rootname prefixes the paths in warnings. */
+void disc_scan_chardevs(struct scan *sc, const char *rootname);
+
+#endif
