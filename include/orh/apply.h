@@ -122,7 +122,9 @@ int orh_memlock_apply(pid_t pid, uint64_t limit, struct orh_memlock_result *res,
 #define ORH_NCCL_MARK_END "# oci-rdma-hook end"
 
 /* Merge env into the text of an existing /etc/nccl.conf (old may be NULL): every line of
- * the image is kept except a block an earlier run wrote (between the markers), and
+ * the image is kept except a block an earlier run wrote (a well-formed one only: the begin
+ * marker, NAME=VALUE lines, the end marker; a begin marker without its end, or any other
+ * line between the markers, makes the lines the image's), and
  * NAME=VALUE is appended in a new block for each name the image does not define.
  * Returns the new text (malloc'd, NUL-terminated); *n_added = lines appended. Entries
  * with names or values that cannot be written as NCCL reads them are an error. */

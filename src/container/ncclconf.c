@@ -6,7 +6,9 @@
  * always wins and the first definition in a file wins. So the image's lines are kept as
  * they are and ours are appended only for names the image does not define. Comment lines
  * carry no '=' (NCCL before 2.26.2 reads "#X=1" as a variable named "#X"). A marker block
- * lets a second run replace what the first one wrote.
+ * lets a second run replace what the first one wrote; only a well-formed block is taken
+ * for ours (the begin marker, NAME=VALUE lines, the end marker, nothing else between), so
+ * that no line of the image is ever deleted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +72,27 @@ static bool line_is(const struct line *l, const char *text)
 	       strncmp(l->s, text, n) == 0;
 }
 
+/* A line that a block of ours holds: NAME=VALUE as we write it (a CR left by an editor is
+ * tolerated, as for the markers). */
+static bool block_line(const struct line *l)
+{
+	const char *eq = memchr(l->s, '=', l->len);
+	size_t len = l->len, nlen, vlen;
+	char name[NCCL_NAME_MAX + 1];
+
+	if (len && l->s[len - 1] == '\r')
+		len--;
+	if (!eq)
+		return false;
+	nlen = (size_t)(eq - l->s);
+	vlen = len - nlen - 1;
+	if (nlen > NCCL_NAME_MAX || vlen > NCCL_VALUE_MAX || memchr(eq + 1, '\r', vlen))
+		return false;
+	memcpy(name, l->s, nlen);
+	name[nlen] = '\0';
+	return name_ok(name);
+}
+
 static bool defines(const struct line *lines, size_t n, const bool *ours, const char *name)
 {
 	size_t nl = strlen(name);
@@ -91,7 +114,6 @@ int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *
 	_cleanup_free_ bool *ours = NULL;
 	struct buf b = { NULL, 0, 0 };
 	size_t n = 0, added = 0, begin = SIZE_MAX;
-	bool block_open = false;
 
 	for (size_t i = 0; i < n_env; i++) {
 		if (!name_ok(env[i].name))
@@ -113,16 +135,18 @@ int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *
 		lines[n++] = (struct line){ old + off, l };
 		off += l + (nl ? 1 : 0);
 	}
-	/* mark an earlier run's block (only a complete one) */
+	/* mark an earlier run's blocks: only well-formed ones (see block_line) */
 	ours = orh_xcalloc(n + 1, sizeof(*ours));
 	for (size_t i = 0; i < n; i++) {
-		if (!block_open && line_is(&lines[i], ORH_NCCL_MARK_BEGIN)) {
-			block_open = true;
+		if (line_is(&lines[i], ORH_NCCL_MARK_BEGIN)) {
+			/* a begin marker inside an open block: the block starts again here */
 			begin = i;
-		} else if (block_open && line_is(&lines[i], ORH_NCCL_MARK_END)) {
+		} else if (begin != SIZE_MAX && line_is(&lines[i], ORH_NCCL_MARK_END)) {
 			for (size_t k = begin; k <= i; k++)
 				ours[k] = true;
-			block_open = false;
+			begin = SIZE_MAX;
+		} else if (begin != SIZE_MAX && !block_line(&lines[i])) {
+			begin = SIZE_MAX; /* not a line we write: the block is not ours */
 		}
 	}
 

@@ -200,4 +200,38 @@ run_ctr "$WORK/rb-etc"
 check "[runc] /etc -> host dir: the container sees its nccl.conf" grep -q "^NCCL_IB_HCA=" <<<"$OUT"
 check "[runc] /etc -> host dir: host untouched" host_untouched
 
+
+# ---- through runc: a hook on its own container ----------------------------------------
+M=0
+# ctr MODE ROOTFS CMD EDIT: run a runc container whose hook runs with openat2 (MODE
+# native) or with the component walk (fallback), under $TRACE_PREFIX if set; $OUT, the
+# hook's log in $HLOG and the bundle in $B
+ctr() {
+	M=$((M + 1))
+	B="$WORK/mb-$M"
+	HOOK_PREFIX="${TRACE_PREFIX:-}"
+	[ "$1" = fallback ] && HOOK_PREFIX="$HOOK_PREFIX $NO_OPENAT2"
+	make_bundle "$B" "$2" "$WORK/node" "$WORK/hook.conf" "$3" "$HOSTNET; $4"
+	HOOK_PREFIX=""
+	run_ctr "$B"
+	HLOG=$(cat "$B/hook.log" 2>/dev/null || true)
+}
+
+# -- markers: an image file with our begin marker and no end, and the hook run twice
+# (createRuntime and prestart both registered): the image's own lines survive
+TWICE="p = json.loads(json.dumps(c['hooks']['createRuntime'])); p[0]['args'][-1] = 'prestart'; c['hooks']['prestart'] = p"
+fresh_rootfs
+printf '%s\nNCCL_DEBUG=WARN\nNCCL_IB_HCA=mine\n' \
+	"# oci-rdma-hook begin: generated at container start, do not edit" >"$WORK/r/etc/nccl.conf"
+ctr native "$WORK/r" 'cat /etc/nccl.conf' "$TWICE"
+check "[runc] begin marker without end, two runs: both stages ran" \
+	[ "$(grep -c "device nodes" <<<"$HLOG")" = 2 ]
+check "[runc] begin marker without end, two runs: NCCL_DEBUG=WARN kept" \
+	grep -qx "NCCL_DEBUG=WARN" <<<"$OUT"
+check "[runc] begin marker without end, two runs: NCCL_IB_HCA=mine kept" \
+	grep -qx "NCCL_IB_HCA=mine" <<<"$OUT"
+check "[runc] begin marker without end, two runs: one block of ours, the plan's" \
+	bash -c '[ "$(grep -c "^# oci-rdma-hook end" <<<"$1")" = 1 ] && grep -q "^NCCL_IB_GID_INDEX=" <<<"$1"' \
+	_ "$OUT"
+
 finish
