@@ -139,8 +139,9 @@ struct orh_ncclconf_result {
 
 /* Write the merged /etc/nccl.conf into the rootfs (temp file in /etc, renameat). With
  * readonly (spec root.readonly) or on EROFS, the file is written to
- * <state_dir>/nccl.conf and bind-mounted over an existing /etc/nccl.conf in the mount
- * namespace of pid. A symlink, FIFO or directory at /etc/nccl.conf is refused. */
+ * <state_dir>/nccl.conf, with the owner and the permission bits of the file it covers,
+ * and bind-mounted read-only over an existing /etc/nccl.conf in the mount namespace of
+ * pid. A symlink, FIFO or directory at /etc/nccl.conf is refused. */
 int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_dir,
 		       const struct orh_env_entry *env, size_t n_env,
 		       struct orh_ncclconf_result *res, struct orh_err *err);

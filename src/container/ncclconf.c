@@ -228,6 +228,17 @@ static int read_existing(int path_fd, char **text, size_t *len, struct orh_err *
 	return 0;
 }
 
+/* Give a new file the owner and the mode (bits in `keep`) of the file it stands for, or
+ * root:root 0644 when there was none. */
+static int set_owner_mode(int fd, const struct stat *old_st, mode_t keep)
+{
+	if (old_st && fchown(fd, old_st->st_uid, old_st->st_gid) < 0)
+		return -errno;
+	if (fchmod(fd, old_st ? old_st->st_mode & keep : 0644) < 0)
+		return -errno;
+	return 0;
+}
+
 /* Write into /etc through a temporary file and renameat(). -EROFS is returned with
  * err unset so that the caller can take the bind-mount path. */
 static int write_in_place(int etcfd, const char *text, const struct stat *old_st,
@@ -239,16 +250,15 @@ static int write_in_place(int etcfd, const char *text, const struct stat *old_st
 
 	snprintf(tmp, sizeof(tmp), ".nccl.conf.orh-%d", (int)getpid());
 	(void)unlinkat(etcfd, tmp, 0);
-	fd = openat(etcfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* root-only until it has the original's owner and mode, and only then the text */
+	fd = openat(etcfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == EROFS)
 		return -EROFS;
 	if (fd < 0)
 		return orh_fail(err, errno, "creating /etc/%s: %m", tmp);
-	r = orh_write_all(fd, text, strlen(text));
-	if (r == 0 && old_st && fchown(fd, old_st->st_uid, old_st->st_gid) < 0)
-		r = -errno;
-	if (r == 0 && fchmod(fd, old_st ? old_st->st_mode & 07777 : 0644) < 0)
-		r = -errno;
+	r = set_owner_mode(fd, old_st, 07777);
+	if (r == 0)
+		r = orh_write_all(fd, text, strlen(text));
 	if (r == 0 && renameat(etcfd, tmp, etcfd, "nccl.conf") < 0)
 		r = -errno;
 	if (r < 0) {
@@ -277,9 +287,12 @@ static int mkdir_host(const char *dir, struct orh_err *err)
 	return 0;
 }
 
-/* Read-only rootfs: generate the file outside and bind it over /etc/nccl.conf. */
-static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_dir,
-			  const char *text, struct orh_ncclconf_result *res, struct orh_err *err)
+/* Read-only rootfs: generate the file outside and bind it over /etc/nccl.conf. The copy
+ * has the owner and the permission bits of the file it covers (old_st), so that it is
+ * never more readable in the container than the original. */
+static int bind_generated(int etcfd, int path_fd, const struct stat *old_st, pid_t pid,
+			  const char *state_dir, const char *text, struct orh_ncclconf_result *res,
+			  struct orh_err *err)
 {
 	_cleanup_close_ int target = -1;
 	_cleanup_close_ int gen = -1;
@@ -316,12 +329,12 @@ static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_d
 	if (snprintf(res->generated, sizeof(res->generated), "%s/nccl.conf", state_dir) >=
 	    (int)sizeof(res->generated))
 		return orh_fail(err, ENAMETOOLONG, "state dir '%s' too long", state_dir);
-	gen = open(res->generated, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	gen = open(res->generated, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (gen < 0)
 		return orh_fail(err, errno, "creating '%s': %m", res->generated);
-	r = orh_write_all(gen, text, strlen(text));
-	if (r == 0 && fchmod(gen, 0644) < 0)
-		r = -errno;
+	r = set_owner_mode(gen, old_st, 0777);
+	if (r == 0)
+		r = orh_write_all(gen, text, strlen(text));
 	if (r < 0)
 		return orh_fail(err, r, "writing '%s': %s", res->generated, strerror(-r));
 	r = orh_bind_into_container(pid, gen, target, true, err);
@@ -365,5 +378,6 @@ int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_d
 		if (r != -EROFS)
 			return r;
 	}
-	return bind_generated(etcfd, path_fd, pid, state_dir, text, res, err);
+	return bind_generated(etcfd, path_fd, path_fd >= 0 ? &st : NULL, pid, state_dir, text, res,
+			      err);
 }

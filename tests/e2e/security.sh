@@ -217,6 +217,61 @@ ctr() {
 	HLOG=$(cat "$B/hook.log" 2>/dev/null || true)
 }
 
+# a root-only file (an image's or a volume's): the container's uid 1000 must not read it
+SECRET='SECRET_TOKEN=s3cret-0600'
+secret_conf() {
+	printf 'NCCL_DEBUG=WARN\n%s\n' "$SECRET" >"$1"
+	chown 0:0 "$1"
+	chmod 600 "$1"
+}
+# a host directory that a container gets as a volume: $VOL, and what it holds
+VOL="$WORK/vol"
+fresh_vol() {
+	rm -rf "$VOL"
+	mkdir -p "$VOL"
+}
+vol_state() {
+	(cd "$VOL" && find . -printf '%p %y %m %U:%G %s %i\n' | sort &&
+		find . -type f -exec sha256sum {} + | sort)
+}
+# volume DEST OPTION...: the spec edit that bind-mounts $VOL at DEST
+volume() {
+	local dest=$1
+	shift
+	printf 'c["mounts"].append({"destination": "%s", "type": "bind", "source": "%s", "options": %s})' \
+		"$dest" "$VOL" "$(python3 -c 'import json, sys; print(json.dumps(["rbind"] + sys.argv[1:]))' "$@")"
+}
+AS1000='c["process"]["user"] = {"uid": 1000, "gid": 1000}'
+SHOW='echo started; stat -c "mode %a %u:%g" /etc/nccl.conf; cat /etc/nccl.conf; echo "cat rc=$?"'
+no_secret() { ! grep -q SECRET <<<"$1" && grep -qx "cat rc=1" <<<"$1"; }
+
+for mode in native fallback; do
+	# -- a secret: on a read-only rootfs the generated copy of a root-only file covers it
+	# with the same owner and mode
+	fresh_rootfs; secret_conf "$WORK/r/etc/nccl.conf"
+	ctr $mode "$WORK/r" "$SHOW" "c['root']['readonly'] = True; $AS1000"
+	check "[runc $mode] read-only rootfs, 0600 nccl.conf: the copy was bind-mounted" \
+		grep -q "bind-mounted from" <<<"$HLOG"
+	check "[runc $mode] read-only rootfs, 0600 nccl.conf: the copy keeps mode 600, root" \
+		grep -qx "mode 600 0:0" <<<"$OUT"
+	check "[runc $mode] read-only rootfs, 0600 nccl.conf: uid 1000 cannot read it" \
+		no_secret "$OUT"
+	ctr $mode "$WORK/r" "$SHOW" "c['root']['readonly'] = True"
+	check "[runc $mode] read-only rootfs, 0600 nccl.conf: root reads the copy" \
+		bash -c 'grep -qx "$2" <<<"$1" && grep -q "^NCCL_IB_HCA=" <<<"$1"' _ "$OUT" "$SECRET"
+	# -- ... and on a read-only volume at /etc
+	fresh_rootfs; fresh_vol; secret_conf "$VOL/nccl.conf"; V0=$(vol_state)
+	ctr $mode "$WORK/r" "$SHOW" "$AS1000; $(volume /etc ro)"
+	check "[runc $mode] read-only volume at /etc, 0600 nccl.conf: the copy keeps mode 600, root" \
+		grep -qx "mode 600 0:0" <<<"$OUT"
+	check "[runc $mode] read-only volume at /etc, 0600 nccl.conf: uid 1000 cannot read it" \
+		no_secret "$OUT"
+	check "[runc $mode] read-only volume at /etc: the host file is untouched" \
+		[ "$(vol_state)" = "$V0" ]
+	check "[runc $mode] the walk was used when forced" \
+		[ $mode = native -o -n "$(grep "without openat2" <<<"$HLOG")" ]
+done
+
 # -- markers: an image file with our begin marker and no end, and the hook run twice
 # (createRuntime and prestart both registered): the image's own lines survive
 TWICE="p = json.loads(json.dumps(c['hooks']['createRuntime'])); p[0]['args'][-1] = 'prestart'; c['hooks']['prestart'] = p"
