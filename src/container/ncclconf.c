@@ -289,7 +289,9 @@ static int mkdir_host(const char *dir, struct orh_err *err)
 
 /* Read-only rootfs: generate the file outside and bind it over /etc/nccl.conf. The copy
  * has the owner and the permission bits of the file it covers (old_st), so that it is
- * never more readable in the container than the original. */
+ * never more readable in the container than the original. -EAGAIN, with err unset, when
+ * there was no file and one has appeared since (another hook on the same rootfs made its
+ * mount point): the caller looks again. */
 static int bind_generated(int etcfd, int path_fd, const struct stat *old_st, pid_t pid,
 			  const char *state_dir, const char *text, struct orh_ncclconf_result *res,
 			  struct orh_err *err)
@@ -312,6 +314,8 @@ static int bind_generated(int etcfd, int path_fd, const struct stat *old_st, pid
 		int fd = openat(etcfd, "nccl.conf",
 				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 
+		if (fd < 0 && errno == EEXIST)
+			return -EAGAIN; /* another hook on this rootfs made it since we looked */
 		if (fd < 0)
 			return orh_fail(err, errno,
 					"read-only rootfs without /etc/nccl.conf to mount over: %m");
@@ -344,9 +348,9 @@ static int bind_generated(int etcfd, int path_fd, const struct stat *old_st, pid
 	return 0;
 }
 
-int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_dir,
-		       const struct orh_env_entry *env, size_t n_env,
-		       struct orh_ncclconf_result *res, struct orh_err *err)
+static int apply_once(int rootfd, pid_t pid, bool readonly, const char *state_dir,
+		      const struct orh_env_entry *env, size_t n_env,
+		      struct orh_ncclconf_result *res, struct orh_err *err)
 {
 	_cleanup_close_ int etcfd = -1;
 	_cleanup_close_ int path_fd = -1;
@@ -380,4 +384,24 @@ int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_d
 	}
 	return bind_generated(etcfd, path_fd, path_fd >= 0 ? &st : NULL, pid, state_dir, text, res,
 			      err);
+}
+
+/* Hooks of several containers that share one rootfs may run at once: one that finds no
+ * /etc/nccl.conf and then loses the creation of the mount point to another reads the file
+ * again and merges into what is there now. */
+#define APPLY_TRIES 3
+
+int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_dir,
+		       const struct orh_env_entry *env, size_t n_env,
+		       struct orh_ncclconf_result *res, struct orh_err *err)
+{
+	int r = -EAGAIN;
+
+	for (int i = 0; i < APPLY_TRIES && r == -EAGAIN; i++)
+		r = apply_once(rootfd, pid, readonly, state_dir, env, n_env, res, err);
+	if (r == -EAGAIN)
+		return orh_fail(err, EAGAIN, "/etc/nccl.conf kept appearing and disappearing "
+					     "while the hook looked (%d tries); left alone",
+				APPLY_TRIES);
+	return r;
 }

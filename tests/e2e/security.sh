@@ -289,4 +289,37 @@ check "[runc] begin marker without end, two runs: one block of ours, the plan's"
 	bash -c '[ "$(grep -c "^# oci-rdma-hook end" <<<"$1")" = 1 ] && grep -q "^NCCL_IB_GID_INDEX=" <<<"$1"' \
 	_ "$OUT"
 
+# -- two hooks racing on one read-only rootfs without /etc/nccl.conf: the second looks
+# (no file), is held 5 s by strace, and meanwhile the first makes its mount point there
+if command -v strace >/dev/null 2>&1; then
+	RO="c['root']['readonly'] = True"
+	LOOK='"nccl.conf", O_RDONLY|O_NOFOLLOW|O_CLOEXEC|O_PATH'
+	HELD="$LOOK) = -1 ENOENT (No such file or directory) (DELAYED)"
+	# which openat call is the hook's look at /etc/nccl.conf, from a traced run
+	fresh_rootfs; rm -f "$WORK/r/etc/nccl.conf"
+	TRACE_PREFIX="strace -qq -A -o $WORK/race-dry.trace -e trace=openat"
+	ctr native "$WORK/r" true "$RO"
+	K=$(grep '^openat(' "$WORK/race-dry.trace" | grep -n -F "$LOOK" | head -1 | cut -d: -f1)
+	fresh_rootfs; rm -f "$WORK/r/etc/nccl.conf"
+	TRACE_PREFIX="strace -qq -A -o $WORK/race.trace -e trace=openat"
+	TRACE_PREFIX="$TRACE_PREFIX -e inject=openat:delay_exit=5000000:when=${K:-1}"
+	(ctr native "$WORK/r" 'cat /etc/nccl.conf' "$RO" && printf '%s\n' "$OUT" >"$WORK/race-b.out") &
+	RACER=$!
+	TRACE_PREFIX=""
+	M=$((M + 1)) CTR_N=$((CTR_N + 1)) # the numbers the background run took
+	for i in $(seq 1 200); do
+		grep -qF "$HELD" "$WORK/race.trace" 2>/dev/null && break
+		sleep 0.1
+	done
+	check "[runc] race: the second hook is held after it found no /etc/nccl.conf" \
+		grep -qF "$HELD" "$WORK/race.trace"
+	ctr native "$WORK/r" 'cat /etc/nccl.conf' "$RO"
+	check "[runc] race: the first container gets its nccl.conf" grep -q "^NCCL_IB_HCA=" <<<"$OUT"
+	wait $RACER || true
+	check "[runc] race: the second container gets its nccl.conf too" \
+		grep -q "^NCCL_IB_HCA=" "$WORK/race-b.out"
+else
+	not_ok "strace missing: the race of two hooks on one rootfs is not tested"
+fi
+
 finish
