@@ -9,6 +9,9 @@
  * lets a second run replace what the first one wrote; only a well-formed block is taken
  * for ours (the begin marker, NAME=VALUE lines, the end marker, nothing else between), so
  * that no line of the image is ever deleted.
+ *
+ * The file is written only on the container's root filesystem: where /etc or the file is
+ * on another mount (a volume), that storage is left alone (cover_foreign).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -348,6 +351,57 @@ static int bind_generated(int etcfd, int path_fd, const struct stat *old_st, pid
 	return 0;
 }
 
+/* /etc of the container on the mount of its root (rootmnt), made there when missing and
+ * `create`; *foreign when /etc leads onto another mount (a volume), where nothing is
+ * created: then it is only looked at. */
+static int open_etc(int rootfd, uint64_t rootmnt, bool create, int *etcfd, bool *foreign,
+		    struct orh_err *err)
+{
+	struct orh_err look = { 0 };
+	int r = orh_rootfs_dir(rootfd, "/etc", create, rootmnt, etcfd, err);
+
+	*foreign = false;
+	if (r == 0)
+		return 0;
+	if (r != -EXDEV)
+		return orh_err_prefix(err, "nccl.conf");
+	if (orh_rootfs_dir(rootfd, "/etc", false, ORH_MOUNT_ANY, etcfd, &look) < 0)
+		return orh_fail(err, EXDEV,
+				"'/etc' leads onto another mount than the container's root "
+				"filesystem (a volume?) where it does not exist; nothing is "
+				"created on that mount");
+	*foreign = true;
+	return 0;
+}
+
+/* /etc/nccl.conf on another mount than the root's (mount filemnt, or /etc on one): that
+ * storage is not the container's own and is never written. A file there is covered by the
+ * generated copy when the mount does not propagate (a shared mount would carry the new
+ * mount to its peers, the host's included); no file there means no mount point either. */
+static int cover_foreign(int etcfd, int path_fd, const struct stat *st, uint64_t filemnt,
+			 pid_t pid, const char *state_dir, const char *text,
+			 struct orh_ncclconf_result *res, struct orh_err *err)
+{
+	bool shared = true;
+	int r;
+
+	if (path_fd < 0)
+		return orh_fail(err, EXDEV,
+				"'/etc' is on another mount than the container's root filesystem "
+				"(a volume?) and holds no nccl.conf; no file is created on that "
+				"mount, /etc/nccl.conf is not written");
+	r = orh_mount_is_shared(pid, filemnt, &shared, err);
+	if (r < 0)
+		return r;
+	if (shared)
+		return orh_fail(err, EXDEV,
+				"the file is on a shared mount (a volume with shared propagation): "
+				"it is not written, and not covered, since a mount over it would "
+				"reach the mount's peers on the host");
+	res->foreign = true;
+	return bind_generated(etcfd, path_fd, st, pid, state_dir, text, res, err);
+}
+
 static int apply_once(int rootfd, pid_t pid, bool readonly, const char *state_dir,
 		      const struct orh_env_entry *env, size_t n_env,
 		      struct orh_ncclconf_result *res, struct orh_err *err)
@@ -356,18 +410,29 @@ static int apply_once(int rootfd, pid_t pid, bool readonly, const char *state_di
 	_cleanup_close_ int path_fd = -1;
 	_cleanup_free_ char *old = NULL;
 	_cleanup_free_ char *text = NULL;
+	uint64_t rootmnt = 0, filemnt = 0;
+	bool foreign = false;
 	size_t old_len = 0;
-	struct stat st;
+	struct stat st = { 0 };
 	int r;
 
 	*res = (struct orh_ncclconf_result){ 0 };
-	r = orh_rootfs_dir(rootfd, "/etc", !readonly, &etcfd, err);
+	r = orh_fd_mount_id(rootfd, &rootmnt);
 	if (r < 0)
-		return orh_err_prefix(err, "nccl.conf");
+		return orh_fail(err, -r, "reading the mount of the container's root: %s",
+				strerror(-r));
+	r = open_etc(rootfd, rootmnt, !readonly, &etcfd, &foreign, err);
+	if (r < 0)
+		return r;
 	r = open_existing(etcfd, &path_fd, &st, err);
 	if (r < 0)
 		return r;
 	if (path_fd >= 0) {
+		r = orh_fd_mount_id(path_fd, &filemnt);
+		if (r < 0)
+			return orh_fail(err, -r, "reading the mount of /etc/nccl.conf: %s",
+					strerror(-r));
+		foreign = foreign || filemnt != rootmnt;
 		r = read_existing(path_fd, &old, &old_len, err);
 		if (r < 0)
 			return r;
@@ -377,6 +442,8 @@ static int apply_once(int rootfd, pid_t pid, bool readonly, const char *state_di
 		return r;
 	if (old && strcmp(old, text) == 0)
 		return 0; /* already as it should be */
+	if (foreign)
+		return cover_foreign(etcfd, path_fd, &st, filemnt, pid, state_dir, text, res, err);
 	if (!readonly) {
 		r = write_in_place(etcfd, text, path_fd >= 0 ? &st : NULL, err);
 		if (r != -EROFS)

@@ -9,6 +9,12 @@
 # host mount namespace (the hook then works on the rootfs path, as before pivot_root):
 # that is faster than runc, lets the race run hundreds of times, and reaches image paths
 # that runc hides (its /dev tmpfs). Two attacks also run through runc.
+#
+# Then, through runc only, what needs the container's own mounts and users: volumes that
+# /etc or /dev/infiniband lead into (never written: a file there is covered by a copy), a
+# root-only nccl.conf and uid 1000 (the copy is no more readable than the original), an
+# image's begin marker without an end with the hook run twice, and two hooks racing on
+# one read-only rootfs.
 . "$(dirname "$0")/lib.sh"
 
 : "${NO_OPENAT2:?NO_OPENAT2 not set}"
@@ -245,7 +251,83 @@ AS1000='c["process"]["user"] = {"uid": 1000, "gid": 1000}'
 SHOW='echo started; stat -c "mode %a %u:%g" /etc/nccl.conf; cat /etc/nccl.conf; echo "cat rc=$?"'
 no_secret() { ! grep -q SECRET <<<"$1" && grep -qx "cat rc=1" <<<"$1"; }
 
+NODEVTMPFS='c["mounts"] = [m for m in c["mounts"] if m["destination"] != "/dev"]'
+FILEVOL="c['mounts'].append({'destination': '/etc/nccl.conf', 'type': 'bind', 'source': '$VOL/nccl.conf', 'options': ['bind', 'rw']})"
+
 for mode in native fallback; do
+	# -- the container's mounts: /etc a symlink into a read-write volume that holds no
+	# nccl.conf; nothing is created in the volume
+	fresh_rootfs; rm -rf "$WORK/r/etc"; ln -s /vol "$WORK/r/etc"; mkdir "$WORK/r/vol"
+	fresh_vol; V0=$(vol_state)
+	ctr $mode "$WORK/r" "$SHOW" "$(volume /vol rw)"
+	check "[runc $mode] /etc -> rw volume: the container starts" grep -qx started <<<"$OUT"
+	check "[runc $mode] /etc -> rw volume: nothing created in the volume" \
+		[ "$(vol_state)" = "$V0" ]
+	check "[runc $mode] /etc -> rw volume: the refusal names the file and the mount" \
+		grep -q "/etc/nccl.conf: .*another mount" <<<"$HLOG"
+	check "[runc $mode] the walk was used when forced" \
+		[ $mode = native -o -n "$(grep "without openat2" <<<"$HLOG")" ]
+	# -- ... the volume holds a root-only nccl.conf: never rewritten, covered by a copy
+	fresh_vol; secret_conf "$VOL/nccl.conf"; V0=$(vol_state)
+	ctr $mode "$WORK/r" "$SHOW" "$(volume /vol rw)"
+	check "[runc $mode] /etc -> rw volume with nccl.conf: the host file is untouched" \
+		[ "$(vol_state)" = "$V0" ]
+	check "[runc $mode] /etc -> rw volume with nccl.conf: the container sees the settings" \
+		bash -c 'grep -qx "$2" <<<"$1" && grep -q "^NCCL_IB_HCA=" <<<"$1"' _ "$OUT" "$SECRET"
+	check "[runc $mode] /etc -> rw volume with nccl.conf: the copy keeps mode 600, root" \
+		grep -qx "mode 600 0:0" <<<"$OUT"
+	# -- ... the same volume with shared propagation: a mount over its file would reach
+	# the host, so the file is neither written nor covered
+	ctr $mode "$WORK/r" "$SHOW" "$(volume /vol rw rshared); c['linux']['rootfsPropagation'] = 'shared'"
+	check "[runc $mode] /etc -> shared volume with nccl.conf: the container starts" \
+		grep -qx started <<<"$OUT"
+	check "[runc $mode] /etc -> shared volume with nccl.conf: the host file is untouched" \
+		[ "$(vol_state)" = "$V0" ]
+	check "[runc $mode] /etc -> shared volume with nccl.conf: no mount reached the host" \
+		bash -c '! grep -q " $1/" /proc/self/mountinfo' _ "$VOL"
+	check "[runc $mode] /etc -> shared volume with nccl.conf: the refusal is logged" \
+		grep -q "shared mount" <<<"$HLOG"
+
+	# -- a read-write file volume at /etc/nccl.conf: the host file is never rewritten, the
+	# volume stays mounted (a rename over its mount point would detach it) and a copy
+	# covers it; the image's file under it is left as it was
+	fresh_rootfs; : >"$WORK/r/etc/nccl.conf"
+	fresh_vol; secret_conf "$VOL/nccl.conf"; V0=$(vol_state)
+	ctr $mode "$WORK/r" "$SHOW; grep -c ' /etc/nccl.conf ' /proc/self/mountinfo" "$FILEVOL"
+	check "[runc $mode] file volume at /etc/nccl.conf: the host file is untouched" \
+		[ "$(vol_state)" = "$V0" ]
+	check "[runc $mode] file volume at /etc/nccl.conf: the container sees the settings" \
+		bash -c 'grep -qx "$2" <<<"$1" && grep -q "^NCCL_IB_HCA=" <<<"$1"' _ "$OUT" "$SECRET"
+	check "[runc $mode] file volume at /etc/nccl.conf: still mounted, under the copy" \
+		[ "$(tail -1 <<<"$OUT")" = 2 ]
+	check "[runc $mode] file volume at /etc/nccl.conf: the image's file is left empty" \
+		[ ! -s "$WORK/r/etc/nccl.conf" ]
+
+	# -- no tmpfs on /dev, /dev/infiniband a symlink into a volume: no node in the volume
+	for where in ib new/ib; do
+		fresh_rootfs; mkdir "$WORK/r/vol"; ln -s "/vol/$where" "$WORK/r/dev/infiniband"
+		fresh_vol; mkdir "$VOL/ib"; V0=$(vol_state)
+		ctr $mode "$WORK/r" "echo started" "$NODEVTMPFS; $(volume /vol rw)"
+		what="[runc $mode] no /dev tmpfs, /dev/infiniband -> /vol/$where"
+		check "$what: the container starts" grep -qx started <<<"$OUT"
+		check "$what: nothing created in the volume" [ "$(vol_state)" = "$V0" ]
+		check "$what: the refusal is logged" grep -q "another mount" <<<"$HLOG"
+	done
+	# ... nodes that are already there, right, on another mount are kept (the host's
+	# /dev/infiniband as a volume)
+	fresh_rootfs; mkdir "$WORK/r/dev/infiniband"
+	ctr $mode "$WORK/r" 'echo started; stat -c "%n %t:%T" /dev/infiniband/uverbs1' \
+		"c['mounts'].append({'destination': '/dev/infiniband', 'type': 'bind', 'source': '$WORK/node/dev/infiniband', 'options': ['rbind', 'ro']})"
+	check "[runc $mode] host /dev/infiniband as a volume: its nodes are kept" \
+		grep -q "9 already there" <<<"$HLOG"
+	check "[runc $mode] host /dev/infiniband as a volume: uverbs1 is the host's" \
+		grep -qx "/dev/infiniband/uverbs1 $(stat -c %t:%T "$WORK/node/dev/infiniband/uverbs1")" <<<"$OUT"
+	# ... and with no volume at all, the nodes are made in the rootfs's own /dev
+	fresh_rootfs
+	ctr $mode "$WORK/r" 'stat -c "%n %F" /dev/infiniband/uverbs1' "$NODEVTMPFS"
+	check "[runc $mode] no /dev tmpfs: uverbs1 made in the rootfs's own /dev" \
+		grep -qx "/dev/infiniband/uverbs1 character special file" <<<"$OUT"
+
 	# -- a secret: on a read-only rootfs the generated copy of a root-only file covers it
 	# with the same owner and mode
 	fresh_rootfs; secret_conf "$WORK/r/etc/nccl.conf"

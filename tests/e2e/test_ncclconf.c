@@ -147,7 +147,8 @@ Test(ncclconf, only_well_formed_blocks_are_ours)
 
 Test(ncclconf, begin_inside_an_open_block_starts_it_again)
 {
-	char *t = merge(B "A_X=1\n# mine\n" B "NCCL_IB_GID_INDEX=1\n" E "A_Y=2\n", env3 + 1, 1, NULL);
+	char *t = merge(B "A_X=1\n# mine\n" B "NCCL_IB_GID_INDEX=1\n" E "A_Y=2\n", env3 + 1, 1,
+			NULL);
 
 	cr_assert_str_eq(t, B "A_X=1\n# mine\nA_Y=2\n" B "NCCL_IB_GID_INDEX=3\n" E);
 	free(t);
