@@ -377,14 +377,15 @@ if command -v strace >/dev/null 2>&1; then
 	RO="c['root']['readonly'] = True"
 	LOOK='"nccl.conf", O_RDONLY|O_NOFOLLOW|O_CLOEXEC|O_PATH'
 	HELD="$LOOK) = -1 ENOENT (No such file or directory) (DELAYED)"
+	# (LeakSanitizer, in sanitizer builds, cannot stop the world under ptrace)
+	STRACE="env ASAN_OPTIONS=detect_leaks=0 strace -qq -A -e trace=openat"
 	# which openat call is the hook's look at /etc/nccl.conf, from a traced run
 	fresh_rootfs; rm -f "$WORK/r/etc/nccl.conf"
-	TRACE_PREFIX="strace -qq -A -o $WORK/race-dry.trace -e trace=openat"
+	TRACE_PREFIX="$STRACE -o $WORK/race-dry.trace"
 	ctr native "$WORK/r" true "$RO"
 	K=$(grep '^openat(' "$WORK/race-dry.trace" | grep -n -F "$LOOK" | head -1 | cut -d: -f1)
 	fresh_rootfs; rm -f "$WORK/r/etc/nccl.conf"
-	TRACE_PREFIX="strace -qq -A -o $WORK/race.trace -e trace=openat"
-	TRACE_PREFIX="$TRACE_PREFIX -e inject=openat:delay_exit=5000000:when=${K:-1}"
+	TRACE_PREFIX="$STRACE -o $WORK/race.trace -e inject=openat:delay_exit=5000000:when=${K:-1}"
 	(ctr native "$WORK/r" 'cat /etc/nccl.conf' "$RO" && printf '%s\n' "$OUT" >"$WORK/race-b.out") &
 	RACER=$!
 	TRACE_PREFIX=""
