@@ -290,11 +290,11 @@ static int mkdir_host(const char *dir, struct orh_err *err)
 	return 0;
 }
 
-/* Read-only rootfs: generate the file outside and bind it over /etc/nccl.conf. The copy
- * has the owner and the permission bits of the file it covers (old_st), so that it is
- * never more readable in the container than the original. -EAGAIN, with err unset, when
- * there was no file and one has appeared since (another hook on the same rootfs made its
- * mount point): the caller looks again. */
+/* Read-only rootfs, or a file on another mount: generate the file outside and bind it
+ * over /etc/nccl.conf. The copy has the owner and the permission bits of the file it
+ * covers (old_st), so that it is never more readable in the container than the original.
+ * -EAGAIN, with err unset, when there was no file and one has appeared since (another
+ * hook on the same rootfs made its mount point): the caller looks again. */
 static int bind_generated(int etcfd, int path_fd, const struct stat *old_st, pid_t pid,
 			  const char *state_dir, const char *text, struct orh_ncclconf_result *res,
 			  struct orh_err *err)
