@@ -40,14 +40,30 @@ int orh_rootfs_open(const char *path, int *out, struct orh_err *err);
  * pivot_root it is /proc/<pid>/root itself. */
 int orh_rootfs_open_container(pid_t pid, const char *rootfs, int *out, struct orh_err *err);
 
+/* "Any mount" where a mount id is asked for (mount ids start at 0). */
+#define ORH_MOUNT_ANY UINT64_MAX
+
+/* The mount id of the file behind fd (statx STATX_MNT_ID, or /proc/self/fdinfo where
+ * statx has none and with the walk). 0 or -errno. */
+int orh_fd_mount_id(int fd, uint64_t *id);
+/* Is mount `mnt` of the mount namespace of pid a shared one (/proc/<pid>/mountinfo
+ * "shared:N"), so that a mount made on it propagates to its peers, the host's included? */
+int orh_mount_is_shared(pid_t pid, uint64_t mnt, bool *shared, struct orh_err *err);
+
 /* Resolve directory `path` inside the root (symlinks resolved as the container would,
  * never leaving the root). With `create`, missing directories are made with mode 0755.
+ * With mnt (a mount id, or ORH_MOUNT_ANY), the directory must be on that mount and a missing
+ * one is made only inside a directory on it: -EXDEV otherwise, nothing created there.
  * *out is an O_PATH directory fd. */
-int orh_rootfs_dir(int rootfd, const char *path, bool create, int *out, struct orh_err *err);
+int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int *out,
+		   struct orh_err *err);
 /* Resolve the parent of `path` (see orh_rootfs_dir) and copy the final component, which
  * the caller must act on with *at() calls that do not follow it. */
-int orh_rootfs_parent(int rootfd, const char *path, bool create, int *dirfd,
+int orh_rootfs_parent(int rootfd, const char *path, bool create, uint64_t mnt, int *dirfd,
 		      char name[NAME_MAX + 1], struct orh_err *err);
+/* The container's /dev: the root's own "dev" (made when missing), never through a
+ * symlink, and whatever the runtime mounted on it (its tmpfs). */
+int orh_rootfs_devdir(int rootfd, int *out, struct orh_err *err);
 
 /* Run fn(arg) in a forked child and hand its int result, then out_size bytes of `out`
  * (which fn fills in the child), back over a pipe. The child may setns; the parent's
@@ -76,7 +92,9 @@ struct orh_devices_result {
  * bind-mount <host_root>/<path> after checking its st_rdev. pid is needed only for that
  * bind mount. Existing correct nodes are left alone; a device node there with other
  * numbers (the spec's, or the image's) is replaced, with a warning in res->warnings
- * (filled on failure too). */
+ * (filled on failure too). Nodes are made only on the mount of the container's /dev
+ * (orh_rootfs_devdir): a node whose directory is on another mount is kept when it is
+ * already right, and is otherwise an -EXDEV error. */
 int orh_devices_apply(int rootfd, pid_t pid, const char *host_root,
 		      const struct orh_devnode *nodes, size_t n, struct orh_devices_result *res,
 		      struct orh_err *err);
@@ -125,7 +143,9 @@ int orh_memlock_apply(pid_t pid, uint64_t limit, struct orh_memlock_result *res,
 #define ORH_NCCL_MARK_END "# oci-rdma-hook end"
 
 /* Merge env into the text of an existing /etc/nccl.conf (old may be NULL): every line of
- * the image is kept except a block an earlier run wrote (between the markers), and
+ * the image is kept except a block an earlier run wrote (a well-formed one only: the begin
+ * marker, NAME=VALUE lines, the end marker; a begin marker without its end, or any other
+ * line between the markers, makes the lines the image's), and
  * NAME=VALUE is appended in a new block for each name the image does not define.
  * Returns the new text (malloc'd, NUL-terminated); *n_added = lines appended. Entries
  * with names or values that cannot be written as NCCL reads them are an error. */
@@ -135,13 +155,18 @@ int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *
 struct orh_ncclconf_result {
 	size_t added;
 	bool bind_mounted;          /* read-only rootfs: generated file bound over it */
+	bool foreign;               /* ... over a file on another mount than the root's */
 	char generated[PATH_MAX];   /* the generated file outside the container, or "" */
 };
 
 /* Write the merged /etc/nccl.conf into the rootfs (temp file in /etc, renameat). With
  * readonly (spec root.readonly) or on EROFS, the file is written to
- * <state_dir>/nccl.conf and bind-mounted over an existing /etc/nccl.conf in the mount
- * namespace of pid. A symlink, FIFO or directory at /etc/nccl.conf is refused. */
+ * <state_dir>/nccl.conf, with the owner and the permission bits of the file it covers,
+ * and bind-mounted read-only over an existing /etc/nccl.conf in the mount namespace of
+ * pid. A symlink, FIFO or directory at /etc/nccl.conf is refused. Nothing is written on
+ * another mount than the root's: where /etc or the file is on one (a volume), an existing
+ * file is covered the same way unless that mount is shared, and no file is made there
+ * (-EXDEV). */
 int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_dir,
 		       const struct orh_env_entry *env, size_t n_env,
 		       struct orh_ncclconf_result *res, struct orh_err *err);

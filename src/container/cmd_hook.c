@@ -252,12 +252,14 @@ static int apply(struct hook *h)
 	/* one line for the whole start */
 	orh_log(LOG_INFO,
 		"container %s: %zu device nodes: %u created, %u already there, %u bound; "
-		"device cgroup: v1 %s, v2 %s; %s%s/etc/nccl.conf: %zu settings added%s%s",
+		"device cgroup: v1 %s, v2 %s; %s%s/etc/nccl.conf: %zu settings added%s%s%s",
 		cid(h), p->n_nodes, dres.created, dres.kept, dres.bound,
 		cres.v1 ? "granted" : "not used",
 		cres.v2_progs ? "programs extended" : cres.v2_open ? "no program" : "unchanged",
 		memlock, memlock[0] ? "; " : "", nres.added,
-		nres.bind_mounted ? ", bind-mounted from " : "", nres.bind_mounted ? nres.generated : "");
+		nres.bind_mounted ? ", bind-mounted from " : "",
+		nres.bind_mounted ? nres.generated : "",
+		nres.foreign ? " over the file of another mount, which is left as it is" : "");
 	return ORH_EXIT_OK;
 }
 

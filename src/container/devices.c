@@ -5,6 +5,10 @@
  * not permitted (user namespaces). A name that is free gets its node in one mknodat
  * (which never follows or replaces anything); a name that is taken by something else is
  * replaced by a node made under a temporary name and renamed over it.
+ *
+ * Nodes are made only on the container's /dev (the runtime's tmpfs, or the rootfs's own
+ * directory): where /dev/infiniband leads onto another mount (a volume of host storage),
+ * a node already there with the right numbers is kept and nothing is made.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -139,7 +143,25 @@ struct parent {
 	char path[PATH_MAX];
 	bool chown; /* a new node would not be root:root by itself (setgid directory, or
 		     * the hook runs under another uid or gid): chown it */
+	bool foreign; /* on another mount than the container's /dev: make nothing there */
 };
+
+/* Open the directory of node n, on the mount of the container's /dev (devmnt) or, where
+ * it leads onto another mount, only to look there. */
+static int open_parent(int rootfd, uint64_t devmnt, const struct orh_devnode *n,
+		       struct parent *parent, char name[NAME_MAX + 1], struct orh_err *err)
+{
+	struct orh_err look = { 0 };
+	int r = orh_rootfs_parent(rootfd, n->path, true, devmnt, &parent->fd, name, err);
+
+	parent->foreign = false;
+	if (r == -EXDEV && orh_rootfs_parent(rootfd, n->path, false, ORH_MOUNT_ANY, &parent->fd,
+					     name, &look) == 0) {
+		parent->foreign = true;
+		r = 0;
+	}
+	return r;
+}
 
 static void parent_opened(struct parent *parent)
 {
@@ -149,7 +171,7 @@ static void parent_opened(struct parent *parent)
 			getegid() != 0;
 }
 
-static int apply_one(int rootfd, pid_t pid, int hostfd, struct parent *parent,
+static int apply_one(int rootfd, uint64_t devmnt, pid_t pid, int hostfd, struct parent *parent,
 		     const struct orh_devnode *n, struct orh_devices_result *res,
 		     struct orh_err *err)
 {
@@ -164,7 +186,7 @@ static int apply_one(int rootfd, pid_t pid, int hostfd, struct parent *parent,
 	    strncmp(parent->path, n->path, dirlen) || parent->path[dirlen] != '\0') {
 		if (parent->fd >= 0)
 			close(TAKE_FD(parent->fd));
-		r = orh_rootfs_parent(rootfd, n->path, true, &parent->fd, name, err);
+		r = open_parent(rootfd, devmnt, n, parent, name, err);
 		if (r < 0)
 			return orh_err_prefix(err, "device '%s'", n->path);
 		parent_opened(parent);
@@ -178,6 +200,17 @@ static int apply_one(int rootfd, pid_t pid, int hostfd, struct parent *parent,
 				n->path, n->path);
 	}
 	dfd = parent->fd;
+	if (parent->foreign) {
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st.st_mode) &&
+		    st.st_rdev == makedev(n->major, n->minor)) {
+			res->kept++;
+			return 0;
+		}
+		return orh_fail(err, EXDEV,
+				"device '%s': its directory is on another mount than the "
+				"container's /dev (a volume?); no device node is made there",
+				n->path);
+	}
 	/* the common case, a fresh /dev: make the node in place, with its exact mode */
 	if (mknodat(dfd, name, S_IFCHR | (n->mode & 07777), makedev(n->major, n->minor)) == 0) {
 		if (parent->chown && fchownat(dfd, name, 0, 0, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -234,16 +267,27 @@ int orh_devices_apply(int rootfd, pid_t pid, const char *host_root,
 		      struct orh_err *err)
 {
 	_cleanup_close_ int hostfd = -1;
+	_cleanup_close_ int devfd = -1;
 	struct parent parent = { .fd = -1 };
+	uint64_t devmnt = 0;
 	mode_t old_umask;
 	int r = 0;
 
 	*res = (struct orh_devices_result){ 0 };
+	if (n == 0)
+		return 0;
+	r = orh_rootfs_devdir(rootfd, &devfd, err);
+	if (r < 0)
+		return r;
+	r = orh_fd_mount_id(devfd, &devmnt);
+	if (r < 0)
+		return orh_fail(err, -r, "reading the mount of the container's /dev: %s",
+				strerror(-r));
 	if (host_root && pid > 0)
 		hostfd = open(host_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	old_umask = umask(0);
 	for (size_t i = 0; i < n && r == 0; i++)
-		r = apply_one(rootfd, pid, hostfd, &parent, &nodes[i], res, err);
+		r = apply_one(rootfd, devmnt, pid, hostfd, &parent, &nodes[i], res, err);
 	umask(old_umask);
 	if (parent.fd >= 0)
 		close(parent.fd);

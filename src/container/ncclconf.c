@@ -6,7 +6,12 @@
  * always wins and the first definition in a file wins. So the image's lines are kept as
  * they are and ours are appended only for names the image does not define. Comment lines
  * carry no '=' (NCCL before 2.26.2 reads "#X=1" as a variable named "#X"). A marker block
- * lets a second run replace what the first one wrote.
+ * lets a second run replace what the first one wrote; only a well-formed block is taken
+ * for ours (the begin marker, NAME=VALUE lines, the end marker, nothing else between), so
+ * that no line of the image is ever deleted.
+ *
+ * The file is written only on the container's root filesystem: where /etc or the file is
+ * on another mount (a volume), that storage is left alone (cover_foreign).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +75,27 @@ static bool line_is(const struct line *l, const char *text)
 	       strncmp(l->s, text, n) == 0;
 }
 
+/* A line that a block of ours holds: NAME=VALUE as we write it (a CR left by an editor is
+ * tolerated, as for the markers). */
+static bool block_line(const struct line *l)
+{
+	const char *eq = memchr(l->s, '=', l->len);
+	size_t len = l->len, nlen, vlen;
+	char name[NCCL_NAME_MAX + 1];
+
+	if (len && l->s[len - 1] == '\r')
+		len--;
+	if (!eq)
+		return false;
+	nlen = (size_t)(eq - l->s);
+	vlen = len - nlen - 1;
+	if (nlen > NCCL_NAME_MAX || vlen > NCCL_VALUE_MAX || memchr(eq + 1, '\r', vlen))
+		return false;
+	memcpy(name, l->s, nlen);
+	name[nlen] = '\0';
+	return name_ok(name);
+}
+
 static bool defines(const struct line *lines, size_t n, const bool *ours, const char *name)
 {
 	size_t nl = strlen(name);
@@ -91,7 +117,6 @@ int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *
 	_cleanup_free_ bool *ours = NULL;
 	struct buf b = { NULL, 0, 0 };
 	size_t n = 0, added = 0, begin = SIZE_MAX;
-	bool block_open = false;
 
 	for (size_t i = 0; i < n_env; i++) {
 		if (!name_ok(env[i].name))
@@ -113,16 +138,18 @@ int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *
 		lines[n++] = (struct line){ old + off, l };
 		off += l + (nl ? 1 : 0);
 	}
-	/* mark an earlier run's block (only a complete one) */
+	/* mark an earlier run's blocks: only well-formed ones (see block_line) */
 	ours = orh_xcalloc(n + 1, sizeof(*ours));
 	for (size_t i = 0; i < n; i++) {
-		if (!block_open && line_is(&lines[i], ORH_NCCL_MARK_BEGIN)) {
-			block_open = true;
+		if (line_is(&lines[i], ORH_NCCL_MARK_BEGIN)) {
+			/* a begin marker inside an open block: the block starts again here */
 			begin = i;
-		} else if (block_open && line_is(&lines[i], ORH_NCCL_MARK_END)) {
+		} else if (begin != SIZE_MAX && line_is(&lines[i], ORH_NCCL_MARK_END)) {
 			for (size_t k = begin; k <= i; k++)
 				ours[k] = true;
-			block_open = false;
+			begin = SIZE_MAX;
+		} else if (begin != SIZE_MAX && !block_line(&lines[i])) {
+			begin = SIZE_MAX; /* not a line we write: the block is not ours */
 		}
 	}
 
@@ -204,6 +231,17 @@ static int read_existing(int path_fd, char **text, size_t *len, struct orh_err *
 	return 0;
 }
 
+/* Give a new file the owner and the mode (bits in `keep`) of the file it stands for, or
+ * root:root 0644 when there was none. */
+static int set_owner_mode(int fd, const struct stat *old_st, mode_t keep)
+{
+	if (old_st && fchown(fd, old_st->st_uid, old_st->st_gid) < 0)
+		return -errno;
+	if (fchmod(fd, old_st ? old_st->st_mode & keep : 0644) < 0)
+		return -errno;
+	return 0;
+}
+
 /* Write into /etc through a temporary file and renameat(). -EROFS is returned with
  * err unset so that the caller can take the bind-mount path. */
 static int write_in_place(int etcfd, const char *text, const struct stat *old_st,
@@ -215,16 +253,15 @@ static int write_in_place(int etcfd, const char *text, const struct stat *old_st
 
 	snprintf(tmp, sizeof(tmp), ".nccl.conf.orh-%d", (int)getpid());
 	(void)unlinkat(etcfd, tmp, 0);
-	fd = openat(etcfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* root-only until it has the original's owner and mode, and only then the text */
+	fd = openat(etcfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == EROFS)
 		return -EROFS;
 	if (fd < 0)
 		return orh_fail(err, errno, "creating /etc/%s: %m", tmp);
-	r = orh_write_all(fd, text, strlen(text));
-	if (r == 0 && old_st && fchown(fd, old_st->st_uid, old_st->st_gid) < 0)
-		r = -errno;
-	if (r == 0 && fchmod(fd, old_st ? old_st->st_mode & 07777 : 0644) < 0)
-		r = -errno;
+	r = set_owner_mode(fd, old_st, 07777);
+	if (r == 0)
+		r = orh_write_all(fd, text, strlen(text));
 	if (r == 0 && renameat(etcfd, tmp, etcfd, "nccl.conf") < 0)
 		r = -errno;
 	if (r < 0) {
@@ -253,9 +290,14 @@ static int mkdir_host(const char *dir, struct orh_err *err)
 	return 0;
 }
 
-/* Read-only rootfs: generate the file outside and bind it over /etc/nccl.conf. */
-static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_dir,
-			  const char *text, struct orh_ncclconf_result *res, struct orh_err *err)
+/* Read-only rootfs, or a file on another mount: generate the file outside and bind it
+ * over /etc/nccl.conf. The copy has the owner and the permission bits of the file it
+ * covers (old_st), so that it is never more readable in the container than the original.
+ * -EAGAIN, with err unset, when there was no file and one has appeared since (another
+ * hook on the same rootfs made its mount point): the caller looks again. */
+static int bind_generated(int etcfd, int path_fd, const struct stat *old_st, pid_t pid,
+			  const char *state_dir, const char *text, struct orh_ncclconf_result *res,
+			  struct orh_err *err)
 {
 	_cleanup_close_ int target = -1;
 	_cleanup_close_ int gen = -1;
@@ -275,6 +317,8 @@ static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_d
 		int fd = openat(etcfd, "nccl.conf",
 				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 
+		if (fd < 0 && errno == EEXIST)
+			return -EAGAIN; /* another hook on this rootfs made it since we looked */
 		if (fd < 0)
 			return orh_fail(err, errno,
 					"read-only rootfs without /etc/nccl.conf to mount over: %m");
@@ -292,12 +336,12 @@ static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_d
 	if (snprintf(res->generated, sizeof(res->generated), "%s/nccl.conf", state_dir) >=
 	    (int)sizeof(res->generated))
 		return orh_fail(err, ENAMETOOLONG, "state dir '%s' too long", state_dir);
-	gen = open(res->generated, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	gen = open(res->generated, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (gen < 0)
 		return orh_fail(err, errno, "creating '%s': %m", res->generated);
-	r = orh_write_all(gen, text, strlen(text));
-	if (r == 0 && fchmod(gen, 0644) < 0)
-		r = -errno;
+	r = set_owner_mode(gen, old_st, 0777);
+	if (r == 0)
+		r = orh_write_all(gen, text, strlen(text));
 	if (r < 0)
 		return orh_fail(err, r, "writing '%s': %s", res->generated, strerror(-r));
 	r = orh_bind_into_container(pid, gen, target, true, err);
@@ -307,26 +351,88 @@ static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_d
 	return 0;
 }
 
-int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_dir,
-		       const struct orh_env_entry *env, size_t n_env,
-		       struct orh_ncclconf_result *res, struct orh_err *err)
+/* /etc of the container on the mount of its root (rootmnt), made there when missing and
+ * `create`; *foreign when /etc leads onto another mount (a volume), where nothing is
+ * created: then it is only looked at. */
+static int open_etc(int rootfd, uint64_t rootmnt, bool create, int *etcfd, bool *foreign,
+		    struct orh_err *err)
+{
+	struct orh_err look = { 0 };
+	int r = orh_rootfs_dir(rootfd, "/etc", create, rootmnt, etcfd, err);
+
+	*foreign = false;
+	if (r == 0)
+		return 0;
+	if (r != -EXDEV)
+		return orh_err_prefix(err, "nccl.conf");
+	if (orh_rootfs_dir(rootfd, "/etc", false, ORH_MOUNT_ANY, etcfd, &look) < 0)
+		return orh_fail(err, EXDEV,
+				"'/etc' leads onto another mount than the container's root "
+				"filesystem (a volume?) where it does not exist; nothing is "
+				"created on that mount");
+	*foreign = true;
+	return 0;
+}
+
+/* /etc/nccl.conf on another mount than the root's (mount filemnt, or /etc on one): that
+ * storage is not the container's own and is never written. A file there is covered by the
+ * generated copy when the mount does not propagate (a shared mount would carry the new
+ * mount to its peers, the host's included); no file there means no mount point either. */
+static int cover_foreign(int etcfd, int path_fd, const struct stat *st, uint64_t filemnt,
+			 pid_t pid, const char *state_dir, const char *text,
+			 struct orh_ncclconf_result *res, struct orh_err *err)
+{
+	bool shared = true;
+	int r;
+
+	if (path_fd < 0)
+		return orh_fail(err, EXDEV,
+				"'/etc' is on another mount than the container's root filesystem "
+				"(a volume?) and holds no nccl.conf; no file is created on that "
+				"mount, /etc/nccl.conf is not written");
+	r = orh_mount_is_shared(pid, filemnt, &shared, err);
+	if (r < 0)
+		return r;
+	if (shared)
+		return orh_fail(err, EXDEV,
+				"the file is on a shared mount (a volume with shared propagation): "
+				"it is not written, and not covered, since a mount over it would "
+				"reach the mount's peers on the host");
+	res->foreign = true;
+	return bind_generated(etcfd, path_fd, st, pid, state_dir, text, res, err);
+}
+
+static int apply_once(int rootfd, pid_t pid, bool readonly, const char *state_dir,
+		      const struct orh_env_entry *env, size_t n_env,
+		      struct orh_ncclconf_result *res, struct orh_err *err)
 {
 	_cleanup_close_ int etcfd = -1;
 	_cleanup_close_ int path_fd = -1;
 	_cleanup_free_ char *old = NULL;
 	_cleanup_free_ char *text = NULL;
+	uint64_t rootmnt = 0, filemnt = 0;
+	bool foreign = false;
 	size_t old_len = 0;
-	struct stat st;
+	struct stat st = { 0 };
 	int r;
 
 	*res = (struct orh_ncclconf_result){ 0 };
-	r = orh_rootfs_dir(rootfd, "/etc", !readonly, &etcfd, err);
+	r = orh_fd_mount_id(rootfd, &rootmnt);
 	if (r < 0)
-		return orh_err_prefix(err, "nccl.conf");
+		return orh_fail(err, -r, "reading the mount of the container's root: %s",
+				strerror(-r));
+	r = open_etc(rootfd, rootmnt, !readonly, &etcfd, &foreign, err);
+	if (r < 0)
+		return r;
 	r = open_existing(etcfd, &path_fd, &st, err);
 	if (r < 0)
 		return r;
 	if (path_fd >= 0) {
+		r = orh_fd_mount_id(path_fd, &filemnt);
+		if (r < 0)
+			return orh_fail(err, -r, "reading the mount of /etc/nccl.conf: %s",
+					strerror(-r));
+		foreign = foreign || filemnt != rootmnt;
 		r = read_existing(path_fd, &old, &old_len, err);
 		if (r < 0)
 			return r;
@@ -336,10 +442,33 @@ int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_d
 		return r;
 	if (old && strcmp(old, text) == 0)
 		return 0; /* already as it should be */
+	if (foreign)
+		return cover_foreign(etcfd, path_fd, &st, filemnt, pid, state_dir, text, res, err);
 	if (!readonly) {
 		r = write_in_place(etcfd, text, path_fd >= 0 ? &st : NULL, err);
 		if (r != -EROFS)
 			return r;
 	}
-	return bind_generated(etcfd, path_fd, pid, state_dir, text, res, err);
+	return bind_generated(etcfd, path_fd, path_fd >= 0 ? &st : NULL, pid, state_dir, text, res,
+			      err);
+}
+
+/* Hooks of several containers that share one rootfs may run at once: one that finds no
+ * /etc/nccl.conf and then loses the creation of the mount point to another reads the file
+ * again and merges into what is there now. */
+#define APPLY_TRIES 3
+
+int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_dir,
+		       const struct orh_env_entry *env, size_t n_env,
+		       struct orh_ncclconf_result *res, struct orh_err *err)
+{
+	int r = -EAGAIN;
+
+	for (int i = 0; i < APPLY_TRIES && r == -EAGAIN; i++)
+		r = apply_once(rootfd, pid, readonly, state_dir, env, n_env, res, err);
+	if (r == -EAGAIN)
+		return orh_fail(err, EAGAIN, "/etc/nccl.conf kept appearing and disappearing "
+					     "while the hook looked (%d tries); left alone",
+				APPLY_TRIES);
+	return r;
 }

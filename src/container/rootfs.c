@@ -2,9 +2,15 @@
 /*
  * Path resolution inside a container's root filesystem, and bind mounts into its mount
  * namespace. Paths are never resolved to a string: every step is an fd.
+ *
+ * A resolution may be tied to one mount (its mount id): the directory it hands back must
+ * be on that mount, and a missing directory is made only inside a directory on that
+ * mount. Only the directory where something is then created counts, not the mounts a
+ * path passes through: nothing is written on the way.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
@@ -85,6 +91,99 @@ static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t res
 	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
+/* ---- mounts ------------------------------------------------------------------- */
+
+#define FDINFO_MAX 1024
+#define MOUNTINFO_MAX (4 * 1024 * 1024)
+
+/* The mount id of fd from /proc/self/fdinfo (Linux 3.15), for kernels whose statx has
+ * no STATX_MNT_ID (before 5.8), and with the walk, which stands for such kernels. */
+static int fdinfo_mount_id(int fd, uint64_t *id)
+{
+	char path[64], buf[FDINFO_MAX];
+	unsigned long long v = 0;
+	const char *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	n = orh_read_file_at(AT_FDCWD, path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	p = strncmp(buf, "mnt_id:", 7) == 0 ? buf : strstr(buf, "\nmnt_id:");
+	if (!p)
+		return -ENOTSUP;
+	p = strchr(p, ':') + 1;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (orh_parse_uint(strndupa(p, strcspn(p, "\n")), UINT64_MAX, &v) < 0)
+		return -EINVAL;
+	*id = v;
+	return 0;
+}
+
+int orh_fd_mount_id(int fd, uint64_t *id)
+{
+	struct statx stx;
+
+	if (!orh_rootfs_fallback_active() &&
+	    statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) == 0 &&
+	    (stx.stx_mask & STATX_MNT_ID)) {
+		*id = stx.stx_mnt_id;
+		return 0;
+	}
+	return fdinfo_mount_id(fd, id);
+}
+
+/* 0 when fd is on mount mnt (or mnt is ORH_MOUNT_ANY); else -EXDEV with a message. */
+static int check_mount(int fd, uint64_t mnt, const char *path, struct orh_err *err)
+{
+	uint64_t id = 0;
+	int r;
+
+	if (mnt == ORH_MOUNT_ANY)
+		return 0;
+	r = orh_fd_mount_id(fd, &id);
+	if (r < 0)
+		return orh_fail(err, -r, "reading the mount of '/%s': %s", path, strerror(-r));
+	if (id != mnt)
+		return orh_fail(err, EXDEV, "'/%s' is on another mount (a volume?)", path);
+	return 0;
+}
+
+int orh_mount_is_shared(pid_t pid, uint64_t mnt, bool *shared, struct orh_err *err)
+{
+	char path[64];
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	char *line, *save = NULL;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return orh_fail(err, errno, "opening '%s': %m", path);
+	r = orh_read_fd_all(fd, MOUNTINFO_MAX, &text, &len);
+	if (r < 0)
+		return orh_fail(err, r, "reading '%s': %s", path, strerror(-r));
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER" */
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *f, *fsave = NULL;
+		unsigned long long id = 0;
+
+		f = strtok_r(line, " ", &fsave);
+		if (!f || orh_parse_uint(f, UINT64_MAX, &id) < 0 || id != mnt)
+			continue;
+		for (int i = 0; i < 5 && f; i++)
+			f = strtok_r(NULL, " ", &fsave);
+		*shared = false;
+		while (f && (f = strtok_r(NULL, " ", &fsave)) && strcmp(f, "-") != 0)
+			*shared = *shared || orh_startswith(f, "shared:");
+		return 0;
+	}
+	return orh_fail(err, ENOENT, "mount %" PRIu64 " is not in '%s'", mnt, path);
+}
+
 /* ---- fallback: one component at a time ---------------------------------------- */
 
 struct walk {
@@ -99,8 +198,9 @@ static void walk_free(struct walk *w)
 }
 
 /* Resolve `path` from the root using a stack of directory fds; symlinks are read and
- * resolved against the stack, never followed by the kernel. */
-static int walk_resolve(int rootfd, const char *path, bool create, int *out,
+ * resolved against the stack, never followed by the kernel. With mnt, a directory is made
+ * only in a directory on that mount, and the result must be on it. */
+static int walk_resolve(int rootfd, const char *path, bool create, uint64_t mnt, int *out,
 			struct orh_err *err)
 {
 	struct walk w = { .fds = { rootfd }, .n = 1 };
@@ -139,6 +239,14 @@ static int walk_resolve(int rootfd, const char *path, bool create, int *out,
 	again:
 		fd = openat(w.fds[w.n - 1], comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 && errno == ENOENT && create) {
+			r = check_mount(w.fds[w.n - 1], mnt, path, err);
+			if (r == -EXDEV)
+				r = orh_fail(err, EXDEV,
+					     "resolving '/%s': '%s' is missing in a directory on "
+					     "another mount (a volume?); not creating it there",
+					     path, comp);
+			if (r < 0)
+				goto out;
 			if (mkdirat(w.fds[w.n - 1], comp, 0755) < 0 && errno != EEXIST) {
 				r = orh_fail(err, errno, "creating '%s' in '%s': %m", comp, path);
 				goto out;
@@ -186,6 +294,9 @@ static int walk_resolve(int rootfd, const char *path, bool create, int *out,
 		}
 		w.fds[w.n++] = fd;
 	}
+	r = check_mount(w.fds[w.n - 1], mnt, path, err);
+	if (r < 0)
+		goto out;
 	if (w.n == 1) {
 		r = openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (r < 0) {
@@ -215,7 +326,8 @@ static int in_root_open_dir(int rootfd, const char *path, int *out)
 	return 0;
 }
 
-int orh_rootfs_dir(int rootfd, const char *path, bool create, int *out, struct orh_err *err)
+int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int *out,
+		   struct orh_err *err)
 {
 	int r;
 
@@ -223,8 +335,12 @@ int orh_rootfs_dir(int rootfd, const char *path, bool create, int *out, struct o
 		path++;
 	if (!force_fallback && !fallback_used) {
 		r = in_root_open_dir(rootfd, *path ? path : ".", out);
-		if (r == 0)
-			return 0;
+		if (r == 0) {
+			r = check_mount(*out, mnt, path, err);
+			if (r < 0)
+				close(TAKE_FD(*out));
+			return r;
+		}
 		if (r == -ENOSYS) {
 			fallback_used = true;
 		} else if (r != -ENOENT || !create) {
@@ -234,10 +350,10 @@ int orh_rootfs_dir(int rootfd, const char *path, bool create, int *out, struct o
 		/* Something is missing: create it with the walk below, which resolves
 		 * every component itself, symlinks included, inside the root. */
 	}
-	return walk_resolve(rootfd, path, create, out, err);
+	return walk_resolve(rootfd, path, create, mnt, out, err);
 }
 
-int orh_rootfs_parent(int rootfd, const char *path, bool create, int *dirfd,
+int orh_rootfs_parent(int rootfd, const char *path, bool create, uint64_t mnt, int *dirfd,
 		      char name[NAME_MAX + 1], struct orh_err *err)
 {
 	char dir[PATH_MAX];
@@ -255,7 +371,25 @@ int orh_rootfs_parent(int rootfd, const char *path, bool create, int *dirfd,
 		slash[1] = '\0';
 	else
 		dir[0] = '\0';
-	return orh_rootfs_dir(rootfd, dir, create, dirfd, err);
+	return orh_rootfs_dir(rootfd, dir, create, mnt, dirfd, err);
+}
+
+int orh_rootfs_devdir(int rootfd, int *out, struct orh_err *err)
+{
+	int fd = openat(rootfd, "dev", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 && errno == ENOENT) {
+		if (mkdirat(rootfd, "dev", 0755) < 0 && errno != EEXIST)
+			return orh_fail(err, errno, "creating /dev in the container: %m");
+		fd = openat(rootfd, "dev", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+		return orh_fail(err, errno, "the container's /dev is not a directory (a symlink?); "
+					    "refusing to create device nodes");
+	if (fd < 0)
+		return orh_fail(err, errno, "opening the container's /dev: %m");
+	*out = fd;
+	return 0;
 }
 
 /* ---- bind mounts into the container's mount namespace ------------------------- */

@@ -9,6 +9,12 @@
 # host mount namespace (the hook then works on the rootfs path, as before pivot_root):
 # that is faster than runc, lets the race run hundreds of times, and reaches image paths
 # that runc hides (its /dev tmpfs). Two attacks also run through runc.
+#
+# Then, through runc only, what needs the container's own mounts and users: volumes that
+# /etc or /dev/infiniband lead into (never written: a file there is covered by a copy), a
+# root-only nccl.conf and uid 1000 (the copy is no more readable than the original), an
+# image's begin marker without an end with the hook run twice, and two hooks racing on
+# one read-only rootfs.
 . "$(dirname "$0")/lib.sh"
 
 : "${NO_OPENAT2:?NO_OPENAT2 not set}"
@@ -199,5 +205,204 @@ make_bundle "$WORK/rb-etc" "$WORK/r" "$WORK/node" "$WORK/hook.conf" 'cat /etc/nc
 run_ctr "$WORK/rb-etc"
 check "[runc] /etc -> host dir: the container sees its nccl.conf" grep -q "^NCCL_IB_HCA=" <<<"$OUT"
 check "[runc] /etc -> host dir: host untouched" host_untouched
+
+
+# ---- through runc: a hook on its own container ----------------------------------------
+M=0
+# ctr MODE ROOTFS CMD EDIT: run a runc container whose hook runs with openat2 (MODE
+# native) or with the component walk (fallback), under $TRACE_PREFIX if set; $OUT, the
+# hook's log in $HLOG and the bundle in $B
+ctr() {
+	M=$((M + 1))
+	B="$WORK/mb-$M"
+	HOOK_PREFIX="${TRACE_PREFIX:-}"
+	[ "$1" = fallback ] && HOOK_PREFIX="$HOOK_PREFIX $NO_OPENAT2"
+	make_bundle "$B" "$2" "$WORK/node" "$WORK/hook.conf" "$3" "$HOSTNET; $4"
+	HOOK_PREFIX=""
+	run_ctr "$B"
+	HLOG=$(cat "$B/hook.log" 2>/dev/null || true)
+}
+
+# a root-only file (an image's or a volume's): the container's uid 1000 must not read it
+SECRET='SECRET_TOKEN=s3cret-0600'
+secret_conf() {
+	printf 'NCCL_DEBUG=WARN\n%s\n' "$SECRET" >"$1"
+	chown 0:0 "$1"
+	chmod 600 "$1"
+}
+# a host directory that a container gets as a volume: $VOL, and what it holds
+VOL="$WORK/vol"
+fresh_vol() {
+	rm -rf "$VOL"
+	mkdir -p "$VOL"
+}
+vol_state() {
+	(cd "$VOL" && find . -printf '%p %y %m %U:%G %s %i\n' | sort &&
+		find . -type f -exec sha256sum {} + | sort)
+}
+# volume DEST OPTION...: the spec edit that bind-mounts $VOL at DEST
+volume() {
+	local dest=$1
+	shift
+	printf 'c["mounts"].append({"destination": "%s", "type": "bind", "source": "%s", "options": %s})' \
+		"$dest" "$VOL" "$(python3 -c 'import json, sys; print(json.dumps(["rbind"] + sys.argv[1:]))' "$@")"
+}
+AS1000='c["process"]["user"] = {"uid": 1000, "gid": 1000}'
+SHOW='echo started; stat -c "mode %a %u:%g" /etc/nccl.conf; cat /etc/nccl.conf; echo "cat rc=$?"'
+no_secret() { ! grep -q SECRET <<<"$1" && grep -qx "cat rc=1" <<<"$1"; }
+
+NODEVTMPFS='c["mounts"] = [m for m in c["mounts"] if m["destination"] != "/dev"]'
+FILEVOL="c['mounts'].append({'destination': '/etc/nccl.conf', 'type': 'bind', 'source': '$VOL/nccl.conf', 'options': ['bind', 'rw']})"
+
+for mode in native fallback; do
+	# -- the container's mounts: /etc a symlink into a read-write volume that holds no
+	# nccl.conf; nothing is created in the volume
+	fresh_rootfs; rm -rf "$WORK/r/etc"; ln -s /vol "$WORK/r/etc"; mkdir "$WORK/r/vol"
+	fresh_vol; V0=$(vol_state)
+	ctr $mode "$WORK/r" "$SHOW" "$(volume /vol rw)"
+	check "[runc $mode] /etc -> rw volume: the container starts" grep -qx started <<<"$OUT"
+	check "[runc $mode] /etc -> rw volume: nothing created in the volume" \
+		[ "$(vol_state)" = "$V0" ]
+	check "[runc $mode] /etc -> rw volume: the refusal names the file and the mount" \
+		grep -q "/etc/nccl.conf: .*another mount" <<<"$HLOG"
+	check "[runc $mode] the walk was used when forced" \
+		[ $mode = native -o -n "$(grep "without openat2" <<<"$HLOG")" ]
+	# -- ... the volume holds a root-only nccl.conf: never rewritten, covered by a copy
+	fresh_vol; secret_conf "$VOL/nccl.conf"; V0=$(vol_state)
+	ctr $mode "$WORK/r" "$SHOW" "$(volume /vol rw)"
+	check "[runc $mode] /etc -> rw volume with nccl.conf: the host file is untouched" \
+		[ "$(vol_state)" = "$V0" ]
+	check "[runc $mode] /etc -> rw volume with nccl.conf: the container sees the settings" \
+		bash -c 'grep -qx "$2" <<<"$1" && grep -q "^NCCL_IB_HCA=" <<<"$1"' _ "$OUT" "$SECRET"
+	check "[runc $mode] /etc -> rw volume with nccl.conf: the copy keeps mode 600, root" \
+		grep -qx "mode 600 0:0" <<<"$OUT"
+	# -- ... the same volume with shared propagation: a mount over its file would reach
+	# the host, so the file is neither written nor covered
+	ctr $mode "$WORK/r" "$SHOW" "$(volume /vol rw rshared); c['linux']['rootfsPropagation'] = 'shared'"
+	check "[runc $mode] /etc -> shared volume with nccl.conf: the container starts" \
+		grep -qx started <<<"$OUT"
+	check "[runc $mode] /etc -> shared volume with nccl.conf: the host file is untouched" \
+		[ "$(vol_state)" = "$V0" ]
+	check "[runc $mode] /etc -> shared volume with nccl.conf: no mount reached the host" \
+		bash -c '! grep -q " $1/" /proc/self/mountinfo' _ "$VOL"
+	check "[runc $mode] /etc -> shared volume with nccl.conf: the refusal is logged" \
+		grep -q "shared mount" <<<"$HLOG"
+
+	# -- a read-write file volume at /etc/nccl.conf: the host file is never rewritten, the
+	# volume stays mounted (a rename over its mount point would detach it) and a copy
+	# covers it; the image's file under it is left as it was
+	fresh_rootfs; : >"$WORK/r/etc/nccl.conf"
+	fresh_vol; secret_conf "$VOL/nccl.conf"; V0=$(vol_state)
+	ctr $mode "$WORK/r" "$SHOW; grep -c ' /etc/nccl.conf ' /proc/self/mountinfo" "$FILEVOL"
+	check "[runc $mode] file volume at /etc/nccl.conf: the host file is untouched" \
+		[ "$(vol_state)" = "$V0" ]
+	check "[runc $mode] file volume at /etc/nccl.conf: the container sees the settings" \
+		bash -c 'grep -qx "$2" <<<"$1" && grep -q "^NCCL_IB_HCA=" <<<"$1"' _ "$OUT" "$SECRET"
+	check "[runc $mode] file volume at /etc/nccl.conf: still mounted, under the copy" \
+		[ "$(tail -1 <<<"$OUT")" = 2 ]
+	check "[runc $mode] file volume at /etc/nccl.conf: the image's file is left empty" \
+		[ ! -s "$WORK/r/etc/nccl.conf" ]
+
+	# -- no tmpfs on /dev, /dev/infiniband a symlink into a volume: no node in the volume
+	for where in ib new/ib; do
+		fresh_rootfs; mkdir "$WORK/r/vol"; ln -s "/vol/$where" "$WORK/r/dev/infiniband"
+		fresh_vol; mkdir "$VOL/ib"; V0=$(vol_state)
+		ctr $mode "$WORK/r" "echo started" "$NODEVTMPFS; $(volume /vol rw)"
+		what="[runc $mode] no /dev tmpfs, /dev/infiniband -> /vol/$where"
+		check "$what: the container starts" grep -qx started <<<"$OUT"
+		check "$what: nothing created in the volume" [ "$(vol_state)" = "$V0" ]
+		check "$what: the refusal is logged" grep -q "another mount" <<<"$HLOG"
+	done
+	# ... nodes that are already there, right, on another mount are kept (the host's
+	# /dev/infiniband as a volume)
+	fresh_rootfs; mkdir "$WORK/r/dev/infiniband"
+	ctr $mode "$WORK/r" 'echo started; stat -c "%n %t:%T" /dev/infiniband/uverbs1' \
+		"c['mounts'].append({'destination': '/dev/infiniband', 'type': 'bind', 'source': '$WORK/node/dev/infiniband', 'options': ['rbind', 'ro']})"
+	check "[runc $mode] host /dev/infiniband as a volume: its nodes are kept" \
+		grep -q "9 already there" <<<"$HLOG"
+	check "[runc $mode] host /dev/infiniband as a volume: uverbs1 is the host's" \
+		grep -qx "/dev/infiniband/uverbs1 $(stat -c %t:%T "$WORK/node/dev/infiniband/uverbs1")" <<<"$OUT"
+	# ... and with no volume at all, the nodes are made in the rootfs's own /dev
+	fresh_rootfs
+	ctr $mode "$WORK/r" 'stat -c "%n %F" /dev/infiniband/uverbs1' "$NODEVTMPFS"
+	check "[runc $mode] no /dev tmpfs: uverbs1 made in the rootfs's own /dev" \
+		grep -qx "/dev/infiniband/uverbs1 character special file" <<<"$OUT"
+
+	# -- a secret: on a read-only rootfs the generated copy of a root-only file covers it
+	# with the same owner and mode
+	fresh_rootfs; secret_conf "$WORK/r/etc/nccl.conf"
+	ctr $mode "$WORK/r" "$SHOW" "c['root']['readonly'] = True; $AS1000"
+	check "[runc $mode] read-only rootfs, 0600 nccl.conf: the copy was bind-mounted" \
+		grep -q "bind-mounted from" <<<"$HLOG"
+	check "[runc $mode] read-only rootfs, 0600 nccl.conf: the copy keeps mode 600, root" \
+		grep -qx "mode 600 0:0" <<<"$OUT"
+	check "[runc $mode] read-only rootfs, 0600 nccl.conf: uid 1000 cannot read it" \
+		no_secret "$OUT"
+	ctr $mode "$WORK/r" "$SHOW" "c['root']['readonly'] = True"
+	check "[runc $mode] read-only rootfs, 0600 nccl.conf: root reads the copy" \
+		bash -c 'grep -qx "$2" <<<"$1" && grep -q "^NCCL_IB_HCA=" <<<"$1"' _ "$OUT" "$SECRET"
+	# -- ... and on a read-only volume at /etc
+	fresh_rootfs; fresh_vol; secret_conf "$VOL/nccl.conf"; V0=$(vol_state)
+	ctr $mode "$WORK/r" "$SHOW" "$AS1000; $(volume /etc ro)"
+	check "[runc $mode] read-only volume at /etc, 0600 nccl.conf: the copy keeps mode 600, root" \
+		grep -qx "mode 600 0:0" <<<"$OUT"
+	check "[runc $mode] read-only volume at /etc, 0600 nccl.conf: uid 1000 cannot read it" \
+		no_secret "$OUT"
+	check "[runc $mode] read-only volume at /etc: the host file is untouched" \
+		[ "$(vol_state)" = "$V0" ]
+	check "[runc $mode] the walk was used when forced" \
+		[ $mode = native -o -n "$(grep "without openat2" <<<"$HLOG")" ]
+done
+
+# -- markers: an image file with our begin marker and no end, and the hook run twice
+# (createRuntime and prestart both registered): the image's own lines survive
+TWICE="p = json.loads(json.dumps(c['hooks']['createRuntime'])); p[0]['args'][-1] = 'prestart'; c['hooks']['prestart'] = p"
+fresh_rootfs
+printf '%s\nNCCL_DEBUG=WARN\nNCCL_IB_HCA=mine\n' \
+	"# oci-rdma-hook begin: generated at container start, do not edit" >"$WORK/r/etc/nccl.conf"
+ctr native "$WORK/r" 'cat /etc/nccl.conf' "$TWICE"
+check "[runc] begin marker without end, two runs: both stages ran" \
+	[ "$(grep -c "device nodes" <<<"$HLOG")" = 2 ]
+check "[runc] begin marker without end, two runs: NCCL_DEBUG=WARN kept" \
+	grep -qx "NCCL_DEBUG=WARN" <<<"$OUT"
+check "[runc] begin marker without end, two runs: NCCL_IB_HCA=mine kept" \
+	grep -qx "NCCL_IB_HCA=mine" <<<"$OUT"
+check "[runc] begin marker without end, two runs: one block of ours, the plan's" \
+	bash -c '[ "$(grep -c "^# oci-rdma-hook end" <<<"$1")" = 1 ] && grep -q "^NCCL_IB_GID_INDEX=" <<<"$1"' \
+	_ "$OUT"
+
+# -- two hooks racing on one read-only rootfs without /etc/nccl.conf: the second looks
+# (no file), is held 5 s by strace, and meanwhile the first makes its mount point there
+if command -v strace >/dev/null 2>&1; then
+	RO="c['root']['readonly'] = True"
+	LOOK='"nccl.conf", O_RDONLY|O_NOFOLLOW|O_CLOEXEC|O_PATH'
+	HELD="$LOOK) = -1 ENOENT (No such file or directory) (DELAYED)"
+	# (LeakSanitizer, in sanitizer builds, cannot stop the world under ptrace)
+	STRACE="env ASAN_OPTIONS=detect_leaks=0 strace -qq -A -e trace=openat"
+	# which openat call is the hook's look at /etc/nccl.conf, from a traced run
+	fresh_rootfs; rm -f "$WORK/r/etc/nccl.conf"
+	TRACE_PREFIX="$STRACE -o $WORK/race-dry.trace"
+	ctr native "$WORK/r" true "$RO"
+	K=$(grep '^openat(' "$WORK/race-dry.trace" | grep -n -F "$LOOK" | head -1 | cut -d: -f1)
+	fresh_rootfs; rm -f "$WORK/r/etc/nccl.conf"
+	TRACE_PREFIX="$STRACE -o $WORK/race.trace -e inject=openat:delay_exit=5000000:when=${K:-1}"
+	(ctr native "$WORK/r" 'cat /etc/nccl.conf' "$RO" && printf '%s\n' "$OUT" >"$WORK/race-b.out") &
+	RACER=$!
+	TRACE_PREFIX=""
+	M=$((M + 1)) CTR_N=$((CTR_N + 1)) # the numbers the background run took
+	for i in $(seq 1 200); do
+		grep -qF "$HELD" "$WORK/race.trace" 2>/dev/null && break
+		sleep 0.1
+	done
+	check "[runc] race: the second hook is held after it found no /etc/nccl.conf" \
+		grep -qF "$HELD" "$WORK/race.trace"
+	ctr native "$WORK/r" 'cat /etc/nccl.conf' "$RO"
+	check "[runc] race: the first container gets its nccl.conf" grep -q "^NCCL_IB_HCA=" <<<"$OUT"
+	wait $RACER || true
+	check "[runc] race: the second container gets its nccl.conf too" \
+		grep -q "^NCCL_IB_HCA=" "$WORK/race-b.out"
+else
+	not_ok "strace missing: the race of two hooks on one rootfs is not tested"
+fi
 
 finish

@@ -106,6 +106,54 @@ Test(ncclconf, unterminated_block_is_kept)
 	free(t);
 }
 
+/* An image file that holds our begin marker and no end marker, merged twice (createRuntime
+ * and prestart both registered): the second run must not take the image's lines for a
+ * block of ours. */
+Test(ncclconf, begin_without_end_survives_two_runs)
+{
+	const char *image = B "NCCL_DEBUG=WARN\nNCCL_IB_HCA=mine\n";
+	char *once = merge(image, env3, 3, NULL);
+	char *twice = merge(once, env3, 3, NULL);
+
+	cr_assert_str_eq(once, B "NCCL_DEBUG=WARN\nNCCL_IB_HCA=mine\n" B "NCCL_IB_GID_INDEX=3\n"
+			       "NCCL_IB_TIMEOUT=22\n" E);
+	cr_assert_str_eq(twice, once, "the second run must keep the image's lines");
+	free(once);
+	free(twice);
+}
+
+/* Only a block of begin marker, NAME=VALUE lines and end marker is ours: anything else
+ * between the markers makes it the image's. */
+Test(ncclconf, only_well_formed_blocks_are_ours)
+{
+	static const char *const kept[] = {
+		B "# the image's comment\nNCCL_IB_GID_INDEX=1\n" E,
+		B "NCCL_IB_GID_INDEX=1\n\n" E,
+		B "NCCL_IB_GID_INDEX=1\nnot a setting\n" E,
+		B "NCCL IB=1\n" E,
+		E "NCCL_IB_GID_INDEX=1\n" B,
+	};
+
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		char *t = merge(kept[i], env3 + 2, 1, NULL);
+		char *want = NULL;
+
+		cr_assert_geq(asprintf(&want, "%s" B "NCCL_IB_TIMEOUT=22\n" E, kept[i]), 0);
+		cr_assert_str_eq(t, want, "case %zu: the image's lines must be kept", i);
+		free(want);
+		free(t);
+	}
+}
+
+Test(ncclconf, begin_inside_an_open_block_starts_it_again)
+{
+	char *t = merge(B "A_X=1\n# mine\n" B "NCCL_IB_GID_INDEX=1\n" E "A_Y=2\n", env3 + 1, 1,
+			NULL);
+
+	cr_assert_str_eq(t, B "A_X=1\n# mine\nA_Y=2\n" B "NCCL_IB_GID_INDEX=3\n" E);
+	free(t);
+}
+
 Test(ncclconf, nothing_to_add)
 {
 	size_t added = 7;

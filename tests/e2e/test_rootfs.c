@@ -2,16 +2,20 @@
 /*
  * src/container/rootfs.c: resolution inside a root never leaves it, with openat2, with
  * the component walk forced, and with openat2 made to fail with ENOSYS by a seccomp
- * filter (as on kernels before 5.6). Needs no root.
+ * filter (as on kernels before 5.6). Needs no root, except the tests of resolution tied
+ * to a mount, which mount a tmpfs in a mount namespace of their own (skipped without
+ * root).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -95,7 +99,7 @@ static void expect_dir(int rootfd, const char *path, bool create, const char *wa
 	struct orh_err err = { 0 };
 	char want[PATH_MAX * 2];
 	int fd = -1;
-	int r = orh_rootfs_dir(rootfd, path, create, &fd, &err);
+	int r = orh_rootfs_dir(rootfd, path, create, ORH_MOUNT_ANY, &fd, &err);
 
 	cr_assert_eq(r, 0, "resolving '%s': %s", path, err.msg);
 	snprintf(want, sizeof(want), "%s%s%s", root, *want_rel ? "/" : "", want_rel);
@@ -107,7 +111,7 @@ static void expect_err(int rootfd, const char *path, bool create, int code)
 {
 	struct orh_err err = { 0 };
 	int fd = -1;
-	int r = orh_rootfs_dir(rootfd, path, create, &fd, &err);
+	int r = orh_rootfs_dir(rootfd, path, create, ORH_MOUNT_ANY, &fd, &err);
 
 	cr_assert_eq(r, -code, "resolving '%s': got %d (%s), want -%d", path, r, err.msg, code);
 	cr_assert_eq(fd, -1);
@@ -147,17 +151,20 @@ static void suite(void)
 	cr_assert(outside_empty(), "nothing may be created in %s", outside);
 
 	/* parent + final name, never followed */
-	cr_assert_eq(orh_rootfs_parent(rootfd, "/esc_abs/nccl.conf", true, &dfd, name, &err), 0,
-		     "%s", err.msg);
+	cr_assert_eq(orh_rootfs_parent(rootfd, "/esc_abs/nccl.conf", true, ORH_MOUNT_ANY, &dfd,
+				       name, &err),
+		     0, "%s", err.msg);
 	cr_assert_str_eq(name, "nccl.conf");
 	snprintf(p, sizeof(p), "%s%s", root, outside);
 	cr_assert(same_inode(dfd, p));
 	close(dfd);
-	cr_assert_eq(orh_rootfs_parent(rootfd, "/esc_abs", false, &dfd, name, &err), 0);
+	cr_assert_eq(orh_rootfs_parent(rootfd, "/esc_abs", false, ORH_MOUNT_ANY, &dfd, name, &err),
+		     0);
 	cr_assert_str_eq(name, "esc_abs");
 	cr_assert(same_inode(dfd, root));
 	close(dfd);
-	cr_assert_eq(orh_rootfs_parent(rootfd, "/a/..", false, &dfd, name, &err), -EINVAL);
+	cr_assert_eq(orh_rootfs_parent(rootfd, "/a/..", false, ORH_MOUNT_ANY, &dfd, name, &err),
+		     -EINVAL);
 	cr_assert(outside_empty());
 	close(rootfd);
 }
@@ -192,4 +199,155 @@ Test(rootfs, seccomp_enosys, .init = setup_tree, .fini = teardown_tree)
 	cr_assert_not(orh_rootfs_fallback_active());
 	suite();
 	cr_assert(orh_rootfs_fallback_active(), "ENOSYS must switch to the fallback");
+}
+
+/* ---- resolution tied to a mount ------------------------------------------------ */
+
+/* A mount namespace of this test's own (Criterion runs each test in its own process). */
+static void own_mount_namespace(void)
+{
+	if (unshare(CLONE_NEWNS) < 0)
+		cr_skip_test("no mount namespace of our own here (%s): needs root",
+			     strerror(errno));
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0, "%s", strerror(errno));
+}
+
+static char vol[PATH_MAX * 2]; /* T/root/vol: a tmpfs, "a volume" */
+
+/* The tree of setup_tree, and a tmpfs at /vol; /etc -> /vol; /vol/sub on the tmpfs. */
+static void setup_volume(void)
+{
+	setup_tree();
+	own_mount_namespace();
+	mk("vol");
+	snprintf(vol, sizeof(vol), "%s/vol", root);
+	cr_assert_eq(mount("tmpfs", vol, "tmpfs", 0, "mode=0755"), 0, "%s", strerror(errno));
+	mk("vol/sub");
+	ln("/vol", "etc");
+	ln("/vol/sub/deeper", "etc_new");
+}
+
+static void teardown_volume(void)
+{
+	umount2(vol, MNT_DETACH);
+	teardown_tree();
+}
+
+static bool exists(const char *rel)
+{
+	char p[PATH_MAX * 3];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	return lstat(p, &st) == 0;
+}
+
+static void expect_on(int rootfd, const char *path, bool create, uint64_t mnt, int code)
+{
+	struct orh_err err = { 0 };
+	int fd = -1;
+	int r = orh_rootfs_dir(rootfd, path, create, mnt, &fd, &err);
+
+	cr_assert_eq(r, -code, "'%s' (create %d): got %d (%s), want -%d", path, create, r,
+		     err.msg, code);
+	if (code) {
+		cr_assert_eq(fd, -1);
+		cr_assert_neq(err.msg[0], '\0', "an error must carry a message");
+	} else {
+		uint64_t id = 0;
+
+		cr_assert_eq(orh_fd_mount_id(fd, &id), 0);
+		cr_assert_eq(id, mnt, "'%s' must be on mount %llu", path, (unsigned long long)mnt);
+		close(fd);
+	}
+}
+
+static void mount_suite(void)
+{
+	struct orh_err err = { 0 };
+	uint64_t rootmnt = 0, volmnt = 0;
+	int rootfd = -1, volfd = -1;
+	bool shared = true;
+
+	cr_assert_eq(orh_rootfs_open(root, &rootfd, &err), 0, "%s", err.msg);
+	volfd = open(vol, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(volfd, 0);
+	cr_assert_eq(orh_fd_mount_id(rootfd, &rootmnt), 0);
+	cr_assert_eq(orh_fd_mount_id(volfd, &volmnt), 0);
+	cr_assert_neq(rootmnt, volmnt, "the tmpfs must be a mount of its own");
+
+	/* on the root's mount: fine; led onto the volume: refused, nothing made there */
+	expect_on(rootfd, "a/b", false, rootmnt, 0);
+	expect_on(rootfd, "vol", false, rootmnt, EXDEV);
+	expect_on(rootfd, "etc", true, rootmnt, EXDEV);
+	expect_on(rootfd, "etc/new/x", true, rootmnt, EXDEV);
+	cr_assert_not(exists("vol/new"), "nothing may be created on the volume");
+	expect_on(rootfd, "etc_new", true, rootmnt, EXDEV);
+	cr_assert_not(exists("vol/sub/deeper"), "nothing may be created on the volume");
+	/* passing through the volume is no write: only where the result lies counts */
+	expect_on(rootfd, "vol/../a/made", true, rootmnt, 0);
+	cr_assert(exists("a/made"));
+	/* tied to the volume's mount, the same paths are fine and the root's are not */
+	expect_on(rootfd, "etc/sub/made", true, volmnt, 0);
+	cr_assert(exists("vol/sub/made"));
+	expect_on(rootfd, "a", false, volmnt, EXDEV);
+	/* any mount */
+	expect_dir(rootfd, "etc/sub", false, "vol/sub");
+
+	/* shared or not, as /proc/<pid>/mountinfo says */
+	cr_assert_eq(orh_mount_is_shared(getpid(), volmnt, &shared, &err), 0, "%s", err.msg);
+	cr_assert_not(shared, "a private tmpfs is not shared");
+	cr_assert_eq(mount(NULL, vol, NULL, MS_SHARED, NULL), 0, "%s", strerror(errno));
+	cr_assert_eq(orh_mount_is_shared(getpid(), volmnt, &shared, &err), 0, "%s", err.msg);
+	cr_assert(shared, "made shared: shared");
+	cr_assert_eq(orh_mount_is_shared(getpid(), UINT64_MAX, &shared, &err), -ENOENT);
+	close(volfd);
+	close(rootfd);
+}
+
+Test(rootfs_mounts, openat2, .init = setup_volume, .fini = teardown_volume)
+{
+	mount_suite();
+	cr_assert_not(orh_rootfs_fallback_active());
+}
+
+Test(rootfs_mounts, forced_fallback, .init = setup_volume, .fini = teardown_volume)
+{
+	orh_rootfs_force_fallback(true);
+	mount_suite();
+}
+
+/* statx's mount id and the one of /proc/self/fdinfo (used by the walk) agree */
+Test(rootfs_mounts, mount_ids_agree, .init = setup_volume, .fini = teardown_volume)
+{
+	uint64_t a = 0, b = 0;
+	int fd = open(vol, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(orh_fd_mount_id(fd, &a), 0);
+	orh_rootfs_force_fallback(true);
+	cr_assert_eq(orh_fd_mount_id(fd, &b), 0);
+	cr_assert_eq(a, b);
+	close(fd);
+}
+
+/* The container's /dev: the root's own directory, made when missing, never a symlink */
+Test(rootfs_mounts, devdir, .init = setup_tree, .fini = teardown_tree)
+{
+	struct orh_err err = { 0 };
+	int rootfd = -1, fd = -1;
+	char p[PATH_MAX * 2];
+
+	cr_assert_eq(orh_rootfs_open(root, &rootfd, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_rootfs_devdir(rootfd, &fd, &err), 0, "%s", err.msg);
+	snprintf(p, sizeof(p), "%s/dev", root);
+	cr_assert(same_inode(fd, p), "a missing /dev is made in the root");
+	close(fd);
+	cr_assert_eq(rmdir(p), 0);
+	ln(outside, "dev");
+	fd = -1;
+	cr_assert_lt(orh_rootfs_devdir(rootfd, &fd, &err), 0, "a symlinked /dev is refused");
+	cr_assert_eq(fd, -1);
+	cr_assert(outside_empty());
+	close(rootfd);
 }
