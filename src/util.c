@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "orh/util.h"
 
@@ -232,7 +234,51 @@ ssize_t orh_read_line_batch(struct orh_readbatch *b, int dirfd, const char *path
 	return strip_line(buf, read_bounded(fd, buf, max));
 }
 
-int orh_read_fd_all(int fd, size_t max, char **out, size_t *len)
+/* Wait until fd can be read (data or its end) or the deadline (CLOCK_MONOTONIC, in ms; a
+ * negative deadline waits forever) has passed: 0, -ETIMEDOUT or -errno. */
+static int wait_readable(int fd, int64_t deadline_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (deadline_ms < 0)
+		return 0;
+	for (;;) {
+		struct timespec now;
+		int64_t left;
+		int r;
+
+		if (clock_gettime(CLOCK_MONOTONIC, &now) < 0)
+			return -errno;
+		left = deadline_ms - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+		if (left <= 0)
+			return -ETIMEDOUT;
+		r = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+		if (r > 0)
+			return 0; /* readable, at its end (POLLHUP) or in error: read() says */
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static ssize_t read_within(int fd, void *buf, size_t n, int64_t deadline_ms)
+{
+	for (;;) {
+		int w = wait_readable(fd, deadline_ms);
+		ssize_t r;
+
+		if (w < 0)
+			return w;
+		r = read(fd, buf, n);
+		if (r >= 0)
+			return r;
+		/* EAGAIN: a non-blocking fd that poll() said was readable; with no
+		 * deadline, nothing polls, and the caller gets it as before */
+		if (errno != EINTR && (errno != EAGAIN || deadline_ms < 0))
+			return -errno;
+	}
+}
+
+static int read_all(int fd, size_t max, int64_t deadline_ms, char **out, size_t *len)
 {
 	size_t cap = 4096, got = 0;
 	char *buf = orh_xmalloc(cap + 1);
@@ -243,24 +289,18 @@ int orh_read_fd_all(int fd, size_t max, char **out, size_t *len)
 		if (got == cap) {
 			if (cap >= max) {
 				char c;
-				ssize_t extra;
+				ssize_t extra = read_within(fd, &c, 1, deadline_ms);
 
-				do
-					extra = read(fd, &c, 1);
-				while (extra < 0 && errno == EINTR);
 				if (extra == 0)
 					break; /* exactly max bytes */
 				free(buf);
-				return extra < 0 ? -errno : -EFBIG;
+				return extra < 0 ? (int)extra : -EFBIG;
 			}
 			cap = cap * 2 > max ? max : cap * 2;
 			buf = orh_xrealloc(buf, cap + 1);
 		}
-		r = read(fd, buf + got, cap - got);
+		r = read_within(fd, buf + got, cap - got, deadline_ms);
 		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
 			free(buf);
 			return (int)r;
 		}
@@ -277,6 +317,21 @@ int orh_read_fd_all(int fd, size_t max, char **out, size_t *len)
 	if (len)
 		*len = got;
 	return 0;
+}
+
+int orh_read_fd_all(int fd, size_t max, char **out, size_t *len)
+{
+	return read_all(fd, max, -1, out, len);
+}
+
+int orh_read_fd_all_within(int fd, size_t max, unsigned timeout_ms, char **out, size_t *len)
+{
+	struct timespec now;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &now) < 0)
+		return -errno;
+	return read_all(fd, max, (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + timeout_ms,
+			out, len);
 }
 
 int orh_write_all(int fd, const void *data, size_t len)

@@ -16,6 +16,8 @@
 #include "orh/util.h"
 
 #define ORH_STATE_MAX_BYTES (1024 * 1024)       /* hook stdin */
+/* The whole state read: runtimes write the state and close the hook's stdin at once */
+#define ORH_STATE_READ_TIMEOUT_MS 5000
 #define ORH_SPEC_MAX_BYTES (16 * 1024 * 1024)   /* config.json */
 
 #define ORH_ANNOTATION_ENABLE "oci-rdma-hook/enable"   /* "true" | "false" */

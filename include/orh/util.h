@@ -113,6 +113,10 @@ void orh_readbatch_flush(struct orh_readbatch *b);
 /* Read a whole stream/file into a malloc'd, NUL-terminated buffer of at most max bytes.
  * -EFBIG when larger. */
 int orh_read_fd_all(int fd, size_t max, char **out, size_t *len);
+/* The same within timeout_ms for the whole read, however the data comes: -ETIMEDOUT
+ * when fd has not reached its end by then (a writer that holds it open and silent, or
+ * sends a byte at a time). */
+int orh_read_fd_all_within(int fd, size_t max, unsigned timeout_ms, char **out, size_t *len);
 
 /* Write all of data to fd, retrying on EINTR and short writes. 0 or -errno. */
 int orh_write_all(int fd, const void *data, size_t len);

@@ -81,7 +81,13 @@ static int read_state(struct hook *h, struct orh_err *err)
 	size_t len = 0;
 	int r;
 
-	r = orh_read_fd_all(STDIN_FILENO, ORH_STATE_MAX_BYTES, &buf, &len);
+	r = orh_read_fd_all_within(STDIN_FILENO, ORH_STATE_MAX_BYTES, ORH_STATE_READ_TIMEOUT_MS,
+				   &buf, &len);
+	if (r == -ETIMEDOUT)
+		return orh_fail(err, r,
+				"reading the OCI state from stdin: stdin still open after %d "
+				"seconds (a runtime writes the state and closes it)",
+				ORH_STATE_READ_TIMEOUT_MS / 1000);
 	if (r < 0)
 		return orh_fail(err, r, "reading the OCI state from stdin: %s", strerror(-r));
 	return orh_oci_state_parse(buf, len, &h->st, err);

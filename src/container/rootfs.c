@@ -335,6 +335,10 @@ int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int 
 		path++;
 	if (!force_fallback && !fallback_used) {
 		r = in_root_open_dir(rootfd, *path ? path : ".", out);
+		/* EAGAIN: a ".." was resolved while a rename or a mount changed anywhere on
+		 * the system; openat2 asks to try again */
+		for (int i = 0; r == -EAGAIN && i < 8; i++)
+			r = in_root_open_dir(rootfd, *path ? path : ".", out);
 		if (r == 0) {
 			r = check_mount(*out, mnt, path, err);
 			if (r < 0)
@@ -343,6 +347,8 @@ int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int 
 		}
 		if (r == -ENOSYS) {
 			fallback_used = true;
+		} else if (r == -EAGAIN) {
+			/* still racing: the walk below does not depend on those counts */
 		} else if (r != -ENOENT || !create) {
 			return orh_fail(err, r, "resolving '/%s' in the container: %s", path,
 					strerror(-r));

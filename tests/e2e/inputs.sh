@@ -6,8 +6,8 @@
 #   - process.env values with a newline, a CR or '=' never reach /etc/nccl.conf or
 #     become entries of their own in the edited config.json;
 #   - a container id that is a path never names a directory on the host;
-#   - the OCI state (> 1 MiB, never-ending stdin), config.json (> 16 MiB), the node
-#     config (> 256 KiB) over their limits;
+#   - the OCI state (> 1 MiB, never-ending stdin, stdin left open), config.json
+#     (> 16 MiB), the node config (> 256 KiB) over their limits;
 #   - node config lines longer than libinih's 200-byte buffer: a comment ending in
 #     "NCCL_NET_PLUGIN = /opt/evil.so" stays a comment, a line over 4093 bytes is an error
 #     naming file and line (containers started by runc), a 1023-byte value is read whole.
@@ -195,6 +195,31 @@ for src in "yes" "cat /dev/zero" "cat /dev/urandom"; do
 		[ "$HRC" = 0 -a "$secs" -le 10 ]
 	check "never-ending stdin ($src): a clear error" \
 		grep -q "reading the OCI state from stdin: File too large" "$WORK/b5/inf.log"
+done
+# stdin left open: silent, silent after part of a state, or a byte a second (which no
+# wait for the next byte would end): the state read has its own bound of 5 s
+partial=$(state_of "$WORK/b5" | head -c 40)
+for how in silent partial drip; do
+	HRC=0
+	t0=$(date +%s%N)
+	case $how in
+	silent) exec 3< <(sleep 120) ;;
+	partial) exec 3< <(printf '%s' "$partial"; sleep 120) ;;
+	drip) exec 3< <(while :; do printf ' '; sleep 1; done) ;;
+	esac
+	writer=$!
+	timeout 30 "$HOOK" --sysroot "$WORK/node" --config "$WORK/always.conf" createRuntime \
+		<&3 2>"$WORK/b5/open.log" || HRC=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	exec 3<&-
+	kill "$writer" 2>/dev/null || true
+	echo "# stdin left open ($how): the hook ended after $ms ms"
+	check "stdin left open ($how): the hook ends by itself within 5-7 s (${ms} ms), exit 0" \
+		[ "$HRC" = 0 -a "$ms" -ge 4900 -a "$ms" -le 7000 ]
+	check "stdin left open ($how): the error names the state read and its bound" \
+		grep -q "createRuntime: reading the OCI state from stdin: stdin still open after 5 seconds" \
+		"$WORK/b5/open.log"
+	check "stdin left open ($how): nothing done" untouched "$WORK/r5"
 done
 HRC=0
 yes 2>/dev/null | timeout 60 "$HOOK" --config "$WORK/always.conf" precreate >"$WORK/pre.out" 2>"$WORK/pre.log" || HRC=$?
