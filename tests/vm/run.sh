@@ -15,7 +15,7 @@ BUILD=$(cd "${1:-${ORH_BUILDDIR:-$SRC/build-test}}" && pwd)
 CACHE=${ORH_VM_CACHE:-/var/cache/oci-rdma-hook-vm}
 MODES=${ORH_VM_MODES:-v2 v1}
 # a boot: about 20 s to a shell under TCG; the checks take the rest
-BOOT_TIMEOUT=${ORH_VM_TIMEOUT:-330}
+BOOT_TIMEOUT=${ORH_VM_TIMEOUT:-450}
 
 fail() {
 	echo "vm: FAIL: $*" >&2
