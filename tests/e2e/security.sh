@@ -5,10 +5,12 @@
 # ENOSYS by a seccomp filter (tests/e2e/no_openat2.c) so that the component-walk
 # fallback is what resolves paths.
 #
-# Most attacks call the hook directly with an OCI state whose pid is a process in the
-# host mount namespace (the hook then works on the rootfs path, as before pivot_root):
-# that is faster than runc, lets the race run hundreds of times, and reaches image paths
-# that runc hides (its /dev tmpfs). Two attacks also run through runc.
+# Most attacks call the hook directly with an OCI state whose pid is a stand-in for the
+# container (fake_ctr in lib.sh: its own mount namespace with the rootfs bind-mounted onto
+# itself, as runc leaves it before pivot_root; the hook works on the rootfs path): that is
+# faster than runc, lets the race run hundreds of times, and reaches image paths that runc
+# hides (its /dev tmpfs). Two attacks also run through runc.
+
 . "$(dirname "$0")/lib.sh"
 
 : "${NO_OPENAT2:?NO_OPENAT2 not set}"
@@ -33,16 +35,6 @@ host_untouched() { [ "$(host_state)" = "$HOST0" ]; }
 # relative link text that climbs out of ROOTFS/etc (or /dev) to the host path
 up() { printf '../../../../../../../../../../..%s' "$1"; }
 
-SLEEPER=""
-start_sleeper() {
-	sleep 600 &
-	SLEEPER=$!
-}
-stop_sleeper() {
-	kill "$SLEEPER" 2>/dev/null || true
-	wait "$SLEEPER" 2>/dev/null || true
-}
-
 # hook_direct ROOTFS MODE: run the createRuntime hook on ROOTFS; MODE native|fallback.
 # Sets HRC (exit status) and HLOG (its stderr).
 N=0
@@ -51,7 +43,7 @@ hook_direct() {
 	N=$((N + 1))
 	b="$WORK/direct-$N"
 	make_bundle "$b" "$rootfs" "$WORK/node" "$WORK/hook.conf" true "$HOSTNET"
-	start_sleeper
+	fake_ctr "$rootfs"
 	local prefix=()
 	[ "$mode" = fallback ] && prefix=("$NO_OPENAT2")
 	HRC=0
@@ -60,7 +52,7 @@ hook_direct() {
 		timeout 60 "${prefix[@]}" "$HOOK" --sysroot "$WORK/node" --config "$WORK/hook.conf" \
 			createRuntime 2>"$b/direct.log" || HRC=$?
 	HLOG=$(cat "$b/direct.log")
-	stop_sleeper
+	stop_fake_ctr
 }
 
 # fresh_rootfs: $WORK/r, a new copy of the clean rootfs
