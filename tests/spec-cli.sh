@@ -243,6 +243,16 @@ json.dump(d, open(sys.argv[2], "w"))' "$T/spec.json" "$T/memlock-spec.json"
 	check "... and says so" \
 		grep -q "cdi-memlock: the spec sets RLIMIT_MEMLOCK; left as given" "$T/err"
 	check "... and exits 0" [ "$RC" = 0 ]
+	# a host process (no mount namespace of its own, the rootfs not mounted) gets nothing
+	(ulimit -Sl 512 && ulimit -Hl 2048 && exec sleep 60) &
+	host=$!
+	cdi_memlock "$T/memlock.conf" "$host"
+	check "cdi-memlock leaves a host process's memlock as it was" \
+		[ "$(memlock_of "$host")" = "524288 2097152" ]
+	check "... and says which pid and why" \
+		grep -q "cdi-memlock: container process: pid $host is not the container of this bundle: it shares the hook's mount namespace" "$T/err"
+	kill "$host" 2>/dev/null
+	wait "$host" 2>/dev/null
 	target
 	cdi_memlock "$T/broken.conf" "$TARGET"
 	check "cdi-memlock with a broken config leaves the container unchanged" \
@@ -259,10 +269,10 @@ gone=$!
 wait "$gone"
 cdi_memlock "$T/memlock.conf" "$gone"
 check "cdi-memlock: a failure under on_error=warn exits 0" [ "$RC" = 0 ]
-check "... and is logged" grep -q "cdi-memlock: memlock: .*(on_error=warn)" "$T/err"
+check "... and is logged" grep -q "cdi-memlock: container process: pid $gone: no such process.*(on_error=warn)" "$T/err"
 cdi_memlock "$T/memlock-strict.conf" "$gone"
 check "cdi-memlock: a failure under on_error=fail fails (exit 1)" [ "$RC" = 1 ]
-check "... and is logged" grep -q "cdi-memlock: memlock: .*(on_error=fail)" "$T/err"
+check "... and is logged" grep -q "cdi-memlock: container process: pid $gone: no such process.*(on_error=fail)" "$T/err"
 
 echo "# $PASSES passed, $FAILS failed"
 [ "$FAILS" = 0 ]

@@ -254,8 +254,9 @@ static int mkdir_host(const char *dir, struct orh_err *err)
 }
 
 /* Read-only rootfs: generate the file outside and bind it over /etc/nccl.conf. */
-static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_dir,
-			  const char *text, struct orh_ncclconf_result *res, struct orh_err *err)
+static int bind_generated(int etcfd, int path_fd, const struct orh_target *t,
+			  const char *state_dir, const char *text,
+			  struct orh_ncclconf_result *res, struct orh_err *err)
 {
 	_cleanup_close_ int target = -1;
 	_cleanup_close_ int gen = -1;
@@ -300,15 +301,15 @@ static int bind_generated(int etcfd, int path_fd, pid_t pid, const char *state_d
 		r = -errno;
 	if (r < 0)
 		return orh_fail(err, r, "writing '%s': %s", res->generated, strerror(-r));
-	r = orh_bind_into_container(pid, gen, target, true, err);
+	r = orh_bind_into_container(t, gen, target, true, err);
 	if (r < 0)
 		return orh_err_prefix(err, "mounting '%s' over /etc/nccl.conf", res->generated);
 	res->bind_mounted = true;
 	return 0;
 }
 
-int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_dir,
-		       const struct orh_env_entry *env, size_t n_env,
+int orh_ncclconf_apply(int rootfd, const struct orh_target *t, bool readonly,
+		       const char *state_dir, const struct orh_env_entry *env, size_t n_env,
 		       struct orh_ncclconf_result *res, struct orh_err *err)
 {
 	_cleanup_close_ int etcfd = -1;
@@ -341,5 +342,5 @@ int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_d
 		if (r != -EROFS)
 			return r;
 	}
-	return bind_generated(etcfd, path_fd, pid, state_dir, text, res, err);
+	return bind_generated(etcfd, path_fd, t, state_dir, text, res, err);
 }
