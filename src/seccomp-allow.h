@@ -31,6 +31,8 @@
 	/* rtnetlink in the container's netns; syslog */			\
 	"socket", "bind", "connect", "sendto", "recvfrom", "sendmsg", "recvmsg",	\
 	"getsockname", "setsockopt", "getsockopt",					\
+	/* the container's process, held by a pidfd */				\
+	"pidfd_open", "pidfd_send_signal",					\
 	/* device cgroup (BPF on cgroup v2), memlock */				\
 	"bpf", "prlimit64", "getrlimit", "setrlimit"
 

@@ -334,6 +334,22 @@ int orh_read_fd_all_within(int fd, size_t max, unsigned timeout_ms, char **out, 
 			out, len);
 }
 
+void orh_unescape_octal(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
 int orh_write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;

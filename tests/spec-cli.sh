@@ -225,27 +225,43 @@ check "cdi on a node without RDMA fails and writes nothing" [ $? = 1 ] && [ ! -e
 check "cdi: an unknown option is a usage error (exit 2)" [ $? = 2 ]
 
 # ---- cdi-memlock (the hook the CDI spec carries) ----------------------------------
-# A process started at 512 KiB soft / 2 MiB hard stands for the container; the node's
+# A process started at 512 KiB soft / 2 MiB hard stands for the container: in a mount
+# namespace of its own (and a user namespace when not root) where the bundle's rootfs is
+# bind-mounted onto itself, as runc leaves the container for createRuntime. The node's
 # memlock is 2 MiB, which raises the soft limit without CAP_SYS_RESOURCE.
 printf '[node]\nmemlock = 2M\n' >"$T/memlock.conf"
 printf '[node]\nmemlock = 2M\n[containers]\nactivation = annotation\non_error = fail\n' \
 	>"$T/memlock-strict.conf"
-mkdir -p "$T/cdib"
+mkdir -p "$T/cdib/rootfs"
+UNSHARE=(unshare -m --propagation private)
+[ "$(id -u)" = 0 ] || UNSHARE=(unshare -Urm --propagation private)
 TARGET=""
 target() {
+	local i
 	[ -n "$TARGET" ] && kill "$TARGET" 2>/dev/null && wait "$TARGET" 2>/dev/null
-	(ulimit -Sl 512 && ulimit -Hl 2048 && exec sleep 60) &
+	(ulimit -Sl 512 && ulimit -Hl 2048 && exec "${UNSHARE[@]}" sh -c \
+		'mount --bind "$1" "$1" && exec sleep 60' _ "$T/cdib/rootfs") &
 	TARGET=$!
+	for i in $(seq 1 100); do
+		[ "$(cat "/proc/$TARGET/comm" 2>/dev/null)" = sleep ] && return 0
+		sleep 0.05
+	done
+	return 1
 }
 memlock_of() { awk '/^Max locked memory/ { print $4, $5 }' "/proc/$1/limits"; }
 cdi_memlock() { # CONF PID [SPEC]: run the hook; stderr in $T/err, status in $RC
-	cp "${3:-$T/spec.json}" "$T/cdib/config.json"
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d["root"] = {"path": "rootfs"}
+json.dump(d, open(sys.argv[2], "w"))' "${3:-$T/spec.json}" "$T/cdib/config.json"
 	printf '{"ociVersion":"1.0.2","id":"cdi1","status":"created","pid":%s,"bundle":"%s"}' \
 		"$2" "$T/cdib" | "$HOOK" --sysroot "$T/node" --config "$1" cdi-memlock 2>"$T/err"
 	RC=$?
 }
 hard=$(ulimit -Hl)
-if [ "$hard" = unlimited ] || [ "$hard" -ge 2048 ]; then
+if ! "${UNSHARE[@]}" true 2>/dev/null; then
+	echo "# no mount namespace can be made here: the cdi-memlock raising cases are not run"
+elif [ "$hard" = unlimited ] || [ "$hard" -ge 2048 ]; then
 	target
 	cdi_memlock "$T/memlock-strict.conf" "$TARGET"
 	check "cdi-memlock exits 0" [ "$RC" = 0 ]
@@ -264,6 +280,16 @@ json.dump(d, open(sys.argv[2], "w"))' "$T/spec.json" "$T/memlock-spec.json"
 	check "... and says so" \
 		grep -q "cdi-memlock: the spec sets RLIMIT_MEMLOCK; left as given" "$T/err"
 	check "... and exits 0" [ "$RC" = 0 ]
+	# a host process (no mount namespace of its own, the rootfs not mounted) gets nothing
+	(ulimit -Sl 512 && ulimit -Hl 2048 && exec sleep 60) &
+	host=$!
+	cdi_memlock "$T/memlock.conf" "$host"
+	check "cdi-memlock leaves a host process's memlock as it was" \
+		[ "$(memlock_of "$host")" = "524288 2097152" ]
+	check "... and says which pid and why" \
+		grep -q "cdi-memlock: container process: pid $host is not the container of this bundle: it shares the hook's mount namespace" "$T/err"
+	kill "$host" 2>/dev/null
+	wait "$host" 2>/dev/null
 	target
 	cdi_memlock "$T/broken.conf" "$TARGET"
 	check "cdi-memlock with a broken config leaves the container unchanged" \
@@ -280,10 +306,10 @@ gone=$!
 wait "$gone"
 cdi_memlock "$T/memlock.conf" "$gone"
 check "cdi-memlock: a failure under on_error=warn exits 0" [ "$RC" = 0 ]
-check "... and is logged" grep -q "cdi-memlock: memlock: .*(on_error=warn)" "$T/err"
+check "... and is logged" grep -q "cdi-memlock: container process: pid $gone: no such process.*(on_error=warn)" "$T/err"
 cdi_memlock "$T/memlock-strict.conf" "$gone"
 check "cdi-memlock: a failure under on_error=fail fails (exit 1)" [ "$RC" = 1 ]
-check "... and is logged" grep -q "cdi-memlock: memlock: .*(on_error=fail)" "$T/err"
+check "... and is logged" grep -q "cdi-memlock: container process: pid $gone: no such process.*(on_error=fail)" "$T/err"
 
 echo "# $PASSES passed, $FAILS failed"
 [ "$FAILS" = 0 ]

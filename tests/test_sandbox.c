@@ -180,6 +180,26 @@ Test(sandbox, filter_allows_exactly_the_list)
 	}
 }
 
+/* What the live hook needs to hold the container's process (src/container/target.c)
+ * and act on it. */
+Test(sandbox, filter_allows_what_the_hook_needs)
+{
+	static const char *const needed[] = {
+		"pidfd_open", "pidfd_send_signal", "setns", "prlimit64", "statx", "faccessat",
+		"poll", "clock_gettime",
+	};
+	uint32_t arch = 0;
+
+	orh_seccomp_filter_insns(&(size_t){ 0 }, &arch);
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(needed); i++) {
+		cr_assert(listed(needed[i]), "%s is not in the allow-list", needed[i]);
+		if (seccomp_syscall_resolve_name_arch(arch, needed[i]) < 0)
+			continue; /* not on this architecture */
+		cr_assert_eq(filter_action(needed[i], arch), SECCOMP_RET_ALLOW, "%s is not allowed",
+			     needed[i]);
+	}
+}
+
 Test(sandbox, filter_denies_what_the_hook_never_does)
 {
 	static const char *const forbidden[] = {

@@ -25,6 +25,61 @@
 #include "orh/plan.h"
 #include "orh/util.h"
 
+/* ---- target.c ---------------------------------------------------------------- */
+
+/* The container's process, held from the start of the hook: every step that reads
+ * /proc/<pid> or acts on the number checks afterwards that this process is still there,
+ * so that what it read or did was this process's (a number is not reused before its
+ * process is reaped). */
+struct orh_target {
+	pid_t pid;
+	int pidfd;   /* pidfd_open(pid); -1 before Linux 5.3 (procfd alone then) */
+	int procfd;  /* /proc/<pid>, opened after the pidfd and checked against it */
+};
+
+/* Take hold of pid: its pidfd, then its /proc directory. */
+int orh_target_open(pid_t pid, struct orh_target *t, struct orh_err *err);
+void orh_target_close(struct orh_target *t);
+/* 0 while the process has not been reaped; -ESRCH ("pid N exited while <during>"). */
+int orh_target_alive(const struct orh_target *t, const char *during, struct orh_err *err);
+/* Read /proc/<pid>/<file> (at most max bytes) through procfd, then check that the
+ * process is still there. */
+int orh_target_read(const struct orh_target *t, const char *file, size_t max, char **out,
+		    struct orh_err *err);
+
+struct orh_fileid {
+	dev_t dev;
+	ino_t ino;
+};
+
+/* What the hook sees of the process, for orh_target_judge(). */
+struct orh_target_view {
+	bool pivoted;               /* its root is not the hook's root */
+	struct orh_fileid root;     /* its root directory */
+	struct orh_fileid want;     /* root.path, as the hook (the runtime's namespace) sees it */
+	bool own_mntns;             /* not pivoted: its mount namespace is not the hook's */
+	int seen_errno;             /* not pivoted: root.path could not be opened in it */
+	struct orh_fileid seen;     /* not pivoted: root.path looked up in its namespace */
+	bool mount_point;           /* not pivoted: root.path is a mount point there */
+};
+
+/* Is the process the container the runtime is creating from a bundle with this
+ * root.path? After pivot_root (or chroot) its root must be root.path. Before it (runc's
+ * and crun's createRuntime and prestart), it must be in a mount namespace other than the
+ * hook's (which is the runtime's), and in it root.path must be the same directory as the
+ * hook's root.path and a mount point (the runtime bind-mounts the rootfs onto itself
+ * there before the hooks run). 0, or -EPERM naming the pid and what did not match. */
+int orh_target_judge(pid_t pid, const char *rootfs, const struct orh_target_view *v,
+		     struct orh_err *err);
+/* Does /proc/<pid>/mountinfo text (modified in place) list `path` (absolute) as a mount
+ * point? Repeated slashes, "." components and a trailing slash in path do not count. */
+bool orh_mountinfo_has_mount_point(char *text, const char *path);
+/* Look at the process and judge it; on success *out is the container's rootfs, an
+ * O_PATH directory fd: its root after pivot_root, before it root.path looked up in its
+ * mount namespace (where the rootfs and its /dev are mounted). */
+int orh_target_open_rootfs(const struct orh_target *t, const char *rootfs, int *out,
+			   struct orh_err *err);
+
 /* ---- rootfs.c ---------------------------------------------------------------- */
 
 /* Use the component walk instead of openat2 (tests; also chosen on ENOSYS). */
@@ -34,11 +89,6 @@ bool orh_rootfs_fallback_active(void);
 
 /* Open a trusted host directory as a rootfs fd (O_PATH | O_DIRECTORY). */
 int orh_rootfs_open(const char *path, int *out, struct orh_err *err);
-/* Open the root filesystem of a starting container. Before pivot_root (runc's
- * prestart/createRuntime), /proc/<pid>/root is the host's root seen through the
- * container's mount namespace and the rootfs is `rootfs` (absolute) inside it; after
- * pivot_root it is /proc/<pid>/root itself. */
-int orh_rootfs_open_container(pid_t pid, const char *rootfs, int *out, struct orh_err *err);
 
 /* "Any mount" where a mount id is asked for (mount ids start at 0). */
 #define ORH_MOUNT_ANY UINT64_MAX
@@ -46,9 +96,10 @@ int orh_rootfs_open_container(pid_t pid, const char *rootfs, int *out, struct or
 /* The mount id of the file behind fd (statx STATX_MNT_ID, or /proc/self/fdinfo where
  * statx has none and with the walk). 0 or -errno. */
 int orh_fd_mount_id(int fd, uint64_t *id);
-/* Is mount `mnt` of the mount namespace of pid a shared one (/proc/<pid>/mountinfo
+/* Is mount `mnt` of the target's mount namespace a shared one (/proc/<pid>/mountinfo
  * "shared:N"), so that a mount made on it propagates to its peers, the host's included? */
-int orh_mount_is_shared(pid_t pid, uint64_t mnt, bool *shared, struct orh_err *err);
+int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
+			struct orh_err *err);
 
 /* Resolve directory `path` inside the root (symlinks resolved as the container would,
  * never leaving the root). With `create`, missing directories are made with mode 0755.
@@ -73,11 +124,11 @@ int orh_run_in_child(int (*fn)(void *), void *arg, void *out, size_t out_size,
 		     int *child_rc, struct orh_err *err);
 
 /* Bind-mount the file behind src_fd (any fd; host mount namespace) onto the file behind
- * target_fd (an O_PATH fd inside the container) in the mount namespace of `pid`
- * (/proc/<pid>/ns/mnt), from a forked child. With `readonly`, the new mount is
- * read-only. */
-int orh_bind_into_container(pid_t pid, int src_fd, int target_fd, bool readonly,
-			    struct orh_err *err);
+ * target_fd (an O_PATH fd inside the container) in the mount namespace of the target
+ * (setns on its pidfd; its ns/mnt before Linux 5.8), from a forked child. With
+ * `readonly`, the new mount is read-only. */
+int orh_bind_into_container(const struct orh_target *t, int src_fd, int target_fd,
+			    bool readonly, struct orh_err *err);
 
 /* ---- devices.c --------------------------------------------------------------- */
 
@@ -89,13 +140,13 @@ struct orh_devices_result {
 };
 
 /* Make each node in the container: mknod with the plan's numbers and mode; on EPERM
- * bind-mount <host_root>/<path> after checking its st_rdev. pid is needed only for that
- * bind mount. Existing correct nodes are left alone; a device node there with other
+ * bind-mount <host_root>/<path> after checking its st_rdev. The target is needed only for
+ * that bind mount. Existing correct nodes are left alone; a device node there with other
  * numbers (the spec's, or the image's) is replaced, with a warning in res->warnings
  * (filled on failure too). Nodes are made only on the mount of the container's /dev
  * (orh_rootfs_devdir): a node whose directory is on another mount is kept when it is
  * already right, and is otherwise an -EXDEV error. */
-int orh_devices_apply(int rootfd, pid_t pid, const char *host_root,
+int orh_devices_apply(int rootfd, const struct orh_target *t, const char *host_root,
 		      const struct orh_devnode *nodes, size_t n, struct orh_devices_result *res,
 		      struct orh_err *err);
 
@@ -107,9 +158,10 @@ struct orh_cgroup_result {
 	bool v2_open;       /* v2 cgroup has no device program: nothing to grant */
 };
 
-/* Allow "c MAJ:MIN rwm" for each node to the cgroups of pid: cgroup v1 devices
- * controller when mounted, and the cgroup v2 BPF device programs when any. */
-int orh_cgroup_grant(pid_t pid, const struct orh_devnode *nodes, size_t n,
+/* Allow "c MAJ:MIN rwm" for each node to the cgroups of the target (its
+ * /proc/<pid>/cgroup): cgroup v1 devices controller when mounted, and the cgroup v2 BPF
+ * device programs when any. */
+int orh_cgroup_grant(const struct orh_target *t, const struct orh_devnode *nodes, size_t n,
 		     struct orh_cgroup_result *res, struct orh_err *err);
 /* The v2 part on an open cgroup directory fd (tests). *replaced = programs swapped. */
 int orh_cgroup_v2_grant_fd(int cgfd, const struct orh_devnode *nodes, size_t n,
@@ -131,10 +183,11 @@ struct orh_memlock_result {
 
 /* Does the spec's process.rlimits list `type` ("RLIMIT_MEMLOCK")? */
 bool orh_spec_has_rlimit(const json_t *spec, const char *type);
-/* Raise RLIMIT_MEMLOCK of pid to limit (ORH_MEMLOCK_UNLIMITED = infinity). Never
- * lowers a limit. */
-int orh_memlock_apply(pid_t pid, uint64_t limit, struct orh_memlock_result *res,
-		      struct orh_err *err);
+/* Raise RLIMIT_MEMLOCK of the target to limit (ORH_MEMLOCK_UNLIMITED = infinity).
+ * Never lowers a limit. prlimit() takes a number: the target is checked to be still
+ * there after each call. */
+int orh_memlock_apply(const struct orh_target *t, uint64_t limit,
+		      struct orh_memlock_result *res, struct orh_err *err);
 
 /* ---- ncclconf.c -------------------------------------------------------------- */
 
@@ -163,12 +216,12 @@ struct orh_ncclconf_result {
  * readonly (spec root.readonly) or on EROFS, the file is written to
  * <state_dir>/nccl.conf, with the owner and the permission bits of the file it covers,
  * and bind-mounted read-only over an existing /etc/nccl.conf in the mount namespace of
- * pid. A symlink, FIFO or directory at /etc/nccl.conf is refused. Nothing is written on
+ * the target. A symlink, FIFO or directory at /etc/nccl.conf is refused. Nothing is written on
  * another mount than the root's: where /etc or the file is on one (a volume), an existing
  * file is covered the same way unless that mount is shared, and no file is made there
  * (-EXDEV). */
-int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_dir,
-		       const struct orh_env_entry *env, size_t n_env,
+int orh_ncclconf_apply(int rootfd, const struct orh_target *t, bool readonly,
+		       const char *state_dir, const struct orh_env_entry *env, size_t n_env,
 		       struct orh_ncclconf_result *res, struct orh_err *err);
 
 /* ---- netns.c ----------------------------------------------------------------- */
@@ -184,9 +237,10 @@ struct orh_netns_info {
 /* Read a network namespace's IPv4 addresses and default route (rtnetlink) from a forked
  * child that setns()-es into nspath. */
 int orh_netns_read(const char *nspath, struct orh_netns_info *out, struct orh_err *err);
-/* The same for the namespace process pid is in, from /proc/<pid>/net/route and
+/* The same for the namespace the target is in, from /proc/<pid>/net/route and
  * /proc/<pid>/net/fib_trie: no child, no namespace change. */
-int orh_netns_read_pid(pid_t pid, struct orh_netns_info *out, struct orh_err *err);
+int orh_netns_read_target(const struct orh_target *t, struct orh_netns_info *out,
+			  struct orh_err *err);
 /* Pure parsers of those two files (exported for tests): the local IPv4 addresses
  * ("/32 host LOCAL" entries, loopback left out) and the default route's interface. */
 void orh_netns_parse_fib_trie(const char *text, struct orh_netns_info *out);

@@ -118,6 +118,9 @@ int orh_read_fd_all(int fd, size_t max, char **out, size_t *len);
  * sends a byte at a time). */
 int orh_read_fd_all_within(int fd, size_t max, unsigned timeout_ms, char **out, size_t *len);
 
+/* Decode the octal escapes of a /proc/<pid>/mountinfo field (\040 = space) in place. */
+void orh_unescape_octal(char *s);
+
 /* Write all of data to fd, retrying on EINTR and short writes. 0 or -errno. */
 int orh_write_all(int fd, const void *data, size_t len);
 

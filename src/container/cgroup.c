@@ -26,23 +26,6 @@
 
 /* ---- /proc parsing -------------------------------------------------------------- */
 
-/* Decode the octal escapes of a mountinfo field (\040 = space) in place. */
-static void unescape_octal(char *s)
-{
-	char *o = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
-}
-
 static bool has_token(const char *list, const char *tok)
 {
 	size_t n = strlen(tok);
@@ -113,8 +96,8 @@ static int find_cgroup_mount(const struct cg_files *cf, const char *fstype,
 			continue;
 		if (controller && (!super || !has_token(super, controller)))
 			continue;
-		unescape_octal(f[3]);
-		unescape_octal(f[4]);
+		orh_unescape_octal(f[3]);
+		orh_unescape_octal(f[4]);
 		if (orh_strlcpy(mnt, f[4], mnt_size) < 0 || orh_strlcpy(root, f[3], root_size) < 0)
 			return -ENAMETOOLONG;
 		return 0;
@@ -421,24 +404,25 @@ static int grant_v2(const struct cg_files *cf, pid_t pid, const struct orh_devno
 	return 0;
 }
 
-int orh_cgroup_grant(pid_t pid, const struct orh_devnode *nodes, size_t n,
+int orh_cgroup_grant(const struct orh_target *t, const struct orh_devnode *nodes, size_t n,
 		     struct orh_cgroup_result *res, struct orh_err *err)
 {
-	int r;
-
 	struct cg_files cf = { 0 };
-	char path[64];
-	int e = 0;
+	int e = 0, r;
 
 	*res = (struct orh_cgroup_result){ 0 };
 	if (n == 0)
 		return 0;
+	/* the cgroups of the process the hook holds: read, then checked to be its own */
+	r = orh_target_read(t, "cgroup", PROC_CGROUP_MAX, &cf.cgroup, err);
+	if (r == -ESRCH)
+		return r;
+	if (r < 0)
+		cf.cg_errno = -r;
 	cf.mountinfo = read_small("/proc/self/mountinfo", MOUNTINFO_MAX, &e);
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	cf.cgroup = read_small(path, PROC_CGROUP_MAX, &cf.cg_errno);
-	r = grant_v1(&cf, pid, nodes, n, &res->v1, err);
+	r = grant_v1(&cf, t->pid, nodes, n, &res->v1, err);
 	if (r == 0)
-		r = grant_v2(&cf, pid, nodes, n, res, err);
+		r = grant_v2(&cf, t->pid, nodes, n, res, err);
 	free(cf.mountinfo);
 	free(cf.cgroup);
 	return r;

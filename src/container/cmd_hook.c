@@ -35,6 +35,9 @@ struct hook {
 	const char *stage;
 	struct orh_oci_state st;
 	json_t *spec;
+	struct orh_target target;   /* the container's process, held from its check on */
+	int rootfd;                 /* its rootfs, as the check found it */
+	bool readonly;              /* the spec's root.readonly */
 	enum orh_activation_result act;
 	struct orh_container_facts facts;
 	struct orh_netns_info netns;
@@ -123,7 +126,7 @@ static int collect_facts(struct hook *h, struct orh_err *err)
 		return 0;
 	/* the container's process is in its network namespace by now, whether the runtime
 	 * made it or joined the spec's path: /proc/<pid>/net shows it */
-	r = orh_netns_read_pid(h->st.pid, &h->netns, err);
+	r = orh_netns_read_target(&h->target, &h->netns, err);
 	if (r < 0)
 		return r;
 	h->facts.own_netns = true;
@@ -202,7 +205,7 @@ static int apply_memlock(const struct hook *h, char *text, size_t size, struct o
 		snprintf(text, size, "the spec sets RLIMIT_MEMLOCK; left as given");
 		return 0;
 	}
-	r = orh_memlock_apply(h->st.pid, h->plan.memlock, &mres, err);
+	r = orh_memlock_apply(&h->target, h->plan.memlock, &mres, err);
 	if (r < 0)
 		return r;
 	memlock_text(h, &mres, text, size);
@@ -222,12 +225,25 @@ static int apply_cdi_memlock(struct hook *h)
 	return ORH_EXIT_OK;
 }
 
+/* Take hold of the state's pid and check that it is the container the runtime is
+ * creating from this bundle (target.c): nothing is done for any other process. */
+static int take_container(struct hook *h, struct orh_err *err)
+{
+	char rootfs[PATH_MAX];
+	int r;
+
+	r = rootfs_of(h, rootfs, sizeof(rootfs), &h->readonly, err);
+	if (r < 0)
+		return r;
+	r = orh_target_open(h->st.pid, &h->target, err);
+	if (r < 0)
+		return r;
+	return orh_target_open_rootfs(&h->target, rootfs, &h->rootfd, err);
+}
+
 static int apply(struct hook *h)
 {
 	struct orh_err err = { 0 };
-	char rootfs[PATH_MAX];
-	bool readonly = false;
-	_cleanup_close_ int rootfd = -1;
 	struct orh_devices_result dres;
 	struct orh_cgroup_result cres;
 	struct orh_ncclconf_result nres;
@@ -235,25 +251,22 @@ static int apply(struct hook *h)
 	char memlock[192] = "";
 	int r;
 
-	if (rootfs_of(h, rootfs, sizeof(rootfs), &readonly, &err) < 0 ||
-	    orh_rootfs_open_container(h->st.pid, rootfs, &rootfd, &err) < 0)
-		return failed(h, "opening the container's rootfs", &err);
-
-	r = orh_devices_apply(rootfd, h->st.pid, h->ctx->sysroot, p->nodes, p->n_nodes, &dres,
-			      &err);
+	r = orh_devices_apply(h->rootfd, &h->target, h->ctx->sysroot, p->nodes, p->n_nodes,
+			      &dres, &err);
 	for (size_t i = 0; i < dres.warnings.n; i++)
 		orh_log(LOG_WARNING, "container %s: %s", cid(h), dres.warnings.v[i]);
 	orh_strv_free(&dres.warnings);
 	if (r < 0)
 		return failed(h, "device nodes", &err);
-	if (orh_cgroup_grant(h->st.pid, p->nodes, p->n_nodes, &cres, &err) < 0)
+	if (orh_cgroup_grant(&h->target, p->nodes, p->n_nodes, &cres, &err) < 0)
 		return failed(h, "device cgroup", &err);
 	if (apply_memlock(h, memlock, sizeof(memlock), &err) < 0)
 		return failed(h, "memlock", &err);
 
 	/* no state directory for an id that cannot be a directory name */
-	if (orh_ncclconf_apply(rootfd, h->st.pid, readonly, h->state_dir[0] ? h->state_dir : NULL,
-			       p->env, p->n_env, &nres, &err) < 0)
+	if (orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,
+			       h->state_dir[0] ? h->state_dir : NULL, p->env, p->n_env, &nres,
+			       &err) < 0)
 		return failed(h, "/etc/nccl.conf", &err);
 	/* one line for the whole start */
 	orh_log(LOG_INFO,
@@ -314,6 +327,8 @@ static int run(struct hook *h)
 		orh_fail(&err, EINVAL, "the OCI state has no pid");
 		return failed(h, "state", &err);
 	}
+	if (take_container(h, &err) < 0)
+		return failed(h, "container process", &err);
 	if (collect_facts(h, &err) < 0)
 		return failed(h, "container network namespace", &err);
 	if (build_plan(h, &err) < 0)
@@ -333,7 +348,8 @@ static int run(struct hook *h)
 
 int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)
 {
-	struct hook h = { .ctx = ctx, .stage = argv[0] };
+	struct hook h = { .ctx = ctx, .stage = argv[0], .target = { .pidfd = -1, .procfd = -1 },
+			  .rootfd = -1 };
 	int r;
 
 	if (argc > 1) {
@@ -351,6 +367,9 @@ int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)
 		orh_inventory_free(&h.inv);
 	if (h.spec)
 		json_decref(h.spec);
+	if (h.rootfd >= 0)
+		close(h.rootfd);
+	orh_target_close(&h.target);
 	orh_oci_state_free(&h.st);
 	return r;
 }

@@ -98,8 +98,8 @@ static int replace_with(int dfd, const char *name, bool chardev, const struct or
 	return make_entry(dfd, name, chardev, n, NULL, err);
 }
 
-static int bind_host_node(int dfd, const char *name, pid_t pid, int hostfd,
-			  const struct orh_devnode *n, struct orh_err *err)
+static int bind_host_node(int dfd, const char *name, const struct orh_target *t,
+			  int hostfd, const struct orh_devnode *n, struct orh_err *err)
 {
 	_cleanup_close_ int src = -1;
 	_cleanup_close_ int target = -1;
@@ -131,7 +131,7 @@ static int bind_host_node(int dfd, const char *name, pid_t pid, int hostfd,
 			return orh_fail(err, EEXIST, "mount point '%s' was replaced; refusing",
 					n->path);
 	}
-	r = orh_bind_into_container(pid, src, target, false, err);
+	r = orh_bind_into_container(t, src, target, false, err);
 	if (r < 0)
 		return orh_err_prefix(err, "binding host node '%s'", n->path);
 	return 0;
@@ -171,9 +171,9 @@ static void parent_opened(struct parent *parent)
 			getegid() != 0;
 }
 
-static int apply_one(int rootfd, uint64_t devmnt, pid_t pid, int hostfd, struct parent *parent,
-		     const struct orh_devnode *n, struct orh_devices_result *res,
-		     struct orh_err *err)
+static int apply_one(int rootfd, uint64_t devmnt, const struct orh_target *t, int hostfd,
+		     struct parent *parent, const struct orh_devnode *n,
+		     struct orh_devices_result *res, struct orh_err *err)
 {
 	const char *slash = strrchr(n->path, '/');
 	size_t dirlen = slash ? (size_t)(slash - n->path) + 1 : 0;
@@ -255,14 +255,14 @@ static int apply_one(int rootfd, uint64_t devmnt, pid_t pid, int hostfd, struct 
 	if (hostfd < 0)
 		return orh_fail(err, EPERM, "mknod '%s': not permitted and no host node to bind",
 				n->path);
-	r = bind_host_node(dfd, name, pid, hostfd, n, err);
+	r = bind_host_node(dfd, name, t, hostfd, n, err);
 	if (r < 0)
 		return r;
 	res->bound++;
 	return 0;
 }
 
-int orh_devices_apply(int rootfd, pid_t pid, const char *host_root,
+int orh_devices_apply(int rootfd, const struct orh_target *t, const char *host_root,
 		      const struct orh_devnode *nodes, size_t n, struct orh_devices_result *res,
 		      struct orh_err *err)
 {
@@ -283,11 +283,11 @@ int orh_devices_apply(int rootfd, pid_t pid, const char *host_root,
 	if (r < 0)
 		return orh_fail(err, -r, "reading the mount of the container's /dev: %s",
 				strerror(-r));
-	if (host_root && pid > 0)
+	if (host_root && t)
 		hostfd = open(host_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	old_umask = umask(0);
 	for (size_t i = 0; i < n && r == 0; i++)
-		r = apply_one(rootfd, devmnt, pid, hostfd, &parent, &nodes[i], res, err);
+		r = apply_one(rootfd, devmnt, t, hostfd, &parent, &nodes[i], res, err);
 	umask(old_umask);
 	if (parent.fd >= 0)
 		close(parent.fd);

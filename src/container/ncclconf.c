@@ -295,8 +295,8 @@ static int mkdir_host(const char *dir, struct orh_err *err)
  * covers (old_st), so that it is never more readable in the container than the original.
  * -EAGAIN, with err unset, when there was no file and one has appeared since (another
  * hook on the same rootfs made its mount point): the caller looks again. */
-static int bind_generated(int etcfd, int path_fd, const struct stat *old_st, pid_t pid,
-			  const char *state_dir, const char *text, struct orh_ncclconf_result *res,
+static int bind_generated(int etcfd, int path_fd, const struct stat *old_st,
+			  const struct orh_target *t, const char *state_dir, const char *text, struct orh_ncclconf_result *res,
 			  struct orh_err *err)
 {
 	_cleanup_close_ int target = -1;
@@ -344,7 +344,7 @@ static int bind_generated(int etcfd, int path_fd, const struct stat *old_st, pid
 		r = orh_write_all(gen, text, strlen(text));
 	if (r < 0)
 		return orh_fail(err, r, "writing '%s': %s", res->generated, strerror(-r));
-	r = orh_bind_into_container(pid, gen, target, true, err);
+	r = orh_bind_into_container(t, gen, target, true, err);
 	if (r < 0)
 		return orh_err_prefix(err, "mounting '%s' over /etc/nccl.conf", res->generated);
 	res->bind_mounted = true;
@@ -379,7 +379,7 @@ static int open_etc(int rootfd, uint64_t rootmnt, bool create, int *etcfd, bool 
  * generated copy when the mount does not propagate (a shared mount would carry the new
  * mount to its peers, the host's included); no file there means no mount point either. */
 static int cover_foreign(int etcfd, int path_fd, const struct stat *st, uint64_t filemnt,
-			 pid_t pid, const char *state_dir, const char *text,
+			 const struct orh_target *t, const char *state_dir, const char *text,
 			 struct orh_ncclconf_result *res, struct orh_err *err)
 {
 	bool shared = true;
@@ -390,7 +390,7 @@ static int cover_foreign(int etcfd, int path_fd, const struct stat *st, uint64_t
 				"'/etc' is on another mount than the container's root filesystem "
 				"(a volume?) and holds no nccl.conf; no file is created on that "
 				"mount, /etc/nccl.conf is not written");
-	r = orh_mount_is_shared(pid, filemnt, &shared, err);
+	r = orh_mount_is_shared(t, filemnt, &shared, err);
 	if (r < 0)
 		return r;
 	if (shared)
@@ -399,10 +399,10 @@ static int cover_foreign(int etcfd, int path_fd, const struct stat *st, uint64_t
 				"it is not written, and not covered, since a mount over it would "
 				"reach the mount's peers on the host");
 	res->foreign = true;
-	return bind_generated(etcfd, path_fd, st, pid, state_dir, text, res, err);
+	return bind_generated(etcfd, path_fd, st, t, state_dir, text, res, err);
 }
 
-static int apply_once(int rootfd, pid_t pid, bool readonly, const char *state_dir,
+static int apply_once(int rootfd, const struct orh_target *t, bool readonly, const char *state_dir,
 		      const struct orh_env_entry *env, size_t n_env,
 		      struct orh_ncclconf_result *res, struct orh_err *err)
 {
@@ -443,13 +443,13 @@ static int apply_once(int rootfd, pid_t pid, bool readonly, const char *state_di
 	if (old && strcmp(old, text) == 0)
 		return 0; /* already as it should be */
 	if (foreign)
-		return cover_foreign(etcfd, path_fd, &st, filemnt, pid, state_dir, text, res, err);
+		return cover_foreign(etcfd, path_fd, &st, filemnt, t, state_dir, text, res, err);
 	if (!readonly) {
 		r = write_in_place(etcfd, text, path_fd >= 0 ? &st : NULL, err);
 		if (r != -EROFS)
 			return r;
 	}
-	return bind_generated(etcfd, path_fd, path_fd >= 0 ? &st : NULL, pid, state_dir, text, res,
+	return bind_generated(etcfd, path_fd, path_fd >= 0 ? &st : NULL, t, state_dir, text, res,
 			      err);
 }
 
@@ -458,14 +458,14 @@ static int apply_once(int rootfd, pid_t pid, bool readonly, const char *state_di
  * again and merges into what is there now. */
 #define APPLY_TRIES 3
 
-int orh_ncclconf_apply(int rootfd, pid_t pid, bool readonly, const char *state_dir,
-		       const struct orh_env_entry *env, size_t n_env,
+int orh_ncclconf_apply(int rootfd, const struct orh_target *t, bool readonly,
+		       const char *state_dir, const struct orh_env_entry *env, size_t n_env,
 		       struct orh_ncclconf_result *res, struct orh_err *err)
 {
 	int r = -EAGAIN;
 
 	for (int i = 0; i < APPLY_TRIES && r == -EAGAIN; i++)
-		r = apply_once(rootfd, pid, readonly, state_dir, env, n_env, res, err);
+		r = apply_once(rootfd, t, readonly, state_dir, env, n_env, res, err);
 	if (r == -EAGAIN)
 		return orh_fail(err, EAGAIN, "/etc/nccl.conf kept appearing and disappearing "
 					     "while the hook looked (%d tries); left alone",

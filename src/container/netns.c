@@ -257,23 +257,20 @@ void orh_netns_parse_route(const char *text, struct orh_netns_info *out)
 
 #define PROC_NET_MAX (4 * 1024 * 1024)
 
-int orh_netns_read_pid(pid_t pid, struct orh_netns_info *out, struct orh_err *err)
+int orh_netns_read_target(const struct orh_target *t, struct orh_netns_info *out,
+			  struct orh_err *err)
 {
-	static const char *const files[] = { "route", "fib_trie" };
+	static const char *const files[] = { "net/route", "net/fib_trie" };
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(files); i++) {
-		char path[64];
-		_cleanup_close_ int fd = -1;
 		_cleanup_free_ char *text = NULL;
+		int r = orh_target_read(t, files[i], PROC_NET_MAX, &text, err);
 
-		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, files[i]);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return orh_fail(err, errno, "opening '%s': %m", path);
-		if (orh_read_fd_all(fd, PROC_NET_MAX, &text, NULL) < 0)
-			return orh_fail(err, EFBIG, "reading '%s': unreadable or larger than %d bytes",
-					path, PROC_NET_MAX);
+		if (r < 0) {
+			memset(out, 0, sizeof(*out));
+			return r;
+		}
 		if (i == 0)
 			orh_netns_parse_route(text, out);
 		else

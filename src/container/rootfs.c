@@ -51,39 +51,6 @@ int orh_rootfs_open(const char *path, int *out, struct orh_err *err)
 	return 0;
 }
 
-int orh_rootfs_open_container(pid_t pid, const char *rootfs, int *out, struct orh_err *err)
-{
-	char proc_root[64];
-	struct stat self_st, pid_st;
-	_cleanup_close_ int pfd = -1;
-	int fd;
-
-	if (pid <= 0)
-		return orh_fail(err, EINVAL, "no container pid in the state");
-	snprintf(proc_root, sizeof(proc_root), "/proc/%d/root", (int)pid);
-	pfd = open(proc_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (pfd < 0)
-		return orh_fail(err, errno, "opening '%s': %m", proc_root);
-	if (fstat(pfd, &pid_st) < 0 || stat("/", &self_st) < 0)
-		return orh_fail(err, errno, "stat of '%s': %m", proc_root);
-	if (pid_st.st_dev != self_st.st_dev || pid_st.st_ino != self_st.st_ino) {
-		/* already pivoted: its root is the rootfs */
-		*out = TAKE_FD(pfd);
-		return 0;
-	}
-	if (!rootfs || rootfs[0] != '/')
-		return orh_fail(err, EINVAL, "rootfs path '%s' is not absolute",
-				rootfs ? rootfs : "");
-	/* The runtime's own path (host side, trusted), looked up in the container's
-	 * mount namespace where the rootfs and its /dev are mounted. */
-	fd = openat(pfd, rootfs + 1, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return orh_fail(err, errno, "opening rootfs '%s' through '%s': %m", rootfs,
-				proc_root);
-	*out = fd;
-	return 0;
-}
-
 static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
 {
 	struct open_how how = { .flags = flags, .resolve = resolve };
@@ -150,22 +117,16 @@ static int check_mount(int fd, uint64_t mnt, const char *path, struct orh_err *e
 	return 0;
 }
 
-int orh_mount_is_shared(pid_t pid, uint64_t mnt, bool *shared, struct orh_err *err)
+int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
+			struct orh_err *err)
 {
-	char path[64];
-	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *text = NULL;
-	size_t len = 0;
 	char *line, *save = NULL;
 	int r;
 
-	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
-	fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
-		return orh_fail(err, errno, "opening '%s': %m", path);
-	r = orh_read_fd_all(fd, MOUNTINFO_MAX, &text, &len);
+	r = orh_target_read(t, "mountinfo", MOUNTINFO_MAX, &text, err);
 	if (r < 0)
-		return orh_fail(err, r, "reading '%s': %s", path, strerror(-r));
+		return r;
 	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER" */
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *f, *fsave = NULL;
@@ -181,7 +142,8 @@ int orh_mount_is_shared(pid_t pid, uint64_t mnt, bool *shared, struct orh_err *e
 			*shared = *shared || orh_startswith(f, "shared:");
 		return 0;
 	}
-	return orh_fail(err, ENOENT, "mount %" PRIu64 " is not in '%s'", mnt, path);
+	return orh_fail(err, ENOENT, "mount %" PRIu64 " is not in '/proc/%d/mountinfo'", mnt,
+			(int)t->pid);
 }
 
 /* ---- fallback: one component at a time ---------------------------------------- */
@@ -473,37 +435,50 @@ int orh_run_in_child(int (*fn)(void *), void *arg, void *out, size_t out_size,
 }
 
 struct bind_args {
-	int nsfd;
+	const struct orh_target *t;
 	int tree;
 	int target;
 };
+
+/* Enter the target's mount namespace: through its pidfd (Linux 5.8), or its ns/mnt,
+ * opened through the /proc directory the hook holds (a reaped process has none). */
+static int enter_mntns(const struct orh_target *t)
+{
+	int fd, r;
+
+	if (t->pidfd >= 0 && setns(t->pidfd, CLONE_NEWNS) == 0)
+		return 0;
+	if (t->pidfd >= 0 && errno != EINVAL)
+		return -errno;
+	fd = openat(t->procfd, "ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = setns(fd, CLONE_NEWNS) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
 
 /* Runs in the child: 0, or a negative step marker | errno. */
 static int bind_child(void *p)
 {
 	struct bind_args *a = p;
+	int r = enter_mntns(a->t);
 
-	if (setns(a->nsfd, CLONE_NEWNS) < 0)
-		return -(1 << 16 | errno);
+	if (r < 0)
+		return -(1 << 16 | -r);
 	if (syscall(SYS_move_mount, a->tree, "", a->target, "",
 		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		return -(2 << 16 | errno);
 	return 0;
 }
 
-int orh_bind_into_container(pid_t pid, int src_fd, int target_fd, bool readonly,
-			    struct orh_err *err)
+int orh_bind_into_container(const struct orh_target *t, int src_fd, int target_fd,
+			    bool readonly, struct orh_err *err)
 {
-	char ns_path[64];
-	_cleanup_close_ int nsfd = -1;
 	_cleanup_close_ int tree = -1;
 	struct bind_args args;
 	int rc = 0, r;
 
-	snprintf(ns_path, sizeof(ns_path), "/proc/%d/ns/mnt", (int)pid);
-	nsfd = open(ns_path, O_RDONLY | O_CLOEXEC);
-	if (nsfd < 0)
-		return orh_fail(err, errno, "opening '%s': %m", ns_path);
 	tree = (int)syscall(SYS_open_tree, src_fd, "",
 			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (tree < 0)
@@ -515,13 +490,16 @@ int orh_bind_into_container(pid_t pid, int src_fd, int target_fd, bool readonly,
 			    sizeof(attr)) < 0)
 			return orh_fail(err, errno, "making the bind mount read-only: %m");
 	}
-	args = (struct bind_args){ .nsfd = nsfd, .tree = tree, .target = target_fd };
+	args = (struct bind_args){ .t = t, .tree = tree, .target = target_fd };
 	r = orh_run_in_child(bind_child, &args, NULL, 0, &rc, err);
 	if (r < 0)
-		return orh_err_prefix(err, "bind mount into pid %d", (int)pid);
+		return orh_err_prefix(err, "bind mount into pid %d", (int)t->pid);
 	if (rc < 0) {
 		int e = (-rc) & 0xffff;
 
+		if (((-rc) >> 16) == 1 && e == ESRCH &&
+		    orh_target_alive(t, "its mount namespace was entered", err) < 0)
+			return -ESRCH;
 		return orh_fail(err, e, "%s: %s",
 				((-rc) >> 16) == 1 ? "setns into the container's mount namespace"
 						   : "move_mount onto the target",

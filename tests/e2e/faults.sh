@@ -32,18 +32,16 @@ on_error = fail"
 HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
 ASK="c['annotations'] = {'oci-rdma-hook/enable': 'true'}"
 
-SLEEPER=""
 CG=""
-start_sleeper() { sleep 600 & SLEEPER=$!; }
-stop_sleeper() { kill "$SLEEPER" 2>/dev/null || true; wait "$SLEEPER" 2>/dev/null || true; }
 cleanup_faults() {
-	stop_sleeper
+	stop_fake_ctr
 	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null || true
 }
 trap 'rc=$?; cleanup_faults; cleanup_work $rc' EXIT
 fresh() { rm -rf "$WORK/$1"; cp -a "$WORK/base" "$WORK/$1"; }
 
-# hook_pid BUNDLE CONF PID [SYSROOT] [PREFIX...]: createRuntime for PID; HRC, HLOG
+# hook_pid BUNDLE CONF PID [SYSROOT] [PREFIX...]: createRuntime for PID (a stand-in
+# container, fake_ctr, or a pid that is gone); HRC, HLOG
 hook_pid() {
 	local b=$1 conf=$2 pid=$3 sysroot=${4:-$WORK/node}
 	shift 4 || shift $#
@@ -59,9 +57,9 @@ hook_pid() {
 fresh r1
 mkdir -p "$WORK/empty"
 make_bundle "$WORK/b1" "$WORK/r1" "$WORK/empty" "$WORK/warn.conf" true "$HOSTNET"
-start_sleeper
+fake_ctr "$WORK/r1"
 hook_pid "$WORK/b1" "$WORK/warn.conf" "$SLEEPER" "$WORK/empty"
-stop_sleeper
+stop_fake_ctr
 check "no /sys at all: exit 0" [ "$HRC" = 0 ]
 check "no /sys at all: 'no usable RDMA device' logged" grep -q "no usable RDMA device on this node; left unchanged" <<<"$HLOG"
 check "no /sys at all: container unchanged" [ ! -e "$WORK/r1/etc/nccl.conf" -a ! -e "$WORK/r1/dev/infiniband" ]
@@ -135,7 +133,7 @@ wait $gone
 hook_pid "$WORK/b3" "$WORK/warn.conf" "$gone"
 check "exited pid, on_error=warn: exit 0" [ "$HRC" = 0 ]
 check "exited pid: the failed step and the reason are logged" \
-	grep -q "opening the container's rootfs: .*No such file or directory; the container starts without the remaining RDMA setup (on_error=warn)" <<<"$HLOG"
+	grep -q "container process: pid $gone: no such process; the container starts without the remaining RDMA setup (on_error=warn)" <<<"$HLOG"
 check "exited pid: nothing written" [ ! -e "$WORK/r3/etc/nccl.conf" -a ! -e "$WORK/r3/dev/infiniband" ]
 make_bundle "$WORK/b3f" "$WORK/r3" "$WORK/node" "$WORK/fail.conf" true "$HOSTNET; $ASK"
 hook_pid "$WORK/b3f" "$WORK/fail.conf" "$gone"
@@ -148,10 +146,9 @@ if grep -q " $DEVCG cgroup .*devices" /proc/self/mountinfo 2>/dev/null ||
 	grep -q " $DEVCG .* - cgroup .*devices" /proc/self/mountinfo; then
 	CG="$DEVCG/orh-fault-$$"
 	mkdir "$CG"
-	start_sleeper
-	echo "$SLEEPER" >"$CG/cgroup.procs"
 	fresh r4
 	make_bundle "$WORK/b4" "$WORK/r4" "$WORK/node" "$WORK/warn.conf" true "$HOSTNET"
+	fake_ctr "$WORK/r4" "$CG"
 	# the hook's view: an empty tmpfs where the devices hierarchy is
 	hook_pid "$WORK/b4" "$WORK/warn.conf" "$SLEEPER" "$WORK/node" \
 		unshare -m --propagation private sh -c "mount -t tmpfs none $DEVCG && exec \"\$0\" \"\$@\""
@@ -164,21 +161,25 @@ if grep -q " $DEVCG cgroup .*devices" /proc/self/mountinfo 2>/dev/null ||
 	hook_pid "$WORK/b4f" "$WORK/fail.conf" "$SLEEPER" "$WORK/node" \
 		unshare -m --propagation private sh -c "mount -t tmpfs none $DEVCG && exec \"\$0\" \"\$@\""
 	check "missing cgroup, on_error=fail, asked: exit 1" [ "$HRC" = 1 ]
+	stop_fake_ctr
 	# the devices controller not mounted at all: cgroup v1 is not used, the rest is done
 	fresh r4b
 	make_bundle "$WORK/b4b" "$WORK/r4b" "$WORK/node" "$WORK/warn.conf" true "$HOSTNET"
+	fake_ctr "$WORK/r4b" "$CG"
 	hook_pid "$WORK/b4b" "$WORK/warn.conf" "$SLEEPER" "$WORK/node" \
 		unshare -m --propagation private sh -c "umount $DEVCG && exec \"\$0\" \"\$@\""
 	check "no devices controller: exit 0, v1 'not used' logged" \
 		bash -c '[ "$1" = 0 ] && grep -q "device cgroup: v1 not used" <<<"$2"' _ "$HRC" "$HLOG"
 	check "no devices controller: the rest of the setup is done" grep -q "^NCCL_IB_HCA=" "$WORK/r4b/etc/nccl.conf"
+	stop_fake_ctr
 	# with the hierarchy in place the same container is granted (the test is not vacuous)
 	fresh r4c
 	make_bundle "$WORK/b4c" "$WORK/r4c" "$WORK/node" "$WORK/warn.conf" true "$HOSTNET"
+	fake_ctr "$WORK/r4c" "$CG"
 	hook_pid "$WORK/b4c" "$WORK/warn.conf" "$SLEEPER"
 	check "control: with its cgroup present the grant is written" \
 		bash -c '[ "$1" = 0 ] && grep -q "device cgroup: v1 granted" <<<"$2"' _ "$HRC" "$HLOG"
-	stop_sleeper
+	stop_fake_ctr
 	rmdir "$CG" && CG=""
 else
 	not_ok "no cgroup v1 devices hierarchy at $DEVCG: missing-cgroup case not run"
@@ -190,19 +191,19 @@ printf 'NCCL_DEBUG=WARN\n' >"$WORK/r5/etc/nccl.conf"
 make_bundle "$WORK/b5" "$WORK/r5" "$WORK/node" "$WORK/warn.conf" true "$HOSTNET; c['root']['readonly'] = True"
 mkdir -p /run/oci-rdma-hook
 FULL="mount -t tmpfs -o size=16k none /run/oci-rdma-hook && (dd if=/dev/zero of=/run/oci-rdma-hook/fill bs=1k 2>/dev/null; true) && exec \"\$0\" \"\$@\""
-start_sleeper
+fake_ctr "$WORK/r5"
 hook_pid "$WORK/b5" "$WORK/warn.conf" "$SLEEPER" "$WORK/node" unshare -m --propagation private sh -c "$FULL"
 check "full /run, on_error=warn: exit 0" [ "$HRC" = 0 ]
 check "full /run: the file and ENOSPC are named in the log" \
 	grep -q "/etc/nccl.conf: .*/run/oci-rdma-hook/orh-fault-$$-b5.*No space left on device; the container starts without the remaining RDMA setup" <<<"$HLOG"
 check "full /run: nothing is mounted over the image's file" \
-	bash -c '! grep -q " $1/etc/nccl.conf " /proc/self/mountinfo' _ "$WORK/r5"
+	bash -c '! grep -q " $1/etc/nccl.conf " "/proc/$2/mountinfo"' _ "$WORK/r5" "$SLEEPER"
 check "full /run: the image's file is untouched" [ "$(cat "$WORK/r5/etc/nccl.conf")" = NCCL_DEBUG=WARN ]
 check "full /run: nothing left in the real /run/oci-rdma-hook" [ ! -e "/run/oci-rdma-hook/orh-fault-$$-b5" ]
 make_bundle "$WORK/b5f" "$WORK/r5" "$WORK/node" "$WORK/fail.conf" true \
 	"$HOSTNET; c['root']['readonly'] = True; $ASK"
 hook_pid "$WORK/b5f" "$WORK/fail.conf" "$SLEEPER" "$WORK/node" unshare -m --propagation private sh -c "$FULL"
 check "full /run, on_error=fail, asked: exit 1" [ "$HRC" = 1 ]
-stop_sleeper
+stop_fake_ctr
 
 finish

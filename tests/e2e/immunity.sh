@@ -101,18 +101,14 @@ activation = always"
 HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
 "$HOOK" --sysroot "$WORK/node" --config "$WORK/hook.conf" env >"$WORK/plan.env"
 
-SLEEPER=""
-start_sleeper() { sleep 600 & SLEEPER=$!; }
-stop_sleeper() { kill "$SLEEPER" 2>/dev/null || true; wait "$SLEEPER" 2>/dev/null || true; }
-trap 'rc=$?; stop_sleeper; cleanup_work $rc' EXIT
-
-# direct_hook BUNDLE ENV...: the createRuntime hook on BUNDLE, for a host process, with
-# ENV... added to a clean environment; under strace (opens and execs in $WORK/strace).
+# direct_hook BUNDLE ENV...: the createRuntime hook on BUNDLE, for a stand-in container
+# (fake_ctr), with ENV... added to a clean environment; under strace (opens and execs in
+# $WORK/strace).
 direct_hook() {
 	local b=$1 e opts=()
 	shift
 	for e in "$@"; do opts+=(-E "$e"); done
-	start_sleeper
+	fake_ctr "$(bundle_rootfs "$b")"
 	HRC=0
 	printf '{"ociVersion":"1.0.2","id":"orh-imm-%s-%s","status":"creating","pid":%s,"bundle":"%s"}' \
 		"$$" "$(basename "$b")" "$SLEEPER" "$b" |
@@ -120,7 +116,7 @@ direct_hook() {
 			strace "${opts[@]}" -f -qq -o "$WORK/strace" -e trace=open,openat,openat2,execve,uselib \
 			"$HOOK" --sysroot "$WORK/node" --config "$WORK/hook.conf" createRuntime \
 			2>"$b/direct.log" || HRC=$?
-	stop_sleeper
+	stop_fake_ctr
 }
 plan_in() { # ROOTFS: its nccl.conf holds every plan line
 	local l

@@ -15,7 +15,8 @@
 #     /dev/kmsg's) gives the container neither that node nor a grant for it (runc);
 #   - a spec that lists /dev/infiniband/uverbs1 with other numbers is named in the log,
 #     and the container gets the node's numbers (runc).
-# The live hook is called directly (OCI state for a host process, as in security.sh);
+# The live hook is called directly (OCI state for a stand-in container, fake_ctr, as in
+# security.sh);
 # the runtime shim runs with /bin/true as its runtime; precreate reads stdin.
 . "$(dirname "$0")/lib.sh"
 
@@ -36,26 +37,23 @@ HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["t
 "$HOOK" --sysroot "$WORK/node" --config "$WORK/always.conf" env >"$WORK/plan.env"
 ln -sf "$HOOK" "$WORK/oci-rdma-runtime"
 
-SLEEPER=""
-start_sleeper() { sleep 600 & SLEEPER=$!; }
-stop_sleeper() { kill "$SLEEPER" 2>/dev/null || true; wait "$SLEEPER" 2>/dev/null || true; }
-trap 'rc=$?; stop_sleeper; cleanup_work $rc' EXIT
-
-state_of() { # BUNDLE [ID]: an OCI state for the sleeper
+state_of() { # BUNDLE [ID]: an OCI state for the stand-in container
 	printf '{"ociVersion":"1.0.2","id":"%s","status":"creating","pid":%s,"bundle":"%s"}' \
 		"${2:-orh-in-$$-$(basename "$1")}" "$SLEEPER" "$1"
 }
-# hook_direct BUNDLE CONF [ID]: createRuntime on BUNDLE; HRC, HLOG, HSECS
+# hook_direct BUNDLE CONF [ID]: createRuntime on BUNDLE; HRC, HLOG, HSECS, and
+# BUNDLE/direct.mountinfo, the mounts of the stand-in container when the hook was done
 hook_direct() {
 	local b=$1 conf=$2 id=${3:-} t0
-	start_sleeper
+	fake_ctr "$(bundle_rootfs "$b")"
 	HRC=0
 	t0=$(date +%s)
 	state_of "$b" "$id" | timeout 60 "$HOOK" --sysroot "$WORK/node" --config "$conf" \
 		createRuntime 2>"$b/direct.log" || HRC=$?
 	HSECS=$(($(date +%s) - t0))
 	HLOG=$(cat "$b/direct.log")
-	stop_sleeper
+	cat "/proc/$SLEEPER/mountinfo" >"$b/direct.mountinfo"
+	stop_fake_ctr
 }
 fresh() { rm -rf "$WORK/$1"; cp -a "$WORK/base" "$WORK/$1"; }
 untouched() { # ROOTFS: the hook did nothing there
@@ -72,7 +70,10 @@ conf_is_plan_only() {
 	done <"$1/etc/nccl.conf"
 	[ "$(grep -vc '^#' "$1/etc/nccl.conf")" = "$(wc -l <"$WORK/plan.env")" ]
 }
-host_listing() { (cd "$WORK" && find . -path ./direct -prune -o -print | grep -v '/direct.log$' | sort); }
+host_listing() {
+	(cd "$WORK" && find . -path ./direct -prune -o -print |
+		grep -v -e '/direct.log$' -e '/direct.mountinfo$' | sort)
+}
 
 # ---- 1. oci-rdma-hook/preset=../../x -----------------------------------------------
 fresh r1
@@ -166,7 +167,7 @@ for id in "../../../..$WORK/escape" "a/../../b" ".hidden" "$(printf 'x%.0s' $(se
 		bash -c '[ ! -e "$1/escape" ] && [ -z "$(ls -A "$1/cwd")" ] && ! ls -a /run/oci-rdma-hook 2>/dev/null | grep -qx "$(basename "$2")"' \
 		_ "$WORK" "$id"
 	check "id '${id:0:40}': nothing was mounted over the image file" \
-		bash -c '! grep -q " $1/etc/nccl.conf " /proc/self/mountinfo' _ "$WORK/r4"
+		bash -c '! grep -q " $1/etc/nccl.conf " "$2/direct.mountinfo"' _ "$WORK/r4" "$WORK/b4"
 	check "id '${id:0:40}': the refusal is logged" grep -q "read-only rootfs and no state directory (the container id cannot name one)" "$WORK/b4/direct.log"
 done
 check "the image's nccl.conf on the read-only rootfs is untouched" [ "$(cat "$WORK/r4/etc/nccl.conf")" = NCCL_DEBUG=WARN ]
@@ -174,13 +175,13 @@ check "the image's nccl.conf on the read-only rootfs is untouched" [ "$(cat "$WO
 # ---- 5. OCI state over 1 MiB, and a stdin that never ends -------------------------------
 fresh r5
 make_bundle "$WORK/b5" "$WORK/r5" "$WORK/node" "$WORK/always.conf" true "$HOSTNET"
-start_sleeper
+fake_ctr "$WORK/r5"
 python3 -c 'import json,sys; print(json.dumps({"ociVersion":"1.0.2","id":"orh-in-big","status":"creating","pid":int(sys.argv[1]),"bundle":sys.argv[2],"annotations":{"x":"A"*(1<<20)}}))' \
 	"$SLEEPER" "$WORK/b5" >"$WORK/bigstate.json"
 HRC=0
 timeout 30 "$HOOK" --sysroot "$WORK/node" --config "$WORK/always.conf" createRuntime \
 	<"$WORK/bigstate.json" 2>"$WORK/b5/big.log" || HRC=$?
-stop_sleeper
+stop_fake_ctr
 check "state of $(stat -c %s "$WORK/bigstate.json") bytes (> 1 MiB): exit 0" [ "$HRC" = 0 ]
 check "state > 1 MiB: a clear error" grep -q "reading the OCI state from stdin: File too large; nothing done" "$WORK/b5/big.log"
 check "state > 1 MiB: nothing done" untouched "$WORK/r5"

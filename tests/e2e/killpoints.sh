@@ -32,23 +32,20 @@ runtime = /bin/true"
 HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
 ln -sf "$HOOK" "$WORK/oci-rdma-runtime"
 
-SLEEPER=""
-start_sleeper() { sleep 600 & SLEEPER=$!; }
-stop_sleeper() { kill "$SLEEPER" 2>/dev/null || true; wait "$SLEEPER" 2>/dev/null || true; }
-umount_r() { while grep -q " $WORK/r/etc/nccl.conf " /proc/self/mountinfo; do umount "$WORK/r/etc/nccl.conf" || break; done; }
-trap 'rc=$?; stop_sleeper; umount_r; cleanup_work $rc' EXIT
-
-# a minimal rootfs: the hook needs only /etc and /dev
+# a minimal rootfs (the hook needs only /etc and /dev) and a new stand-in container for
+# it (fake_ctr): what the hook bind-mounts is in that container's mount namespace, and
+# goes with it
 fresh_rootfs() {
-	umount_r
+	stop_fake_ctr
 	rm -rf "$WORK/r"
 	mkdir -p "$WORK/r/etc" "$WORK/r/dev"
 	printf 'NCCL_DEBUG=WARN\n' >"$WORK/r/etc/nccl.conf"
+	fake_ctr "$WORK/r"
 }
 ID="orh-kill-$$"
 STATE_DIR="/run/oci-rdma-hook/$ID"
 
-# hook STAGE [STRACE-OPTS...]: the live hook on bundle $WORK/b for the sleeper; KRC
+# hook STAGE [STRACE-OPTS...]: the live hook on bundle $WORK/b for the stand-in; KRC
 hook() {
 	local stage=$1
 	shift
@@ -101,7 +98,6 @@ $HOSTNET
 json.dump(c, open(sys.argv[1], "w"), indent=1)
 EOF
 cp "$WORK/b/config.json" "$WORK/config.orig"
-start_sleeper
 fresh_rootfs
 hook createRuntime
 check "live hook: a complete run succeeds" [ "$KRC" = 0 ]
@@ -148,14 +144,15 @@ c["root"]["readonly"] = True
 json.dump(c, open(sys.argv[1], "w"), indent=1)
 EOF
 cp "$WORK/b/config.json" "$WORK/config.orig"
-mounted_ok() { # a mount over the image file shows the complete file
-	! grep -q " $WORK/r/etc/nccl.conf " /proc/self/mountinfo || cmp -s "$WORK/r/etc/nccl.conf" "$WORK/nccl.full"
+mounted_ok() { # a mount over the image file (in the container) shows the complete file
+	! grep -q " $WORK/r/etc/nccl.conf " "/proc/$SLEEPER/mountinfo" ||
+		cmp -s "/proc/$SLEEPER/root$WORK/r/etc/nccl.conf" "$WORK/nccl.full"
 }
 fresh_rootfs
 hook createRuntime
 check "read-only rootfs: a complete run bind-mounts the complete file" \
-	bash -c '[ "$1" = 0 ] && grep -q " $2/etc/nccl.conf " /proc/self/mountinfo && cmp -s "$2/etc/nccl.conf" "$3"' \
-	_ "$KRC" "$WORK/r" "$WORK/nccl.full"
+	bash -c '[ "$1" = 0 ] && grep -q " $2/etc/nccl.conf " "/proc/$4/mountinfo" && cmp -s "/proc/$4/root$2/etc/nccl.conf" "$3"' \
+	_ "$KRC" "$WORK/r" "$WORK/nccl.full" "$SLEEPER"
 kill_points "$WORK/trace" >"$WORK/points"
 hook poststop
 check "read-only rootfs: poststop removes $STATE_DIR" [ ! -e "$STATE_DIR" ]
@@ -169,7 +166,6 @@ while read -r name k; do
 	if [ -f "$STATE_DIR/nccl.conf" ] && ! cmp -s "$STATE_DIR/nccl.conf" "$WORK/nccl.full"; then
 		partial=$((partial + 1))
 	fi
-	umount_r
 	[ "$(cat "$WORK/r/etc/nccl.conf")" = NCCL_DEBUG=WARN ] ||
 		{ bad_image=$((bad_image + 1)); echo "# $name#$k: the image file changed"; }
 	hook poststop
@@ -183,7 +179,7 @@ check "read-only rootfs: a mounted nccl.conf is always complete" [ "$bad_mount" 
 check "read-only rootfs: the image's file never changes" [ "$bad_image" = 0 ]
 check "read-only rootfs: after poststop nothing is left under /run/oci-rdma-hook or in the bundle" [ "$bad_post" = 0 ]
 echo "# read-only rootfs: $partial kills left a partial $STATE_DIR/nccl.conf (never mounted; poststop removes it)"
-stop_sleeper
+stop_fake_ctr
 
 # ---- 3. the runtime shim's config.json edit --------------------------------------------
 mkdir -p "$WORK/s"

@@ -70,6 +70,7 @@ setup_work() {
 # before it would end the trap early).
 cleanup_work() {
 	local rc=${1:-$?}
+	stop_fake_ctr
 	for id in $(runc list -q 2>/dev/null | grep "^orh-e2e-$$-" || true); do
 		runc delete -f "$id" >/dev/null 2>&1 || true
 	done
@@ -89,6 +90,46 @@ make_rootfs() {
 	chroot "$d" /bin/busybox --install -s /bin
 	cp "$PROBE" "$d/bin/probe"
 	echo "root:x:0:0:root:/root:/bin/sh" >"$d/etc/passwd"
+}
+
+# fake_ctr ROOTFS [CGROUP]: a process that is, as a createRuntime hook sees it, the
+# container runc is creating from a bundle whose root.path is ROOTFS: in a mount namespace
+# of its own where ROOTFS is bind-mounted onto itself (what runc and crun do before the
+# hooks run), its root still the host's (before pivot_root). It sleeps; its pid is in
+# $SLEEPER. With CGROUP (a cgroup directory) it enters that cgroup first. The tests that
+# call the hook directly hand it this pid: the hook refuses any other process.
+SLEEPER=""
+fake_ctr() {
+	local rootfs=$1 cg=${2:-} i try
+	# (a mount can fail for a moment while other mount namespaces come and go)
+	for try in 1 2 3; do
+		unshare -m --propagation private sh -c \
+			'if [ -n "$2" ]; then echo $$ >"$2/cgroup.procs" || exit 1; fi
+			mount --bind "$1" "$1" && exec sleep 600' _ "$rootfs" "$cg" &
+		SLEEPER=$!
+		for i in $(seq 1 200); do
+			[ "$(cat "/proc/$SLEEPER/comm" 2>/dev/null)" = sleep ] && return 0
+			grep -q '^State:[[:space:]]*[^Z]' "/proc/$SLEEPER/status" 2>/dev/null || break
+			sleep 0.02
+		done
+		wait "$SLEEPER" 2>/dev/null || true
+	done
+	echo "fake_ctr: the stand-in container for '$rootfs' did not start" \
+		"($(ls -ld "$rootfs" 2>&1))" >&2
+	SLEEPER=""
+	return 1
+}
+stop_fake_ctr() {
+	[ -n "$SLEEPER" ] || return 0
+	kill "$SLEEPER" 2>/dev/null || true
+	wait "$SLEEPER" 2>/dev/null || true
+	SLEEPER=""
+}
+# bundle_rootfs BUNDLE: root.path of BUNDLE/config.json
+bundle_rootfs() {
+	python3 -c 'import json, os, sys
+p = json.load(open(sys.argv[1] + "/config.json"))["root"]["path"]
+print(os.path.join(sys.argv[1], p))' "$1"
 }
 
 # make_node SPEC.json DIR: a fake node with device nodes (SPEC relative to $NODES)

@@ -239,6 +239,7 @@ static void grant_and_check(uint32_t attach_flags)
 	};
 	struct orh_cgroup_result res;
 	struct orh_err err = { 0 };
+	struct orh_target t;
 	struct prober pr;
 	int cgfd, prog, e[N_PATHS];
 
@@ -253,7 +254,8 @@ static void grant_and_check(uint32_t attach_flags)
 	cr_assert_eq(e[0], EPERM, "before the grant: uverbs1 must be denied, got %s", strerror(e[0]));
 	cr_assert_eq(e[2], 0, "before the grant: /dev/null allowed, got %s", strerror(e[2]));
 
-	cr_assert_eq(orh_cgroup_grant(pr.pid, grant, 2, &res, &err), 0, "grant: %s", err.msg);
+	cr_assert_eq(orh_target_open(pr.pid, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_cgroup_grant(&t, grant, 2, &res, &err), 0, "grant: %s", err.msg);
 	cr_assert_eq(res.v2_progs, 1, "one program replaced");
 	cr_assert_eq(prog_count(cgfd), 1, "the old program is replaced, not added to");
 	probe(&pr, e);
@@ -263,13 +265,14 @@ static void grant_and_check(uint32_t attach_flags)
 	cr_assert_neq(e[3], EPERM, "granted rdma_cm (10:58) must not be EPERM");
 
 	/* a second run changes nothing */
-	cr_assert_eq(orh_cgroup_grant(pr.pid, grant, 2, &res, &err), 0, "regrant: %s", err.msg);
+	cr_assert_eq(orh_cgroup_grant(&t, grant, 2, &res, &err), 0, "regrant: %s", err.msg);
 	cr_assert_eq(res.v2_progs, 0, "already granted: no new program");
 	cr_assert_eq(prog_count(cgfd), 1);
 	probe(&pr, e);
 	cr_assert_eq(e[0], ENXIO);
 	cr_assert_eq(e[1], EPERM);
 
+	orh_target_close(&t);
 	stop_prober(&pr);
 	close(prog);
 	close(cgfd);

@@ -268,6 +268,7 @@ static void mount_suite(void)
 	uint64_t rootmnt = 0, volmnt = 0;
 	int rootfd = -1, volfd = -1;
 	bool shared = true;
+	struct orh_target self;
 
 	cr_assert_eq(orh_rootfs_open(root, &rootfd, &err), 0, "%s", err.msg);
 	volfd = open(vol, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -295,12 +296,14 @@ static void mount_suite(void)
 	expect_dir(rootfd, "etc/sub", false, "vol/sub");
 
 	/* shared or not, as /proc/<pid>/mountinfo says */
-	cr_assert_eq(orh_mount_is_shared(getpid(), volmnt, &shared, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_target_open(getpid(), &self, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_mount_is_shared(&self, volmnt, &shared, &err), 0, "%s", err.msg);
 	cr_assert_not(shared, "a private tmpfs is not shared");
 	cr_assert_eq(mount(NULL, vol, NULL, MS_SHARED, NULL), 0, "%s", strerror(errno));
-	cr_assert_eq(orh_mount_is_shared(getpid(), volmnt, &shared, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_mount_is_shared(&self, volmnt, &shared, &err), 0, "%s", err.msg);
 	cr_assert(shared, "made shared: shared");
-	cr_assert_eq(orh_mount_is_shared(getpid(), UINT64_MAX, &shared, &err), -ENOENT);
+	cr_assert_eq(orh_mount_is_shared(&self, UINT64_MAX, &shared, &err), -ENOENT);
+	orh_target_close(&self);
 	close(volfd);
 	close(rootfd);
 }

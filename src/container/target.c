@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The container's process, held for the whole hook, and the check that it is the
+ * container the runtime is creating from the bundle.
+ *
+ * The OCI state names the process by a number, and a number names another process once
+ * this one is reaped. So the number is turned into a pidfd once (pidfd_open), /proc/<pid>
+ * is opened once after it, and after every step that reads /proc/<pid> or acts on the
+ * number (prlimit) the pidfd's process is checked to be still there
+ * (pidfd_send_signal(pidfd, 0)). A process keeps its number until it is reaped, and is
+ * found through its pidfd until then: so what was read or done by number between
+ * pidfd_open and a successful check was its own. Namespaces are entered through the
+ * pidfd itself (setns).
+ *
+ * Which process: see orh_target_judge() and docs/security.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "orh/apply.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U
+#endif
+
+#define MOUNTINFO_MAX (4 * 1024 * 1024)
+
+void orh_target_close(struct orh_target *t)
+{
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	if (t->procfd >= 0)
+		close(t->procfd);
+	t->pidfd = t->procfd = -1;
+}
+
+int orh_target_alive(const struct orh_target *t, const char *during, struct orh_err *err)
+{
+	int e;
+
+	if (t->pidfd >= 0) {
+		/* EPERM: it is there, the hook may not signal it (no CAP_KILL) */
+		if (syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) == 0 || errno == EPERM)
+			return 0;
+		e = errno;
+	} else {
+		/* no pidfd (before Linux 5.3): the /proc/<pid> directory opened at the start
+		 * holds the process the same way; its entries go once it is reaped */
+		if (faccessat(t->procfd, "stat", F_OK, 0) == 0)
+			return 0;
+		e = errno == ENOENT ? ESRCH : errno;
+	}
+	if (e == ESRCH)
+		return orh_fail(err, ESRCH,
+				"pid %d exited while %s; its number may name another process now, "
+				"so nothing more is done with it",
+				(int)t->pid, during);
+	return orh_fail(err, e, "pid %d: checking that it is still there: %s", (int)t->pid,
+			strerror(e));
+}
+
+int orh_target_open(pid_t pid, struct orh_target *t, struct orh_err *err)
+{
+	char path[32];
+	int r;
+
+	*t = (struct orh_target){ .pid = pid, .pidfd = -1, .procfd = -1 };
+	if (pid <= 0)
+		return orh_fail(err, EINVAL, "the OCI state has no pid");
+	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (t->pidfd < 0 && errno != ENOSYS)
+		return orh_fail(err, errno, "pid %d: %s", (int)pid,
+				errno == ESRCH ? "no such process" : strerror(errno));
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	t->procfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->procfd < 0) {
+		r = orh_fail(err, errno, "opening '%s': %m", path);
+		orh_target_close(t);
+		return r;
+	}
+	/* opened after the pidfd, while its process lived: that process's directory */
+	r = orh_target_alive(t, "its /proc directory was opened", err);
+	if (r < 0)
+		orh_target_close(t);
+	return r;
+}
+
+int orh_target_read(const struct orh_target *t, const char *file, size_t max, char **out,
+		    struct orh_err *err)
+{
+	_cleanup_close_ int fd = openat(t->procfd, file, O_RDONLY | O_CLOEXEC);
+	char what[96];
+	int r;
+
+	snprintf(what, sizeof(what), "/proc/%d/%s was read", (int)t->pid, file);
+	if (fd < 0) {
+		int e = errno;
+
+		/* a reaped process's entries are gone: say so rather than "no such file" */
+		r = orh_target_alive(t, what, err);
+		if (r < 0)
+			return r;
+		return orh_fail(err, e, "opening '/proc/%d/%s': %s", (int)t->pid, file,
+				strerror(e));
+	}
+	r = orh_read_fd_all(fd, max, out, NULL);
+	if (r < 0)
+		return orh_fail(err, r, "reading '/proc/%d/%s': %s", (int)t->pid, file,
+				r == -EFBIG ? "larger than the limit" : strerror(-r));
+	r = orh_target_alive(t, what, err);
+	if (r < 0) {
+		free(*out);
+		*out = NULL;
+	}
+	return r;
+}
+
+/* ---- which process ------------------------------------------------------------ */
+
+static struct orh_fileid fileid_of(const struct stat *st)
+{
+	return (struct orh_fileid){ .dev = st->st_dev, .ino = st->st_ino };
+}
+
+static bool fileid_eq(struct orh_fileid a, struct orh_fileid b)
+{
+	return a.dev == b.dev && a.ino == b.ino;
+}
+
+int orh_target_judge(pid_t pid, const char *rootfs, const struct orh_target_view *v,
+		     struct orh_err *err)
+{
+	if (v->pivoted) {
+		/* after pivot_root, chroot, or a mount namespace made with the rootfs as its
+		 * root (crun's open_tree(OPEN_TREE_NAMESPACE)): its root is root.path */
+		if (fileid_eq(v->root, v->want))
+			return 0;
+		return orh_fail(err, EPERM,
+				"pid %d is not the container of this bundle: its root is not "
+				"root.path '%s' (dev %llu inode %llu; root.path: dev %llu "
+				"inode %llu)",
+				(int)pid, rootfs, (unsigned long long)v->root.dev,
+				(unsigned long long)v->root.ino, (unsigned long long)v->want.dev,
+				(unsigned long long)v->want.ino);
+	}
+	/* before pivot_root: the runtime has made its mount namespace and mounted root.path
+	 * in it; a host process shares the hook's */
+	if (!v->own_mntns)
+		return orh_fail(err, EPERM,
+				"pid %d is not the container of this bundle: it shares the hook's "
+				"mount namespace and root, as a host process does (a container is "
+				"created in a mount namespace of its own)",
+				(int)pid);
+	if (v->seen_errno)
+		return orh_fail(err, v->seen_errno,
+				"pid %d is not the container of this bundle: root.path '%s' cannot "
+				"be opened in its mount namespace: %s",
+				(int)pid, rootfs, strerror(v->seen_errno));
+	if (!fileid_eq(v->seen, v->want))
+		return orh_fail(err, EPERM,
+				"pid %d is not the container of this bundle: root.path '%s' is "
+				"another directory in its mount namespace",
+				(int)pid, rootfs);
+	if (!v->mount_point)
+		return orh_fail(err, EPERM,
+				"pid %d is not the container of this bundle: root.path '%s' is not "
+				"a mount point in its mount namespace (the runtime mounts it there "
+				"before createRuntime)",
+				(int)pid, rootfs);
+	return 0;
+}
+
+/* Compare two absolute paths, ignoring repeated slashes, "." components and a trailing
+ * slash (a root.path joined to its bundle may have them; mountinfo has none). */
+static bool same_path(const char *a, const char *b)
+{
+	for (;;) {
+		size_t la, lb;
+
+		while (*a == '/' || (a[0] == '.' && (a[1] == '/' || !a[1]) && a[-1] == '/'))
+			a++;
+		while (*b == '/' || (b[0] == '.' && (b[1] == '/' || !b[1]) && b[-1] == '/'))
+			b++;
+		if (!*a || !*b)
+			return !*a && !*b;
+		la = strcspn(a, "/");
+		lb = strcspn(b, "/");
+		if (la != lb || strncmp(a, b, la) != 0)
+			return false;
+		a += la;
+		b += lb;
+	}
+}
+
+bool orh_mountinfo_has_mount_point(char *text, const char *path)
+{
+	for (char *line = text; line && *line;) {
+		char *end = strchr(line, '\n'), *f = line;
+
+		if (end)
+			*end = '\0';
+		/* the fifth field: mount ID, parent ID, major:minor, root, mount point */
+		for (int i = 0; i < 4 && f; i++) {
+			f = strchr(f, ' ');
+			f = f ? f + 1 : NULL;
+		}
+		if (f) {
+			char *sp = strchr(f, ' ');
+
+			if (sp)
+				*sp = '\0';
+			orh_unescape_octal(f);
+			if (f[0] == '/' && path[0] == '/' && same_path(f, path))
+				return true;
+		}
+		line = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+/* Is `path` a mount point in /proc/<pid>/mountinfo? For kernels without STATX_MNT_ID
+ * (before 5.8). */
+static int listed_as_mount_point(const struct orh_target *t, const char *path, bool *out,
+				 struct orh_err *err)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = orh_target_read(t, "mountinfo", MOUNTINFO_MAX, &text, err);
+
+	if (r < 0)
+		return r;
+	*out = orh_mountinfo_has_mount_point(text, path);
+	return 0;
+}
+
+/* Is the directory behind fd the root of a mount (its mount is not its parent's)? */
+static int is_mount_point(const struct orh_target *t, int fd, const char *path, bool *out,
+			  struct orh_err *err)
+{
+	struct statx self, parent;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &self) < 0)
+		return orh_fail(err, errno,
+				"statx of root.path '%s' in pid %d's mount namespace: %m", path,
+				(int)t->pid);
+	if (!(self.stx_mask & STATX_MNT_ID))
+		return listed_as_mount_point(t, path, out, err);
+	if (statx(fd, "..", AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &parent) < 0)
+		return orh_fail(err, errno,
+				"statx of the parent of root.path '%s' in pid %d's mount "
+				"namespace: %m",
+				path, (int)t->pid);
+	*out = self.stx_mnt_id != parent.stx_mnt_id;
+	return 0;
+}
+
+int orh_target_open_rootfs(const struct orh_target *t, const char *rootfs, int *out,
+			   struct orh_err *err)
+{
+	struct orh_target_view v = { 0 };
+	struct stat st, self_root, self_ns, its_ns;
+	_cleanup_close_ int proot = -1;
+	_cleanup_close_ int seen = -1;
+	int r;
+
+	if (!rootfs || rootfs[0] != '/')
+		return orh_fail(err, EINVAL, "rootfs path '%s' is not absolute",
+				rootfs ? rootfs : "");
+	/* root.path as the runtime means it: the hook runs in the runtime's namespaces */
+	if (stat(rootfs, &st) < 0)
+		return orh_fail(err, errno, "stat of root.path '%s': %m", rootfs);
+	v.want = fileid_of(&st);
+	proot = openat(t->procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (proot < 0 || fstat(proot, &st) < 0) {
+		int e = errno;
+
+		r = orh_target_alive(t, "its root was opened", err);
+		return r < 0 ? r : orh_fail(err, e, "opening '/proc/%d/root': %s", (int)t->pid,
+					    strerror(e));
+	}
+	v.root = fileid_of(&st);
+	if (stat("/", &self_root) < 0)
+		return orh_fail(err, errno, "stat of '/': %m");
+	v.pivoted = !fileid_eq(v.root, fileid_of(&self_root));
+	if (!v.pivoted) {
+		if (fstatat(t->procfd, "ns/mnt", &its_ns, 0) < 0 ||
+		    stat("/proc/self/ns/mnt", &self_ns) < 0)
+			return orh_fail(err, errno, "stat of the mount namespace of pid %d: %m",
+					(int)t->pid);
+		v.own_mntns = !fileid_eq(fileid_of(&its_ns), fileid_of(&self_ns));
+	}
+	if (!v.pivoted && v.own_mntns) {
+		/* the runtime's own path, looked up in the container's mount namespace (its
+		 * symlinks too: resolved under its root, not the hook's) */
+		struct orh_err lookup = { 0 };
+
+		r = orh_rootfs_dir(proot, rootfs, false, ORH_MOUNT_ANY, &seen, &lookup);
+		if (r < 0)
+			v.seen_errno = -r;
+		else if (fstat(seen, &st) < 0)
+			return orh_fail(err, errno,
+					"stat of root.path '%s' in pid %d's mount namespace: %m",
+					rootfs, (int)t->pid);
+		else
+			v.seen = fileid_of(&st);
+		if (seen >= 0 && fileid_eq(v.seen, v.want)) {
+			r = is_mount_point(t, seen, rootfs, &v.mount_point, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	/* what was read is its own */
+	r = orh_target_alive(t, "its root and mount namespace were read", err);
+	if (r < 0)
+		return r;
+	r = orh_target_judge(t->pid, rootfs, &v, err);
+	if (r < 0)
+		return r;
+	*out = v.pivoted ? TAKE_FD(proot) : TAKE_FD(seen);
+	return 0;
+}
