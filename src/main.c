@@ -22,7 +22,8 @@ static void usage(FILE *f)
 	      "  env [--explain]             the NAME=VALUE lines a container on this node gets\n"
 	      "  createRuntime | prestart    OCI hook: give the container devices, memlock, NCCL settings\n"
 	      "  poststop                    OCI hook: clean up\n"
-	      "  cdi-memlock                 OCI hook of the CDI spec: only the memlock limit\n"
+	      "  nccl-conf                   OCI hook the spec edit adds: only /etc/nccl.conf\n"
+	      "  cdi-createRuntime           OCI hook of the CDI spec: memlock and /etc/nccl.conf\n"
 	      "  precreate                   podman precreate hook: edit the spec on stdin\n"
 	      "  runtime ARGS...             runtime shim (also as 'oci-rdma-runtime')\n"
 	      "  cdi [--output FILE]         print a CDI spec for this node\n"
@@ -54,6 +55,8 @@ static const struct command commands[] = {
 	{ "createRuntime", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "prestart", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "poststop", orh_cmd_hook, true, CONFINE_HOOK },
+	{ "nccl-conf", orh_cmd_hook, true, CONFINE_HOOK },
+	{ "cdi-createRuntime", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "cdi-memlock", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "precreate", orh_cmd_precreate, true, CONFINE_FILTER },
 	{ "runtime", orh_cmd_runtime, true, CONFINE_NONE },

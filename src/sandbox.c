@@ -8,6 +8,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
@@ -55,12 +56,43 @@ bool orh_caps_had_sys_resource(void)
 	return v == CAP_SET;
 }
 
+/* The initial user namespace maps every uid to itself: "0 0 4294967295". In any other
+ * (rootless podman's, a user namespace of a container engine) a capability counts only
+ * for what that namespace owns, and rlimits are not among it: the kernel checks
+ * CAP_SYS_RESOURCE against the initial namespace to raise a hard limit. */
+static bool in_initial_userns(void)
+{
+	char buf[128] = "";
+	unsigned long long inside = 1, outside = 1, count = 0;
+	FILE *f = fopen("/proc/self/uid_map", "re");
+	bool initial = false;
+
+	if (!f)
+		return true; /* no user namespaces in this kernel */
+	if (fgets(buf, sizeof(buf), f) &&
+	    sscanf(buf, "%llu %llu %llu", &inside, &outside, &count) == 3)
+		initial = inside == 0 && outside == 0 && count == 4294967295ULL &&
+			  !fgets(buf, sizeof(buf), f);
+	fclose(f);
+	return initial;
+}
+
+bool orh_can_raise_hard_rlimits(void)
+{
+	static int cached = -1;
+
+	if (cached < 0)
+		cached = orh_caps_had_sys_resource() && in_initial_userns();
+	return cached;
+}
+
 int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err)
 {
 	cap_t cur, want;
 	int r = 0;
 
 	started_with_sys_resource = orh_caps_had_sys_resource();
+	(void)orh_can_raise_hard_rlimits(); /* while /proc may still be read */
 	caps_limited = true;
 	cur = cap_get_proc();
 	want = cap_init();

@@ -53,8 +53,21 @@ check "precreate exits 0" [ $? = 0 ]
 check "precreate prints valid JSON" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out.json"
 check "precreate keeps the user's NCCL_IB_HCA" \
 	[ "$(pyq "$T/out.json" '[e for e in d["process"]["env"] if e.startswith("NCCL_IB_HCA=")]')" = "['NCCL_IB_HCA=mine']" ]
-check "precreate adds the plan's NCCL_IB_GID_INDEX" \
-	[ "$(pyq "$T/out.json" '"NCCL_IB_GID_INDEX=3" in d["process"]["env"]')" = True ]
+check "precreate puts no NCCL setting of the plan into PID 1's environment" \
+	[ "$(pyq "$T/out.json" '[e for e in d["process"]["env"] if e.startswith("NCCL_")]')" = "['NCCL_IB_HCA=mine']" ]
+# the settings reach /etc/nccl.conf through the nccl-conf hook, run from this binary with
+# the config and sysroot the edit used; poststop removes what a read-only root needed
+self_hooks() {
+	python3 -c 'import json, os, sys
+print(json.dumps({"createRuntime": [{"path": os.path.realpath(sys.argv[1]),
+  "args": ["oci-rdma-hook"] + sys.argv[2:] + ["nccl-conf"], "timeout": 30}],
+  "poststop": [{"path": os.path.realpath(sys.argv[1]),
+  "args": ["oci-rdma-hook"] + sys.argv[2:] + ["poststop"], "timeout": 30}]}, sort_keys=True))' \
+		"$HOOK" "$@"
+}
+spec_hooks() { pyq "$1" 'json.dumps(d.get("hooks"), sort_keys=True)'; }
+check "precreate registers this binary's nccl-conf and poststop hooks, with --config and --sysroot" \
+	[ "$(spec_hooks "$T/out.json")" = "$(self_hooks --config "$T/node.conf" --sysroot "$T/node")" ]
 if capsh --has-p=cap_sys_resource 2>/dev/null; then
 	check "precreate adds RLIMIT_MEMLOCK unlimited as 2^64-1" \
 		grep -q '{"type":"RLIMIT_MEMLOCK","hard":18446744073709551615,"soft":18446744073709551615}' "$T/out.json"
@@ -101,7 +114,7 @@ check "precreate: a bad annotation under on_error=fail fails (exit 1)" [ $? = 1 
 "$HOOK" --sysroot "$T/node" --config "$T/strict.conf" precreate <"$T/spec.json" >"$T/out.json" 2>/dev/null
 check "precreate: activation = annotation leaves an unannotated spec alone" cmp -s "$T/spec.json" "$T/out.json"
 "$HOOK" --sysroot "$T/node" --config "$T/strict.conf" precreate <"$T/optin.json" >"$T/out.json" 2>/dev/null
-check "precreate: activation = annotation edits an annotated spec" grep -q NCCL_IB_GID_INDEX "$T/out.json"
+check "precreate: activation = annotation edits an annotated spec" grep -q '"nccl-conf"' "$T/out.json"
 echo '{"process":' | "${H[@]}" precreate >"$T/out.json" 2>/dev/null
 check "precreate: malformed JSON is passed through unchanged" [ "$(cat "$T/out.json")" = '{"process":' ]
 "${H[@]}" precreate extra </dev/null >/dev/null 2>&1
@@ -147,7 +160,9 @@ shim "$T/node.conf" --root /run/x --log "$T/log.json" --log-format json create -
 check "shim create exits with the runtime's status" [ $? = 0 ]
 check "shim passes every argument to the runtime, in order" \
 	[ "$(tr '\n' ' ' <"$T/fake-runc.args")" = "$T/fake-runc --root /run/x --log $T/log.json --log-format json create --bundle $T/bundle --pid-file $T/pid c1 " ]
-check "shim create edits config.json" grep -q NCCL_IB_GID_INDEX "$T/bundle/config.json"
+check "shim create edits config.json" grep -q '"nccl-conf"' "$T/bundle/config.json"
+check "shim: no NCCL setting of the plan in PID 1's environment" \
+	[ "$(pyq "$T/bundle/config.json" '[e for e in d["process"]["env"] if e.startswith("NCCL_")]')" = "['NCCL_IB_HCA=mine']" ]
 check "shim keeps config.json's mode" [ "$(stat -c %a "$T/bundle/config.json")" = 640 ]
 check "shim leaves no temporary file" [ "$(ls -A "$T/bundle")" = config.json ]
 check "shim writes nothing to stderr on success" [ ! -s "$T/err" ]
@@ -157,10 +172,10 @@ shim "$T/node.conf" create -b "$T/bundle" c2 2>/dev/null
 check "shim: an opted-out config.json stays byte for byte" cmp -s "$T/optout.json" "$T/bundle/config.json"
 cp "$T/spec.json" "$T/bundle/config.json"
 shim "$T/node.conf" --root=/run/y run --bundle="$T/bundle" -d c3 2>/dev/null
-check "shim run --bundle=DIR edits config.json" grep -q NCCL_IB_GID_INDEX "$T/bundle/config.json"
+check "shim run --bundle=DIR edits config.json" grep -q '"nccl-conf"' "$T/bundle/config.json"
 cp "$T/spec.json" "$T/bundle/config.json"
 (cd "$T/bundle" && shim "$T/node.conf" create c4 2>/dev/null)
-check "shim create without --bundle uses the working directory" grep -q NCCL_IB_GID_INDEX "$T/bundle/config.json"
+check "shim create without --bundle uses the working directory" grep -q '"nccl-conf"' "$T/bundle/config.json"
 cp "$T/spec.json" "$T/bundle/config.json"
 shim "$T/node.conf" --log "$T/bundle" state c5 2>/dev/null
 check "shim passes other commands through untouched" cmp -s "$T/spec.json" "$T/bundle/config.json"
@@ -182,7 +197,7 @@ PATH=$T:$PATH shim "$T/missing.conf" state c9 2>"$T/err"
 check "shim looks the runtime up in its fixed PATH only" [ $? = 1 ] && grep -q "not found" "$T/err"
 cp "$T/spec.json" "$T/bundle/config.json"
 "${H[@]}" runtime create --bundle "$T/bundle" c10 2>/dev/null
-check "oci-rdma-hook runtime ARGS works like the shim" grep -q NCCL_IB_GID_INDEX "$T/bundle/config.json"
+check "oci-rdma-hook runtime ARGS works like the shim" grep -q '"nccl-conf"' "$T/bundle/config.json"
 cp "$T/spec.json" "$T/bundle/config.json"
 OCI_RDMA_HOOK_CONFIG=$T/node.conf OCI_RDMA_HOOK_SYSROOT=$T/kmsgnode "$T/oci-rdma-runtime" \
 	create --bundle "$T/bundle" c11 2>/dev/null
@@ -196,17 +211,17 @@ check "cdi: one device per chosen HCA, then all" \
 	[ "$(pyq "$T/cdi.json" '" ".join(x["name"] for x in d["devices"])')" = "mlx5_1 mlx5_2 mlx5_3 mlx5_4 mlx5_5 mlx5_6 mlx5_7 mlx5_8 all" ]
 check "cdi: a device holds its uverbs node and rdma_cm" \
 	[ "$(pyq "$T/cdi.json" '[n["path"] for n in d["devices"][2]["containerEdits"]["deviceNodes"]]')" = "['/dev/infiniband/uverbs3', '/dev/infiniband/rdma_cm']" ]
-check "cdi: NCCL_IB_HCA only on all, the rest spec-wide" \
-	[ "$(pyq "$T/cdi.json" '(d["devices"][-1]["containerEdits"]["env"][0].startswith("NCCL_IB_HCA="), any(e.startswith("NCCL_IB_HCA=") for e in d["containerEdits"]["env"]), "NCCL_IB_GID_INDEX=3" in d["containerEdits"]["env"])')" = "(True, False, True)" ]
-# the spec-wide createRuntime hook that gives memlock (CDI has no rlimit edit): this
-# binary, with the config and sysroot the spec came from, made absolute
-cdi_hook() { pyq "$1" 'json.dumps(d["containerEdits"].get("hooks"))'; }
+check "cdi: no env edit anywhere (it would replace the user's values and fix the host's interface)" \
+	[ "$(pyq "$T/cdi.json" '[x for x in [d["containerEdits"]] + [e["containerEdits"] for e in d["devices"]] if "env" in x]')" = "[]" ]
+# the spec-wide createRuntime hook that gives memlock (CDI has no rlimit edit) and writes
+# /etc/nccl.conf: this binary, with the config and sysroot the spec came from, made absolute
+cdi_hook() { pyq "$1" 'json.dumps(d["containerEdits"].get("hooks"), sort_keys=True)'; }
 want_hook() {
 	python3 -c 'import json, os, sys
 print(json.dumps([{"hookName": "createRuntime", "path": os.path.realpath(sys.argv[1]),
-                   "args": ["oci-rdma-hook"] + sys.argv[2:] + ["cdi-memlock"]}]))' "$HOOK" "$@"
+                   "args": ["oci-rdma-hook"] + sys.argv[2:] + ["cdi-createRuntime"]}], sort_keys=True))' "$HOOK" "$@"
 }
-check "cdi: the memlock hook runs this binary's cdi-memlock with --config and --sysroot" \
+check "cdi: the hook runs this binary's cdi-createRuntime with --config and --sysroot" \
 	[ "$(cdi_hook "$T/cdi.json")" = "$(want_hook --config "$T/node.conf" --sysroot "$T/node")" ]
 TP=$(cd "$T" && pwd -P)
 printf '[node]\nsysroot = %s\n' "$T/node" >"$T/sysroot.conf"
@@ -255,7 +270,8 @@ d = json.load(open(sys.argv[1]))
 d["root"] = {"path": "rootfs"}
 json.dump(d, open(sys.argv[2], "w"))' "${3:-$T/spec.json}" "$T/cdib/config.json"
 	printf '{"ociVersion":"1.0.2","id":"cdi1","status":"created","pid":%s,"bundle":"%s"}' \
-		"$2" "$T/cdib" | "$HOOK" --sysroot "$T/node" --config "$1" cdi-memlock 2>"$T/err"
+		"$2" "$T/cdib" | "$HOOK" --sysroot "$T/node" --config "$1" "${STAGE:-cdi-memlock}" \
+		2>"$T/err"
 	RC=$?
 }
 hard=$(ulimit -Hl)
@@ -296,6 +312,46 @@ json.dump(d, open(sys.argv[2], "w"))' "$T/spec.json" "$T/memlock-spec.json"
 		[ "$(memlock_of "$TARGET")" = "524288 2097152" ]
 	check "... and says so" grep -q "container left unchanged" "$T/err"
 	check "... and exits 0" [ "$RC" = 0 ]
+	# cdi-createRuntime (what the CDI spec carries now): memlock and /etc/nccl.conf, with
+	# NCCL_IB_HCA only for a container given every device (CDI's "all")
+	with_devs() { # CDI-DEVICE OUT: the spec with that CDI device's nodes in linux.devices
+		python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+c = json.load(open(sys.argv[2]))
+dev = [x for x in c["devices"] if x["name"] == sys.argv[3]][0]
+d["linux"]["devices"] = [{"path": n["path"], "type": "c", "major": n["major"],
+                          "minor": n["minor"]} for n in dev["containerEdits"]["deviceNodes"]]
+json.dump(d, open(sys.argv[4], "w"))' "$T/spec.json" "$T/cdi.json" "$1" "$2"
+	}
+	with_devs all "$T/cdi-all.json"
+	with_devs mlx5_3 "$T/cdi-one.json"
+	rm -rf "$T/cdib/rootfs/etc"
+	target
+	STAGE=cdi-createRuntime cdi_memlock "$T/memlock.conf" "$TARGET" "$T/cdi-all.json"
+	check "cdi-createRuntime exits 0" [ "$RC" = 0 ]
+	check "cdi-createRuntime raises memlock to the node's 2 MiB" \
+		[ "$(memlock_of "$TARGET")" = "2097152 2097152" ]
+	check "cdi-createRuntime, every device: /etc/nccl.conf holds the plan, NCCL_IB_HCA included" \
+		diff <("$HOOK" --sysroot "$T/node" --config "$T/memlock.conf" env | sort) \
+		<(grep '^NCCL_' "$T/cdib/rootfs/etc/nccl.conf" | sort)
+	rm -rf "$T/cdib/rootfs/etc"
+	target
+	STAGE=cdi-createRuntime cdi_memlock "$T/memlock.conf" "$TARGET" "$T/cdi-one.json"
+	check "cdi-createRuntime, one device: /etc/nccl.conf has no NCCL_IB_HCA, the rest of the plan" \
+		diff <("$HOOK" --sysroot "$T/node" --config "$T/memlock.conf" env | grep -v '^NCCL_IB_HCA=' | sort) \
+		<(grep '^NCCL_' "$T/cdib/rootfs/etc/nccl.conf" | sort)
+	# nccl-conf (what the spec edit registers): /etc/nccl.conf alone, memlock untouched
+	rm -rf "$T/cdib/rootfs/etc"
+	target
+	STAGE=nccl-conf cdi_memlock "$T/memlock.conf" "$TARGET"
+	# (the user's NCCL_IB_HCA=mine in PID 1's environment beats the file's in NCCL)
+	check "nccl-conf writes /etc/nccl.conf with the plan" \
+		diff <("$HOOK" --sysroot "$T/node" --config "$T/memlock.conf" env | sort) \
+		<(grep '^NCCL_' "$T/cdib/rootfs/etc/nccl.conf" | sort)
+	check "nccl-conf leaves memlock alone (the spec edit set it)" \
+		[ "$(memlock_of "$TARGET")" = "524288 2097152" ]
+	check "nccl-conf logs one summary line" \
+		grep -q "container cdi1: nccl-conf: /etc/nccl.conf: [0-9]* settings added" "$T/err"
 	kill "$TARGET" 2>/dev/null
 	wait "$TARGET" 2>/dev/null
 else

@@ -7,6 +7,8 @@
 #ifndef ORH_COMMANDS_H
 #define ORH_COMMANDS_H
 
+#include <jansson.h>
+
 #include "orh/config.h"
 #include "orh/inventory.h"
 #include "orh/plan.h"
@@ -30,13 +32,20 @@ struct orh_ctx {
 
 int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv);
 int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv);
-/* Live hook stages: createRuntime, prestart, poststop, and cdi-memlock (the hook a CDI
- * spec carries: only the memlock step). argv[0] is the stage. */
+/* Live hook stages: createRuntime, prestart, poststop; nccl-conf (the hook the spec edit
+ * registers: only /etc/nccl.conf); cdi-createRuntime (the hook a CDI spec carries: the
+ * memlock step and /etc/nccl.conf) and cdi-memlock (older CDI specs: the memlock step).
+ * argv[0] is the stage. */
 int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv);
 int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv);
 /* Runtime shim: argv holds the runtime's arguments (argv[0] = "runtime"). */
 int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv);
 int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv);
+
+/* An OCI hook entry {path, args, timeout} that runs this binary's `stage` with the
+ * --config and --sysroot this process was given (absolute). */
+int orh_self_hook(const struct orh_ctx *ctx, const char *stage, json_t **out,
+		  struct orh_err *err);
 
 /* A subcommand's boolean flags: every argv[1..] must be one of flags[].name, which sets
  * its *value. Anything else is reported as "<argv[0]>: unknown argument" and gives

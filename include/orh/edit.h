@@ -28,8 +28,9 @@ struct orh_edit_result {
 /* Edit spec in place for this node. 0 with res->edits == 0 leaves spec untouched (not
  * activated, or no usable RDMA port). On an error the spec may be partly edited: the
  * caller must then use the original document. */
-int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spec,
-		  struct orh_edit_result *res, struct orh_err *err);
+struct orh_ctx;
+int orh_spec_edit(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,
+		  struct orh_err *err);
 void orh_edit_result_free(struct orh_edit_result *res);
 /* Must a failed edit fail the container (config on_error = fail and it asked)? */
 bool orh_edit_must_fail(const struct orh_config *cfg, const struct orh_edit_result *res);

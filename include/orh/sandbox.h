@@ -28,6 +28,9 @@ int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err);
 /* Did the process hold CAP_SYS_RESOURCE before orh_caps_limit()? (The runtime that
  * will apply the spec's rlimits has the privileges the process started with.) */
 bool orh_caps_had_sys_resource(void);
+/* Can this process raise a hard rlimit (and so can a runtime started with its
+ * privileges)? CAP_SYS_RESOURCE, and the initial user namespace. */
+bool orh_can_raise_hard_rlimits(void);
 
 /* Install the seccomp allow-list of the hook (and set no_new_privs, which it needs).
  * Inherited by children and kept over execve, so the runtime shim never calls it before

@@ -14,8 +14,15 @@
 #include "orh/plan.h"
 #include "orh/util.h"
 
+/* The name our hooks run under (args[0]; the binary's name). */
+#define ORH_HOOK_NAME "oci-rdma-hook"
+
 struct orh_spec_opts {
 	bool add_ipc_lock;  /* add CAP_IPC_LOCK to bounding/effective/permitted */
+	/* OCI hook entries ({path, args, timeout}) of this binary's `nccl-conf` and
+	 * `poststop` stages, or NULL (borrowed) */
+	const json_t *nccl_hook;
+	const json_t *poststop_hook;
 	struct orh_strv *warnings; /* where to say what was kept that may not work; or NULL */
 };
 
@@ -24,8 +31,7 @@ struct orh_spec_changes {
 	unsigned devices;        /* linux.devices entries added */
 	unsigned allow_rules;    /* linux.resources.devices rules added */
 	bool memlock;            /* process.rlimits RLIMIT_MEMLOCK added */
-	unsigned env;            /* process.env entries added */
-	unsigned env_kept;       /* plan variables left out because the user set them */
+	unsigned hooks;          /* hooks (nccl-conf, poststop) added */
 	unsigned caps;           /* capability sets CAP_IPC_LOCK was added to */
 };
 
@@ -38,7 +44,12 @@ struct orh_spec_changes {
  *    the runtime's deny-all) unless the same rule is there;
  *  - process.rlimits: RLIMIT_MEMLOCK {soft, hard} when the plan sets memlock and the spec
  *    has no RLIMIT_MEMLOCK entry;
- *  - process.env: "NAME=VALUE" for plan variables the spec does not set;
+ *  - hooks.createRuntime: opts->nccl_hook, and hooks.poststop: opts->poststop_hook, when
+ *    the plan has NCCL settings, unless one of our hooks is there for that stage already
+ *    (podman's hooks.d adds the live createRuntime hook and poststop). The settings are
+ *    never put into process.env: the hook writes them into /etc/nccl.conf, where the
+ *    container's own environment and the image's own file win, and where processes started
+ *    with exec find them too;
  *  - CAP_IPC_LOCK in process.capabilities.{bounding,effective,permitted} when
  *    opts->add_ipc_lock and the spec has a capabilities object (a spec without one keeps
  *    every capability of the runtime's default and is left alone).

@@ -2,12 +2,13 @@
 /*
  * oci-rdma-hook cdi [--output FILE]: a Container Device Interface spec for this node.
  * One device per HCA the plan uses (its uverbs node, its ports' umad/issm when the
- * config gives management devices, and rdma_cm), one device "all" with every node and
- * NCCL_IB_HCA, and the plan's other variables as spec-wide env edits (applied whenever
- * any of the devices is requested). CDI has no rlimit edit: the plan's memlock comes
- * through a spec-wide createRuntime hook, this very binary run as
- * "oci-rdma-hook [--config FILE] [--sysroot DIR] cdi-memlock" with the config file and
- * sysroot the spec was generated from (cmd_hook.c).
+ * config gives management devices, and rdma_cm), and one device "all" with every node.
+ * No env edit: CDI env edits replace the container's own values, and what NCCL needs
+ * depends on the container (its network namespace: NCCL_SOCKET_IFNAME; the devices it was
+ * given: NCCL_IB_HCA). A spec-wide createRuntime hook, this very binary run as
+ * "oci-rdma-hook [--config FILE] [--sysroot DIR] cdi-createRuntime" with the config file
+ * and sysroot the spec was generated from (cmd_hook.c), applies the plan's memlock (CDI has
+ * no rlimit edit) and writes the container's /etc/nccl.conf.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,102 +69,48 @@ static const struct orh_devnode *plan_node(const struct orh_plan *plan,
 	return NULL;
 }
 
-/* Add {name, containerEdits: {deviceNodes: nodes[, env: env]}}; steals nodes and env. */
-static int add_device(json_t *devices, const char *name, json_t *nodes, json_t *env)
+/* Add {name, containerEdits: {deviceNodes: nodes}}; steals nodes. */
+static int add_device(json_t *devices, const char *name, json_t *nodes)
 {
 	json_t *d = json_pack("{s:s, s:{s:o}}", "name", name, "containerEdits", "deviceNodes",
 			      nodes);
 
-	if (!d) {
-		json_decref(env);
+	if (!d)
 		return -ENOMEM;
-	}
-	if (env && json_object_set_new(json_object_get(d, "containerEdits"), "env", env) < 0) {
-		json_decref(d);
-		return -ENOMEM;
-	}
 	return json_array_append_new(devices, d) < 0 ? -ENOMEM : 0;
 }
 
-/* `path` made absolute against the working directory, symlinks kept: the hook runs in
- * whatever directory the runtime starts it. */
-static int absolute(const char *path, char **out, struct orh_err *err)
+/* The createRuntime hook every CDI container of our kind gets: the memlock of the plan
+ * (CDI has no rlimit edit) and /etc/nccl.conf, written in the container's own network
+ * namespace (cmd_hook.c). */
+static int cdi_hook(const struct orh_ctx *ctx, json_t **out, struct orh_err *err)
 {
-	char cwd[PATH_MAX];
+	int r = orh_self_hook(ctx, "cdi-createRuntime", out, err);
 
-	if (path[0] == '/') {
-		*out = orh_xstrdup(path);
-		return 0;
+	if (r < 0)
+		return r;
+	/* CDI hooks name their stage; they carry no timeout */
+	json_object_del(*out, "timeout");
+	if (json_object_set_new(*out, "hookName", json_string("createRuntime")) < 0) {
+		json_decref(*out);
+		*out = NULL;
+		return orh_fail(err, ENOMEM, "building the createRuntime hook: out of memory");
 	}
-	if (!getcwd(cwd, sizeof(cwd)))
-		return orh_fail(err, errno,
-				"making '%s' absolute: getting the working directory: %s", path,
-				strerror(errno));
-	*out = orh_xasprintf("%s/%s", cwd, path);
 	return 0;
 }
 
-/* The createRuntime hook that gives CDI containers the plan's RLIMIT_MEMLOCK: this very
- * binary, with --config only when a config file was named (without it the hook reads the
- * default file, as this command did) and --sysroot only when one was given (else it
- * comes from that same config). */
-static int memlock_hook(const struct orh_ctx *ctx, json_t **out, struct orh_err *err)
-{
-	static const char deleted[] = " (deleted)";
-	char self[PATH_MAX];
-	_cleanup_free_ char *config = NULL;
-	_cleanup_free_ char *sysroot = NULL;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self));
-	size_t len;
-	json_t *args = NULL;
-	int r;
-
-	*out = NULL;
-	if (n < 0)
-		return orh_fail(err, errno, "reading '/proc/self/exe': %s", strerror(errno));
-	if ((size_t)n >= sizeof(self))
-		return orh_fail(err, ENAMETOOLONG, "reading '/proc/self/exe': path too long");
-	self[n] = '\0';
-	len = (size_t)n;
-	if (self[0] != '/' ||
-	    (len >= sizeof(deleted) - 1 && !strcmp(self + len - (sizeof(deleted) - 1), deleted)))
-		return orh_fail(err, ENOENT,
-				"this binary ('%s') is no longer where it was started from", self);
-	if (ctx->config_explicit && (r = absolute(ctx->config_path, &config, err)) < 0)
-		return r;
-	if (ctx->sysroot_opt && (r = absolute(ctx->sysroot_opt, &sysroot, err)) < 0)
-		return r;
-	args = json_pack("[s]", "oci-rdma-hook");
-	if (!args ||
-	    (config && (json_array_append_new(args, json_string("--config")) < 0 ||
-			json_array_append_new(args, json_string(config)) < 0)) ||
-	    (sysroot && (json_array_append_new(args, json_string("--sysroot")) < 0 ||
-			 json_array_append_new(args, json_string(sysroot)) < 0)) ||
-	    json_array_append_new(args, json_string("cdi-memlock")) < 0) {
-		json_decref(args);
-		return orh_fail(err, EINVAL,
-				"building the memlock hook: out of memory, or a path not in UTF-8");
-	}
-	*out = json_pack("{s:s, s:s, s:o}", "hookName", "createRuntime", "path", self, "args",
-			 args);
-	if (!*out)
-		return orh_fail(err, EINVAL,
-				"building the memlock hook: out of memory, or a path not in UTF-8");
-	return 0;
-}
-
-/* Build the CDI document. Pure: a function of the plan, the inventory and the memlock
- * hook (stolen; NULL when the plan sets no memlock). */
+/* Build the CDI document. Pure: a function of the plan, the inventory and the hook
+ * (stolen). */
 static int cdi_build(const struct orh_plan *plan, const struct orh_inventory *inv, json_t *hook,
 		     json_t **out, struct orh_strv *warnings)
 {
-	json_t *doc = NULL, *devices = json_array(), *all = json_array(), *env = json_array();
-	json_t *hca = NULL, *hooks = NULL;
+	json_t *doc = NULL, *devices = json_array(), *all = json_array();
+	json_t *hooks = NULL;
 	const struct orh_devnode *cm = plan_node(plan, &inv->rdma_cm);
 	int r;
 
 	*out = NULL;
-	if (!devices || !all || !env)
+	if (!devices || !all)
 		goto oom;
 	if (hook) {
 		hooks = json_array();
@@ -206,37 +153,20 @@ static int cdi_build(const struct orh_plan *plan, const struct orh_inventory *in
 				json_decref(nodes);
 				goto oom;
 			}
-			if (add_device(devices, dev->name, nodes, NULL) < 0)
+			if (add_device(devices, dev->name, nodes) < 0)
 				goto oom;
 		}
 	}
 	for (size_t i = 0; i < plan->n_nodes; i++)
 		if (json_array_append_new(all, node_json(&plan->nodes[i])) < 0)
 			goto oom;
-	/* NCCL_IB_HCA names every chosen port, so only "all" sets it: a single device
-	 * needs none (libibverbs lists only the devices whose uverbs node the container
-	 * has), and two devices' values would overwrite each other. */
-	for (size_t i = 0; i < plan->n_env; i++) {
-		_cleanup_free_ char *kv = orh_xasprintf("%s=%s", plan->env[i].name,
-							plan->env[i].value);
-
-		if (strcmp(plan->env[i].name, "NCCL_IB_HCA") == 0) {
-			hca = json_pack("[s]", kv);
-			if (!hca)
-				goto oom;
-		} else if (json_array_append_new(env, json_string(kv)) < 0) {
-			goto oom;
-		}
-	}
-	r = add_device(devices, "all", all, hca);
+	r = add_device(devices, "all", all);
 	all = NULL;
-	hca = NULL;
 	if (r < 0)
 		goto oom;
 	/* "o*" leaves the key out when hooks is NULL */
-	doc = json_pack("{s:s, s:s, s:o, s:{s:o, s:o*}}", "cdiVersion", ORH_CDI_VERSION, "kind",
-			ORH_CDI_KIND, "devices", devices, "containerEdits", "env", env, "hooks",
-			hooks);
+	doc = json_pack("{s:s, s:s, s:o, s:{s:o*}}", "cdiVersion", ORH_CDI_VERSION, "kind",
+			ORH_CDI_KIND, "devices", devices, "containerEdits", "hooks", hooks);
 	if (!doc)
 		return -ENOMEM; /* json_pack with "o" steals the references even on failure */
 	*out = doc;
@@ -244,8 +174,6 @@ static int cdi_build(const struct orh_plan *plan, const struct orh_inventory *in
 oom:
 	json_decref(devices);
 	json_decref(all);
-	json_decref(env);
-	json_decref(hca);
 	json_decref(hooks);
 	json_decref(hook);
 	return -ENOMEM;
@@ -319,8 +247,8 @@ int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 
-	if (plan.set_memlock && memlock_hook(ctx, &hook, &err) < 0) {
-		orh_log(LOG_ERR, "cdi: the memlock hook: %s: no spec written", err.msg);
+	if ((plan.set_memlock || plan.n_env > 0) && cdi_hook(ctx, &hook, &err) < 0) {
+		orh_log(LOG_ERR, "cdi: %s: no spec written", err.msg);
 		rc = ORH_EXIT_FAIL;
 		goto out;
 	}

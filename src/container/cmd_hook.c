@@ -3,14 +3,18 @@
  * The live OCI hook: createRuntime / prestart (same behaviour) give an activated
  * container its RDMA device nodes, the device cgroup grants, RLIMIT_MEMLOCK and an
  * /etc/nccl.conf; poststop removes what the hook left outside the container.
- * cdi-memlock is the createRuntime hook that the CDI spec (cmd_cdi.c) carries, since CDI
- * has no rlimit edit: for every container given a device of the spec's kind (that request
- * is the activation) it applies the memlock step alone.
+ * nccl-conf is the createRuntime hook that the spec edit (precreate, the runtime shim)
+ * registers: the edit put the devices, grants and memlock into the spec, and this stage
+ * writes /etc/nccl.conf alone. cdi-createRuntime is the one the CDI spec (cmd_cdi.c)
+ * carries: for every container given a device of the spec's kind (that request is the
+ * activation) it applies the memlock step (CDI has no rlimit edit) and writes
+ * /etc/nccl.conf; cdi-memlock, which CDI specs of earlier versions name, the memlock step
+ * alone.
  *
  * Failure policy (config [containers] on_error): "warn" logs and exits 0, so the
  * container starts with whatever was applied before the failing step; "fail" exits 1
  * for containers that asked for RDMA with the oci-rdma-hook/enable annotation, or, for
- * cdi-memlock, with the CDI device.
+ * the cdi-* stages, with the CDI device.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -212,16 +216,77 @@ static int apply_memlock(const struct hook *h, char *text, size_t size, struct o
 	return 0;
 }
 
-/* cdi-memlock: the memlock step alone, and one line saying what it did. */
-static int apply_cdi_memlock(struct hook *h)
+/* Does the spec's linux.devices hold a character device of these numbers? */
+static bool spec_holds(const json_t *spec, unsigned major, unsigned minor)
 {
+	const json_t *devs = json_object_get(json_object_get(spec, "linux"), "devices");
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(devs, i, e) {
+		const json_t *type = json_object_get(e, "type");
+
+		if (json_is_string(type) && !strcmp(json_string_value(type), "c") &&
+		    json_integer_value(json_object_get(e, "major")) == (json_int_t)major &&
+		    json_integer_value(json_object_get(e, "minor")) == (json_int_t)minor)
+			return true;
+	}
+	return false;
+}
+
+/* The settings for /etc/nccl.conf. A CDI container given some of the devices (one device
+ * of the spec, not "all") gets no NCCL_IB_HCA: it names every chosen port, and libibverbs
+ * lists only the devices whose uverbs node the container has. */
+static size_t conf_env(const struct hook *h, struct orh_env_entry *out)
+{
+	const struct orh_plan *p = &h->plan;
+	bool all = true;
+	size_t n = 0;
+
+	if (!strcmp(h->stage, "cdi-createRuntime"))
+		for (size_t i = 0; i < p->n_nodes; i++)
+			if (orh_startswith(p->nodes[i].path, "/dev/infiniband/uverbs") &&
+			    !spec_holds(h->spec, p->nodes[i].major, p->nodes[i].minor))
+				all = false;
+	for (size_t i = 0; i < p->n_env; i++)
+		if (all || strcmp(p->env[i].name, "NCCL_IB_HCA") != 0)
+			out[n++] = p->env[i];
+	return n;
+}
+
+/* The /etc/nccl.conf step alone (nccl-conf, cdi-createRuntime), and the memlock step
+ * before it for the cdi-* stages; one line saying what was done. */
+static int apply_conf_stage(struct hook *h)
+{
+	_cleanup_free_ struct orh_env_entry *env = NULL;
+	struct orh_ncclconf_result nres;
 	struct orh_err err = { 0 };
 	char memlock[192] = "";
+	bool conf = strcmp(h->stage, "cdi-memlock") != 0;
+	size_t n_env = 0;
 
-	if (apply_memlock(h, memlock, sizeof(memlock), &err) < 0)
+	if (strcmp(h->stage, "nccl-conf") != 0 &&
+	    apply_memlock(h, memlock, sizeof(memlock), &err) < 0)
 		return failed(h, "memlock", &err);
-	orh_log(LOG_INFO, "container %s: %s: %s", cid(h), h->stage,
-		memlock[0] ? memlock : "the plan sets no memlock; left unchanged");
+	memset(&nres, 0, sizeof(nres));
+	if (conf) {
+		env = orh_xcalloc(h->plan.n_env + 1, sizeof(*env));
+		n_env = conf_env(h, env);
+		if (orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,
+				       h->state_dir[0] ? h->state_dir : NULL, env, n_env, &nres,
+				       &err) < 0)
+			return failed(h, "/etc/nccl.conf", &err);
+	}
+	if (!conf)
+		orh_log(LOG_INFO, "container %s: %s: %s", cid(h), h->stage,
+			memlock[0] ? memlock : "the plan sets no memlock; left unchanged");
+	else
+		orh_log(LOG_INFO, "container %s: %s: %s%s/etc/nccl.conf: %zu settings added%s%s%s",
+			cid(h), h->stage, memlock, memlock[0] ? "; " : "", nres.added,
+			nres.bind_mounted ? ", bind-mounted from " : "",
+			nres.bind_mounted ? nres.generated : "",
+			nres.foreign ? " over the file of another mount, which is left as it is"
+				     : "");
 	return ORH_EXIT_OK;
 }
 
@@ -286,7 +351,8 @@ static int run(struct hook *h)
 {
 	struct orh_err err = { 0 };
 	const json_t *annotations;
-	bool cdi = !strcmp(h->stage, "cdi-memlock");
+	bool cdi = orh_startswith(h->stage, "cdi-");
+	bool conf_only = cdi || !strcmp(h->stage, "nccl-conf");
 
 	if (read_state(h, &err) < 0) {
 		orh_log(LOG_ERR, "%s: %s; nothing done", h->stage, err.msg);
@@ -343,7 +409,7 @@ static int run(struct hook *h)
 			cid(h));
 		return ORH_EXIT_OK;
 	}
-	return cdi ? apply_cdi_memlock(h) : apply(h);
+	return conf_only ? apply_conf_stage(h) : apply(h);
 }
 
 int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)

@@ -20,11 +20,11 @@ static void log_result(const struct orh_edit_result *res, const char *what)
 		orh_log(LOG_WARNING, "%s", res->warnings.v[i]);
 	if (res->edits > 0)
 		orh_log(LOG_INFO,
-			"%s: %u device(s), %u cgroup rule(s), memlock %s, %u variable(s) added, "
-			"%u left as the container set them, CAP_IPC_LOCK added to %u set(s)",
+			"%s: %u device(s), %u cgroup rule(s), memlock %s, %u hook(s) added (NCCL "
+			"settings go to /etc/nccl.conf), CAP_IPC_LOCK added to %u set(s)",
 			what, res->changes.devices, res->changes.allow_rules,
-			res->changes.memlock ? "set" : "unchanged", res->changes.env,
-			res->changes.env_kept, res->changes.caps);
+			res->changes.memlock ? "set" : "unchanged", res->changes.hooks,
+			res->changes.caps);
 }
 
 int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv)
@@ -57,7 +57,7 @@ int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv)
 		orh_log(LOG_ERR, "precreate: %s: container left unchanged", err.msg);
 		goto pass;
 	}
-	r = orh_spec_edit(&ctx->cfg, ctx->sysroot, spec, &res, &err);
+	r = orh_spec_edit(ctx, spec, &res, &err);
 	if (r < 0) {
 		if (orh_edit_must_fail(&ctx->cfg, &res)) {
 			orh_log(LOG_ERR, "precreate: %s", err.msg);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "orh/apply.h"
+#include "orh/commands.h"
 #include "orh/edit.h"
 #include "orh/inventory.h"
 #include "orh/node.h"
@@ -44,27 +45,33 @@ static bool asked_for(const json_t *annotations)
 }
 
 /* The runtime applies process.rlimits with our own privileges: without
- * CAP_SYS_RESOURCE it cannot raise a hard limit, and a container would then fail to
- * start because of us. Ask only for what it can grant, and say so. */
+ * CAP_SYS_RESOURCE in the initial user namespace (rootless podman runs this hook in its
+ * user namespace, where it holds the capability for nothing that counts here) it cannot
+ * raise a hard limit, and a container would then fail to start because of us. Ask only
+ * for what it can grant, and say so. */
 static void clamp_memlock(struct orh_plan *plan, struct orh_strv *warnings)
 {
 	struct rlimit cur;
 
 	if (!plan->set_memlock || getrlimit(RLIMIT_MEMLOCK, &cur) < 0)
 		return;
-	if (orh_caps_had_sys_resource() || cur.rlim_max == RLIM_INFINITY)
+	if (orh_can_raise_hard_rlimits() || cur.rlim_max == RLIM_INFINITY)
 		return;
 	if (plan->memlock == ORH_MEMLOCK_UNLIMITED || plan->memlock > (uint64_t)cur.rlim_max) {
 		orh_strv_pushf(warnings, "RLIMIT_MEMLOCK lowered to the hard limit %llu bytes: "
-			       "the runtime cannot raise it here (no CAP_SYS_RESOURCE)",
+			       "the runtime cannot raise it here (no CAP_SYS_RESOURCE in the "
+			       "initial user namespace)",
 			       (unsigned long long)cur.rlim_max);
 		plan->memlock = (uint64_t)cur.rlim_max;
 	}
 }
 
-int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spec,
-		  struct orh_edit_result *res, struct orh_err *err)
+int orh_spec_edit(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,
+		  struct orh_err *err)
 {
+	const struct orh_config *cfg = &ctx->cfg;
+	const char *sysroot = ctx->sysroot;
+	json_t *nccl_hook = NULL, *poststop_hook = NULL;
 	struct orh_container_facts facts;
 	struct orh_netns_info ni;
 	struct orh_inventory inv;
@@ -117,10 +124,25 @@ int orh_spec_edit(const struct orh_config *cfg, const char *sysroot, json_t *spe
 		return 0;
 	}
 	clamp_memlock(&plan, &res->warnings);
+	if (plan.n_env > 0) {
+		r = orh_self_hook(ctx, "nccl-conf", &nccl_hook, err);
+		if (r == 0)
+			r = orh_self_hook(ctx, "poststop", &poststop_hook, err);
+		if (r < 0) {
+			orh_plan_free(&plan);
+			orh_inventory_free(&inv);
+			json_decref(nccl_hook);
+			return r;
+		}
+	}
 	memset(&sopts, 0, sizeof(sopts));
 	sopts.add_ipc_lock = cfg->add_ipc_lock;
 	sopts.warnings = &res->warnings;
+	sopts.nccl_hook = nccl_hook;
+	sopts.poststop_hook = poststop_hook;
 	r = orh_spec_apply(spec, &plan, &sopts, &res->changes, err);
+	json_decref(nccl_hook);
+	json_decref(poststop_hook);
 	orh_plan_free(&plan);
 	orh_inventory_free(&inv);
 	if (r < 0)

@@ -209,8 +209,9 @@ static int check_spec(const json_t *spec, const char *name, struct orh_err *err)
 {
 	static const char *const capsets[] = { "bounding", "effective", "permitted",
 					       "inheritable", "ambient" };
+	static const char *const hook_lists[] = { "createRuntime", "prestart", "poststop" };
 	const json_t *process = NULL, *linux_ = NULL, *caps = NULL, *res = NULL;
-	const json_t *ann = NULL;
+	const json_t *ann = NULL, *hooks = NULL;
 	size_t i = 0;
 	json_t *e = NULL;
 	int r;
@@ -277,6 +278,19 @@ static int check_spec(const json_t *spec, const char *name, struct orh_err *err)
 	ann = json_object_get(spec, "annotations");
 	if (ann && !json_is_null(ann)) {
 		r = check_annotations(ann, name, "annotations", err);
+		if (r < 0)
+			return r;
+	}
+
+	/* the spec edit adds its hooks to these lists */
+	r = check_opt_object(spec, "hooks", name, "hooks", &hooks, err);
+	if (r < 0)
+		return r;
+	for (size_t k = 0; hooks && k < ORH_ARRAY_SIZE(hook_lists); k++) {
+		char field[64];
+
+		snprintf(field, sizeof(field), "hooks.%s", hook_lists[k]);
+		r = check_array_of(hooks, hook_lists[k], name, field, JSON_OBJECT, err);
 		if (r < 0)
 			return r;
 	}

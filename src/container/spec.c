@@ -195,34 +195,96 @@ static int add_memlock(json_t *process, const struct orh_plan *plan,
 	return 0;
 }
 
-static int add_env(json_t *spec, json_t *process, const struct orh_plan *plan,
-		   struct orh_spec_changes *ch, struct orh_err *err)
+/* Is e one of our own hooks for one of `stages` (its last argument)? The binary is named
+ * oci-rdma-hook (path or args[0]); the stage is the last argument, after any options. */
+static bool our_hook(const json_t *e, const char *const *stages)
 {
-	json_t *env = NULL;
+	const json_t *args = json_object_get(e, "args");
+	const char *path = json_string_value(json_object_get(e, "path"));
+	const char *arg0 = json_string_value(json_array_get(args, 0));
+	const char *last = json_string_value(json_array_get(args, json_array_size(args) - 1));
+	const char *base = path ? strrchr(path, '/') : NULL;
+
+	base = base ? base + 1 : path;
+	if (!last || json_array_size(args) < 2 ||
+	    !((base && !strcmp(base, ORH_HOOK_NAME)) || (arg0 && !strcmp(arg0, ORH_HOOK_NAME))))
+		return false;
+	for (; *stages; stages++)
+		if (!strcmp(last, *stages))
+			return true;
+	return false;
+}
+
+/* Add a copy of hook to hooks.<stage> unless one of ours for `covered` is in one of the
+ * `lists` (hooks.<name>) already: podman's hooks.d registers the live hook itself. */
+static int add_hook(json_t *spec, const char *stage, const json_t *hook,
+		    const char *const *lists, const char *const *covered, bool *added,
+		    struct orh_err *err)
+{
+	json_t *hooks = NULL, *list = NULL, *e = NULL;
+	char field[64];
+	size_t k = 0;
 	int r;
 
-	if (plan->n_env == 0)
+	*added = false;
+	if (!hook)
 		return 0;
-	r = child(process, "env", JSON_ARRAY, &env, "process.env", err);
+	hooks = json_object_get(spec, "hooks");
+	if (hooks && !json_is_null(hooks) && !json_is_object(hooks))
+		return orh_fail(err, EINVAL, "config.json: field 'hooks' is not an object");
+	for (; hooks && json_is_object(hooks) && *lists; lists++) {
+		json_t *l = json_object_get(hooks, *lists);
+
+		if (l && !json_is_null(l) && !json_is_array(l))
+			return orh_fail(err, EINVAL, "config.json: field 'hooks.%s' is not an array",
+					*lists);
+		json_array_foreach(l, k, e)
+			if (our_hook(e, covered))
+				return 0;
+	}
+	r = child(spec, "hooks", JSON_OBJECT, &hooks, "hooks", err);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < plan->n_env; i++) {
-		const struct orh_env_entry *e = &plan->env[i];
-		_cleanup_free_ char *kv = NULL;
+	snprintf(field, sizeof(field), "hooks.%s", stage);
+	r = child(hooks, stage, JSON_ARRAY, &list, field, err);
+	if (r < 0)
+		return r;
+	r = append(list, json_deep_copy(hook), field, err);
+	if (r < 0)
+		return r;
+	*added = true;
+	return 0;
+}
 
-		if (!e->name || !*e->name || strchr(e->name, '=') || !e->value)
-			return orh_fail(err, EINVAL, "plan: bad environment entry '%s'",
-					e->name ? e->name : "");
-		if (orh_spec_env_has(spec, e->name)) {
-			ch->env_kept++;
-			continue;
-		}
-		kv = orh_xasprintf("%s=%s", e->name, e->value);
-		r = append(env, json_string(kv), "process.env", err);
-		if (r < 0)
-			return r;
-		ch->env++;
-	}
+/* The NCCL settings go into the container's /etc/nccl.conf, written from inside the
+ * runtime's createRuntime stage by our `nccl-conf` hook (after the image's files and the
+ * container's mounts are in place, in its network namespace), never into PID 1's
+ * environment: there they would beat the image's own /etc/nccl.conf, and processes
+ * started later with exec would not see them. poststop removes what a read-only root
+ * needed outside the container. */
+static int add_hooks(json_t *spec, const struct orh_plan *plan,
+		     const struct orh_spec_opts *opts, struct orh_spec_changes *ch,
+		     struct orh_err *err)
+{
+	static const char *const live_lists[] = { "createRuntime", "prestart", NULL };
+	static const char *const live_stages[] = { "createRuntime", "prestart", "nccl-conf",
+						    NULL };
+	static const char *const post_lists[] = { "poststop", NULL };
+	static const char *const post_stages[] = { "poststop", NULL };
+	bool added = false;
+	int r;
+
+	if (plan->n_env == 0 || !opts)
+		return 0;
+	r = add_hook(spec, "createRuntime", opts->nccl_hook, live_lists, live_stages, &added,
+		     err);
+	if (r < 0)
+		return r;
+	ch->hooks += added;
+	r = add_hook(spec, "poststop", opts->poststop_hook, post_lists, post_stages, &added, err);
+	if (r < 0)
+		return r;
+	ch->hooks += added;
 	return 0;
 }
 
@@ -285,17 +347,17 @@ int orh_spec_apply(json_t *spec, const struct orh_plan *plan, const struct orh_s
 		if (r < 0)
 			return r;
 	}
-	if (plan->set_memlock || plan->n_env > 0) {
+	if (plan->set_memlock) {
 		r = child(spec, "process", JSON_OBJECT, &process, "process", err);
 		if (r < 0)
 			return r;
 		r = add_memlock(process, plan, &ch, err);
 		if (r < 0)
 			return r;
-		r = add_env(spec, process, plan, &ch, err);
-		if (r < 0)
-			return r;
 	}
+	r = add_hooks(spec, plan, opts, &ch, err);
+	if (r < 0)
+		return r;
 	if (opts && opts->add_ipc_lock) {
 		process = json_object_get(spec, "process");
 		if (process && json_is_null(process))
@@ -310,5 +372,5 @@ int orh_spec_apply(json_t *spec, const struct orh_plan *plan, const struct orh_s
 	}
 	if (changes)
 		*changes = ch;
-	return (int)(ch.devices + ch.allow_rules + ch.memlock + ch.env + ch.caps);
+	return (int)(ch.devices + ch.allow_rules + ch.memlock + ch.hooks + ch.caps);
 }

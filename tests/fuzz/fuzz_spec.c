@@ -41,11 +41,24 @@ static const uint64_t memlocks[] = { 0, 64ULL << 20, ORH_MEMLOCK_UNLIMITED,
 				     (uint64_t)INT64_MAX + 1 };
 
 /* Plan sel: bits 0-1 the number of nodes, 2-3 memlock (none, 64 MiB, unlimited, just above
- * INT64_MAX), 4-5 how many variables from the third, 6 CAP_IPC_LOCK; 0xff: everything. */
+ * INT64_MAX), 4-5 how many variables from the third, 6 CAP_IPC_LOCK, 7 our nccl-conf and
+ * poststop hooks; 0xff: everything. */
 static void plan_of(unsigned sel, struct orh_plan *plan, struct orh_spec_opts *opts)
 {
 	memset(plan, 0, sizeof(*plan));
 	memset(opts, 0, sizeof(*opts));
+	if ((sel >> 7) & 1) {
+		static json_t *nccl_hook, *poststop_hook;
+
+		if (!nccl_hook) {
+			nccl_hook = json_pack("{s:s, s:[s, s], s:i}", "path", "/usr/bin/oci-rdma-hook",
+					      "args", "oci-rdma-hook", "nccl-conf", "timeout", 30);
+			poststop_hook = json_pack("{s:s, s:[s, s]}", "path", "/usr/bin/oci-rdma-hook",
+						  "args", "oci-rdma-hook", "poststop");
+		}
+		opts->nccl_hook = nccl_hook;
+		opts->poststop_hook = poststop_hook;
+	}
 	if (sel == 0xff) {
 		plan->nodes = nodes;
 		plan->n_nodes = ORH_ARRAY_SIZE(nodes);
