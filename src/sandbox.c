@@ -60,7 +60,7 @@ bool orh_caps_had_sys_resource(void)
  * (rootless podman's, a user namespace of a container engine) a capability counts only
  * for what that namespace owns, and rlimits are not among it: the kernel checks
  * CAP_SYS_RESOURCE against the initial namespace to raise a hard limit. */
-static bool in_initial_userns(void)
+bool orh_in_initial_userns(void)
 {
 	char buf[128] = "";
 	unsigned long long inside = 1, outside = 1, count = 0;
@@ -82,7 +82,7 @@ bool orh_can_raise_hard_rlimits(void)
 	static int cached = -1;
 
 	if (cached < 0)
-		cached = orh_caps_had_sys_resource() && in_initial_userns();
+		cached = orh_caps_had_sys_resource() && orh_in_initial_userns();
 	return cached;
 }
 

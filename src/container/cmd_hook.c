@@ -29,6 +29,7 @@
 #include "orh/node.h"
 #include "orh/oci.h"
 #include "orh/plan.h"
+#include "orh/sandbox.h"
 
 #ifndef ORH_RUN_DIR
 #define ORH_RUN_DIR "/run/oci-rdma-hook"
@@ -314,6 +315,7 @@ static int apply(struct hook *h)
 	struct orh_ncclconf_result nres;
 	const struct orh_plan *p = &h->plan;
 	char memlock[192] = "";
+	bool userns = !orh_in_initial_userns();
 	int r;
 
 	r = orh_devices_apply(h->rootfd, &h->target, h->ctx->sysroot, p->nodes, p->n_nodes,
@@ -323,7 +325,14 @@ static int apply(struct hook *h)
 	orh_strv_free(&dres.warnings);
 	if (r < 0)
 		return failed(h, "device nodes", &err);
-	if (orh_cgroup_grant(&h->target, p->nodes, p->n_nodes, &cres, &err) < 0)
+	/* In a user namespace (rootless podman) the runtime sets no device rules, and the
+	 * hook could change no cgroup it may rely on: the container's cgroup may be the
+	 * root's. The nodes above are what gives the access. */
+	memset(&cres, 0, sizeof(cres));
+	if (userns)
+		orh_log(LOG_INFO, "container %s: device cgroup left alone: the hook runs in a user "
+			"namespace (a rootless runtime applies no device rules)", cid(h));
+	else if (orh_cgroup_grant(&h->target, p->nodes, p->n_nodes, &cres, &err) < 0)
 		return failed(h, "device cgroup", &err);
 	if (apply_memlock(h, memlock, sizeof(memlock), &err) < 0)
 		return failed(h, "memlock", &err);
@@ -338,7 +347,7 @@ static int apply(struct hook *h)
 		"container %s: %zu device nodes: %u created, %u already there, %u bound; "
 		"device cgroup: v1 %s, v2 %s; %s%s/etc/nccl.conf: %zu settings added%s%s%s",
 		cid(h), p->n_nodes, dres.created, dres.kept, dres.bound,
-		cres.v1 ? "granted" : "not used",
+		userns ? "left alone (user namespace)" : cres.v1 ? "granted" : "not used",
 		cres.v2_progs ? "programs extended" : cres.v2_open ? "no program" : "unchanged",
 		memlock, memlock[0] ? "; " : "", nres.added,
 		nres.bind_mounted ? ", bind-mounted from " : "",

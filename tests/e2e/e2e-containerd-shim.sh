@@ -1,8 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # End-to-end: containerd (runc.v2 shim) runs the runtime shim as its runc binary
-# (`ctr run --runc-binary .../oci-rdma-runtime`): PID 1 gets the plan's variables,
-# the devices and the memlock limit; a container that opts out is left unchanged.
+# (`ctr run --runc-binary .../oci-rdma-runtime`): the container gets the devices, the
+# memlock limit and the plan's settings in /etc/nccl.conf, an image's own nccl.conf keeps
+# its values, a process started with `ctr task exec` sees the settings; a container that
+# opts out is left unchanged.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/e2e-containerd-lib.sh"
 
@@ -13,16 +15,18 @@ trap 'rc=$?; stop_daemons; cleanup_work $rc' EXIT
 
 spec_edit_node
 make_rootfs "$WORK/rootfs"
+make_image_rootfs "$WORK/rootfs-img"
 install_shim
 start_containerd "$WORK/node.conf" "$WORK/node"
 
 NS=orh-e2e-$$
 N=0
+ROOTFS=$WORK/rootfs
 run_ctr_shim() {
 	N=$((N + 1))
 	RC=0
 	OUT=$(ctr -a "$CD_SOCK" -n "$NS" run --rm --rootfs --runc-binary "$SHIM" "$@" \
-		"$WORK/rootfs" "orh-e2e-$$-$N" /bin/sh -c "$INSIDE" 2>"$WORK/ctr.err" </dev/null) || RC=$?
+		"$ROOTFS" "orh-e2e-$$-$N" /bin/sh -c "$INSIDE" 2>"$WORK/ctr.err" </dev/null) || RC=$?
 	ERR=$(cat "$WORK/ctr.err")
 }
 PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
@@ -31,10 +35,34 @@ run_ctr_shim --env NCCL_IB_HCA=mine
 check "ctr run through the shim succeeds (rc $RC: $ERR)" [ "$RC" = 0 ]
 check_spec_edit_inside
 
-run_ctr_shim --annotation oci-rdma-hook/enable=false
+ROOTFS=$WORK/rootfs-img run_ctr_shim
+check "image with its own nccl.conf: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_image_conf_kept "containerd shim"
+
+# a process started later with ctr task exec reads the same file
+RC=0
+ctr -a "$CD_SOCK" -n "$NS" run -d --rootfs --runc-binary "$SHIM" "$WORK/rootfs" \
+	"orh-e2e-$$-x" /bin/sleep 600 >/dev/null 2>"$WORK/ctr.err" </dev/null || RC=$?
+check "ctr run -d through the shim succeeds (rc $RC: $(cat "$WORK/ctr.err"))" [ "$RC" = 0 ]
+OUT=$(ctr -a "$CD_SOCK" -n "$NS" task exec --exec-id x1 "orh-e2e-$$-x" /bin/sh -c "$INSIDE" 2>&1 </dev/null)
+missing=""
+while IFS= read -r line; do
+	case $line in NCCL_SOCKET_IFNAME=*) continue ;; esac
+	grep -qxF "conf:$line" <<<"$OUT" || missing="$missing $line"
+done <<<"$PLAN"
+check "ctr task exec: the process sees every plan setting in /etc/nccl.conf (missing:${missing:- none})" \
+	[ -z "$missing" ]
+ctr -a "$CD_SOCK" -n "$NS" task kill -s KILL "orh-e2e-$$-x" >/dev/null 2>&1 || true
+sleep 1
+ctr -a "$CD_SOCK" -n "$NS" task rm -f "orh-e2e-$$-x" >/dev/null 2>&1 || true
+ctr -a "$CD_SOCK" -n "$NS" container rm "orh-e2e-$$-x" >/dev/null 2>&1 || true
+
+# (a fresh rootfs: ctr runs the directory itself, where the runs above wrote nccl.conf)
+make_rootfs "$WORK/rootfs-off"
+ROOTFS=$WORK/rootfs-off run_ctr_shim --annotation oci-rdma-hook/enable=false
 check "opted-out container runs (rc $RC: $ERR)" [ "$RC" = 0 ]
-check "opted-out container has no NCCL variable and no RDMA device" \
-	bash -c "! grep -q -e '^NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
+check "opted-out container has no NCCL setting and no RDMA device" \
+	bash -c "! grep -q -e 'NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
 check "opted-out container keeps the default memlock" \
 	bash -c "! grep -qx 'memlock 4096' <<<\"\$1\"" _ "$OUT"
 

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # End-to-end: dockerd with the shim registered as a runtime in daemon.json
 # ("runtimes": {"rdma": {"path": ".../oci-rdma-runtime"}}); `docker run --runtime=rdma`
-# gives PID 1 the plan's variables, the devices and the memlock limit, keeps a variable
-# the user set, and `docker run` with the default runtime stays untouched.
+# gives the container the devices, the memlock limit and the plan's settings in
+# /etc/nccl.conf (written by the nccl-conf hook the shim registers), keeps a variable the
+# user set and the image's own nccl.conf lines, and a process started with `docker exec`
+# sees the same settings; `docker run` with the default runtime stays untouched.
 # containerd and dockerd are private to the test (own roots, sockets and pidfile).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/e2e-containerd-lib.sh"
@@ -17,6 +19,8 @@ trap 'rc=$?; stop_daemons; cleanup_work $rc' EXIT
 spec_edit_node
 make_rootfs "$WORK/rootfs"
 tar -C "$WORK/rootfs" -cf "$WORK/rootfs.tar" .
+make_image_rootfs "$WORK/rootfs-img"
+tar -C "$WORK/rootfs-img" -cf "$WORK/rootfs-img.tar" .
 install_shim
 start_containerd "$WORK/node.conf" "$WORK/node"
 
@@ -38,10 +42,12 @@ OCI_RDMA_HOOK_CONFIG=$WORK/node.conf OCI_RDMA_HOOK_SYSROOT=$WORK/node \
 DAEMON_PIDS+=($!)
 wait_for 60 docker version || cant_run "dockerd did not start: $(tail -5 "$D/dockerd.log")"
 docker import "$WORK/rootfs.tar" orh-e2e-bb:latest >/dev/null || cant_run "docker import failed"
+docker import "$WORK/rootfs-img.tar" orh-e2e-img:latest >/dev/null || cant_run "docker import failed"
 
+IMAGE=orh-e2e-bb
 run_docker() {
 	RC=0
-	OUT=$(docker run --rm --network none "$@" orh-e2e-bb /bin/sh -c "$INSIDE" \
+	OUT=$(docker run --rm --network none "$@" "$IMAGE" /bin/sh -c "$INSIDE" \
 		2>"$WORK/docker.err" </dev/null) || RC=$?
 	ERR=$(cat "$WORK/docker.err")
 }
@@ -53,10 +59,30 @@ check_spec_edit_inside
 check "the container's output carries no shim message" \
 	bash -c "! grep -q oci-rdma <<<\"\$1\$2\"" _ "$OUT" "$ERR"
 
+# the image's own /etc/nccl.conf: its NCCL_IB_HCA is what NCCL gets
+IMAGE=orh-e2e-img run_docker --runtime=rdma
+check "image with its own nccl.conf: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_image_conf_kept "docker shim"
+
+# a process started later with docker exec (a launcher, a notebook) reads the same file
+RC=0
+docker run -d --name "orh-e2e-$$-x" --network none --runtime=rdma orh-e2e-bb sleep 600 \
+	>/dev/null 2>"$WORK/docker.err" || RC=$?
+check "docker run -d --runtime=rdma succeeds (rc $RC: $(cat "$WORK/docker.err"))" [ "$RC" = 0 ]
+OUT=$(docker exec "orh-e2e-$$-x" /bin/sh -c "$INSIDE" 2>&1)
+missing=""
+while IFS= read -r line; do
+	case $line in NCCL_SOCKET_IFNAME=*) continue ;; esac
+	grep -qxF "conf:$line" <<<"$OUT" || missing="$missing $line"
+done <<<"$PLAN"
+check "docker exec: the process sees every plan setting in /etc/nccl.conf (missing:${missing:- none})" \
+	[ -z "$missing" ]
+docker rm -f "orh-e2e-$$-x" >/dev/null 2>&1 || true
+
 run_docker
 check "default runtime: container runs (rc $RC: $ERR)" [ "$RC" = 0 ]
-check "default runtime: no NCCL variable and no RDMA device" \
-	bash -c "! grep -q -e '^NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
+check "default runtime: no NCCL setting and no RDMA device" \
+	bash -c "! grep -q -e 'NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
 
-docker rmi -f orh-e2e-bb >/dev/null 2>&1 || true
+docker rmi -f orh-e2e-bb orh-e2e-img >/dev/null 2>&1 || true
 finish

@@ -1,8 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # End-to-end: podman (runc, cgroupfs) with a hooks.d directory holding the precreate
-# registration; the spec edit must reach PID 1 (environment, rlimit, devices) and leave a
-# variable the user set, and a container that opts out, alone.
+# registration; the spec edit must reach the container (rlimit, devices, and the plan's
+# settings in /etc/nccl.conf through the nccl-conf hook it registers) and leave a variable
+# the user set, the image's own nccl.conf lines, and a container that opts out, alone; a
+# process started with podman exec sees the settings. Then with every shipped hooks.d file
+# (precreate, createRuntime, poststop): the live hook is the one that writes the file.
 . "$(dirname "$0")/lib.sh"
 
 need_root_runc
@@ -37,22 +40,74 @@ podman_setup --hooks-dir "$WORK/hooks.d"
 PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
 [ -n "$PLAN" ] || cant_run "the fake node gives an empty plan"
 
-# (b) activated: env in PID 1, the user's NCCL_IB_HCA kept, devices, memlock.
+# (b) activated: the user's NCCL_IB_HCA kept, devices, memlock, the file.
 run_podman -e NCCL_IB_HCA=mine
 check "podman run with the precreate hook succeeds (rc $RC: $ERR)" [ "$RC" = 0 ]
 check_spec_edit_inside
-check "only one NCCL_IB_HCA in PID 1's environment" [ "$(grep -c '^NCCL_IB_HCA=' <<<"$OUT")" = 1 ]
-check "NCCL_IB_TIMEOUT from the preset is in PID 1's environment" grep -q '^NCCL_IB_TIMEOUT=' <<<"$OUT"
+check "only one NCCL_IB_HCA in PID 1's environment" [ "$(grep -c '^env:NCCL_IB_HCA=' <<<"$OUT")" = 1 ]
+check "NCCL_IB_TIMEOUT from the preset is in /etc/nccl.conf" grep -q '^conf:NCCL_IB_TIMEOUT=' <<<"$OUT"
 check "uverbs0 (left out by the plan) is not given" bash -c "! grep -q uverbs0 <<<\"\$1\"" _ "$OUT"
+
+# (c) the image's own /etc/nccl.conf keeps its values
+make_image_rootfs "$WORK/rootfs-img"
+tar -C "$WORK/rootfs-img" -cf "$WORK/rootfs-img.tar" .
+"${PODMAN[@]}" import "$WORK/rootfs-img.tar" localhost/orh-e2e-img:latest >/dev/null ||
+	cant_run "podman import failed"
+PODMAN_IMAGE=localhost/orh-e2e-img run_podman
+check "image with its own nccl.conf: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_image_conf_kept "podman precreate"
+
+# (d) podman exec sees the settings
+exec_sees_plan() { # WHAT
+	local missing="" line rc=0
+	"${PODMAN[@]}" run -d --name "orh-e2e-$$-x" --network none localhost/orh-e2e-bb sleep 600 \
+		>/dev/null 2>"$WORK/podman.err" || rc=$?
+	check "$1: podman run -d succeeds (rc $rc: $(cat "$WORK/podman.err"))" [ "$rc" = 0 ]
+	OUT=$("${PODMAN[@]}" exec "orh-e2e-$$-x" /bin/sh -c "$INSIDE" 2>&1)
+	while IFS= read -r line; do
+		case $line in NCCL_SOCKET_IFNAME=*) continue ;; esac
+		grep -qxF "conf:$line" <<<"$OUT" || missing="$missing $line"
+	done <<<"$PLAN"
+	check "$1: podman exec sees every plan setting in /etc/nccl.conf (missing:${missing:- none})" \
+		[ -z "$missing" ]
+	"${PODMAN[@]}" rm -f -t 0 "orh-e2e-$$-x" >/dev/null 2>&1 || true
+}
+exec_sees_plan "precreate"
 
 # (g) opted out: nothing changes.
 run_podman --annotation oci-rdma-hook/enable=false
 check "opted-out container runs (rc $RC: $ERR)" [ "$RC" = 0 ]
-check "opted-out container has no NCCL variable" bash -c "! grep -q '^NCCL_' <<<\"\$1\"" _ "$OUT"
+check "opted-out container has no NCCL setting" bash -c "! grep -q 'NCCL_' <<<\"\$1\"" _ "$OUT"
 check "opted-out container has no RDMA device" bash -c "! grep -q infiniband <<<\"\$1\"" _ "$OUT"
 check "opted-out container keeps the default memlock" \
 	bash -c "! grep -qx 'memlock 4096' <<<\"\$1\"" _ "$OUT"
 
-"${PODMAN[@]}" rmi -f localhost/orh-e2e-bb >/dev/null 2>&1 || true
+# (e) every shipped hooks.d file: precreate sees the live createRuntime hook and poststop
+# that podman added from hooks.d and registers no second one
+for f in oci-rdma-hook oci-rdma-hook-poststop; do
+	python3 - "${ORH_SRCDIR:-$(dirname "$0")/../..}/hooks.d/$f.json.in" "$WORK/hooks.d/$f.json" \
+		"$HOOK" "$WORK/node" "$WORK/node.conf" <<'EOF'
+import json, sys
+src, dst, hook, node, conf = sys.argv[1:6]
+h = json.load(open(src))
+h["hook"]["path"] = hook
+h["hook"]["args"] = h["hook"]["args"][:1] + ["--sysroot", node, "--config", conf] + h["hook"]["args"][1:]
+json.dump(h, open(dst, "w"))
+EOF
+done
+run_podman -e NCCL_IB_HCA=mine
+check "every hooks.d file: podman run succeeds (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_spec_edit_inside
+PODMAN_IMAGE=localhost/orh-e2e-img run_podman
+check_image_conf_kept "podman, every hooks.d file"
+exec_sees_plan "every hooks.d file"
+"${PODMAN[@]}" run -d --name "orh-e2e-$$-h" --network none localhost/orh-e2e-bb sleep 600 >/dev/null 2>&1
+check "every hooks.d file: one createRuntime hook of ours in the container's spec, the live one" \
+	[ "$("${PODMAN[@]}" inspect "orh-e2e-$$-h" --format '{{json .OCIConfigPath}}' | xargs cat | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print([h["args"][-1] for h in d.get("hooks", {}).get("createRuntime", []) if "oci-rdma-hook" in h["path"]])')" = "['createRuntime']" ]
+"${PODMAN[@]}" rm -f -t 0 "orh-e2e-$$-h" >/dev/null 2>&1 || true
+
+"${PODMAN[@]}" rmi -f localhost/orh-e2e-bb localhost/orh-e2e-img >/dev/null 2>&1 || true
 "${PODMAN[@]}" system reset -f >/dev/null 2>&1 || true
 finish

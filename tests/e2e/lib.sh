@@ -191,34 +191,62 @@ write_conf() {
 
 # spec_edit_node: the node of the spec-edit tests (precreate, the shim) in $WORK/node with
 # its config $WORK/node.conf, and $INSIDE, the command that shows what check_spec_edit_inside
-# checks. The node gives memlock 4 MiB: below this machine's hard limit (a hard limit
-# cannot be raised here without CAP_SYS_RESOURCE), and different from the default, so
-# seeing it inside proves the spec's rlimit was applied.
+# checks: PID 1's NCCL_* environment ("env:" lines), the NCCL settings of /etc/nccl.conf
+# ("conf:" lines), "memlock N" and `stat` lines of /dev/infiniband/*. The node gives
+# memlock 4 MiB: below this machine's hard limit (a hard limit cannot be raised here
+# without CAP_SYS_RESOURCE), and different from the default, so seeing it inside proves the
+# spec's rlimit was applied. $IMG_CONF is an image's own /etc/nccl.conf (make_image_rootfs).
 spec_edit_node() {
 	make_node seed001-roce.json "$WORK/node"
 	write_conf "$WORK/node.conf" "[node]
 memlock = 4M"
-	INSIDE='tr "\0" "\n" </proc/1/environ | grep -E "^NCCL_|^UCX_" | sort; echo "memlock $(ulimit -l)"; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; true'
+	INSIDE='tr "\0" "\n" </proc/1/environ | grep -E "^NCCL_|^UCX_" | sed "s/^/env:/" | sort; sed -n "s/^[[:space:]]*NCCL_/conf:NCCL_/p" /etc/nccl.conf 2>/dev/null; echo "memlock $(ulimit -l)"; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; true'
+	IMG_CONF='# the image'"'"'s own settings
+NCCL_IB_HCA=image_hca
+NCCL_DEBUG=WARN'
+}
+
+# make_image_rootfs DIR: a busybox rootfs (make_rootfs) whose /etc/nccl.conf is $IMG_CONF
+make_image_rootfs() {
+	make_rootfs "$1"
+	printf '%s\n' "$IMG_CONF" >"$1/etc/nccl.conf"
 }
 
 # check_spec_edit_inside: what a container started through a spec edit (precreate, the
-# shim) must show in $OUT (PID 1's NCCL_* environment, "memlock N", and `stat` lines of
-# /dev/infiniband/*): the user's NCCL_IB_HCA=mine kept, every other plan variable in
-# $PLAN, the node's 4 MiB memlock, and uverbs1, uverbs8 and rdma_cm with the node's numbers.
+# shim) must show in $OUT (see spec_edit_node): the user's NCCL_IB_HCA=mine kept in PID 1's
+# environment and no variable of the plan added there; every other plan variable of $PLAN
+# in /etc/nccl.conf (where NCCL reads it, and processes started by exec too); the node's
+# 4 MiB memlock; and uverbs1, uverbs8 and rdma_cm with the node's numbers.
 check_spec_edit_inside() {
 	local missing="" line n want
-	check "the user's NCCL_IB_HCA survives" grep -qx 'NCCL_IB_HCA=mine' <<<"$OUT"
+	check "the user's NCCL_IB_HCA survives" grep -qx 'env:NCCL_IB_HCA=mine' <<<"$OUT"
+	check "no variable of the plan in PID 1's environment (found: $(grep '^env:' <<<"$OUT" | grep -v '^env:NCCL_IB_HCA=mine' | tr '\n' ' '))" \
+		bash -c "! grep '^env:' <<<\"\$1\" | grep -qv '^env:NCCL_IB_HCA=mine$'" _ "$OUT"
 	while IFS= read -r line; do
-		case $line in NCCL_IB_HCA=* | NCCL_SOCKET_IFNAME=*) continue ;; esac
-		grep -qxF "$line" <<<"$OUT" || missing="$missing $line"
+		case $line in NCCL_SOCKET_IFNAME=*) continue ;; esac
+		grep -qxF "conf:$line" <<<"$OUT" || missing="$missing $line"
 	done <<<"$PLAN"
-	check "PID 1 has every plan variable (missing:${missing:- none})" [ -z "$missing" ]
+	check "/etc/nccl.conf has every plan variable (missing:${missing:- none})" [ -z "$missing" ]
 	check "memlock is the node's 4 MiB" grep -qx 'memlock 4096' <<<"$OUT"
 	for n in uverbs1 uverbs8 rdma_cm; do
 		want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
 		check "/dev/infiniband/$n is a character device $want" \
 			grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
 	done
+}
+
+# check_image_conf_kept WHAT: $OUT of a container of an image whose /etc/nccl.conf is
+# $IMG_CONF: the image's NCCL_IB_HCA is the one NCCL gets (in the file, alone, and not
+# beaten by PID 1's environment), its other lines are kept, and the plan's other settings
+# are added to the file.
+check_image_conf_kept() {
+	check "$1: the image's NCCL_IB_HCA=image_hca stays, and is the only one in the file" \
+		[ "$(grep '^conf:NCCL_IB_HCA=' <<<"$OUT")" = "conf:NCCL_IB_HCA=image_hca" ]
+	check "$1: no NCCL_IB_HCA in PID 1's environment beats the image's file" \
+		bash -c "! grep -q '^env:NCCL_IB_HCA=' <<<\"\$1\"" _ "$OUT"
+	check "$1: the image's NCCL_DEBUG=WARN stays" grep -qx 'conf:NCCL_DEBUG=WARN' <<<"$OUT"
+	check "$1: the plan's NCCL_IB_GID_INDEX is added to the file" \
+		grep -qx "conf:$(grep '^NCCL_IB_GID_INDEX=' <<<"$PLAN")" <<<"$OUT"
 }
 
 # podman_setup [PODMAN-OPTION...]: $PODMAN, a podman with its own storage under $WORK,
@@ -236,7 +264,7 @@ podman_setup() {
 # $ERR, exit status in $RC
 run_podman() {
 	RC=0
-	OUT=$("${PODMAN[@]}" run --rm --network none "$@" localhost/orh-e2e-bb /bin/sh -c "$INSIDE" \
+	OUT=$("${PODMAN[@]}" run --rm --network none "$@" "${PODMAN_IMAGE:-localhost/orh-e2e-bb}" /bin/sh -c "$INSIDE" \
 		2>"$WORK/podman.err") || RC=$?
 	ERR=$(cat "$WORK/podman.err")
 }

@@ -201,8 +201,8 @@ runc_run() {
 	runc delete -f "orh-vm-$run_n" >/dev/null 2>&1
 }
 
-# check_served WAY WHERE: what an activated container shows in $OUT; WHERE is env or conf,
-# the place that way promises the NCCL settings
+# check_served WAY WHERE: what an activated container shows in $OUT; WHERE is conf (every
+# way in writes /etc/nccl.conf) or env, the place that way promises the NCCL settings
 check_served() {
 	local way=$1 where=$2 line
 	check "$way: starts (rc $RC: $(tail -c 400 <<<"$ERR"))" [ "$RC" = 0 ]
@@ -214,6 +214,9 @@ check_served() {
 	while IFS= read -r line; do
 		check "$way: $where has $line" has "$OUT" "$where $line"
 	done <<<"$ENV_PLAN"
+	[ "$where" = conf ] && check "$way: no NCCL setting added to PID 1's environment" \
+		lacks "$OUT" "env NCCL_"
+	true
 }
 check_unserved() {
 	local way=$1
@@ -248,7 +251,7 @@ ln -sf "$HOOK" $W/oci-rdma-runtime
 bundle $W/b-shim "$INSIDE" "$OPT_IN"
 runc_run $W/b-shim $W/oci-rdma-runtime
 echo "$OUT $ERR"
-check_served "shim" env
+check_served "shim" conf
 bundle $W/b-shim-off "$INSIDE" "$BIND_UVERBS"
 runc_run $W/b-shim-off $W/oci-rdma-runtime
 check_unserved "shim"
@@ -277,7 +280,7 @@ pod_run() {
 }
 pod_run p-on --hooks-dir $W/hooks.d --annotation oci-rdma-hook/enable=true -- "$INSIDE"
 echo "$OUT"
-check_served "podman hooks.d" env
+check_served "podman hooks.d" conf
 check "podman hooks.d: the createRuntime hook wrote /etc/nccl.conf too" \
 	has "$OUT" "conf $(head -1 <<<"$ENV_PLAN")"
 pod_run p-off --hooks-dir $W/hooks.d -- "$INSIDE"
@@ -289,7 +292,7 @@ mkdir -p /etc/cdi
 check "cdi --output writes the spec ($(head -c 200 $W/cdi.err))" [ -s /etc/cdi/oci-rdma-hook.json ]
 pod_run p-cdi --device rdma.oci-rdma-hook.io/hca=all -- "$INSIDE"
 echo "$OUT"
-check_served "CDI" env
+check_served "CDI" conf
 pod_run p-cdi-off -- "$INSIDE"
 check_unserved "CDI"
 

@@ -1,0 +1,173 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# End-to-end: rootless podman (a user the test creates, with subordinate ids, runc,
+# cgroupfs, vfs storage) with every shipped hooks.d file (precreate, createRuntime,
+# poststop) and the node's default config. podman runs the hooks in its user namespace,
+# where the hook holds CAP_SYS_RESOURCE for nothing that counts: the spec must ask only for
+# the memlock the runtime can give (the user's hard limit), or no container starts; the
+# live hook leaves the device cgroup alone there and still writes /etc/nccl.conf. With
+# activation = annotation, a container that does not ask starts exactly as without the
+# hook.
+#
+# Rootless runc bind-mounts each device node of the spec from the host's /dev. This
+# machine has no RDMA, so the test runs in a mount namespace of its own with a tmpfs on
+# /dev/infiniband holding the fake node's nodes; the host keeps only an empty directory
+# while the test runs, removed at the end when the test made it.
+. "$(dirname "$0")/lib.sh"
+
+need_root_runc
+command -v podman >/dev/null 2>&1 || cant_run "podman not installed"
+command -v newuidmap >/dev/null 2>&1 || cant_run "newuidmap (uidmap) not installed"
+command -v runuser >/dev/null 2>&1 || cant_run "runuser not installed"
+
+if [ -z "${ORH_ROOTLESS_NS:-}" ]; then
+	made_dir=""
+	if [ ! -e /dev/infiniband ]; then
+		mkdir /dev/infiniband || cant_run "cannot create /dev/infiniband"
+		made_dir=1
+	fi
+	rc=0
+	ORH_ROOTLESS_NS=1 unshare -m --propagation private bash "$0" "$@" || rc=$?
+	[ -n "$made_dir" ] && rmdir /dev/infiniband 2>/dev/null
+	exit $rc
+fi
+
+setup_work
+U=orhrl$$
+UHOME=$WORK/home
+cleanup() {
+	local rc=$1
+	if id "$U" >/dev/null 2>&1; then
+		runuser -u "$U" -- env HOME="$UHOME" XDG_RUNTIME_DIR="$XDG" \
+			podman --storage-driver vfs system reset -f >/dev/null 2>&1 || true
+		pkill -u "$U" 2>/dev/null || true
+		sleep 0.5
+		pkill -9 -u "$U" 2>/dev/null || true
+		userdel "$U" 2>/dev/null || true
+	fi
+	sed -i "/^$U:/d" /etc/subuid /etc/subgid 2>/dev/null || true
+	[ -n "${XDG:-}" ] && rm -rf "$XDG"
+	umount /dev/infiniband 2>/dev/null || true
+	# the vfs layers of a user namespace hold files of subordinate ids
+	rm -rf "$UHOME" 2>/dev/null || true
+	cleanup_work "$rc"
+}
+trap 'cleanup $?' EXIT
+
+useradd -M -d "$UHOME" -s /bin/sh "$U" || cant_run "useradd failed"
+mkdir -p "$UHOME" && chown "$U:" "$UHOME"
+# a range no other entry uses
+base=$(awk -F: '{ e = $2 + $3; if (e > m) m = e } END { print (m > 200000 ? m : 200000) }' \
+	/etc/subuid /etc/subgid 2>/dev/null)
+echo "$U:$base:65536" >>/etc/subuid
+echo "$U:$base:65536" >>/etc/subgid
+XDG=/run/user/$(id -u "$U")
+mkdir -p "$XDG" && chown "$U:" "$XDG" && chmod 700 "$XDG"
+
+make_node seed001-roce.json "$WORK/node"
+mount -t tmpfs -o mode=755 tmpfs /dev/infiniband || cant_run "cannot mount a tmpfs on /dev/infiniband"
+cp -a "$WORK/node/dev/infiniband/." /dev/infiniband/
+# the default config: activation = always, memlock unlimited
+write_conf "$WORK/node.conf" "[containers]"
+write_conf "$WORK/ann.conf" "[containers]
+activation = annotation"
+# the binary where the user can run it (the build tree may not be reachable)
+mkdir -p "$WORK/bin"
+cp "$HOOK" "$WORK/bin/oci-rdma-hook"
+chmod 755 "$WORK/bin/oci-rdma-hook"
+hooks_dir() { # DIR CONF: the shipped hooks.d files, pointed at the fake node and CONF
+	mkdir -p "$1"
+	for f in oci-rdma-hook-precreate oci-rdma-hook oci-rdma-hook-poststop; do
+		python3 - "${ORH_SRCDIR:-$(dirname "$0")/../..}/hooks.d/$f.json.in" "$1/$f.json" \
+			"$WORK/bin/oci-rdma-hook" "$WORK/node" "$2" <<'EOF'
+import json, sys
+src, dst, hook, node, conf = sys.argv[1:6]
+h = json.load(open(src))
+h["hook"]["path"] = hook
+h["hook"]["args"] = h["hook"]["args"][:1] + ["--sysroot", node, "--config", conf] + h["hook"]["args"][1:]
+json.dump(h, open(dst, "w"))
+EOF
+	done
+}
+hooks_dir "$WORK/hooks.d" "$WORK/node.conf"
+hooks_dir "$WORK/hooks-ann.d" "$WORK/ann.conf"
+cat >"$WORK/containers.conf" <<'EOF'
+[containers]
+default_ulimits = []
+EOF
+make_rootfs "$WORK/rootfs"
+tar -C "$WORK/rootfs" -cf "$WORK/rootfs.tar" .
+chmod -R a+rX "$WORK"
+chmod 755 "$UHOME"
+
+as_user() {
+	(cd "$UHOME" && runuser -u "$U" -- env HOME="$UHOME" XDG_RUNTIME_DIR="$XDG" \
+		CONTAINERS_CONF="$WORK/containers.conf" "$@")
+}
+P=(podman --storage-driver vfs --runtime runc --cgroup-manager cgroupfs)
+as_user "${P[@]}" import "$WORK/rootfs.tar" localhost/orh-e2e-bb:latest >/dev/null 2>"$WORK/import.err" ||
+	cant_run "rootless podman import failed: $(tail -3 "$WORK/import.err")"
+
+INSIDE='echo "uid $(id -u)"; echo "memlock $(ulimit -Sl) $(ulimit -Hl)"; for f in /dev/infiniband/*; do [ -e "$f" ] && stat -c "%n %F %t:%T" "$f"; done; sed -n "s/^NCCL_/conf:NCCL_/p" /etc/nccl.conf 2>/dev/null; true'
+run_rootless() { # HOOKS-DIR|none [PODMAN-RUN-OPTION...]
+	local hd=$1
+	shift
+	local args=("${P[@]}")
+	[ "$hd" = none ] || args+=(--hooks-dir "$hd")
+	RC=0
+	OUT=$(as_user "${args[@]}" run --rm --network none "$@" localhost/orh-e2e-bb /bin/sh -c "$INSIDE" \
+		2>"$WORK/podman.err") || RC=$?
+	ERR=$(tail -3 "$WORK/podman.err")
+}
+user_hard=$(as_user sh -c 'ulimit -Hl')
+PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
+
+# the control: no hook at all
+run_rootless none
+check "control: rootless podman runs a container without the hook (rc $RC: $ERR)" [ "$RC" = 0 ]
+CONTROL=$OUT
+
+# every hooks.d file, the default config (activation = always, memlock unlimited)
+run_rootless "$WORK/hooks.d"
+check "rootless podman starts a container with every hooks.d file (rc $RC: $ERR)" [ "$RC" = 0 ]
+check "no 'error setting rlimit' from the runtime" bash -c "! grep -q 'error setting rlimit' \"\$1\"" _ "$WORK/podman.err"
+check "memlock is the user's hard limit, soft and hard ($user_hard)" \
+	grep -qx "memlock $user_hard $user_hard" <<<"$OUT"
+for n in uverbs1 uverbs8 rdma_cm; do
+	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
+	check "/dev/infiniband/$n is in the container, $want" \
+		grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
+done
+missing=""
+while IFS= read -r line; do
+	case $line in NCCL_SOCKET_IFNAME=*) continue ;; esac
+	grep -qxF "conf:$line" <<<"$OUT" || missing="$missing $line"
+done <<<"$PLAN"
+check "/etc/nccl.conf has every plan setting (missing:${missing:- none})" [ -z "$missing" ]
+
+# what the issue saw: precreate inside podman's user namespace asked for 2^64-1
+python3 -c 'import json
+print(json.dumps({"ociVersion": "1.0.2", "process": {"args": ["sh"], "env": ["PATH=/bin"]},
+                  "linux": {"namespaces": [{"type": "mount"}]}}))' >"$WORK/spec.json"
+chmod 644 "$WORK/spec.json"
+as_user "${P[@]}" unshare sh -c "'$WORK/bin/oci-rdma-hook' --sysroot '$WORK/node' --config '$WORK/node.conf' precreate <'$WORK/spec.json'" \
+	>"$WORK/pre.json" 2>"$WORK/pre.err"
+want_bytes=$((user_hard * 1024))
+[ "$user_hard" = unlimited ] && want_bytes=18446744073709551615
+check "precreate in podman's user namespace asks for the user's hard limit ($want_bytes bytes), not more" \
+	[ "$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print([(r["soft"], r["hard"]) for r in d["process"]["rlimits"] if r["type"] == "RLIMIT_MEMLOCK"])' "$WORK/pre.json")" = "[($want_bytes, $want_bytes)]" ]
+check "... and says why" grep -q "no CAP_SYS_RESOURCE in the initial user namespace" "$WORK/pre.err"
+
+# activation = annotation: a container that does not ask starts as without the hook
+run_rootless "$WORK/hooks-ann.d"
+check "annotation mode, not asked: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check "annotation mode, not asked: the container sees what the control saw" [ "$OUT" = "$CONTROL" ]
+run_rootless "$WORK/hooks-ann.d" --annotation oci-rdma-hook/enable=true
+check "annotation mode, asked: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check "annotation mode, asked: uverbs1 is there" grep -q "^/dev/infiniband/uverbs1 " <<<"$OUT"
+check "annotation mode, asked: /etc/nccl.conf has the plan's NCCL_IB_GID_INDEX" \
+	grep -qx "conf:$(grep '^NCCL_IB_GID_INDEX=' <<<"$PLAN")" <<<"$OUT"
+
+finish
