@@ -27,7 +27,8 @@ trap 'rc=$?; rm -f "$CDI_FILE"; cleanup_work $rc' EXIT
 # starts podman, and the containers that inherit its limits, at 1 MiB soft / 4 MiB hard
 # (below this machine's hard limit); only the hook raises the soft limit to 4 MiB.
 make_node seed001-roce.json "$WORK/node"
-# the host's default route on eno1, as on many servers: a container never has that name
+# the host's default route on eno1 (an onboard NIC without RDMA, as on many servers; so
+# mlx5_0 is a fabric NIC here): a container never has that name
 sed -i 's/^eth0\t/eno1\t/' "$WORK/node/proc/net/route"
 write_conf "$WORK/node.conf" "[node]
 memlock = 4M"
@@ -45,7 +46,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["cdiVersion"] == "0.5.0" and d["kind"] == "rdma.oci-rdma-hook.io/hca", d
 names = [x["name"] for x in d["devices"]]
-assert names[-1] == "all" and "mlx5_1" in names and "mlx5_0" not in names, names
+assert names[-1] == "all" and "mlx5_1" in names, names
 ' "$CDI_FILE"
 check "the spec's createRuntime hook is this binary's cdi-createRuntime with --config and --sysroot" \
 	python3 -c '
