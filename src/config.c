@@ -286,6 +286,24 @@ static int node_key(struct parse_ctx *pc, const char *key, const char *v)
 	} else if (!strcmp(key, "management_devices")) {
 		if (parse_bool(v, &cfg->management_devices) < 0)
 			return set_error(pc, s, key, "'%s' is not yes or no", v);
+	} else if (!strcmp(key, "nic_affinity")) {
+		if (!strcmp(v, "pcie"))
+			cfg->nic_affinity = ORH_AFFINITY_PCIE;
+		else if (!strcmp(v, "numa"))
+			cfg->nic_affinity = ORH_AFFINITY_NUMA;
+		else if (!strcmp(v, "none"))
+			cfg->nic_affinity = ORH_AFFINITY_NONE;
+		else
+			return set_error(pc, s, key, "'%s' is not pcie, numa or none", v);
+	} else if (!strcmp(key, "link_layer")) {
+		if (!strcmp(v, "auto"))
+			cfg->link_layer = ORH_FABRIC_AUTO;
+		else if (!strcmp(v, "infiniband"))
+			cfg->link_layer = ORH_FABRIC_INFINIBAND;
+		else if (!strcmp(v, "ethernet"))
+			cfg->link_layer = ORH_FABRIC_ETHERNET;
+		else
+			return set_error(pc, s, key, "'%s' is not auto, infiniband or ethernet", v);
 	} else {
 		return set_error(pc, s, key, "unknown key%s", "");
 	}
@@ -302,8 +320,10 @@ static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
 			cfg->activation = ORH_ACTIVATE_ALWAYS;
 		else if (!strcmp(v, "annotation"))
 			cfg->activation = ORH_ACTIVATE_ANNOTATION;
+		else if (!strcmp(v, "devices"))
+			cfg->activation = ORH_ACTIVATE_DEVICES;
 		else
-			return set_error(pc, s, key, "'%s' is not always or annotation", v);
+			return set_error(pc, s, key, "'%s' is not always, annotation or devices", v);
 	} else if (!strcmp(key, "on_error")) {
 		if (!strcmp(v, "warn"))
 			cfg->on_error = ORH_ON_ERROR_WARN;

@@ -95,11 +95,38 @@ static void choice_init(struct orh_plan *plan, const struct orh_inventory *inv)
 		}
 }
 
+/* Does the container hold device d (its uverbs node, by number)? */
+static bool holds(const struct orh_container_facts *f, const struct orh_device *d)
+{
+	for (size_t i = 0; i < f->n_devs; i++)
+		if (d->uverbs.present && f->devs[i].major == d->uverbs.major &&
+		    f->devs[i].minor == d->uverbs.minor)
+			return true;
+	return false;
+}
+
+/* Does the container hold any uverbs node (of this node's devices, or of a number the
+ * kernel gives uverbs)? Then something (a device plugin, --device, CDI) chose its HCAs. */
+static bool holds_any_uverbs(const struct orh_container_facts *f, const struct orh_inventory *inv)
+{
+	if (!f)
+		return false;
+	for (size_t d = 0; d < inv->n_devs; d++)
+		if (holds(f, &inv->devs[d]))
+			return true;
+	for (size_t i = 0; i < f->n_devs; i++)
+		if (orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, f->devs[i].major, f->devs[i].minor, NULL))
+			return true;
+	return false;
+}
+
 #define LEAVE_OUT(c, ...) do { (c)->used = false; snprintf((c)->reason, sizeof((c)->reason), __VA_ARGS__); } while (0)
 
-/* Rules 1 and 2: which ports are usable. */
+/* Rules 1 and 2: which ports are usable. Rule 2 is a guess at which NIC the node keeps
+ * for TCP; a container whose devices were chosen for it (rule 8, `given`) is not guessed
+ * for. */
 static void choose_ports(const struct orh_config *cfg, const struct orh_inventory *inv,
-			 struct orh_plan *plan)
+			 bool given, struct orh_plan *plan)
 {
 	size_t k = 0;
 	bool off_route = false;
@@ -128,7 +155,7 @@ static void choose_ports(const struct orh_config *cfg, const struct orh_inventor
 	}
 	/* Rule 2: the front-end NIC carries the default route; leave it to TCP when the
 	 * node has fabric ports besides it. eRDMA devices are the VPC NICs by design. */
-	if (!cfg->skip_default_route_nic || !inv->default_route_if[0] || !off_route)
+	if (!cfg->skip_default_route_nic || !inv->default_route_if[0] || !off_route || given)
 		return;
 	k = 0;
 	for (size_t d = 0; d < inv->n_devs; d++) {
@@ -142,6 +169,80 @@ static void choose_ports(const struct orh_config *cfg, const struct orh_inventor
 				LEAVE_OUT(c, "front-end NIC: %s carries the default route", port->netdev);
 		}
 	}
+}
+
+/* Rule 8: a container that holds uverbs nodes already gets a plan limited to those
+ * devices: never another HCA's node or grant. */
+static void given_devices(const struct orh_container_facts *f, const struct orh_inventory *inv,
+			  struct orh_plan *plan)
+{
+	size_t k = 0, matched = 0;
+
+	if (!holds_any_uverbs(f, inv))
+		return;
+	for (size_t d = 0; d < inv->n_devs; d++) {
+		const struct orh_device *dev = &inv->devs[d];
+		bool held = holds(f, dev);
+
+		matched += held;
+		for (size_t p = 0; p < dev->n_ports; p++, k++)
+			if (!held && plan->ports[k].used)
+				LEAVE_OUT(&plan->ports[k], "rule 8: not given to this container (it "
+					  "holds other RDMA devices)");
+	}
+	if (matched == 0)
+		orh_strv_pushf(&plan->warnings,
+			       "the container holds uverbs nodes that are none of this node's "
+			       "devices: no HCA of the node is given");
+}
+
+static const char *fabric_name(enum orh_link_layer ll)
+{
+	return ll == ORH_LL_INFINIBAND ? "InfiniBand" : "Ethernet";
+}
+
+/* Rule 10: one fabric. NCCL_IB_HCA never mixes InfiniBand and Ethernet (RoCE) ports:
+ * the config's link_layer, else the larger group (InfiniBand on a tie). */
+static void one_fabric(const struct orh_config *cfg, const struct orh_inventory *inv,
+		       struct orh_plan *plan)
+{
+	size_t n_ib = 0, n_eth = 0, k = 0;
+	enum orh_link_layer keep;
+	char left[512] = "";
+
+	for (size_t d = 0; d < inv->n_devs; d++)
+		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++)
+			if (plan->ports[k].used) {
+				n_ib += inv->devs[d].ports[p].link_layer == ORH_LL_INFINIBAND;
+				n_eth += inv->devs[d].ports[p].link_layer == ORH_LL_ETHERNET;
+			}
+	if (cfg->link_layer == ORH_FABRIC_AUTO && (n_ib == 0 || n_eth == 0))
+		return;
+	if (cfg->link_layer == ORH_FABRIC_INFINIBAND)
+		keep = ORH_LL_INFINIBAND;
+	else if (cfg->link_layer == ORH_FABRIC_ETHERNET)
+		keep = ORH_LL_ETHERNET;
+	else
+		keep = n_ib >= n_eth ? ORH_LL_INFINIBAND : ORH_LL_ETHERNET;
+	k = 0;
+	for (size_t d = 0; d < inv->n_devs; d++)
+		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++) {
+			struct orh_port_choice *c = &plan->ports[k];
+			size_t len = strlen(left);
+
+			if (!c->used || inv->devs[d].ports[p].link_layer == keep)
+				continue;
+			LEAVE_OUT(c, "rule 10: %s; NCCL_IB_HCA holds %s ports only",
+				  fabric_name(inv->devs[d].ports[p].link_layer), fabric_name(keep));
+			snprintf(left + len, sizeof(left) - len, "%s%s:%u", len ? "," : "", c->dev,
+				 c->port);
+		}
+	if (left[0])
+		orh_strv_pushf(&plan->warnings,
+			       "the usable ports are InfiniBand (%zu) and Ethernet (%zu): NCCL_IB_HCA "
+			       "holds the %s ones (%s); left out: %s", n_ib, n_eth, fabric_name(keep),
+			       cfg->link_layer == ORH_FABRIC_AUTO ? "the larger group" : "config link_layer",
+			       left);
 }
 
 static enum orh_preset auto_preset(const struct orh_inventory *inv, const struct orh_plan *plan)
@@ -452,7 +553,9 @@ int orh_plan_build(const struct orh_config *cfg, struct orh_inventory *inv,
 
 	memset(plan, 0, sizeof(*plan));
 	choice_init(plan, inv);
-	choose_ports(cfg, inv, plan);
+	choose_ports(cfg, inv, holds_any_uverbs(facts, inv), plan);
+	given_devices(facts, inv, plan);
+	one_fabric(cfg, inv, plan);
 	choose_hca(cfg, inv, facts, plan);
 
 	/* Rule 3: NCCL_IB_HCA in exact form. */

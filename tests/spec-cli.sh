@@ -313,7 +313,7 @@ json.dump(d, open(sys.argv[2], "w"))' "$T/spec.json" "$T/memlock-spec.json"
 	check "... and says so" grep -q "container left unchanged" "$T/err"
 	check "... and exits 0" [ "$RC" = 0 ]
 	# cdi-createRuntime (what the CDI spec carries now): memlock and /etc/nccl.conf, with
-	# NCCL_IB_HCA only for a container given every device (CDI's "all")
+	# NCCL_IB_HCA naming the ports of the devices the container was given
 	with_devs() { # CDI-DEVICE OUT: the spec with that CDI device's nodes in linux.devices
 		python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
@@ -337,9 +337,11 @@ json.dump(d, open(sys.argv[4], "w"))' "$T/spec.json" "$T/cdi.json" "$1" "$2"
 	rm -rf "$T/cdib/rootfs/etc"
 	target
 	STAGE=cdi-createRuntime cdi_memlock "$T/memlock.conf" "$TARGET" "$T/cdi-one.json"
-	check "cdi-createRuntime, one device: /etc/nccl.conf has no NCCL_IB_HCA, the rest of the plan" \
+	check "cdi-createRuntime, one device: NCCL_IB_HCA is that device's port alone (rule 8)" \
+		grep -qx 'NCCL_IB_HCA==mlx5_3:1' "$T/cdib/rootfs/etc/nccl.conf"
+	check "cdi-createRuntime, one device: the rest of the plan as for all" \
 		diff <("$HOOK" --sysroot "$T/node" --config "$T/memlock.conf" env | grep -v '^NCCL_IB_HCA=' | sort) \
-		<(grep '^NCCL_' "$T/cdib/rootfs/etc/nccl.conf" | sort)
+		<(grep '^NCCL_' "$T/cdib/rootfs/etc/nccl.conf" | grep -v '^NCCL_IB_HCA=' | sort)
 	# nccl-conf (what the spec edit registers): /etc/nccl.conf alone, memlock untouched
 	rm -rf "$T/cdib/rootfs/etc"
 	target

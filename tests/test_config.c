@@ -108,11 +108,30 @@ Test(config, errors_name_file_line_and_key)
 	expect_error("[node]\nsysroot = relative/dir\n", "key 'sysroot'");
 	expect_error("[node]\nskip_default_route_nic = maybe\n", "key 'skip_default_route_nic'");
 	expect_error("[containers]\nactivation = sometimes\n", "key 'activation'");
+	expect_error("[node]\nnic_affinity = close\n", "node.conf:2: [node] key 'nic_affinity': 'close' is not pcie, numa or none");
+	expect_error("[node]\nlink_layer = roce\n", "node.conf:2: [node] key 'link_layer': 'roce' is not auto, infiniband or ethernet");
 	expect_error("[containers]\non_error = ignore\n", "key 'on_error'");
 	expect_error("[env]\nLD_PRELOAD = /x.so\n", "[env] key 'LD_PRELOAD'");
 	expect_error("[env]\nnccl_debug = INFO\n", "[env] key 'nccl_debug'");
 	expect_error("[env]\nNCCL_DEBUG = INFO\nNCCL_DEBUG = WARN\n", "node.conf:3: [env] key 'NCCL_DEBUG': set twice");
 	expect_error("[node]\nthis is not ini\n", "node.conf:2:");
+}
+
+Test(config, placement_keys)
+{
+	struct orh_config c;
+	struct orh_err e = { 0 };
+
+	orh_config_defaults(&c);
+	cr_assert_eq(c.nic_affinity, ORH_AFFINITY_PCIE);
+	cr_assert_eq(c.link_layer, ORH_FABRIC_AUTO);
+	cr_assert_eq(orh_config_parse_string(&c, "n.conf", "[node]\nnic_affinity = numa\n"
+					     "link_layer = ethernet\n[containers]\n"
+					     "activation = devices\n", &e), 0, "%s", e.msg);
+	cr_assert_eq(c.nic_affinity, ORH_AFFINITY_NUMA);
+	cr_assert_eq(c.link_layer, ORH_FABRIC_ETHERNET);
+	cr_assert_eq(c.activation, ORH_ACTIVATE_DEVICES);
+	orh_config_free(&c);
 }
 
 Test(config, missing_default_file_is_defaults)

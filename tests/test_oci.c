@@ -407,3 +407,87 @@ Test(activation, annotations_not_an_object)
 	cr_assert_eq(decide(ORH_ACTIVATE_ALWAYS, "[]", &res, &facts, &err), -EINVAL);
 	cr_assert_eq(res, ORH_ACT_SKIP);
 }
+
+/* ---- the facts a spec gives, and the activation rules that use them -------------- */
+
+static void facts_of(const char *spec, struct orh_container_facts *f)
+{
+	json_t *j = ann(spec);
+
+	memset(f, 0, sizeof(*f));
+	orh_container_facts_read(j, NULL, f);
+	/* nvidia_visible points into the spec: copy what the tests look at */
+	json_decref(j);
+}
+
+Test(facts, devices_by_number_and_the_gpu_variable)
+{
+	struct orh_container_facts f;
+	json_t *j = ann("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=0\",\"A=1\","
+			"\"NVIDIA_VISIBLE_DEVICES=2,3\"]},\"linux\":{\"devices\":["
+			"{\"path\":\"/dev/infiniband/uverbs2\",\"type\":\"c\",\"major\":231,\"minor\":194},"
+			"{\"path\":\"/dev/sda\",\"type\":\"b\",\"major\":8,\"minor\":0},"
+			"{\"path\":\"/dev/x\",\"type\":\"c\",\"major\":-1,\"minor\":0},"
+			"{\"path\":\"/dev/nvidia3\",\"type\":\"c\",\"major\":195,\"minor\":3}]}}");
+
+	memset(&f, 0, sizeof(f));
+	orh_container_facts_read(j, NULL, &f);
+	cr_assert_eq(f.n_devs, 2, "block and malformed entries are not facts");
+	cr_assert_eq(f.devs[0].major, 231);
+	cr_assert_eq(f.devs[0].minor, 194);
+	cr_assert_eq(f.devs[1].major, 195);
+	cr_assert_str_eq(f.nvidia_visible, "2,3", "the last definition wins");
+	cr_assert(orh_facts_hold_rdma(&f));
+	cr_assert_not(f.sandbox);
+	json_decref(j);
+}
+
+Test(facts, pod_sandboxes_of_containerd_and_cri_o)
+{
+	struct orh_container_facts f;
+
+	facts_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\"}}", &f);
+	cr_assert(f.sandbox);
+	facts_of("{\"annotations\":{\"io.kubernetes.cri-o.ContainerType\":\"sandbox\"}}", &f);
+	cr_assert(f.sandbox);
+	facts_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\"}}", &f);
+	cr_assert_not(f.sandbox);
+	facts_of("{}", &f);
+	cr_assert_not(f.sandbox);
+}
+
+Test(activation, a_pod_sandbox_is_never_served)
+{
+	struct orh_config cfg;
+	struct orh_container_facts facts;
+	enum orh_activation_result res = ORH_ACT_DEFAULT;
+	struct orh_err err = { 0 };
+	json_t *a = ann("{\"oci-rdma-hook/enable\":\"true\"}");
+
+	memset(&cfg, 0, sizeof(cfg));
+	memset(&facts, 0, sizeof(facts));
+	facts.sandbox = true;
+	cr_assert_eq(orh_activation_decide(&cfg, a, &res, &facts, &err), 0);
+	cr_assert_eq(res, ORH_ACT_SKIP, "not even when it asks");
+	json_decref(a);
+}
+
+Test(activation, devices_mode_serves_containers_holding_rdma_nodes)
+{
+	struct orh_config cfg;
+	struct orh_container_facts facts;
+	enum orh_activation_result res = ORH_ACT_DEFAULT;
+	struct orh_err err = { 0 };
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.activation = ORH_ACTIVATE_DEVICES;
+	memset(&facts, 0, sizeof(facts));
+	cr_assert_eq(orh_activation_decide(&cfg, NULL, &res, &facts, &err), 0);
+	cr_assert_eq(res, ORH_ACT_SKIP);
+	facts.devs[facts.n_devs++] = (struct orh_devnum){ 195, 0 };
+	cr_assert_eq(orh_activation_decide(&cfg, NULL, &res, &facts, &err), 0);
+	cr_assert_eq(res, ORH_ACT_SKIP, "a GPU alone is no RDMA device");
+	facts.devs[facts.n_devs++] = (struct orh_devnum){ 231, 193 };
+	cr_assert_eq(orh_activation_decide(&cfg, NULL, &res, &facts, &err), 0);
+	cr_assert_eq(res, ORH_ACT_DEFAULT);
+}

@@ -592,3 +592,117 @@ Test(plan, rule4_search_matches_the_definition_on_random_tables)
 					  round, k, plan.ports[k].gid_index);
 	}
 }
+
+/* ---- rule 8: the devices the container was given ----------------------------------- */
+
+static void give(struct orh_container_facts *f, unsigned major, unsigned minor)
+{
+	f->devs[f->n_devs++] = (struct orh_devnum){ major, minor };
+}
+
+Test(plan, rule8_given_uverbs_limits_the_plan_to_those_devices)
+{
+	struct orh_container_facts f = { 0 };
+
+	seed001();
+	give(&f, 231, 192 + 2);   /* mlx5_2's uverbs2 */
+	give(&f, 10, 58);         /* rdma_cm */
+	give(&f, 1, 3);           /* /dev/null: not RDMA */
+	build(&f);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_2:1");
+	cr_assert_eq(plan.n_nodes, 2, "uverbs2 and rdma_cm only, got %zu nodes", plan.n_nodes);
+	cr_assert_str_eq(plan.nodes[0].path, "/dev/infiniband/uverbs2");
+	cr_assert_str_eq(plan.nodes[1].path, "/dev/infiniband/rdma_cm");
+	cr_assert_not_null(strstr(plan.ports[1].reason, "rule 8"), "%s", plan.ports[1].reason);
+}
+
+Test(plan, rule8_the_front_end_nic_given_by_a_plugin_is_kept)
+{
+	struct orh_container_facts f = { 0 };
+
+	seed001();
+	give(&f, 231, 192);       /* mlx5_0, the default route's NIC: rule 2 would drop it */
+	build(&f);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_0:1");
+}
+
+Test(plan, rule8_unknown_uverbs_numbers_give_no_hca)
+{
+	struct orh_container_facts f = { 0 };
+
+	seed001();
+	give(&f, 231, 220);       /* a uverbs number of no device here */
+	build(&f);
+	cr_assert(orh_plan_is_empty(&plan), "another HCA's node or grant must never be given");
+	cr_assert(warned("none of this node's devices"));
+}
+
+Test(plan, rule8_only_rdma_cm_or_other_devices_limit_nothing)
+{
+	struct orh_container_facts f = { 0 };
+
+	seed001();
+	give(&f, 10, 58);
+	give(&f, 195, 0);         /* /dev/nvidia0 */
+	build(&f);
+	cr_assert_str_eq(env("NCCL_IB_HCA"),
+			 "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1");
+}
+
+/* ---- rule 10: one fabric --------------------------------------------------------- */
+
+/* four dual-port NICs; one of them (mlx5_3) InfiniBand: six RoCE ports, two IB ports */
+static void mixed_node(void)
+{
+	char nd[16];
+
+	for (unsigned i = 0; i < 4; i++) {
+		struct orh_device *d = nth_dev(i, nd);
+
+		if (i == 3) {
+			add_port(d, 4, ORH_LL_INFINIBAND, "");
+			add_port(d, 4, ORH_LL_INFINIBAND, "");
+		} else {
+			roce_port(d, nd, i);
+			roce_port(d, nd, i);
+		}
+	}
+	strcpy(inv.default_route_if, "eno1");
+}
+
+Test(plan, rule10_the_larger_group_wins_and_the_rest_is_named)
+{
+	mixed_node();
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"),
+			 "=mlx5_0:1,mlx5_0:2,mlx5_1:1,mlx5_1:2,mlx5_2:1,mlx5_2:2");
+	cr_assert(warned("left out: mlx5_3:1,mlx5_3:2"));
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "3");
+}
+
+Test(plan, rule10_config_names_the_fabric)
+{
+	mixed_node();
+	cfg.link_layer = ORH_FABRIC_INFINIBAND;
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_3:1,mlx5_3:2");
+	cr_assert_null(env("NCCL_IB_GID_INDEX"), "InfiniBand ports have no GID index");
+	cr_assert(warned("config link_layer"));
+	cr_assert(warned("left out: mlx5_0:1"));
+}
+
+Test(plan, rule10_a_tie_goes_to_infiniband_and_one_kind_is_left_alone)
+{
+	char nd[16];
+
+	roce_port(nth_dev(0, nd), nd, 0);
+	add_port(nth_dev(1, nd), 4, ORH_LL_INFINIBAND, "");
+	strcpy(inv.default_route_if, "eno1");
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_1:1");
+	orh_plan_free(&plan);
+	/* only one kind: no warning */
+	cfg.link_layer = ORH_FABRIC_ETHERNET;
+	build(NULL);
+	cr_assert_str_eq(env("NCCL_IB_HCA"), "=mlx5_0:1");
+}

@@ -33,6 +33,21 @@ enum orh_preset {
 enum orh_activation {
 	ORH_ACTIVATE_ALWAYS = 0,   /* every container on a node with usable RDMA */
 	ORH_ACTIVATE_ANNOTATION,   /* only containers annotated oci-rdma-hook/enable=true */
+	ORH_ACTIVATE_DEVICES,      /* only containers that hold RDMA device nodes already */
+};
+
+/* Which NICs a container given a subset of the node's GPUs gets (rule 9). */
+enum orh_nic_affinity {
+	ORH_AFFINITY_PCIE = 0,     /* under the same PCIe switch, else the same NUMA node */
+	ORH_AFFINITY_NUMA,         /* on the same NUMA node */
+	ORH_AFFINITY_NONE,         /* every usable NIC */
+};
+
+/* Which fabric NCCL_IB_HCA holds when the usable ports are of both kinds (rule 10). */
+enum orh_fabric {
+	ORH_FABRIC_AUTO = 0,       /* the larger group */
+	ORH_FABRIC_INFINIBAND,
+	ORH_FABRIC_ETHERNET,
 };
 
 enum orh_on_error {
@@ -59,6 +74,8 @@ struct orh_config {
 	char *socket_ifname;        /* NULL: the default route's interface */
 	uint64_t memlock;           /* bytes, or ORH_MEMLOCK_UNLIMITED */
 	bool management_devices;    /* umad/issm too */
+	enum orh_nic_affinity nic_affinity;
+	enum orh_fabric link_layer;
 	/* [containers] */
 	enum orh_activation activation;
 	enum orh_on_error on_error;

@@ -46,12 +46,24 @@ enum orh_activation_result {
 	ORH_ACT_REQUESTED,   /* the container asked (oci-rdma-hook/enable=true) */
 };
 
-/* Decide from the node config and the container's annotations (spec annotations, or
- * the state's). Fills facts->has_preset/preset from oci-rdma-hook/preset. A bad
- * annotation value is an error naming the annotation. */
+/* Decide from the node config, the container's annotations (spec annotations, or the
+ * state's) and the facts its spec gives (orh_container_facts_read, before: a pod sandbox
+ * is never served; activation = devices serves a container holding RDMA nodes). Fills
+ * facts->has_preset/preset from oci-rdma-hook/preset. A bad annotation value is an
+ * error naming the annotation. */
 int orh_activation_decide(const struct orh_config *cfg, const json_t *annotations,
 			  enum orh_activation_result *out, struct orh_container_facts *facts,
 			  struct orh_err *err);
+
+/* The facts a spec gives about its container (include/orh/plan.h): linux.devices
+ * character devices, NVIDIA_VISIBLE_DEVICES, whether it is a Kubernetes pod sandbox
+ * (annotation io.kubernetes.cri.container-type or io.kubernetes.cri-o.ContainerType
+ * "sandbox"; state_annotations are used when the spec has none). Only fields of *facts
+ * that the spec decides are written. */
+void orh_container_facts_read(const json_t *spec, const json_t *state_annotations,
+			      struct orh_container_facts *facts);
+/* Does the container hold a device node of RDMA's numbers (uverbs, umad, issm)? */
+bool orh_facts_hold_rdma(const struct orh_container_facts *facts);
 
 /* Is NAME set in the spec's process.env? */
 bool orh_spec_env_has(const json_t *spec, const char *name);

@@ -15,7 +15,20 @@
 #include "orh/inventory.h"
 #include "orh/util.h"
 
-/* Facts about one container that change the plan. Zeroed = host network, no override. */
+/* A character device's numbers. */
+struct orh_devnum {
+	unsigned major;
+	unsigned minor;
+};
+
+/* How many linux.devices entries the facts keep (the rest are counted, not kept). */
+#define ORH_FACTS_MAX_DEVS 128
+/* The character major of /dev/nvidiaN (N = the GPU's minor; 255 is nvidiactl). */
+#define ORH_NVIDIA_MAJOR 195
+
+/* Facts about one container that change the plan, read from its spec
+ * (orh_container_facts_read) and its network namespace. Zeroed = host network, no
+ * override, nothing given. */
 struct orh_container_facts {
 	bool own_netns;                     /* the container has its own network namespace */
 	char netns_default_if[IFNAMSIZ];    /* that namespace's default route interface */
@@ -23,6 +36,15 @@ struct orh_container_facts {
 	size_t n_addrs;
 	bool has_preset;                    /* the container picked a preset (annotation) */
 	enum orh_preset preset;
+	/* the character devices the spec gives it already (linux.devices: a device plugin,
+	 * docker --device, CDI), by number: rule 8 */
+	struct orh_devnum devs[ORH_FACTS_MAX_DEVS];
+	size_t n_devs;
+	size_t n_devs_dropped;              /* entries past ORH_FACTS_MAX_DEVS */
+	/* NVIDIA_VISIBLE_DEVICES of process.env (NULL: unset; points into the spec): rule 9 */
+	const char *nvidia_visible;
+	/* a Kubernetes pod sandbox (the pause container): never served */
+	bool sandbox;
 };
 
 struct orh_devnode {

@@ -217,67 +217,25 @@ static int apply_memlock(const struct hook *h, char *text, size_t size, struct o
 	return 0;
 }
 
-/* Does the spec's linux.devices hold a character device of these numbers? */
-static bool spec_holds(const json_t *spec, unsigned major, unsigned minor)
-{
-	const json_t *devs = json_object_get(json_object_get(spec, "linux"), "devices");
-	const json_t *e;
-	size_t i;
-
-	json_array_foreach(devs, i, e) {
-		const json_t *type = json_object_get(e, "type");
-
-		if (json_is_string(type) && !strcmp(json_string_value(type), "c") &&
-		    json_integer_value(json_object_get(e, "major")) == (json_int_t)major &&
-		    json_integer_value(json_object_get(e, "minor")) == (json_int_t)minor)
-			return true;
-	}
-	return false;
-}
-
-/* The settings for /etc/nccl.conf. A CDI container given some of the devices (one device
- * of the spec, not "all") gets no NCCL_IB_HCA: it names every chosen port, and libibverbs
- * lists only the devices whose uverbs node the container has. */
-static size_t conf_env(const struct hook *h, struct orh_env_entry *out)
-{
-	const struct orh_plan *p = &h->plan;
-	bool all = true;
-	size_t n = 0;
-
-	if (!strcmp(h->stage, "cdi-createRuntime"))
-		for (size_t i = 0; i < p->n_nodes; i++)
-			if (orh_startswith(p->nodes[i].path, "/dev/infiniband/uverbs") &&
-			    !spec_holds(h->spec, p->nodes[i].major, p->nodes[i].minor))
-				all = false;
-	for (size_t i = 0; i < p->n_env; i++)
-		if (all || strcmp(p->env[i].name, "NCCL_IB_HCA") != 0)
-			out[n++] = p->env[i];
-	return n;
-}
-
 /* The /etc/nccl.conf step alone (nccl-conf, cdi-createRuntime), and the memlock step
  * before it for the cdi-* stages; one line saying what was done. */
 static int apply_conf_stage(struct hook *h)
 {
-	_cleanup_free_ struct orh_env_entry *env = NULL;
 	struct orh_ncclconf_result nres;
 	struct orh_err err = { 0 };
 	char memlock[192] = "";
 	bool conf = strcmp(h->stage, "cdi-memlock") != 0;
-	size_t n_env = 0;
 
 	if (strcmp(h->stage, "nccl-conf") != 0 &&
 	    apply_memlock(h, memlock, sizeof(memlock), &err) < 0)
 		return failed(h, "memlock", &err);
 	memset(&nres, 0, sizeof(nres));
-	if (conf) {
-		env = orh_xcalloc(h->plan.n_env + 1, sizeof(*env));
-		n_env = conf_env(h, env);
-		if (orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,
-				       h->state_dir[0] ? h->state_dir : NULL, env, n_env, &nres,
-				       &err) < 0)
-			return failed(h, "/etc/nccl.conf", &err);
-	}
+	/* a CDI container given one device holds only its node: the plan (rule 8) names only
+	 * that device's ports */
+	if (conf && orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,
+				       h->state_dir[0] ? h->state_dir : NULL, h->plan.env,
+				       h->plan.n_env, &nres, &err) < 0)
+		return failed(h, "/etc/nccl.conf", &err);
 	if (!conf)
 		orh_log(LOG_INFO, "container %s: %s: %s", cid(h), h->stage,
 			memlock[0] ? memlock : "the plan sets no memlock; left unchanged");
@@ -386,6 +344,7 @@ static int run(struct hook *h)
 	annotations = json_object_get(h->spec, "annotations");
 	if (!annotations)
 		annotations = h->st.annotations;
+	orh_container_facts_read(h->spec, h->st.annotations, &h->facts);
 	if (cdi) {
 		/* only a container given a device of our CDI kind runs this hook: that is
 		 * its request */

@@ -86,6 +86,7 @@ int orh_spec_edit(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_resul
 	memset(&facts, 0, sizeof(facts));
 	memset(&ni, 0, sizeof(ni));
 	res->asked = asked_for(annotations);
+	orh_container_facts_read(spec, NULL, &facts);
 
 	r = orh_activation_decide(cfg, annotations, &res->activation, &facts, err);
 	if (r < 0)

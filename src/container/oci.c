@@ -404,6 +404,8 @@ int orh_activation_decide(const struct orh_config *cfg, const json_t *annotation
 	int r;
 
 	*out = ORH_ACT_SKIP;
+	if (facts && facts->sandbox)
+		return 0; /* a pod's sandbox (pause) container: never served, in every mode */
 	if (annotations && json_is_null(annotations))
 		annotations = NULL;
 	if (annotations && !json_is_object(annotations))
@@ -425,6 +427,8 @@ int orh_activation_decide(const struct orh_config *cfg, const json_t *annotation
 		res = ORH_ACT_REQUESTED;
 	else if (cfg->activation == ORH_ACTIVATE_ALWAYS)
 		res = ORH_ACT_DEFAULT;
+	else if (cfg->activation == ORH_ACTIVATE_DEVICES && facts && orh_facts_hold_rdma(facts))
+		res = ORH_ACT_DEFAULT; /* a device plugin (or --device, CDI) gave it RDMA nodes */
 	else
 		return 0;
 

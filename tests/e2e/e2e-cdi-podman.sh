@@ -139,8 +139,8 @@ run_podman --device rdma.oci-rdma-hook.io/hca=mlx5_2
 check "podman run --device ...=mlx5_2 succeeds (rc $RC: $ERR)" [ "$RC" = 0 ]
 check "mlx5_2: exactly its uverbs node and rdma_cm" \
 	[ "$(grep -o '^/dev/infiniband/[a-z_0-9]*' <<<"$OUT" | tr '\n' ' ')" = "/dev/infiniband/rdma_cm /dev/infiniband/uverbs2 " ]
-check "mlx5_2: no NCCL_IB_HCA (a container given some devices: libibverbs lists only those)" \
-	bash -c "! grep -q 'NCCL_IB_HCA=' <<<\"\$1\"" _ "$OUT"
+check "mlx5_2: NCCL_IB_HCA is mlx5_2's port alone (the devices it was given, rule 8)" \
+	grep -qx 'conf:NCCL_IB_HCA==mlx5_2:1' <<<"$OUT"
 check "mlx5_2: the other settings are in /etc/nccl.conf" grep -q '^conf:NCCL_IB_GID_INDEX=' <<<"$OUT"
 check "mlx5_2: the spec-wide hook gives the node's memlock" grep -qx 'memlock 4096 4096' <<<"$OUT"
 

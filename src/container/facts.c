@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What a container's spec says it was given (include/orh/oci.h): the device nodes in
+ * linux.devices, the GPUs of NVIDIA_VISIBLE_DEVICES, and whether it is a Kubernetes pod
+ * sandbox. Pure: a function of the parsed spec.
+ */
+#include <string.h>
+
+#include "orh/inventory.h"
+#include "orh/oci.h"
+
+/* The annotations by which the CRI implementations mark a pod's sandbox (pause)
+ * container: containerd's CRI plugin and CRI-O. */
+static const char *const sandbox_keys[] = {
+	"io.kubernetes.cri.container-type",
+	"io.kubernetes.cri-o.ContainerType",
+};
+
+static bool is_sandbox(const json_t *annotations)
+{
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(sandbox_keys); i++) {
+		const json_t *v = json_object_get(annotations, sandbox_keys[i]);
+
+		if (json_is_string(v) && !strcmp(json_string_value(v), "sandbox"))
+			return true;
+	}
+	return false;
+}
+
+static bool num_of(const json_t *e, const char *key, unsigned *out)
+{
+	const json_t *v = json_object_get(e, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > (json_int_t)UINT32_MAX)
+		return false;
+	*out = (unsigned)json_integer_value(v);
+	return true;
+}
+
+void orh_container_facts_read(const json_t *spec, const json_t *state_annotations,
+			      struct orh_container_facts *facts)
+{
+	const json_t *annotations = json_object_get(spec, "annotations");
+	const json_t *devs = json_object_get(json_object_get(spec, "linux"), "devices");
+	const json_t *env = json_object_get(json_object_get(spec, "process"), "env");
+	const json_t *e;
+	size_t i;
+
+	if (!json_is_object(annotations))
+		annotations = state_annotations;
+	facts->sandbox = json_is_object(annotations) && is_sandbox(annotations);
+	facts->n_devs = facts->n_devs_dropped = 0;
+	json_array_foreach(devs, i, e) {
+		const json_t *type = json_object_get(e, "type");
+		struct orh_devnum n;
+
+		if (!json_is_string(type) || strcmp(json_string_value(type), "c") ||
+		    !num_of(e, "major", &n.major) || !num_of(e, "minor", &n.minor))
+			continue;
+		if (facts->n_devs == ORH_FACTS_MAX_DEVS) {
+			facts->n_devs_dropped++;
+			continue;
+		}
+		facts->devs[facts->n_devs++] = n;
+	}
+	facts->nvidia_visible = NULL;
+	/* the last definition wins, as in a process environment built from the list */
+	json_array_foreach(env, i, e) {
+		const char *kv = json_string_value(e);
+
+		if (kv && !strncmp(kv, "NVIDIA_VISIBLE_DEVICES=", 23))
+			facts->nvidia_visible = kv + 23;
+	}
+}
+
+bool orh_facts_hold_rdma(const struct orh_container_facts *facts)
+{
+	for (size_t i = 0; i < facts->n_devs; i++) {
+		unsigned ma = facts->devs[i].major, mi = facts->devs[i].minor;
+
+		if (orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, ma, mi, NULL) ||
+		    orh_devnum_is_rdma(ORH_CHARDEV_UMAD, ma, mi, NULL) ||
+		    orh_devnum_is_rdma(ORH_CHARDEV_ISSM, ma, mi, NULL))
+			return true;
+	}
+	return false;
+}
