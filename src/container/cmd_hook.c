@@ -26,6 +26,7 @@
 
 #include "orh/apply.h"
 #include "orh/commands.h"
+#include "orh/decide.h"
 #include "orh/node.h"
 #include "orh/oci.h"
 #include "orh/plan.h"
@@ -44,12 +45,9 @@ struct hook {
 	int rootfd;                 /* its rootfs, as the check found it */
 	bool readonly;              /* the spec's root.readonly */
 	enum orh_activation_result act;
-	struct orh_container_facts facts;
 	struct orh_netns_info netns;
-	struct orh_inventory inv;
-	bool have_inv;
-	struct orh_plan plan;
-	bool have_plan;
+	struct orh_decision d;       /* the decision (decide.c); d.plan is what is applied */
+	const char *step;            /* the step of the container callback under way */
 	char state_dir[PATH_MAX];
 };
 
@@ -118,40 +116,6 @@ static int poststop(struct hook *h)
 	return ORH_EXIT_OK;
 }
 
-static int collect_facts(struct hook *h, struct orh_err *err)
-{
-	const char *ns_path = NULL;
-	bool has_netns = false;
-	int r;
-
-	r = orh_spec_netns(h->spec, &has_netns, &ns_path);
-	if (r < 0)
-		return orh_fail(err, r, "reading linux.namespaces of the spec");
-	if (!has_netns)
-		return 0;
-	/* the container's process is in its network namespace by now, whether the runtime
-	 * made it or joined the spec's path: /proc/<pid>/net shows it */
-	r = orh_netns_read_target(&h->target, &h->netns, err);
-	if (r < 0)
-		return r;
-	h->facts.own_netns = true;
-	memcpy(h->facts.netns_default_if, h->netns.default_if, IFNAMSIZ);
-	h->facts.addrs = h->netns.addrs;
-	h->facts.n_addrs = h->netns.n_addrs;
-	return 0;
-}
-
-static int build_plan(struct hook *h, struct orh_err *err)
-{
-	int r = orh_node_plan(&h->ctx->cfg, h->ctx->sysroot, ORH_GIDS_PLAN, &h->facts, &h->inv,
-			      &h->plan, err);
-
-	if (r < 0)
-		return r;
-	h->have_inv = h->have_plan = true;
-	return 0;
-}
-
 /* The container's rootfs path (absolute) and whether the spec wants it read-only. */
 static int rootfs_of(const struct hook *h, char *out, size_t size, bool *readonly,
 		     struct orh_err *err)
@@ -195,22 +159,20 @@ static void memlock_text(const struct hook *h, const struct orh_memlock_result *
 		 soft, hard);
 }
 
-/* The memlock step: the user's RLIMIT_MEMLOCK in the spec wins and is left as given;
- * otherwise the plan's limit is applied to the container's process. `text` says what was
- * done, for the summary line ("" when the plan sets no memlock). */
+/* The memlock step: the plan's limit applied to the container's process (the decision
+ * leaves the limit out when the spec sets RLIMIT_MEMLOCK: the user's wins). `text` says
+ * what was done, for the summary line ("" when nothing was to be done). */
 static int apply_memlock(const struct hook *h, char *text, size_t size, struct orh_err *err)
 {
 	struct orh_memlock_result mres;
 	int r;
 
 	text[0] = '\0';
-	if (!h->plan.set_memlock)
-		return 0;
-	if (orh_spec_has_rlimit(h->spec, "RLIMIT_MEMLOCK")) {
+	if (h->d.memlock_user)
 		snprintf(text, size, "the spec sets RLIMIT_MEMLOCK; left as given");
+	if (!h->d.plan.set_memlock)
 		return 0;
-	}
-	r = orh_memlock_apply(&h->target, h->plan.memlock, &mres, err);
+	r = orh_memlock_apply(&h->target, h->d.plan.memlock, &mres, err);
 	if (r < 0)
 		return r;
 	memlock_text(h, &mres, text, size);
@@ -233,8 +195,8 @@ static int apply_conf_stage(struct hook *h)
 	/* a CDI container given one device holds only its node: the plan (rule 8) names only
 	 * that device's ports */
 	if (conf && orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,
-				       h->state_dir[0] ? h->state_dir : NULL, h->plan.env,
-				       h->plan.n_env, &nres, &err) < 0)
+				       h->state_dir[0] ? h->state_dir : NULL, h->d.plan.env,
+				       h->d.plan.n_env, &nres, &err) < 0)
 		return failed(h, "/etc/nccl.conf", &err);
 	if (!conf)
 		orh_log(LOG_INFO, "container %s: %s: %s", cid(h), h->stage,
@@ -265,13 +227,46 @@ static int take_container(struct hook *h, struct orh_err *err)
 	return orh_target_open_rootfs(&h->target, rootfs, &h->rootfd, err);
 }
 
+/* The decision's container callback, once the container is activated: take hold of it,
+ * then read its network namespace (its process is in it by now, whether the runtime made
+ * it or joined the spec's path: /proc/<pid>/net shows it). */
+static int container_facts(void *arg, struct orh_container_facts *facts, struct orh_err *err)
+{
+	struct hook *h = arg;
+	const char *ns_path = NULL;
+	bool has_netns = false;
+	int r;
+
+	h->step = "state";
+	if (h->st.pid <= 0)
+		return orh_fail(err, EINVAL, "the OCI state has no pid");
+	h->step = "container process";
+	r = take_container(h, err);
+	if (r < 0)
+		return r;
+	h->step = "container network namespace";
+	r = orh_spec_netns(h->spec, &has_netns, &ns_path);
+	if (r < 0)
+		return orh_fail(err, r, "reading linux.namespaces of the spec");
+	if (!has_netns)
+		return 0;
+	r = orh_netns_read_target(&h->target, &h->netns, err);
+	if (r < 0)
+		return r;
+	facts->own_netns = true;
+	memcpy(facts->netns_default_if, h->netns.default_if, IFNAMSIZ);
+	facts->addrs = h->netns.addrs;
+	facts->n_addrs = h->netns.n_addrs;
+	return 0;
+}
+
 static int apply(struct hook *h)
 {
 	struct orh_err err = { 0 };
 	struct orh_devices_result dres;
 	struct orh_cgroup_result cres;
 	struct orh_ncclconf_result nres;
-	const struct orh_plan *p = &h->plan;
+	const struct orh_plan *p = &h->d.plan;
 	char memlock[192] = "";
 	bool userns = !orh_in_initial_userns();
 	int r;
@@ -317,9 +312,10 @@ static int apply(struct hook *h)
 static int run(struct hook *h)
 {
 	struct orh_err err = { 0 };
-	const json_t *annotations;
 	bool cdi = orh_startswith(h->stage, "cdi-");
 	bool conf_only = cdi || !strcmp(h->stage, "nccl-conf");
+	struct orh_decide_in in;
+	int r;
 
 	if (read_state(h, &err) < 0) {
 		orh_log(LOG_ERR, "%s: %s; nothing done", h->stage, err.msg);
@@ -341,38 +337,31 @@ static int run(struct hook *h)
 		orh_log(LOG_ERR, "container %s: %s: %s; nothing done", cid(h), h->stage, err.msg);
 		return ORH_EXIT_OK;
 	}
-	annotations = json_object_get(h->spec, "annotations");
-	if (!annotations)
-		annotations = h->st.annotations;
-	orh_container_facts_read(h->spec, h->st.annotations, &h->facts);
-	if (cdi) {
-		/* only a container given a device of our CDI kind runs this hook: that is
-		 * its request */
-		h->act = ORH_ACT_REQUESTED;
-	} else if (orh_activation_decide(&h->ctx->cfg, annotations, &h->act, &h->facts, &err) < 0) {
-		h->act = ORH_ACT_REQUESTED; /* it tried to ask */
-		return failed(h, "annotations", &err);
-	}
+	in = (struct orh_decide_in){
+		.cfg = &h->ctx->cfg,
+		.sysroot = h->ctx->sysroot,
+		.scan = ORH_GIDS_PLAN,
+		.spec = h->spec,
+		.state_annotations = h->st.annotations,
+		/* only a container given a device of our CDI kind runs a cdi-* stage: that
+		 * is its request */
+		.requested = cdi,
+		.container_facts = container_facts,
+		.arg = h,
+	};
+	r = orh_decide(&in, &h->d, &err);
+	h->act = h->d.act;
+	if (r < 0)
+		return failed(h, !strcmp(h->d.step, "container") ? h->step : h->d.step, &err);
 	if (h->act == ORH_ACT_SKIP) {
-		orh_log(LOG_INFO, "container %s: not activated; left unchanged", cid(h));
+		orh_log(LOG_INFO, "container %s: not activated (%s); left unchanged", cid(h),
+			h->d.why);
 		return ORH_EXIT_OK;
 	}
-	if (h->st.pid <= 0) {
-		orh_fail(&err, EINVAL, "the OCI state has no pid");
-		return failed(h, "state", &err);
-	}
-	if (take_container(h, &err) < 0)
-		return failed(h, "container process", &err);
-	if (collect_facts(h, &err) < 0)
-		return failed(h, "container network namespace", &err);
-	if (build_plan(h, &err) < 0)
-		return failed(h, "discovery", &err);
 	/* what discovery skipped (a refused device number among it), then the plan's own */
-	for (size_t i = 0; i < h->inv.warnings.n; i++)
-		orh_log(LOG_WARNING, "container %s: %s", cid(h), h->inv.warnings.v[i]);
-	for (size_t i = 0; i < h->plan.warnings.n; i++)
-		orh_log(LOG_WARNING, "container %s: %s", cid(h), h->plan.warnings.v[i]);
-	if (orh_plan_is_empty(&h->plan)) {
+	for (size_t i = 0; i < h->d.warnings.n; i++)
+		orh_log(LOG_WARNING, "container %s: %s", cid(h), h->d.warnings.v[i]);
+	if (orh_plan_is_empty(&h->d.plan)) {
 		orh_log(LOG_INFO, "container %s: no usable RDMA device on this node; left unchanged",
 			cid(h));
 		return ORH_EXIT_OK;
@@ -395,10 +384,7 @@ int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)
 	if (orh_rootfs_fallback_active())
 		orh_log(LOG_INFO, "container %s: paths were resolved without openat2 (component walk)",
 			cid(&h));
-	if (h.have_plan)
-		orh_plan_free(&h.plan);
-	if (h.have_inv)
-		orh_inventory_free(&h.inv);
+	orh_decision_free(&h.d);
 	if (h.spec)
 		json_decref(h.spec);
 	if (h.rootfd >= 0)

@@ -14,6 +14,7 @@
 
 #include "orh/apply.h"
 #include "orh/commands.h"
+#include "orh/decide.h"
 #include "orh/edit.h"
 #include "orh/inventory.h"
 #include "orh/node.h"
@@ -37,119 +38,101 @@ bool orh_edit_must_fail(const struct orh_config *cfg, const struct orh_edit_resu
 	return cfg->on_error == ORH_ON_ERROR_FAIL && res->asked;
 }
 
-static bool asked_for(const json_t *annotations)
-{
-	const json_t *v = json_object_get(annotations, ORH_ANNOTATION_ENABLE);
-
-	return v && !(json_is_string(v) && strcmp(json_string_value(v), "false") == 0);
-}
-
 /* The runtime applies process.rlimits with our own privileges: without
  * CAP_SYS_RESOURCE in the initial user namespace (rootless podman runs this hook in its
  * user namespace, where it holds the capability for nothing that counts here) it cannot
- * raise a hard limit, and a container would then fail to start because of us. Ask only
- * for what it can grant, and say so. */
-static void clamp_memlock(struct orh_plan *plan, struct orh_strv *warnings)
+ * raise a hard limit, and a container would then fail to start because of us. The
+ * decision asks only for what it can grant, and says so. */
+static uint64_t memlock_ceiling(void)
 {
 	struct rlimit cur;
 
-	if (!plan->set_memlock || getrlimit(RLIMIT_MEMLOCK, &cur) < 0)
-		return;
-	if (orh_can_raise_hard_rlimits() || cur.rlim_max == RLIM_INFINITY)
-		return;
-	if (plan->memlock == ORH_MEMLOCK_UNLIMITED || plan->memlock > (uint64_t)cur.rlim_max) {
-		orh_strv_pushf(warnings, "RLIMIT_MEMLOCK lowered to the hard limit %llu bytes: "
-			       "the runtime cannot raise it here (no CAP_SYS_RESOURCE in the "
-			       "initial user namespace)",
-			       (unsigned long long)cur.rlim_max);
-		plan->memlock = (uint64_t)cur.rlim_max;
+	if (orh_can_raise_hard_rlimits() || getrlimit(RLIMIT_MEMLOCK, &cur) < 0 ||
+	    cur.rlim_max == RLIM_INFINITY)
+		return 0;
+	return cur.rlim_max ? (uint64_t)cur.rlim_max : 1;
+}
+
+/* The container's network namespace, when the spec names one made beforehand (podman,
+ * CRI pods): its routes and addresses are known now. One the runtime creates is still
+ * empty. */
+struct netns_arg {
+	const json_t *spec;
+	struct orh_netns_info ni;
+	struct orh_strv *warnings;
+};
+
+static int netns_facts(void *arg, struct orh_container_facts *facts, struct orh_err *err)
+{
+	struct netns_arg *a = arg;
+	const char *nspath = NULL;
+	bool has_netns = false;
+	struct orh_err nerr = { 0 };
+	int r = orh_spec_netns(a->spec, &has_netns, &nspath);
+
+	if (r < 0)
+		return orh_fail(err, r, "config.json: field 'linux.namespaces': bad network entry");
+	facts->own_netns = has_netns;
+	if (!has_netns || !nspath)
+		return 0;
+	if (orh_netns_read(nspath, &a->ni, &nerr) < 0) {
+		orh_strv_pushf(a->warnings, "network namespace '%s' not read: %s", nspath, nerr.msg);
+		return 0;
 	}
+	memcpy(facts->netns_default_if, a->ni.default_if, sizeof(facts->netns_default_if));
+	facts->addrs = a->ni.addrs;
+	facts->n_addrs = a->ni.n_addrs;
+	return 0;
 }
 
 int orh_spec_edit(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,
 		  struct orh_err *err)
 {
-	const struct orh_config *cfg = &ctx->cfg;
-	const char *sysroot = ctx->sysroot;
 	json_t *nccl_hook = NULL, *poststop_hook = NULL;
-	struct orh_container_facts facts;
-	struct orh_netns_info ni;
-	struct orh_inventory inv;
-	struct orh_plan plan;
+	struct netns_arg na = { .spec = spec, .warnings = &res->warnings };
+	struct orh_decide_in in = {
+		.cfg = &ctx->cfg,
+		.sysroot = ctx->sysroot,
+		.scan = ORH_GIDS_PLAN,
+		.spec = spec,
+		.container_facts = netns_facts,
+		.arg = &na,
+		.memlock_ceiling = memlock_ceiling(),
+	};
+	struct orh_decision d;
 	struct orh_spec_opts sopts;
-	const json_t *annotations = json_object_get(spec, "annotations");
-	const char *nspath = NULL;
-	bool has_netns = false;
 	int r;
 
 	memset(res, 0, sizeof(*res));
-	memset(&facts, 0, sizeof(facts));
-	memset(&ni, 0, sizeof(ni));
-	res->asked = asked_for(annotations);
-	orh_container_facts_read(spec, NULL, &facts);
-
-	r = orh_activation_decide(cfg, annotations, &res->activation, &facts, err);
-	if (r < 0)
-		return r;
-	if (res->activation == ORH_ACT_SKIP)
-		return 0;
-
-	r = orh_spec_netns(spec, &has_netns, &nspath);
-	if (r < 0)
-		return orh_fail(err, r, "config.json: field 'linux.namespaces': bad network entry");
-	facts.own_netns = has_netns;
-	if (has_netns && nspath) {
-		/* A namespace made beforehand (podman, CRI pods): its routes and addresses
-		 * are known now. One the runtime creates is still empty. */
-		struct orh_err nerr = { 0 };
-
-		if (orh_netns_read(nspath, &ni, &nerr) < 0) {
-			orh_strv_pushf(&res->warnings, "network namespace '%s' not read: %s", nspath,
-				       nerr.msg);
-		} else {
-			memcpy(facts.netns_default_if, ni.default_if, sizeof(facts.netns_default_if));
-			facts.addrs = ni.addrs;
-			facts.n_addrs = ni.n_addrs;
-		}
-	}
-
-	r = orh_node_plan(cfg, sysroot ? sysroot : "/", ORH_GIDS_PLAN, &facts, &inv, &plan, err);
-	if (r < 0)
-		return r;
-	push_all(&res->warnings, &inv.warnings);
-	push_all(&res->warnings, &plan.warnings);
-	res->preset = plan.preset;
-	if (orh_plan_is_empty(&plan)) {
-		orh_plan_free(&plan);
-		orh_inventory_free(&inv);
-		return 0;
-	}
-	clamp_memlock(&plan, &res->warnings);
-	if (plan.n_env > 0) {
+	r = orh_decide(&in, &d, err);
+	res->asked = d.asked;
+	res->activation = d.act;
+	push_all(&res->warnings, &d.warnings);
+	if (r < 0 || !d.have_plan || orh_plan_is_empty(&d.plan))
+		goto out;
+	res->preset = d.plan.preset;
+	if (d.plan.n_env > 0) {
 		r = orh_self_hook(ctx, "nccl-conf", &nccl_hook, err);
 		if (r == 0)
 			r = orh_self_hook(ctx, "poststop", &poststop_hook, err);
-		if (r < 0) {
-			orh_plan_free(&plan);
-			orh_inventory_free(&inv);
-			json_decref(nccl_hook);
-			return r;
-		}
+		if (r < 0)
+			goto out;
 	}
 	memset(&sopts, 0, sizeof(sopts));
-	sopts.add_ipc_lock = cfg->add_ipc_lock;
+	sopts.add_ipc_lock = ctx->cfg.add_ipc_lock;
 	sopts.warnings = &res->warnings;
 	sopts.nccl_hook = nccl_hook;
 	sopts.poststop_hook = poststop_hook;
-	r = orh_spec_apply(spec, &plan, &sopts, &res->changes, err);
+	r = orh_spec_apply(spec, &d.plan, &sopts, &res->changes, err);
+	if (r >= 0) {
+		res->edits = r;
+		r = 0;
+	}
+out:
 	json_decref(nccl_hook);
 	json_decref(poststop_hook);
-	orh_plan_free(&plan);
-	orh_inventory_free(&inv);
-	if (r < 0)
-		return r;
-	res->edits = r;
-	return 0;
+	orh_decision_free(&d);
+	return r;
 }
 
 /* Remove what a writer killed between creating its temporary file and the rename left
