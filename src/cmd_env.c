@@ -1,49 +1,93 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* oci-rdma-hook env [--explain]: exactly the NAME=VALUE lines a container gets. */
+/*
+ * oci-rdma-hook env [--explain] [--spec FILE]: exactly the NAME=VALUE lines a container
+ * gets: one on the host network that asked for nothing, or the container of a config.json
+ * (what it was given, what it asked; its network namespace when the spec names one made
+ * beforehand is not read).
+ */
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
 
 #include "orh/commands.h"
-#include "orh/node.h"
+#include "orh/decide.h"
+
+static void explain_plan(const struct orh_ctx *ctx, const struct orh_decision *d)
+{
+	const struct orh_plan *plan = &d->plan;
+
+	fprintf(stderr, "# config: %s\n", ctx->cfg.path ? ctx->cfg.path : "built-in defaults");
+	fprintf(stderr, "# activated: %s\n", d->why);
+	fprintf(stderr, "# preset: %s\n", orh_preset_name(plan->preset));
+	for (size_t i = 0; i < plan->n_env; i++)
+		fprintf(stderr, "%s=%s  <- %s\n", plan->env[i].name, plan->env[i].value,
+			plan->env[i].source);
+	for (size_t i = 0; i < plan->n_ports; i++)
+		fprintf(stderr, "# %s:%u %s: %s\n", plan->ports[i].dev, plan->ports[i].port,
+			plan->ports[i].used ? "used" : "left out", plan->ports[i].reason);
+	for (size_t i = 0; i < plan->n_nodes; i++)
+		fprintf(stderr, "# device %s c %u:%u\n", plan->nodes[i].path, plan->nodes[i].major,
+			plan->nodes[i].minor);
+	if (plan->set_memlock)
+		fprintf(stderr, "# memlock: %s\n",
+			plan->memlock == ORH_MEMLOCK_UNLIMITED ? "unlimited" : "set");
+	else if (d->memlock_user)
+		fprintf(stderr, "# memlock: the spec sets RLIMIT_MEMLOCK; left as given\n");
+	if (orh_plan_is_empty(plan))
+		fprintf(stderr, "# no usable RDMA port: containers are left unchanged\n");
+	for (size_t i = 0; i < d->warnings.n; i++)
+		fprintf(stderr, "warning: %s\n", d->warnings.v[i]);
+}
 
 int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv)
 {
-	struct orh_inventory inv;
-	struct orh_plan plan;
+	struct orh_decision d;
 	struct orh_err err = { 0 };
+	json_t *spec = NULL;
+	const char *spec_path = NULL;
 	bool explain = false;
+	int r, rc = ORH_EXIT_OK;
 
-	const struct orh_flag flags[] = { { "--explain", &explain } };
-
-	if (orh_parse_flags(argc, argv, flags, ORH_ARRAY_SIZE(flags)))
-		return ORH_EXIT_USAGE;
-	if (orh_node_plan(&ctx->cfg, ctx->sysroot, ORH_GIDS_PLAN, NULL, &inv, &plan, &err) < 0) {
-		orh_log(LOG_ERR, "%s", err.msg);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--explain")) {
+			explain = true;
+		} else if (!strcmp(argv[i], "--spec") && i + 1 < argc) {
+			spec_path = argv[++i];
+		} else {
+			fprintf(stderr, "oci-rdma-hook: env: unknown or incomplete argument '%s'\n",
+				argv[i]);
+			return ORH_EXIT_USAGE;
+		}
+	}
+	if (spec_path && orh_spec_load_file(spec_path, &spec, &err) < 0) {
+		orh_log(LOG_ERR, "env: %s", err.msg);
 		return ORH_EXIT_FAIL;
 	}
-	for (size_t i = 0; i < plan.n_env; i++)
-		printf("%s=%s\n", plan.env[i].name, plan.env[i].value);
-	if (explain) {
-		fprintf(stderr, "# config: %s\n", ctx->cfg.path ? ctx->cfg.path : "built-in defaults");
-		fprintf(stderr, "# preset: %s\n", orh_preset_name(plan.preset));
-		for (size_t i = 0; i < plan.n_env; i++)
-			fprintf(stderr, "%s=%s  <- %s\n", plan.env[i].name, plan.env[i].value,
-				plan.env[i].source);
-		for (size_t i = 0; i < plan.n_ports; i++)
-			fprintf(stderr, "# %s:%u %s: %s\n", plan.ports[i].dev, plan.ports[i].port,
-				plan.ports[i].used ? "used" : "left out", plan.ports[i].reason);
-		for (size_t i = 0; i < plan.n_nodes; i++)
-			fprintf(stderr, "# device %s c %u:%u\n", plan.nodes[i].path, plan.nodes[i].major,
-				plan.nodes[i].minor);
-		if (plan.set_memlock)
-			fprintf(stderr, "# memlock: %s\n",
-				plan.memlock == ORH_MEMLOCK_UNLIMITED ? "unlimited" : "set");
-		if (orh_plan_is_empty(&plan))
-			fprintf(stderr, "# no usable RDMA port: containers are left unchanged\n");
-		orh_print_warnings(&inv, &plan);
+	struct orh_decide_in in = {
+		.cfg = &ctx->cfg,
+		.sysroot = ctx->sysroot,
+		.scan = ORH_GIDS_PLAN,
+		.spec = spec,
+	};
+	r = orh_decide(&in, &d, &err);
+	if (r < 0) {
+		orh_log(LOG_ERR, "env: %s: %s", d.step ? d.step : "decision", err.msg);
+		rc = ORH_EXIT_FAIL;
+		goto out;
 	}
-	orh_plan_free(&plan);
-	orh_inventory_free(&inv);
-	return ORH_EXIT_OK;
+	if (!d.have_plan) {
+		if (explain)
+			fprintf(stderr, "# not activated: %s; the container is left unchanged\n",
+				d.why);
+		goto out;
+	}
+	for (size_t i = 0; i < d.plan.n_env; i++)
+		printf("%s=%s\n", d.plan.env[i].name, d.plan.env[i].value);
+	if (explain)
+		explain_plan(ctx, &d);
+out:
+	orh_decision_free(&d);
+	if (spec)
+		json_decref(spec);
+	return rc;
 }

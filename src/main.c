@@ -19,7 +19,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "Commands:\n"
 	      "  detect [--json] [--verbs]   the node's RDMA inventory and what the plan uses\n"
-	      "  env [--explain]             the NAME=VALUE lines a container on this node gets\n"
+	      "  env [--explain] [--spec F]  the NAME=VALUE lines a container on this node gets\n"
 	      "  createRuntime | prestart    OCI hook: give the container devices, memlock, NCCL settings\n"
 	      "  poststop                    OCI hook: clean up\n"
 	      "  nccl-conf                   OCI hook the spec edit adds: only /etc/nccl.conf\n"

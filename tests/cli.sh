@@ -166,5 +166,50 @@ check "env: a device whose uverbs/dev reads 1:11 is not in NCCL_IB_HCA" \
 	       ([.. | objects | select(.major? == 1)] | length == 0)' >/dev/null &&
 	ok "detect --json: no 1:11 anywhere" || not_ok "detect --json: no 1:11 anywhere"
 
+# ---- env --spec: the decision for the container of a config.json -----------------------
+spec() { # FILE JSON-PROCESS-ENV JSON-DEVICES JSON-ANNOTATIONS
+	printf '{"ociVersion":"1.0.2","process":{"args":["sh"],"env":%s},"linux":{"devices":%s},"annotations":%s}\n' \
+		"$2" "$3" "$4" >"$1"
+}
+spec "$work/given.json" '["PATH=/bin"]' \
+	'[{"path":"/dev/infiniband/uverbs3","type":"c","major":231,"minor":195},{"path":"/dev/infiniband/rdma_cm","type":"c","major":10,"minor":58}]' '{}'
+check "env --spec: a container given uverbs3 gets mlx5_3's port alone (rule 8)" \
+	"NCCL_IB_HCA==mlx5_3:1" "$("$HOOK" --sysroot "$seed" env --spec "$work/given.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
+"$HOOK" --sysroot "$seed" env --explain --spec "$work/given.json" 2>&1 >/dev/null |
+	grep -qx '# mlx5_1:1 left out: rule 8: not given to this container (it holds other RDMA devices)' &&
+	ok "env --explain --spec: the ports not given are named with rule 8" ||
+	not_ok "env --explain --spec: the ports not given are named with rule 8"
+"$HOOK" --sysroot "$seed" env --explain --spec "$work/given.json" 2>&1 >/dev/null |
+	grep -c '^# device ' | grep -qx 2 && ok "env --explain --spec: two device nodes, uverbs3 and rdma_cm" ||
+	not_ok "env --explain --spec: two device nodes"
+# the same container as docker --device maps it: another path, the same numbers
+spec "$work/renamed.json" '["PATH=/bin"]' \
+	'[{"path":"/dev/infiniband/uverbs0","type":"c","major":231,"minor":195}]' '{}'
+check "env --spec: devices are matched by number, not by path" \
+	"NCCL_IB_HCA==mlx5_3:1" "$("$HOOK" --sysroot "$seed" env --spec "$work/renamed.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
+spec "$work/sandbox.json" '["PATH=/bin"]' '[]' '{"io.kubernetes.cri.container-type":"sandbox","oci-rdma-hook/enable":"true"}'
+check "env --spec: a pod sandbox gets nothing" "" "$("$HOOK" --sysroot "$seed" env --spec "$work/sandbox.json" 2>/dev/null)"
+"$HOOK" --sysroot "$seed" env --explain --spec "$work/sandbox.json" 2>&1 |
+	grep -qx '# not activated: a Kubernetes pod sandbox: never served; the container is left unchanged' &&
+	ok "env --explain --spec: says why a sandbox is not served" || not_ok "env --explain --spec: sandbox"
+printf '[containers]\nactivation = devices\n' >"$work/devices.conf"
+spec "$work/plain.json" '["PATH=/bin"]' '[]' '{}'
+check "activation = devices: a container without RDMA nodes gets nothing" "" \
+	"$("$HOOK" --sysroot "$seed" --config "$work/devices.conf" env --spec "$work/plain.json" 2>/dev/null)"
+check "activation = devices: a container holding uverbs3 is served" "NCCL_IB_HCA==mlx5_3:1" \
+	"$("$HOOK" --sysroot "$seed" --config "$work/devices.conf" env --spec "$work/given.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
+"$HOOK" --sysroot "$seed" env --spec "$work/missing.json" >/dev/null 2>"$work/err"
+check "env --spec: a missing file is an error naming it" "1 yes" \
+	"$? $(grep -q "missing.json" "$work/err" && echo yes)"
+# rule 10 on a node with InfiniBand and RoCE ports: one fabric
+mf=$(node mixed-fabric)
+check "rule 10: NCCL_IB_HCA holds the larger group, the RoCE ports" "NCCL_IB_HCA==mlx5_1:1,mlx5_2:1,mlx5_3:1" \
+	"$("$HOOK" --sysroot "$mf" env 2>/dev/null | grep '^NCCL_IB_HCA=')"
+"$HOOK" --sysroot "$mf" env --explain 2>&1 >/dev/null | grep -q "^warning: the usable ports are InfiniBand (1) and Ethernet (3): .*left out: mlx5_4:1$" &&
+	ok "rule 10: a warning names the port left out" || not_ok "rule 10: a warning names the port left out"
+printf '[node]\nlink_layer = infiniband\n' >"$work/ib.conf"
+check "rule 10: link_layer = infiniband picks the InfiniBand port" "NCCL_IB_HCA==mlx5_4:1" \
+	"$("$HOOK" --sysroot "$mf" --config "$work/ib.conf" env 2>/dev/null | grep '^NCCL_IB_HCA=')"
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

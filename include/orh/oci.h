@@ -37,6 +37,12 @@ void orh_oci_state_free(struct orh_oci_state *st);
 
 /* Read and parse <bundle>/config.json (bounded by ORH_SPEC_MAX_BYTES). */
 int orh_spec_load(const char *bundle, json_t **spec, struct orh_err *err);
+/* The one spec loader: dirfd/file, never through a symlink, a regular file of at most
+ * ORH_SPEC_MAX_BYTES, parsed by orh_spec_parse (name in messages). */
+int orh_spec_load_at(int dirfd, const char *file, const char *name, json_t **spec,
+		     struct orh_err *err);
+/* A config.json at any path (env --spec). */
+int orh_spec_load_file(const char *path, json_t **spec, struct orh_err *err);
 int orh_spec_parse(const char *buf, size_t len, const char *name, json_t **spec,
 		   struct orh_err *err);
 

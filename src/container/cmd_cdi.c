@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "orh/commands.h"
+#include "orh/decide.h"
 #include "orh/edit.h"
 #include "orh/inventory.h"
 #include "orh/plan.h"
@@ -199,9 +200,12 @@ static int write_output(const char *file, const char *data, size_t len, struct o
 
 int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
 {
-	struct orh_discover_opts opts;
-	struct orh_inventory inv;
-	struct orh_plan plan;
+	struct orh_decide_in in = {
+		.cfg = &ctx->cfg, .sysroot = ctx->sysroot, .scan = ORH_GIDS_PLAN,
+	};
+	struct orh_decision d;
+	const struct orh_plan *plan = &d.plan;
+	const struct orh_inventory *inv = &d.inv;
 	struct orh_strv warnings = { 0 };
 	struct orh_err err = { 0 };
 	_cleanup_free_ char *text = NULL;
@@ -220,26 +224,15 @@ int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
 			return ORH_EXIT_USAGE;
 		}
 	}
-	memset(&opts, 0, sizeof(opts));
-	opts.sysroot = ctx->sysroot;
-	opts.gid_scan = ORH_GIDS_PLAN;
-	opts.want.family = ctx->cfg.gid_family;
-	opts.want.roce_version = ctx->cfg.roce_version;
-	opts.mad = ctx->cfg.management_devices;
-	if (orh_discover(&opts, &inv, &err) < 0) {
+	r = orh_decide(&in, &d, &err);
+	if (r < 0) {
 		orh_log(LOG_ERR, "cdi: %s", err.msg);
+		orh_decision_free(&d);
 		return ORH_EXIT_FAIL;
 	}
-	if (orh_plan_build(&ctx->cfg, &inv, NULL, &plan, &err) < 0) {
-		orh_log(LOG_ERR, "cdi: %s", err.msg);
-		orh_inventory_free(&inv);
-		return ORH_EXIT_FAIL;
-	}
-	for (size_t i = 0; i < inv.warnings.n; i++)
-		orh_log(LOG_WARNING, "%s", inv.warnings.v[i]);
-	for (size_t i = 0; i < plan.warnings.n; i++)
-		orh_log(LOG_WARNING, "%s", plan.warnings.v[i]);
-	if (orh_plan_is_empty(&plan) || plan.n_nodes == 0) {
+	for (size_t i = 0; i < d.warnings.n; i++)
+		orh_log(LOG_WARNING, "%s", d.warnings.v[i]);
+	if (orh_plan_is_empty(plan) || plan->n_nodes == 0) {
 		/* A CDI device without edits is invalid: write nothing rather than a spec
 		 * that breaks the consumer's registry. */
 		orh_log(LOG_ERR, "cdi: no usable RDMA port on this node: no spec written");
@@ -247,12 +240,12 @@ int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 
-	if ((plan.set_memlock || plan.n_env > 0) && cdi_hook(ctx, &hook, &err) < 0) {
+	if ((plan->set_memlock || plan->n_env > 0) && cdi_hook(ctx, &hook, &err) < 0) {
 		orh_log(LOG_ERR, "cdi: %s: no spec written", err.msg);
 		rc = ORH_EXIT_FAIL;
 		goto out;
 	}
-	r = cdi_build(&plan, &inv, hook, &doc, &warnings);
+	r = cdi_build(plan, inv, hook, &doc, &warnings);
 	for (size_t i = 0; i < warnings.n; i++)
 		orh_log(LOG_WARNING, "cdi: %s", warnings.v[i]);
 	if (r < 0 || !(text = json_dumps(doc, JSON_INDENT(2)))) {
@@ -275,7 +268,6 @@ out:
 	if (doc)
 		json_decref(doc);
 	orh_strv_free(&warnings);
-	orh_plan_free(&plan);
-	orh_inventory_free(&inv);
+	orh_decision_free(&d);
 	return rc;
 }

@@ -144,14 +144,11 @@ static int edit_bundle(struct orh_ctx *ctx, const char *bundle, bool *fatal,
 		       struct orh_err *err)
 {
 	_cleanup_close_ int dirfd = -1;
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *in = NULL;
 	_cleanup_free_ char *out = NULL;
 	_cleanup_free_ char *name = orh_xasprintf("%s/config.json", bundle);
 	struct orh_edit_result res;
-	struct stat st;
 	json_t *spec = NULL;
-	size_t in_len = 0, out_len = 0;
+	size_t out_len = 0;
 	int r;
 
 	*fatal = false;
@@ -159,15 +156,7 @@ static int edit_bundle(struct orh_ctx *ctx, const char *bundle, bool *fatal,
 	dirfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		return orh_fail(err, errno, "opening bundle '%s': %s", bundle, strerror(errno));
-	fd = openat(dirfd, "config.json", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-	if (fd < 0)
-		return orh_fail(err, errno, "opening '%s': %s", name, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return orh_fail(err, EINVAL, "'%s' is not a regular file", name);
-	r = orh_read_fd_all(fd, ORH_SPEC_MAX_BYTES, &in, &in_len);
-	if (r < 0)
-		return orh_fail(err, r, "reading '%s': %s", name, strerror(-r));
-	r = orh_spec_parse(in, in_len, name, &spec, err);
+	r = orh_spec_load_at(dirfd, "config.json", name, &spec, err);
 	if (r < 0)
 		return r;
 	r = orh_spec_edit(ctx, spec, &res, err);

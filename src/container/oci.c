@@ -330,26 +330,20 @@ int orh_spec_parse(const char *buf, size_t len, const char *name, json_t **spec,
 	return 0;
 }
 
-int orh_spec_load(const char *bundle, json_t **spec, struct orh_err *err)
+int orh_spec_load_at(int dirfd, const char *file, const char *name, json_t **spec,
+		     struct orh_err *err)
 {
-	_cleanup_close_ int dirfd = -1;
 	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *name = NULL;
 	_cleanup_free_ char *buf = NULL;
 	struct stat sb;
 	size_t len = 0;
 	int r;
 
 	*spec = NULL;
-	if (!bundle || !*bundle)
-		return orh_fail(err, EINVAL, "no bundle directory given");
-	name = orh_xasprintf("%s/config.json", bundle);
-	dirfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		return orh_fail(err, errno, "opening bundle '%s': %s", bundle, strerror(errno));
-	fd = openat(dirfd, "config.json", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
-		return orh_fail(err, errno, "opening '%s': %s", name, strerror(errno));
+		return orh_fail(err, errno, "opening '%s': %s", name,
+				errno == ELOOP ? "a symbolic link" : strerror(errno));
 	if (fstat(fd, &sb) < 0)
 		return orh_fail(err, errno, "'%s': fstat: %s", name, strerror(errno));
 	if (!S_ISREG(sb.st_mode))
@@ -359,8 +353,46 @@ int orh_spec_load(const char *bundle, json_t **spec, struct orh_err *err)
 				name, (long long)sb.st_size, ORH_SPEC_MAX_BYTES);
 	r = orh_read_fd_all(fd, ORH_SPEC_MAX_BYTES, &buf, &len);
 	if (r < 0)
-		return orh_fail(err, r, "reading '%s': %s", name, strerror(-r));
+		return orh_fail(err, r, "reading '%s': %s", name,
+				r == -EFBIG ? "larger than the limit" : strerror(-r));
 	return orh_spec_parse(buf, len, name, spec, err);
+}
+
+int orh_spec_load(const char *bundle, json_t **spec, struct orh_err *err)
+{
+	_cleanup_close_ int dirfd = -1;
+	_cleanup_free_ char *name = NULL;
+
+	*spec = NULL;
+	if (!bundle || !*bundle)
+		return orh_fail(err, EINVAL, "no bundle directory given");
+	name = orh_xasprintf("%s/config.json", bundle);
+	dirfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return orh_fail(err, errno, "opening bundle '%s': %s", bundle, strerror(errno));
+	return orh_spec_load_at(dirfd, "config.json", name, spec, err);
+}
+
+int orh_spec_load_file(const char *path, json_t **spec, struct orh_err *err)
+{
+	_cleanup_free_ char *dir = orh_xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	const char *file = path;
+	_cleanup_close_ int dirfd = -1;
+
+	*spec = NULL;
+	if (slash) {
+		file = path + (slash - dir) + 1;
+		if (slash == dir)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	dirfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return orh_fail(err, errno, "opening the directory of '%s': %s", path,
+				strerror(errno));
+	return orh_spec_load_at(dirfd, file, path, spec, err);
 }
 
 static int annotation_get(const json_t *annotations, const char *key, const char **out,
