@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "orh/apply.h"
+#include "orh/config.h"
 
 #define NCCL_NAME_MAX 1023
 #define NCCL_VALUE_MAX 1023
@@ -39,25 +40,6 @@ static void buf_add(struct buf *b, const char *s, size_t n)
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
 	b->p[b->len] = '\0';
-}
-
-static bool name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > NCCL_NAME_MAX)
-		return false;
-	for (; *s; s++) {
-		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_'))
-			return false;
-	}
-	return true;
-}
-
-static bool value_ok(const char *s)
-{
-	return strlen(s) <= NCCL_VALUE_MAX && !strpbrk(s, "\r\n");
 }
 
 /* A line of the old text, without its newline. */
@@ -93,7 +75,7 @@ static bool block_line(const struct line *l)
 		return false;
 	memcpy(name, l->s, nlen);
 	name[nlen] = '\0';
-	return name_ok(name);
+	return orh_env_name_allowed(name);
 }
 
 static bool defines(const struct line *lines, size_t n, const bool *ours, const char *name)
@@ -119,10 +101,10 @@ int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *
 	size_t n = 0, added = 0, begin = SIZE_MAX;
 
 	for (size_t i = 0; i < n_env; i++) {
-		if (!name_ok(env[i].name))
+		if (!orh_env_name_allowed(env[i].name))
 			return orh_fail(err, EINVAL, "variable name '%.64s' cannot be written to "
 						     "nccl.conf", env[i].name);
-		if (!env[i].value || !value_ok(env[i].value))
+		if (!env[i].value || !orh_env_value_allowed(env[i].value))
 			return orh_fail(err, EINVAL, "value of %s cannot be written to nccl.conf",
 					env[i].name);
 	}

@@ -79,6 +79,21 @@ check "docker exec: the process sees every plan setting in /etc/nccl.conf (missi
 	[ -z "$missing" ]
 docker rm -f "orh-e2e-$$-x" >/dev/null 2>&1 || true
 
+# docker run --device: the container holds uverbs2 (mlx5_2's), and gets exactly that
+# device's port, its node and its grant, plus rdma_cm (rule 8)
+GIVEN='ls /dev/infiniband | tr "\n" " "; echo; sed -n "s/^NCCL_IB_HCA=/conf:NCCL_IB_HCA=/p" /etc/nccl.conf; mknod /tmp/u1 c 231 193 && probe /tmp/u1; mknod /tmp/u2 c 231 194 && probe /tmp/u2; true'
+RC=0
+OUT=$(docker run --rm --network none --runtime=rdma --device "$WORK/node/dev/infiniband/uverbs2:/dev/infiniband/uverbs2" \
+	orh-e2e-bb /bin/sh -c "$GIVEN" 2>"$WORK/docker.err" </dev/null) || RC=$?
+check "--device uverbs2: runs (rc $RC: $(cat "$WORK/docker.err"))" [ "$RC" = 0 ]
+check "--device uverbs2: /dev/infiniband holds rdma_cm and uverbs2 alone" \
+	grep -qx "rdma_cm uverbs2 " <<<"$OUT"
+check "--device uverbs2: NCCL_IB_HCA is mlx5_2's port alone" grep -qx "conf:NCCL_IB_HCA==mlx5_2:1" <<<"$OUT"
+check "--device uverbs2: no grant for uverbs1 (a 231:193 node cannot be opened: EPERM)" \
+	grep -qx "/tmp/u1 EPERM" <<<"$OUT"
+check "--device uverbs2: its own node is granted (ENXIO: allowed, no driver here)" \
+	grep -qx "/tmp/u2 ENXIO" <<<"$OUT"
+
 run_docker
 check "default runtime: container runs (rc $RC: $ERR)" [ "$RC" = 0 ]
 check "default runtime: no NCCL setting and no RDMA device" \
