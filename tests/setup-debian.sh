@@ -7,6 +7,8 @@ packages=(
 	# build
 	meson ninja-build pkg-config gcc libc6-dev python3
 	libjansson-dev libibverbs-dev libcap-dev libseccomp-dev libinih-dev libcriterion-dev
+	# tests/manifests.sh: the Kubernetes examples in deploy/kubernetes
+	python3-yaml
 	# fuzzing and sanitizers
 	clang libclang-rt-14-dev
 	# end-to-end: real runtimes and a busybox rootfs
