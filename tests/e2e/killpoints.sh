@@ -193,7 +193,7 @@ shim() { # [STRACE-OPTS...]: the shim's create on bundle $WORK/s; SRC
 }
 shim
 check "shim: a complete run edits config.json" \
-	bash -c '[ "$1" = 0 ] && grep -q NCCL_IB_HCA "$2/config.json"' _ "$SRC" "$WORK/s"
+	bash -c '[ "$1" = 0 ] && grep -q '"nccl-conf"' "$2/config.json"' _ "$SRC" "$WORK/s"
 cp "$WORK/s/config.json" "$WORK/s.full"
 kill_points "$WORK/trace" >"$WORK/points"
 npoints=$(wc -l <"$WORK/points")
