@@ -25,6 +25,8 @@ static void usage(FILE *f)
 	      "  nccl-conf                   OCI hook the spec edit adds: only /etc/nccl.conf\n"
 	      "  cdi-createRuntime           OCI hook of the CDI spec: memlock and /etc/nccl.conf\n"
 	      "  precreate                   podman precreate hook: edit the spec on stdin\n"
+	      "  refuse REASON               OCI hook: fail with REASON (precreate adds it to a\n"
+	      "                              container it refuses)\n"
 	      "  runtime ARGS...             runtime shim (also as 'oci-rdma-runtime')\n"
 	      "  cdi [--output FILE]         print a CDI spec for this node\n"
 	      "\n"
@@ -59,6 +61,8 @@ static const struct command commands[] = {
 	{ "cdi-createRuntime", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "cdi-memlock", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "precreate", orh_cmd_precreate, true, CONFINE_FILTER },
+	/* not a container path: whatever goes wrong, it must not exit 0 */
+	{ "refuse", orh_cmd_refuse, false, CONFINE_FILTER },
 	{ "runtime", orh_cmd_runtime, true, CONFINE_NONE },
 	{ "cdi", orh_cmd_cdi, false, CONFINE_CAPS },
 };
