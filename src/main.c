@@ -61,7 +61,6 @@ static const struct command commands[] = {
 	{ "cdi-createRuntime", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "cdi-memlock", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "precreate", orh_cmd_precreate, true, CONFINE_FILTER },
-	/* not a container path: whatever goes wrong, it must not exit 0 */
 	{ "refuse", orh_cmd_refuse, false, CONFINE_FILTER },
 	{ "runtime", orh_cmd_runtime, true, CONFINE_NONE },
 	{ "cdi", orh_cmd_cdi, false, CONFINE_CAPS },
@@ -177,6 +176,12 @@ int main(int argc, char **argv)
 		return ORH_EXIT_USAGE;
 	}
 	orh_log_open("oci-rdma-hook", cmd->container_path);
+	if (cmd->fn == orh_cmd_refuse) {
+		/* no config: the refusal and its reason stand whatever the config holds, and
+		 * whether the confinement could be had or not (it only prints) */
+		confine(cmd);
+		return orh_cmd_refuse(&ctx, argc - i, argv + i);
+	}
 	r = load_config(&ctx, config, sysroot, cmd->container_path);
 	if (r != ORH_EXIT_OK)
 		return r;

@@ -30,7 +30,7 @@ Test(refuse, json_line_of_bytes_that_are_not_utf8)
 	json_t *j = json_loads(line, 0, &jerr);
 
 	cr_assert_not_null(j, "%s: %s", line, jerr.text);
-	cr_assert_str_eq(json_string_value(json_object_get(j, "msg")), "path '/x/??'");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "msg")), "path '/x/?" "?'");
 	json_decref(j);
 	free(line);
 }
@@ -73,6 +73,13 @@ Test(refuse, append_adds_one_line_and_keeps_what_was_there)
 	rmdir(dir);
 }
 
+/* the hook precreate makes: orh_self_hook()'s entry, the reason appended */
+static json_t *hook(const char *path, const char *reason)
+{
+	return json_pack("{s:s, s:[s, s, s], s:i}", "path", path, "args", "oci-rdma-hook",
+			 "refuse", reason, "timeout", 30);
+}
+
 Test(refuse, refusing_hook_goes_first)
 {
 	const char *in = "{\"ociVersion\":\"1.0.2\",\"process\":{\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\","
@@ -82,12 +89,12 @@ Test(refuse, refusing_hook_goes_first)
 	char *out = NULL;
 	size_t len = 0;
 
-	cr_assert_eq(orh_spec_add_refusal(in, strlen(in), "/usr/bin/oci-rdma-hook", "why\"not",
+	cr_assert_eq(orh_spec_add_refusal(in, strlen(in), hook("/usr/bin/oci-rdma-hook", "why\"not"),
 					  &out, &len, &err), 0, "%s", err.msg);
 	cr_assert_eq(strlen(out), len);
 	cr_assert(strstr(out, "18446744073709551615"), "%s", out); /* the u64 survives */
 	cr_assert(strstr(out, "\"createRuntime\":[{\"path\":\"/usr/bin/oci-rdma-hook\",\"args\":"
-			      "[\"oci-rdma-hook\",\"refuse\",\"why\\\"not\"],\"timeout\":10},"
+			      "[\"oci-rdma-hook\",\"refuse\",\"why\\\"not\"],\"timeout\":30},"
 			      "{\"path\":\"/bin/true\"}]"),
 		  "%s", out);
 	cr_assert(strstr(out, "\"poststop\":[{\"path\":\"/bin/false\"}]"), "%s", out);
@@ -102,11 +109,12 @@ Test(refuse, refusing_hook_without_hooks_and_with_bad_ones)
 	char *out = NULL;
 	size_t len = 0;
 
-	cr_assert_eq(orh_spec_add_refusal(none, strlen(none), "/h", "r", &out, &len, &err), 0);
+	cr_assert_eq(orh_spec_add_refusal(none, strlen(none), hook("/h", "r"), &out, &len, &err), 0);
 	cr_assert(strstr(out, "\"hooks\":{\"createRuntime\":[{\"path\":\"/h\""), "%s", out);
 	free(out);
 	out = NULL;
-	cr_assert_eq(orh_spec_add_refusal(bad, strlen(bad), "/h", "r", &out, &len, &err), -EINVAL);
+	cr_assert_eq(orh_spec_add_refusal(bad, strlen(bad), hook("/h", "r"), &out, &len, &err),
+		     -EINVAL);
 	cr_assert(strstr(err.msg, "hooks.createRuntime"), "%s", err.msg);
 	cr_assert_null(out);
 }

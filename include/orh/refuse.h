@@ -12,6 +12,7 @@
 #ifndef ORH_REFUSE_H
 #define ORH_REFUSE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
@@ -28,16 +29,19 @@ char *orh_runc_log_line(bool json, const char *msg, time_t now);
  * 0 or -errno; a caller refusing a container goes on refusing it whatever this returns. */
 int orh_runc_log_append(const char *path, const char *format, const char *msg);
 
-/* The spec text `in` with a createRuntime hook put first: path `self`, args
- * ["oci-rdma-hook", "refuse", reason]. *out is malloc'd. -errno with err filled when `in`
- * is no spec or its hooks are malformed. */
-int orh_spec_add_refusal(const char *in, size_t in_len, const char *self, const char *reason,
-			 char **out, size_t *out_len, struct orh_err *err);
+/* The spec text `in` with `hook` (taken over, whatever the outcome) put first in
+ * hooks.createRuntime. *out is malloc'd. -errno with err filled when `in` is no spec or its
+ * hooks are malformed. */
+int orh_spec_add_refusal(const char *in, size_t in_len, json_t *hook, char **out,
+			 size_t *out_len, struct orh_err *err);
 
+struct orh_ctx;
 /* precreate's refusal, for a driver about to fail the container: write the spec `in`
- * with the refusing hook (this program, reason) to stdout and return ORH_EXIT_OK, so that
- * the runtime fails the container with the reason in its error; when that cannot be done,
- * log why and return ORH_EXIT_FAIL (podman then fails it, with the exit status alone). */
-int orh_precreate_refuse(const char *in, size_t in_len, const char *reason);
+ * with the refusing hook (this binary's `refuse` stage, `reason`) to stdout and return
+ * ORH_EXIT_OK, so that the runtime fails the container with the reason in its error; when
+ * that cannot be done, log why and return ORH_EXIT_FAIL (podman then fails it, with the
+ * exit status alone). */
+int orh_precreate_refuse(const struct orh_ctx *ctx, const char *in, size_t in_len,
+			 const char *reason);
 
 #endif

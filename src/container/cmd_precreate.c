@@ -63,7 +63,7 @@ int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv)
 	if (r < 0) {
 		if (orh_edit_must_fail(&ctx->cfg, &res)) {
 			orh_log(LOG_ERR, "precreate: %s", err.msg);
-			rc = orh_precreate_refuse(in, in_len, err.msg);
+			rc = orh_precreate_refuse(ctx, in, in_len, err.msg);
 			goto done;
 		}
 		orh_log(LOG_WARNING, "precreate: %s: container left unchanged", err.msg);
@@ -76,7 +76,7 @@ int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv)
 	if (r < 0) {
 		orh_log(LOG_ERR, "precreate: %s", err.msg);
 		if (orh_edit_must_fail(&ctx->cfg, &res)) {
-			rc = orh_precreate_refuse(in, in_len, err.msg);
+			rc = orh_precreate_refuse(ctx, in, in_len, err.msg);
 			goto done;
 		}
 		goto pass;

@@ -9,7 +9,6 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
-#include <limits.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -130,16 +129,18 @@ int orh_runc_log_append(const char *path, const char *format, const char *msg)
 	return r < 0 ? r : 0;
 }
 
-int orh_spec_add_refusal(const char *in, size_t in_len, const char *self, const char *reason,
-			 char **out, size_t *out_len, struct orh_err *err)
+int orh_spec_add_refusal(const char *in, size_t in_len, json_t *hook, char **out,
+			 size_t *out_len, struct orh_err *err)
 {
-	json_t *spec = NULL, *hooks = NULL, *list = NULL, *hook = NULL;
+	json_t *spec = NULL, *hooks = NULL, *list = NULL;
 	int r;
 
 	*out = NULL;
 	r = orh_spec_parse(in, in_len, "config.json (stdin)", &spec, err);
-	if (r < 0)
+	if (r < 0) {
+		json_decref(hook);
 		return r;
+	}
 	hooks = json_object_get(spec, "hooks");
 	if (!hooks || json_is_null(hooks)) {
 		hooks = json_object();
@@ -151,14 +152,9 @@ int orh_spec_add_refusal(const char *in, size_t in_len, const char *self, const 
 		json_object_set_new(hooks, "createRuntime", list);
 	}
 	if (!json_is_object(hooks) || !json_is_array(list)) {
+		json_decref(hook);
 		json_decref(spec);
-		return orh_fail(err, EINVAL, "config.json: field 'hooks.createRuntime' is not a list");
-	}
-	hook = json_pack("{s:s, s:[s, s, o], s:i}", "path", self, "args", "oci-rdma-hook",
-			 "refuse", json_text(reason), "timeout", 10);
-	if (!hook) {
-		json_decref(spec);
-		return orh_fail(err, EINVAL, "the path '%s' of this program is not UTF-8", self);
+		return orh_fail(err, EINVAL, "config.json: field 'hooks.createRuntime' is not an array");
 	}
 	/* first, so that no other hook of the stage acts on a container that is refused */
 	json_array_insert_new(list, 0, hook);
@@ -167,30 +163,28 @@ int orh_spec_add_refusal(const char *in, size_t in_len, const char *self, const 
 	return r;
 }
 
-int orh_precreate_refuse(const char *in, size_t in_len, const char *reason)
+int orh_precreate_refuse(const struct orh_ctx *ctx, const char *in, size_t in_len,
+			 const char *reason)
 {
 	_cleanup_free_ char *out = NULL;
 	_cleanup_free_ char *why = orh_xasprintf("precreate: %s; failing the container "
 						 "(on_error=fail)", reason);
+	struct orh_ctx bare = *ctx;
 	struct orh_err err = { 0 };
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	json_t *hook = NULL;
 	size_t out_len = 0;
 	int r;
 
-	/* the runtime runs the hook by this path, outside the container */
-	if (n <= 0 || (size_t)n >= sizeof(self) - 1) {
-		orh_log(LOG_ERR, "precreate: the path of this program: %s",
-			n < 0 ? strerror(errno) : "too long");
-		return ORH_EXIT_FAIL;
-	}
-	self[n] = '\0';
-	if (self[0] != '/' || strstr(self, " (deleted)")) {
-		orh_log(LOG_ERR, "precreate: this program's file '%s' is gone", self);
-		return ORH_EXIT_FAIL;
-	}
-	r = orh_spec_add_refusal(in, in_len, self, why, &out, &out_len, &err);
+	/* `refuse` reads no config: no --config or --sysroot for it */
+	bare.config_explicit = false;
+	bare.sysroot_opt = NULL;
+	r = orh_self_hook(&bare, "refuse", &hook, &err);
+	if (r >= 0 && json_array_append_new(json_object_get(hook, "args"), json_text(why)) < 0)
+		r = orh_fail(&err, ENOMEM, "out of memory");
+	if (r >= 0)
+		r = orh_spec_add_refusal(in, in_len, TAKE_PTR(hook), &out, &out_len, &err);
 	if (r < 0) {
+		json_decref(hook);
 		orh_log(LOG_ERR, "precreate: adding the refusing hook: %s", err.msg);
 		return ORH_EXIT_FAIL;
 	}
