@@ -25,6 +25,8 @@ static void usage(FILE *f)
 	      "  nccl-conf                   OCI hook the spec edit adds: only /etc/nccl.conf\n"
 	      "  cdi-createRuntime           OCI hook of the CDI spec: memlock and /etc/nccl.conf\n"
 	      "  precreate                   podman precreate hook: edit the spec on stdin\n"
+	      "  refuse REASON               OCI hook: fail with REASON (precreate adds it to a\n"
+	      "                              container it refuses)\n"
 	      "  runtime ARGS...             runtime shim (also as 'oci-rdma-runtime')\n"
 	      "  cdi [--output FILE]         print a CDI spec for this node\n"
 	      "\n"
@@ -59,6 +61,7 @@ static const struct command commands[] = {
 	{ "cdi-createRuntime", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "cdi-memlock", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "precreate", orh_cmd_precreate, true, CONFINE_FILTER },
+	{ "refuse", orh_cmd_refuse, false, CONFINE_FILTER },
 	{ "runtime", orh_cmd_runtime, true, CONFINE_NONE },
 	{ "cdi", orh_cmd_cdi, false, CONFINE_CAPS },
 };
@@ -173,6 +176,12 @@ int main(int argc, char **argv)
 		return ORH_EXIT_USAGE;
 	}
 	orh_log_open("oci-rdma-hook", cmd->container_path);
+	if (cmd->fn == orh_cmd_refuse) {
+		/* no config: the refusal and its reason stand whatever the config holds, and
+		 * whether the confinement could be had or not (it only prints) */
+		confine(cmd);
+		return orh_cmd_refuse(&ctx, argc - i, argv + i);
+	}
 	r = load_config(&ctx, config, sysroot, cmd->container_path);
 	if (r != ORH_EXIT_OK)
 		return r;

@@ -109,8 +109,29 @@ check "precreate: the broken config is reported" grep -q "activation" "$T/err"
 check "precreate: a bad annotation under on_error=warn passes through" \
 	[ $? = 0 ] && cmp -s "$T/badann.json" "$T/out.json"
 check "precreate: the bad annotation is named" grep -q "oci-rdma-hook/enable" "$T/err"
-"$HOOK" --sysroot "$T/node" --config "$T/strict.conf" precreate <"$T/badann.json" >"$T/out.json" 2>"$T/err"
-check "precreate: a bad annotation under on_error=fail fails (exit 1)" [ $? = 1 ]
+# podman shows a failing precreate hook's exit status alone: a refused spec comes back with
+# a first createRuntime hook that fails it, the reason on its stderr (runc's error shows it)
+sed 's/"io.example":"x"/"oci-rdma-hook\/enable":"yes"},"hooks":{"createRuntime":[{"path":"\/bin\/true"}]/' \
+	"$T/spec.json" >"$T/badann-hooks.json"
+for f in badann badann-hooks; do
+	"$HOOK" --sysroot "$T/node" --config "$T/strict.conf" precreate <"$T/$f.json" >"$T/out.json" 2>"$T/err"
+	check "precreate ($f): a bad annotation under on_error=fail hands back a refusing spec (exit 0)" [ $? = 0 ]
+	check "precreate ($f): ... whose first createRuntime hook is 'oci-rdma-hook refuse REASON'" \
+		[ "$(pyq "$T/out.json" '(d["hooks"]["createRuntime"][0]["path"], d["hooks"]["createRuntime"][0]["args"][:2])')" = "('$(readlink -f "$HOOK")', ['oci-rdma-hook', 'refuse'])" ]
+	check "precreate ($f): ... the reason names the annotation and on_error" \
+		grep -q "precreate: annotation 'oci-rdma-hook/enable': value 'yes' is neither.*(on_error=fail)" \
+		<<<"$(pyq "$T/out.json" 'd["hooks"]["createRuntime"][0]["args"][2]')"
+	check "precreate ($f): ... and the spec is otherwise the input" \
+		[ "$(pyq "$T/out.json" 'd["hooks"]["createRuntime"].pop(0) and json.dumps(d if d["hooks"]["createRuntime"] else {k: v for k, v in d.items() if k != "hooks"}, sort_keys=True)')" = "$(pyq "$T/$f.json" 'json.dumps(d, sort_keys=True)')" ]
+done
+check "precreate: the hook of the input is kept after the refusing one" \
+	[ "$(pyq "$T/out.json" 'd["hooks"]["createRuntime"][1]')" = "{'path': '/bin/true'}" ]
+reason=$(pyq "$T/out.json" 'd["hooks"]["createRuntime"][0]["args"][2]')
+echo '{"ociVersion":"1.0.2","id":"c","pid":1,"bundle":"/"}' | "$HOOK" refuse "$reason" 2>"$T/err"
+check "refuse: exits 1" [ $? = 1 ]
+check "refuse: the reason is on stderr" [ "$(cat "$T/err")" = "oci-rdma-hook: error: $reason" ]
+"$HOOK" --config "$T/broken.conf" refuse "$reason" </dev/null 2>/dev/null
+check "refuse: reads no config: exits 1 with a broken one too" [ $? = 1 ]
 "$HOOK" --sysroot "$T/node" --config "$T/strict.conf" precreate <"$T/spec.json" >"$T/out.json" 2>/dev/null
 check "precreate: activation = annotation leaves an unannotated spec alone" cmp -s "$T/spec.json" "$T/out.json"
 "$HOOK" --sysroot "$T/node" --config "$T/strict.conf" precreate <"$T/optin.json" >"$T/out.json" 2>/dev/null
@@ -189,12 +210,51 @@ shim "$T/strict.conf" create --bundle "$T/bundle" c7 2>"$T/err"
 check "shim: on_error=fail with a bad annotation fails before the runtime" [ $? = 1 ]
 check "shim: the failure is on stderr" grep -q "oci-rdma-hook/enable" "$T/err"
 check "shim: ... and config.json is unchanged" cmp -s "$T/badann.json" "$T/bundle/config.json"
+# containerd and docker report the last error of runc's --log file: the shim appends its
+# reason there, in the format asked for, after what is already there
+echo '{"level":"info","msg":"earlier","time":"2024-01-01T00:00:00Z"}' >"$T/log.json"
+shim "$T/strict.conf" --root /run/x --log "$T/log.json" --log-format json create \
+	--bundle "$T/bundle" c7j 2>/dev/null
+check "shim: on_error=fail with --log-format json exits 1" [ $? = 1 ]
+check "shim: ... appends one runc JSON error line with the reason" python3 - "$T/log.json" <<'PY'
+import datetime, json, re, sys
+lines = open(sys.argv[1]).read().split("\n")
+assert lines[-1] == "" and len(lines) == 3, lines
+e = json.loads(lines[1])
+assert sorted(e) == ["level", "msg", "time"] and e["level"] == "error", e
+assert re.fullmatch(r"oci-rdma-runtime: annotation 'oci-rdma-hook/enable': value 'yes' is "
+                    r"neither .*; failing the container \(on_error=fail\)", e["msg"]), e
+assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", e["time"]), e
+t = datetime.datetime.strptime(e["time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+assert abs((datetime.datetime.now(datetime.timezone.utc) - t).total_seconds()) < 60, e
+assert lines[1] == json.dumps(e, sort_keys=True, separators=(",", ":")), lines[1]
+PY
+check "shim: ... the mode of a log it creates is 0600" bash -c \
+	'rm -f "$1/new.log"; OCI_RDMA_HOOK_CONFIG=$1/strict.conf OCI_RDMA_HOOK_SYSROOT=$1/node \
+	"$1/oci-rdma-runtime" --log "$1/new.log" create --bundle "$1/bundle" c7m 2>/dev/null
+	[ "$(stat -c %a "$1/new.log")" = 600 ]' _ "$T"
+check "shim: ... runc's text format without --log-format json" \
+	grep -Eqx 'time="[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z" level=error msg="oci-rdma-runtime: annotation .oci-rdma-hook/enable.: value .yes. is neither .*; failing the container \(on_error=fail\)"' "$T/new.log"
+ln -sf "$T/elsewhere.log" "$T/link.log"
+shim "$T/strict.conf" --log "$T/link.log" --log-format json create --bundle "$T/bundle" c7l 2>"$T/err"
+check "shim: a --log that is a symbolic link is not followed, and the refusal stands" \
+	bash -c '[ "$1" = 1 ] && [ ! -e "$2" ]' _ $? "$T/elsewhere.log"
+check "shim: ... the reason is still on stderr" grep -q "oci-rdma-hook/enable" "$T/err"
+mkfifo "$T/fifo.log"
+timeout 10 bash -c 'OCI_RDMA_HOOK_CONFIG=$1/strict.conf OCI_RDMA_HOOK_SYSROOT=$1/node \
+	"$1/oci-rdma-runtime" --log "$1/fifo.log" create --bundle "$1/bundle" c7f 2>/dev/null' _ "$T"
+check "shim: a --log FIFO nobody reads does not hold the refusal up (exit 1)" [ $? = 1 ]
+cp "$T/spec.json" "$T/bundle/config.json"
 printf '[containers]\nruntime = %s\n' "$T/oci-rdma-runtime" >"$T/loop.conf"
 shim "$T/loop.conf" state c8 2>"$T/err"
 check "shim refuses to execute itself" [ $? = 1 ] && grep -q "itself" "$T/err"
 printf '[containers]\nruntime = no-such-runtime-orh\n' >"$T/missing.conf"
 PATH=$T:$PATH shim "$T/missing.conf" state c9 2>"$T/err"
 check "shim looks the runtime up in its fixed PATH only" [ $? = 1 ] && grep -q "not found" "$T/err"
+: >"$T/log.json"
+shim "$T/missing.conf" --log "$T/log.json" --log-format json delete c9 2>/dev/null
+check "shim: a runtime not found is reported in runc's --log file too" \
+	[ "$(pyq "$T/log.json" 'd["msg"]')" = "oci-rdma-runtime: runtime 'no-such-runtime-orh' not found in /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" ]
 cp "$T/spec.json" "$T/bundle/config.json"
 "${H[@]}" runtime create --bundle "$T/bundle" c10 2>/dev/null
 check "oci-rdma-hook runtime ARGS works like the shim" grep -q '"nccl-conf"' "$T/bundle/config.json"

@@ -38,6 +38,8 @@ int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv);
  * argv[0] is the stage. */
 int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv);
 int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv);
+/* The hook precreate puts first in a container it refuses: argv[1] to stderr, exit 1. */
+int orh_cmd_refuse(struct orh_ctx *ctx, int argc, char **argv);
 /* Runtime shim: argv holds the runtime's arguments (argv[0] = "runtime"). */
 int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv);
 int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv);

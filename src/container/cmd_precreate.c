@@ -3,7 +3,8 @@
  * oci-rdma-hook precreate: podman's hooks.d "precreate" stage. The proposed config.json
  * comes on stdin; the full (possibly modified) config goes to stdout. A container that
  * is not activated, or whose edit failed under on_error = warn, gets its input back
- * byte for byte.
+ * byte for byte. One refused under on_error = fail comes back with a first createRuntime
+ * hook that fails it with the reason, where the runtime's error shows it (refuse.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "orh/commands.h"
 #include "orh/edit.h"
+#include "orh/refuse.h"
 
 static void log_result(const struct orh_edit_result *res, const char *what)
 {
@@ -61,7 +63,7 @@ int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv)
 	if (r < 0) {
 		if (orh_edit_must_fail(&ctx->cfg, &res)) {
 			orh_log(LOG_ERR, "precreate: %s", err.msg);
-			rc = ORH_EXIT_FAIL;
+			rc = orh_precreate_refuse(ctx, in, in_len, err.msg);
 			goto done;
 		}
 		orh_log(LOG_WARNING, "precreate: %s: container left unchanged", err.msg);
@@ -74,7 +76,7 @@ int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv)
 	if (r < 0) {
 		orh_log(LOG_ERR, "precreate: %s", err.msg);
 		if (orh_edit_must_fail(&ctx->cfg, &res)) {
-			rc = ORH_EXIT_FAIL;
+			rc = orh_precreate_refuse(ctx, in, in_len, err.msg);
 			goto done;
 		}
 		goto pass;

@@ -5,10 +5,12 @@
  * it edits <bundle>/config.json (atomically) before the real runtime reads it, then it
  * executes the real runtime (config key `runtime`) with the arguments it was given.
  * Every other command passes straight through. A container that is not activated keeps
- * its config.json byte for byte.
+ * its config.json byte for byte. When the shim itself fails a command, the reason also
+ * goes to runc's --log file, where the engine reads the runtime's error (refuse.c).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +19,7 @@
 
 #include "orh/commands.h"
 #include "orh/edit.h"
+#include "orh/refuse.h"
 
 /* The runtime is looked up here only, never in the caller's PATH. */
 #define ORH_RUNTIME_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -29,6 +32,8 @@ static const char *const global_with_value[] = {
 struct runtime_args {
 	int cmd;              /* index of the command in argv, 0 when none */
 	const char *bundle;   /* --bundle/-b of create/run, "." when not given */
+	const char *log;      /* the global --log, NULL when not given */
+	const char *log_format; /* the global --log-format, NULL when not given */
 };
 
 /* "--name=value", "-name value", "--name value" (urfave/cli accepts one or two dashes).
@@ -71,8 +76,12 @@ static void parse_args(int argc, char **argv, struct runtime_args *ra)
 		for (size_t k = 0; k < ORH_ARRAY_SIZE(global_with_value); k++)
 			if (flag_is(name, len, global_with_value[k]))
 				takes_value = true;
-		if (takes_value && !val)
-			i++;
+		if (takes_value && !val && i + 1 < argc)
+			val = argv[++i];
+		if (flag_is(name, len, "log"))
+			ra->log = val;
+		else if (flag_is(name, len, "log-format"))
+			ra->log_format = val;
 	}
 	if (i >= argc)
 		return;
@@ -196,6 +205,31 @@ static void stderr_restore(int saved)
 	close(saved);
 }
 
+/* The shim fails the command: the reason to stderr and syslog, and, as runc would write
+ * it, to the caller's --log file, whose last error containerd and docker report. */
+static int refuse(const struct runtime_args *ra, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int refuse(const struct runtime_args *ra, const char *fmt, ...)
+{
+	_cleanup_free_ char *why = NULL;
+	char msg[ORH_ERR_MAX + 128];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	orh_log(LOG_ERR, "%s", msg);
+	if (!ra->log)
+		return ORH_EXIT_FAIL;
+	why = orh_xasprintf("oci-rdma-runtime: %s", msg);
+	r = orh_runc_log_append(ra->log, ra->log_format, why);
+	if (r < 0) /* the refusal stands; only its explanation is lost */
+		orh_log(LOG_WARNING, "writing the reason to the runtime log '%s': %s", ra->log,
+			strerror(-r));
+	return ORH_EXIT_FAIL;
+}
+
 int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 {
 	_cleanup_free_ char *runtime = NULL;
@@ -203,6 +237,7 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 	struct orh_err err = { 0 };
 	char **args = NULL;
 	bool fatal = false;
+	int r = 0;
 
 	parse_args(argc, argv, &ra);
 	if (ra.cmd > 0 && (!strcmp(argv[ra.cmd], "create") || !strcmp(argv[ra.cmd], "run"))) {
@@ -210,7 +245,6 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 		 * (containerd's shim passes the container's stdio): what does not stop the
 		 * container goes to syslog only. */
 		int saved = stderr_to_null();
-		int r = 0;
 
 		if (ctx->config_failed)
 			orh_log(LOG_ERR, "%s: container left unchanged", ctx->config_err.msg);
@@ -219,21 +253,17 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 		if (r < 0 && !fatal)
 			orh_log(LOG_WARNING, "%s: container left unchanged", err.msg);
 		stderr_restore(saved);
-		if (r < 0 && fatal) {
-			orh_log(LOG_ERR, "%s", err.msg);
-			return ORH_EXIT_FAIL;
-		}
+		if (r < 0 && fatal)
+			return refuse(&ra, "%s; failing the container (on_error=fail)", err.msg);
 	}
-	if (find_runtime(ctx->cfg.runtime, &runtime, &err) < 0) {
-		orh_log(LOG_ERR, "%s", err.msg);
-		return ORH_EXIT_FAIL;
-	}
+	if (find_runtime(ctx->cfg.runtime, &runtime, &err) < 0)
+		return refuse(&ra, "%s", err.msg);
 	args = orh_xcalloc((size_t)argc + 1, sizeof(*args));
 	args[0] = runtime;
 	for (int i = 1; i < argc; i++)
 		args[i] = argv[i];
 	execv(runtime, args);
-	orh_log(LOG_ERR, "executing runtime '%s': %s", runtime, strerror(errno));
+	r = errno;
 	free(args);
-	return ORH_EXIT_FAIL;
+	return refuse(&ra, "executing runtime '%s': %s", runtime, strerror(r));
 }

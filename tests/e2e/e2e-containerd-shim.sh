@@ -66,4 +66,13 @@ check "opted-out container has no NCCL setting and no RDMA device" \
 check "opted-out container keeps the default memlock" \
 	bash -c "! grep -qx 'memlock 4096' <<<\"\$1\"" _ "$OUT"
 
+# on_error = fail: a container that asked, with a preset the node does not know, is refused,
+# and ctr's own error says why (the shim appends the reason to runc's --log file).
+printf '[containers]\non_error = fail\n' >>"$WORK/node.conf"
+run_ctr_shim --annotation oci-rdma-hook/enable=true --annotation oci-rdma-hook/preset=../../x
+check "on_error=fail: a refused container does not run (rc $RC)" \
+	bash -c '[ "$1" != 0 ] && ! grep -q "^memlock" <<<"$2"' _ "$RC" "$OUT"
+check "on_error=fail: ctr's error gives the reason (stderr: $ERR)" \
+	grep -q "annotation 'oci-rdma-hook/preset': unknown preset '../../x'" <<<"$ERR"
+
 finish

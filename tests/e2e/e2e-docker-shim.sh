@@ -99,5 +99,28 @@ check "default runtime: container runs (rc $RC: $ERR)" [ "$RC" = 0 ]
 check "default runtime: no NCCL setting and no RDMA device" \
 	bash -c "! grep -q -e 'NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
 
+# A container the shim refuses: docker's own error says why (the shim appends the reason
+# to runc's --log file, whose last error containerd reports). Asking for RDMA takes an
+# annotation, which docker passes on from API 1.43 (docker 24) only; every daemon shows a
+# runtime the shim cannot find.
+api=$(docker version -f '{{.Server.APIVersion}}')
+if printf '1.43\n%s\n' "$api" | sort -V -C; then
+	printf '[containers]\non_error = fail\n' >>"$WORK/node.conf"
+	run_docker --runtime=rdma --annotation oci-rdma-hook/enable=true \
+		--annotation oci-rdma-hook/preset=../../x
+	check "on_error=fail: a refused container does not run (rc $RC)" \
+		bash -c '[ "$1" != 0 ] && ! grep -q "^memlock" <<<"$2"' _ "$RC" "$OUT"
+	check "on_error=fail: docker's error gives the reason (stderr: $ERR)" \
+		grep -q "annotation 'oci-rdma-hook/preset': unknown preset '../../x'" <<<"$ERR"
+else
+	echo "# docker API $api: no annotations, so no container can ask for RDMA here"
+fi
+printf '[containers]\nruntime = no-such-runtime-orh\n' >>"$WORK/node.conf"
+run_docker --runtime=rdma
+check "runtime not found: the container does not run (rc $RC)" \
+	bash -c '[ "$1" != 0 ] && ! grep -q "^memlock" <<<"$2"' _ "$RC" "$OUT"
+check "runtime not found: docker's error gives the reason (stderr: $ERR)" \
+	grep -q "oci-rdma-runtime: runtime 'no-such-runtime-orh' not found in " <<<"$ERR"
+
 docker rmi -f orh-e2e-bb orh-e2e-img >/dev/null 2>&1 || true
 finish

@@ -82,6 +82,17 @@ check "opted-out container has no RDMA device" bash -c "! grep -q infiniband <<<
 check "opted-out container keeps the default memlock" \
 	bash -c "! grep -qx 'memlock 4096' <<<\"\$1\"" _ "$OUT"
 
+# (d) on_error = fail: a container that asked, with a preset the node does not know, is
+# refused, and podman's own error says why (precreate's refusing hook, in runc's error).
+cp "$WORK/node.conf" "$WORK/node.conf.saved"
+printf '[containers]\non_error = fail\n' >>"$WORK/node.conf"
+run_podman --annotation oci-rdma-hook/enable=true --annotation oci-rdma-hook/preset=../../x
+check "on_error=fail: a refused container does not run (rc $RC)" \
+	bash -c '[ "$1" != 0 ] && ! grep -q "^memlock" <<<"$2"' _ "$RC" "$OUT"
+check "on_error=fail: podman's error gives the reason (stderr: $ERR)" \
+	grep -q "precreate: annotation 'oci-rdma-hook/preset': unknown preset '../../x'" <<<"$ERR"
+mv "$WORK/node.conf.saved" "$WORK/node.conf"
+
 # (e) every shipped hooks.d file: precreate sees the live createRuntime hook and poststop
 # that podman added from hooks.d and registers no second one
 for f in oci-rdma-hook oci-rdma-hook-poststop; do

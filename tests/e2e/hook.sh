@@ -168,6 +168,12 @@ make_bundle "$WORK/b8b" "$WORK/rootfs8" "$WORK/node" "$WORK/always.conf" 'echo s
 run_ctr "$WORK/b8b"
 check "on_error=warn: the same failure starts the container" grep -qx started <<<"$OUT"
 check "on_error=warn: the failure is logged" grep -q "not a regular file" "$WORK/b8b/hook.log"
+# the hook registered directly (its stderr is runc's to read): runc's error gives the reason
+make_bundle "$WORK/b8c" "$WORK/rootfs8" "$WORK/node" "$WORK/failmode.conf" 'echo started' \
+	"$HOSTNET; c['annotations'] = {'oci-rdma-hook/enable': 'true'}; c['hooks']['createRuntime'][0]['path'] = '$HOOK'"
+run_ctr "$WORK/b8c"
+check "on_error=fail: runc's error gives the reason (stderr: $ERR)" \
+	bash -c '[ "$1" != 0 ] && grep -q "/etc/nccl.conf.*not a regular file.*on_error=fail" <<<"$2"' _ "$RC" "$ERR"
 
 # ---- 9. prestart behaves as createRuntime -------------------------------------------
 fresh rootfs9
