@@ -427,10 +427,25 @@ static void read_vendor(struct scan *sc, int devfd, const char *where, struct or
 		disc_warn(sc, "ignoring '%s/device/vendor': garbled value '%.32s'", where, buf);
 }
 
+/* Where the device sits in the PCI hierarchy, for NIC affinity to GPUs (affinity.c). */
+static void read_topology(struct scan *sc, int devfd, const char *where, struct orh_device *d)
+{
+	char buf[VALUE_MAX];
+	int r;
+
+	snprintf(buf, sizeof(buf), "sys/class/infiniband/%s/device", d->name);
+	r = disc_sysfs_path(sc->opts->sysroot, buf, d->pci_path, sizeof(d->pci_path));
+	if (r < 0 && r != -ENOENT)
+		disc_warn(sc, "ignoring '%s/device': %s", where,
+			  r == -EXDEV ? "leads outside sys/" : strerror(-r));
+	if (disc_read_value(sc, devfd, "device/numa_node", buf, sizeof(buf)) > 0 &&
+	    orh_parse_numa_node(buf, &d->numa_node) < 0)
+		disc_warn(sc, "ignoring '%s/device/numa_node': garbled value '%.32s'", where, buf);
+}
+
 static void scan_device_pci(struct scan *sc, int devfd, const char *where, struct orh_device *d)
 {
 	char buf[VALUE_MAX];
-	long long numa;
 
 	d->numa_node = -1;
 	disc_link_basename(devfd, "device/driver", d->driver, sizeof(d->driver));
@@ -438,6 +453,8 @@ static void scan_device_pci(struct scan *sc, int devfd, const char *where, struc
 		/* the plan needs the driver, and the vendor only when there is no driver link */
 		if (!d->driver[0])
 			read_vendor(sc, devfd, where, d);
+		if (sc->opts->topology)
+			read_topology(sc, devfd, where, d);
 		return;
 	}
 	disc_link_basename(devfd, "device", buf, sizeof(buf));
@@ -447,15 +464,7 @@ static void scan_device_pci(struct scan *sc, int devfd, const char *where, struc
 	if (disc_read_value(sc, devfd, "device/device", buf, sizeof(buf)) >= 0 &&
 	    orh_parse_hex_id(buf, &d->device_id) < 0)
 		disc_warn(sc, "ignoring '%s/device/device': garbled value '%.32s'", where, buf);
-	if (disc_read_value(sc, devfd, "device/numa_node", buf, sizeof(buf)) > 0) {
-		char *end = NULL;
-		numa = strtoll(buf, &end, 10);
-		if (end && !*end && numa >= -1 && numa < 4096)
-			d->numa_node = (int)numa;
-		else
-			disc_warn(sc, "ignoring '%s/device/numa_node': garbled value '%.32s'", where,
-				  buf);
-	}
+	read_topology(sc, devfd, where, d);
 }
 
 static int cmp_ports(const void *a, const void *b)

@@ -40,6 +40,11 @@ int disc_list_dir(int dirfd, const char *path, struct orh_strv *out);
 /* The last component of a symlink's target; "" when not a link or not printable. */
 void disc_link_basename(int dirfd, const char *path, char *out, size_t size);
 
+/* discover_gpu.c: the real path of <sysroot>/<rel>, relative to <sysroot>/sys
+ * ("devices/pci0000:1a/0000:1a:00.0"). -ENOENT when missing, -EXDEV when it leads outside
+ * <sysroot>/sys, -ENAMETOOLONG when it does not fit. */
+int disc_sysfs_path(const char *sysroot, const char *rel, char *out, size_t size);
+
 /* discover_chardev.c: the uverbs entries, umad/issm when opts->mad, and rdma_cm, of the
  * devices already in the inventory. rootname prefixes the paths in warnings. */
 void disc_scan_chardevs(struct scan *sc, const char *rootname);

@@ -137,6 +137,21 @@ int orh_parse_hex_id(const char *s, unsigned *out)
 	return 0;
 }
 
+int orh_parse_numa_node(const char *s, int *out)
+{
+	unsigned long long v;
+
+	/* the kernel prints dev_to_node() with %d: -1 (NUMA_NO_NODE) or a node number */
+	if (!strcmp(s, "-1")) {
+		*out = -1;
+		return 0;
+	}
+	if (orh_parse_uint(s, ORH_NUMA_NODES_MAX - 1, &v) < 0)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
 /* "eth0\t00000000\t01003C0A\t0003\t0\t0\t0\t00000000\t0\t0\t0" */
 int orh_parse_route_line(const char *line, char ifname[IFNAMSIZ], bool *is_default,
 			 unsigned *metric)

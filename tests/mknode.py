@@ -11,7 +11,8 @@ Usage:
   --force      OUTDIR may exist and hold an earlier mknode tree (marker file
                OUTDIR/.mknode); it is removed first. A non-empty OUTDIR without the
                marker is refused either way.
-  --devnodes   also mknod OUTDIR/dev/infiniband/{uverbsN,rdma_cm,umadN,issmN} (root only).
+  --devnodes   also mknod OUTDIR/dev/infiniband/{uverbsN,rdma_cm,umadN,issmN} and, for the
+               node's GPUs, OUTDIR/dev/nvidiaN and nvidiactl (root only).
   --scale      override keys of the node's "scale" object: hcas, ports, gid_tbl_len,
                addrs_per_port (e.g. --scale hcas=4,gid_tbl_len=64,addrs_per_port=2).
   --show-gids  print the rows Mellanox show_gids would print for this node
@@ -42,6 +43,10 @@ What is built (paths relative to OUTDIR; every link is relative, as in sysfs):
   sys/class/infiniband/<ibdev>, sys/class/infiniband_verbs/uverbsN (+ abi_version "6"),
   sys/class/infiniband_mad/{umadN,issmN} (+ abi_version "5"), sys/class/misc/rdma_cm,
   sys/class/net/<if>, sys/bus/pci/devices/<pci>, sys/bus/pci/drivers/<driver>/
+  sys/devices/.../<bridge>/                every PCI function in a pci_parent path: a PCI
+                                           bridge (class 0x060400), linked from
+                                           sys/bus/pci/devices/ (tests/mknode_gpu.py)
+  GPUs and proc/driver/nvidia/gpus/<pci>/information: see tests/mknode_gpu.py
   proc/net/route                             the kernel's fixed format, lines padded to 127
   proc/devices                               "Character devices:" (mem, tty, misc, and with
                                              RDMA 231 infiniband_verbs/_mad and the dynamic
@@ -128,6 +133,7 @@ JSON node description (keys not listed are rejected, so typos are caught):
         "files": {"state": "garbage\n"}}      # raw port attribute files (null deletes)
      ]}
   ],
+  "gpus": [...], "gpu_defaults": {...}, "pci_bridges": {...}   # see tests/mknode_gpu.py
   "scale": {"hcas": 16, "ports": 2, "gid_tbl_len": 256, "addrs_per_port": 24,
             "first_pci_bus": 32, "netdev_prefix": "eth", "first_netdev": 1,
             "name_prefix": "mlx5_", "rate": "200 Gb/sec (4X HDR)", "subnet_base": "10.128.0.0"}
@@ -143,6 +149,8 @@ import os
 import shutil
 import stat
 import sys
+
+from mknode_gpu import (GpuError, build_bridges, build_gpus, gpu_devnodes, gpu_list)
 
 MARKER = ".mknode"
 
@@ -163,7 +171,7 @@ MEM_MAJOR = 1
 
 TOP_KEYS = {"description", "routes", "netdevs", "pci_devices", "rdma_cm_minor",
             "rdma_core_loaded", "uverbs_abi_version", "device_defaults", "port_defaults",
-            "devices", "scale"}
+            "devices", "scale", "gpus", "gpu_defaults", "pci_bridges"}
 DEV_KEYS = {"name", "pci", "pci_parent", "vendor", "device", "driver", "class", "node_type",
             "numa", "fw_ver", "node_guid", "sys_image_guid", "node_desc", "hca_type",
             "board_id", "hw_rev", "uverbs", "uverbs_devnode", "netdevs", "netdev_subdir",
@@ -480,6 +488,10 @@ class Node:
                 raise NodeError(f"device {d['name']}: a virtual device cannot own netdevs")
         self._assign_chardevs()
         self._fill_macs()
+        try:
+            self.gpus = gpu_list(node, merged, check_keys)
+        except GpuError as e:
+            raise NodeError(str(e)) from None
 
     def _own_netdevs(self, obj, what):
         d = pci_dir(obj, what)
@@ -610,8 +622,11 @@ class Node:
             ifindex[0] += 1
             return v
 
+        functions = []   # (directory, numa) of every PCI function, for their bridges
+
         def pci_function(obj, what, default_class):
             d = pci_dir(obj, what)
+            functions.append((d, obj.get("numa", -1)))
             tree.mkdir(d)
             tree.attr(f"{d}/vendor", obj.get("vendor", "0x15b3"))
             tree.attr(f"{d}/device", obj.get("device", "0x101d"))
@@ -629,10 +644,12 @@ class Node:
         # PCI functions: front-end NICs first, then the RDMA devices
         for k, pdv in enumerate(node.get("pci_devices", [])):
             pci_function(pdv, f"pci_devices[{k}]", "0x020000")
-        pcis = [x["pci"] for x in node.get("pci_devices", []) + self.devs if x.get("pci")]
+        pcis = [x["pci"] for x in node.get("pci_devices", []) + self.devs + self.gpus
+                if x.get("pci")]
         dup = {x for x in pcis if pcis.count(x) > 1}
         if dup:
             raise NodeError(f"PCI address {sorted(dup)[0]} used twice")
+        build_gpus(tree, self.gpus, pci_function)
         for d in self.devs:
             for p in d["ports"]:
                 r = p.get("roce") or {}
@@ -649,6 +666,14 @@ class Node:
                                                   "0x020700" if ll == "InfiniBand" else "0x020000")
             else:
                 devdirs[d["name"]] = None
+        bridged = {p for d, _ in functions for p in d.split("/")[3:-1]}
+        if bridged & set(pcis):
+            raise NodeError(f"PCI address {sorted(bridged & set(pcis))[0]} is both a "
+                            "function and a bridge in a pci_parent")
+        try:
+            build_bridges(tree, functions, node.get("pci_bridges"), check_keys)
+        except GpuError as e:
+            raise NodeError(str(e)) from None
 
         # netdevs
         dev_port = {}
@@ -869,11 +894,15 @@ class Node:
         return rows
 
 
-def make_devnodes(root, chardevs):
+def make_devnodes(root, chardevs, gpu_nodes=()):
     ddir = os.path.join(root, "dev", "infiniband")
     os.makedirs(ddir, exist_ok=True)
     for name, major, minor, mode in chardevs:
         path = os.path.join(ddir, name)
+        os.mknod(path, stat.S_IFCHR | mode, os.makedev(major, minor))
+        os.chmod(path, mode)
+    for name, major, minor, mode in gpu_nodes:
+        path = os.path.join(root, "dev", name)
         os.mknod(path, stat.S_IFCHR | mode, os.makedev(major, minor))
         os.chmod(path, mode)
 
@@ -918,11 +947,13 @@ def main(argv):
             tree = Tree(args.outdir)
             node.build(tree)
             if args.devnodes:
-                make_devnodes(args.outdir, node.chardevs)
+                make_devnodes(args.outdir, node.chardevs, gpu_devnodes(node.gpus))
             if args.verbose:
-                print(f"{args.outdir}: {len(node.devs)} RDMA devices, {tree.nfiles} files, "
+                print(f"{args.outdir}: {len(node.devs)} RDMA devices, {len(node.gpus)} GPUs, "
+                      f"{tree.nfiles} files, "
                       f"{tree.nlinks} links, {len(tree.dirs)} directories"
-                      + (f", {len(node.chardevs)} device nodes" if args.devnodes else ""),
+                      + (f", {len(node.chardevs) + len(gpu_devnodes(node.gpus))} device nodes"
+                         if args.devnodes else ""),
                       file=sys.stderr)
         if args.show_gids:
             for row in node.show_gids():

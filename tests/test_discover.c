@@ -195,7 +195,8 @@ static unsigned long same_plan_both_ways(const char *what)
 
 Test(discover, plan_mode_gives_the_same_plan_on_every_sample_node)
 {
-	static const char *const nodes[] = { "seed001-roce", "erdma", "ib", "mixed", "nordma", "scale" };
+	static const char *const nodes[] = { "seed001-roce", "erdma", "ib", "mixed", "nordma", "scale",
+					     "dgx-h100", "seed001-gpu" };
 
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(nodes); i++) {
 		make_node(nodes[i]);

@@ -110,6 +110,23 @@ Test(parse, hex_id)
 	cr_assert_lt(orh_parse_hex_id("0x123456789", &v), 0);
 }
 
+Test(parse, numa_node)
+{
+	int v = 7;
+
+	cr_assert_eq(orh_parse_numa_node("1", &v), 0);
+	cr_assert_eq(v, 1);
+	cr_assert_eq(orh_parse_numa_node("-1", &v), 0);
+	cr_assert_eq(v, -1);
+	cr_assert_eq(orh_parse_numa_node("4095", &v), 0);
+	cr_assert_eq(v, 4095);
+	cr_assert_lt(orh_parse_numa_node("4096", &v), 0);
+	cr_assert_lt(orh_parse_numa_node("-2", &v), 0);
+	cr_assert_lt(orh_parse_numa_node("1x", &v), 0);
+	cr_assert_lt(orh_parse_numa_node("", &v), 0);
+	cr_assert_eq(v, 4095, "unchanged on error");
+}
+
 Test(parse, route_lines)
 {
 	char ifn[IFNAMSIZ];

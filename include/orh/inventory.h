@@ -14,6 +14,7 @@
 #include "orh/util.h"
 
 #define ORH_NAME_MAX 64
+#define ORH_PCI_PATH_MAX 256
 
 enum orh_port_state {
 	ORH_PORT_NOP = 0,
@@ -75,6 +76,9 @@ struct orh_port {
 struct orh_device {
 	char name[ORH_NAME_MAX];     /* "mlx5_1", "rocep26s0" */
 	char pci[32];                /* "0000:1a:00.0", empty when not PCI */
+	char pci_path[ORH_PCI_PATH_MAX]; /* the real directory of its device link, relative to
+				      * <sysroot>/sys: "devices/pci0000:1a/0000:1a:00.0"; empty
+				      * when unknown (plan mode without topology) */
 	unsigned vendor;             /* 0x15b3 */
 	unsigned device_id;          /* 0x101d */
 	char driver[32];             /* "mlx5_core", "erdma", "efa" */
@@ -130,6 +134,8 @@ struct orh_discover_opts {
 	enum orh_gid_scan gid_scan;
 	struct orh_gid_want want;
 	bool mad;              /* also read umad/issm (detect, or management_devices) */
+	bool topology;         /* plan mode: also read each device's pci_path and numa_node
+				* (NIC affinity to a container's GPUs); ORH_GIDS_ALL always does */
 };
 
 /* Fill inv. Returns 0 even when entries were skipped (see inv->warnings); -errno only
@@ -157,6 +163,8 @@ void orh_format_gid(const uint8_t raw[16], char out[40]);   /* same form back */
 int orh_parse_gid_type(const char *s, enum orh_gid_type *t);
 int orh_parse_devnum(const char *s, unsigned *major, unsigned *minor); /* "231:192" */
 int orh_parse_hex_id(const char *s, unsigned *out);        /* "0x15b3" */
+#define ORH_NUMA_NODES_MAX 4096
+int orh_parse_numa_node(const char *s, int *out);          /* "1", "-1" (no node) */
 /* One /proc/net/route data line: sets *is_default when it is an up default route. */
 int orh_parse_route_line(const char *line, char ifname[IFNAMSIZ], bool *is_default,
 			 unsigned *metric);
