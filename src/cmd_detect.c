@@ -2,7 +2,8 @@
 /*
  * oci-rdma-hook detect [--json] [--verbs]: the node's inventory as a table (the rows of
  * show_gids plus port state, link layer, rate, uverbs node and driver), marking what the
- * plan leaves out and why.
+ * plan leaves out and why; then the node's GPUs, the NICs nearest to each, and the PCI
+ * topology between them as `nvidia-smi topo -m` shows it.
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -11,6 +12,7 @@
 #include <syslog.h>
 
 #include "orh/commands.h"
+#include "orh/gpu.h"
 #include "orh/node.h"
 #include "orh/verbs.h"
 
@@ -95,6 +97,97 @@ static void print_table(const struct orh_inventory *inv, const struct orh_plan *
 	}
 }
 
+/* The NICs nearest to GPU k alone: among the devices the plan uses (the usable ones),
+ * with the configured nic_affinity. */
+static void nearest_to(enum orh_nic_affinity mode, const struct orh_inventory *inv,
+		       const struct orh_plan *plan, const struct orh_gpus *gpus, size_t k,
+		       struct orh_affinity *aff)
+{
+	_cleanup_free_ bool *cand = orh_xcalloc(inv->n_devs + 1, sizeof(bool));
+	_cleanup_free_ bool *held = orh_xcalloc(gpus->n, sizeof(bool));
+
+	for (size_t i = 0; i < inv->n_devs; i++)
+		for (size_t p = 0; p < inv->devs[i].n_ports && !cand[i]; p++) {
+			const struct orh_port_choice *c =
+				choice_of(plan, inv->devs[i].name, inv->devs[i].ports[p].num);
+
+			cand[i] = c && c->used;
+		}
+	held[k] = true;
+	orh_nic_affinity(mode, inv->devs, inv->n_devs, cand, gpus, held, aff);
+}
+
+static void print_gpus(enum orh_nic_affinity mode, const struct orh_inventory *inv,
+		       const struct orh_plan *plan, const struct orh_gpus *gpus)
+{
+	if (!gpus->n)
+		return;
+	printf("\n%-4s %-13s %-41s %-5s %-4s NEAREST NICs (nic_affinity = %s)\n", "GPU", "PCI",
+	       "UUID", "MINOR", "NUMA", orh_nic_affinity_name(mode));
+	for (size_t k = 0; k < gpus->n; k++) {
+		const struct orh_gpu *g = &gpus->v[k];
+		struct orh_affinity aff;
+		char minor[12] = "-", numa[12] = "-";
+		size_t shown = 0;
+
+		if (g->minor >= 0)
+			snprintf(minor, sizeof(minor), "%d", g->minor);
+		if (g->numa_node >= 0)
+			snprintf(numa, sizeof(numa), "%d", g->numa_node);
+		printf("%-4u %-13s %-41s %-5s %-4s", g->index, g->bdf, g->uuid[0] ? g->uuid : "-",
+		       minor, numa);
+		nearest_to(mode, inv, plan, gpus, k, &aff);
+		for (size_t i = 0; i < aff.n; i++)
+			if (aff.v[i].chosen)
+				printf("%s%s", shown++ ? "," : " ", inv->devs[i].name);
+		printf("%s\n", shown ? (aff.every ? " (every NIC)" : "") : " -");
+		orh_affinity_free(&aff);
+	}
+	/* the matrix nvidia-smi topo -m prints, GPUs by NICs */
+	printf("\n%-6s", "");
+	for (size_t i = 0; i < inv->n_devs; i++)
+		printf(i + 1 < inv->n_devs ? " %-7s" : " %s", inv->devs[i].name);
+	printf("\n");
+	for (size_t k = 0; k < gpus->n; k++) {
+		printf("GPU%-3u", gpus->v[k].index);
+		for (size_t i = 0; i < inv->n_devs; i++)
+			printf(i + 1 < inv->n_devs ? " %-7s" : " %s", orh_topo_name(orh_topo_between(
+				gpus->v[k].pci_path, gpus->v[k].numa_node, inv->devs[i].pci_path,
+				inv->devs[i].numa_node).level));
+		printf("\n");
+	}
+	printf("\nPIX: one PCIe switch between them, PXB: several PCIe bridges, PHB: a PCIe host "
+	       "bridge,\nNODE: host bridges of one NUMA node, SYS: across NUMA nodes or unknown\n");
+}
+
+static json_t *gpus_json(enum orh_nic_affinity mode, const struct orh_inventory *inv,
+			 const struct orh_plan *plan, const struct orh_gpus *gpus)
+{
+	json_t *arr = json_array();
+
+	for (size_t k = 0; k < gpus->n; k++) {
+		const struct orh_gpu *g = &gpus->v[k];
+		json_t *topo = json_object(), *near = json_array();
+		struct orh_affinity aff;
+
+		nearest_to(mode, inv, plan, gpus, k, &aff);
+		for (size_t i = 0; i < inv->n_devs; i++) {
+			json_object_set_new(topo, inv->devs[i].name, json_string(orh_topo_name(
+				orh_topo_between(g->pci_path, g->numa_node, inv->devs[i].pci_path,
+						 inv->devs[i].numa_node).level)));
+			if (aff.v[i].chosen)
+				json_array_append_new(near, json_string(inv->devs[i].name));
+		}
+		json_array_append_new(arr, json_pack(
+			"{s:I, s:s, s:s, s:i, s:i, s:s, s:s, s:o, s:o, s:b}", "index",
+			(json_int_t)g->index, "pci", g->bdf, "uuid", g->uuid, "minor", g->minor,
+			"numa_node", g->numa_node, "pci_path", g->pci_path, "model", g->model,
+			"topology", topo, "nearest", near, "nearest_is_every_nic", aff.every));
+		orh_affinity_free(&aff);
+	}
+	return arr;
+}
+
 static json_t *chardev_json(const struct orh_chardev *cd)
 {
 	if (!cd->present)
@@ -103,7 +196,8 @@ static json_t *chardev_json(const struct orh_chardev *cd)
 			 "minor", (json_int_t)cd->minor);
 }
 
-static json_t *inventory_json(const struct orh_inventory *inv, const struct orh_plan *plan)
+static json_t *inventory_json(const struct orh_config *cfg, const struct orh_inventory *inv,
+			      const struct orh_plan *plan, const struct orh_gpus *gpus)
 {
 	json_t *root = json_object(), *devs = json_array(), *warn = json_array(), *env = json_array();
 
@@ -140,15 +234,17 @@ static json_t *inventory_json(const struct orh_inventory *inv, const struct orh_
 				"umad", chardev_json(&port->umad), "issm", chardev_json(&port->issm)));
 		}
 		json_array_append_new(devs, json_pack(
-			"{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:o, s:o}", "name", dev->name,
+			"{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:o, s:o, s:s}", "name", dev->name,
 			"pci", dev->pci, "vendor", vendor, "device", device, "driver", dev->driver, "node_type", dev->node_type, "numa_node", dev->numa_node,
 			"fw_ver", dev->fw_ver, "node_guid", dev->node_guid, "uverbs",
-			chardev_json(&dev->uverbs), "ports", ports));
+			chardev_json(&dev->uverbs), "ports", ports, "pci_path", dev->pci_path));
 	}
 	for (size_t i = 0; i < inv->warnings.n; i++)
 		json_array_append_new(warn, json_string(inv->warnings.v[i]));
 	for (size_t i = 0; i < plan->warnings.n; i++)
 		json_array_append_new(warn, json_string(plan->warnings.v[i]));
+	for (size_t i = 0; i < gpus->warnings.n; i++)
+		json_array_append_new(warn, json_string(gpus->warnings.v[i]));
 	for (size_t i = 0; i < plan->n_env; i++)
 		json_array_append_new(env, json_pack("{s:s, s:s, s:s}", "name", plan->env[i].name,
 						     "value", plan->env[i].value, "source",
@@ -158,6 +254,7 @@ static json_t *inventory_json(const struct orh_inventory *inv, const struct orh_
 	json_object_set_new(root, "default_route", json_string(inv->default_route_if));
 	json_object_set_new(root, "preset", json_string(orh_preset_name(plan->preset)));
 	json_object_set_new(root, "env", env);
+	json_object_set_new(root, "gpus", gpus_json(cfg->nic_affinity, inv, plan, gpus));
 	json_object_set_new(root, "warnings", warn);
 	return root;
 }
@@ -166,6 +263,7 @@ int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 {
 	struct orh_inventory inv;
 	struct orh_plan plan;
+	struct orh_gpus gpus;
 	struct orh_err err = { 0 };
 	bool json = false, verbs = false;
 	int rc = ORH_EXIT_OK;
@@ -178,8 +276,14 @@ int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 		orh_log(LOG_ERR, "%s", err.msg);
 		return ORH_EXIT_FAIL;
 	}
+	if (orh_discover_gpus(ctx->sysroot, ORH_GPU_SCAN_PCI, &gpus, &err) < 0) {
+		orh_log(LOG_ERR, "%s", err.msg);
+		orh_plan_free(&plan);
+		orh_inventory_free(&inv);
+		return ORH_EXIT_FAIL;
+	}
 	if (json) {
-		json_t *root = inventory_json(&inv, &plan);
+		json_t *root = inventory_json(&ctx->cfg, &inv, &plan, &gpus);
 		if (verbs)
 			json_object_set_new(root, "verbs", orh_verbs_compare_json(&inv));
 		json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -187,10 +291,14 @@ int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 		json_decref(root);
 	} else {
 		print_table(&inv, &plan);
+		print_gpus(ctx->cfg.nic_affinity, &inv, &plan, &gpus);
 		if (verbs)
 			orh_verbs_compare_print(&inv, stdout);
 		orh_print_warnings(&inv, &plan);
+		for (size_t i = 0; i < gpus.warnings.n; i++)
+			fprintf(stderr, "warning: %s\n", gpus.warnings.v[i]);
 	}
+	orh_gpus_free(&gpus);
 	orh_plan_free(&plan);
 	orh_inventory_free(&inv);
 	return rc;

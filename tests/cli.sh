@@ -211,5 +211,55 @@ printf '[node]\nlink_layer = infiniband\n' >"$work/ib.conf"
 check "rule 10: link_layer = infiniband picks the InfiniBand port" "NCCL_IB_HCA==mlx5_4:1" \
 	"$("$HOOK" --sysroot "$mf" --config "$work/ib.conf" env 2>/dev/null | grep '^NCCL_IB_HCA=')"
 
+# detect on GPU nodes: the GPUs in PCI bus order, the NICs nearest to each, the topology
+dgx=$(node dgx-h100)
+out=$("$HOOK" --sysroot "$dgx" detect 2>"$work/dgx.err")
+check "detect dgx-h100: GPU rows" \
+"0    0000:18:00.0  GPU-efc0520c-e2ee-e86d-8193-ef5cca3213fb  0     0    mlx5_0,mlx5_1
+1    0000:1b:00.0  GPU-3b6d1f2a-58c4-4e0b-9d71-0a2c6e8f4b13  1     0    mlx5_0,mlx5_1
+2    0000:3a:00.0  GPU-8c2f4a61-0d3e-4b7a-a5c9-71e2f03d6a48  2     0    mlx5_2,mlx5_3
+3    0000:3d:00.0  GPU-d41a7e90-6b2c-4f85-8e3d-2c9b5a1f7e06  3     0    mlx5_2,mlx5_3
+4    0000:9a:00.0  GPU-5e9c3b27-a1f4-4d62-b08e-93f6c7d2e415  4     1    mlx5_4,mlx5_5
+5    0000:9d:00.0  GPU-a7f20d84-3c9e-4b51-86d2-e4b1a0c95f7d  5     1    mlx5_4,mlx5_5
+6    0000:ba:00.0  GPU-1c8e6f35-9a2d-4e7b-bc40-5d3a8f2e9c61  6     1    mlx5_6,mlx5_7
+7    0000:bd:00.0  GPU-f60b2d9a-7e13-4c8f-a2d5-0b9e4c7a3f28  7     1    mlx5_6,mlx5_7" \
+	"$(grep -E '^[0-9] +0000:' <<<"$out")"
+check "detect dgx-h100: GPU 2's topology row" \
+	"GPU2   NODE    NODE    PIX     PIX     SYS     SYS     SYS     SYS     NODE    SYS" \
+	"$(grep '^GPU2 ' <<<"$out")"
+check "detect dgx-h100: no warning but rule 10's (mlx5_9 is Ethernet)" \
+	"warning: the usable ports are InfiniBand (8) and Ethernet (1): NCCL_IB_HCA holds the InfiniBand ones (the larger group); left out: mlx5_9:1" \
+	"$(cat "$work/dgx.err")"
+json=$("$HOOK" --sysroot "$dgx" detect --json 2>/dev/null)
+jq -e '(.gpus | length == 8) and (.gpus[2].pci == "0000:3a:00.0") and (.gpus[2].minor == 2)
+       and (.gpus[2].nearest == ["mlx5_2", "mlx5_3"]) and (.gpus[2].topology.mlx5_2 == "PIX")
+       and (.gpus[2].topology.mlx5_4 == "SYS") and (.gpus[6].numa_node == 1)
+       and ([.devices[] | select(.name == "mlx5_2") | .pci_path] ==
+            ["devices/pci0000:37/0000:37:01.0/0000:38:00.0/0000:39:01.0/0000:3b:00.0"])' \
+	<<<"$json" >/dev/null && ok "detect --json dgx-h100: gpus and pci_path" ||
+	not_ok "detect --json dgx-h100" "$(jq -c '.gpus[2]' <<<"$json")"
+printf '[node]\nnic_affinity = numa\n' >"$work/numa.conf"
+check "detect dgx-h100, nic_affinity = numa: GPU 5's NICs are its NUMA node's" \
+	"5    0000:9d:00.0  GPU-a7f20d84-3c9e-4b51-86d2-e4b1a0c95f7d  5     1    mlx5_4,mlx5_5,mlx5_6,mlx5_7" \
+	"$("$HOOK" --sysroot "$dgx" --config "$work/numa.conf" detect 2>/dev/null | grep '^5  ')"
+seedgpu=$(node seed001-gpu)
+"$HOOK" --sysroot "$seedgpu" detect --json 2>/dev/null |
+	jq -e '[.gpus[] | [.index, .minor, (.nearest | join(","))]] ==
+	       [[0,2,"mlx5_1,mlx5_2"],[1,3,"mlx5_1,mlx5_2"],[2,0,"mlx5_3,mlx5_4"],
+	        [3,1,"mlx5_3,mlx5_4"],[4,6,"mlx5_5,mlx5_6"],[5,7,"mlx5_5,mlx5_6"],
+	        [6,4,"mlx5_7,mlx5_8"],[7,5,"mlx5_7,mlx5_8"]]' >/dev/null &&
+	ok "detect --json seed001-gpu: indexes in bus order, minors as the driver gave them" ||
+	not_ok "detect --json seed001-gpu"
+# a node without GPUs: no GPU section, an empty list
+! "$HOOK" --sysroot "$seed" detect 2>/dev/null | grep -q '^GPU ' &&
+	[ "$("$HOOK" --sysroot "$seed" detect --json 2>/dev/null | jq -c .gpus)" == "[]" ] &&
+	ok "detect without GPUs: no GPU section" || not_ok "detect without GPUs"
+# the driver holds no GPU: one warning, no GPU rows
+rm -r "$dgx/proc/driver"
+out=$("$HOOK" --sysroot "$dgx" detect 2>&1 >/dev/null)
+grep -q "^warning: 8 NVIDIA GPU(s) in sysfs ('$dgx/sys/bus/pci/devices/0000:18:00.0', ...) but no '$dgx/proc/driver/nvidia/gpus'" <<<"$out" &&
+	! "$HOOK" --sysroot "$dgx" detect 2>/dev/null | grep -q '^GPU ' &&
+	ok "detect: GPUs the driver does not hold get a warning" || not_ok "detect: driver not loaded" "$out"
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
