@@ -201,6 +201,23 @@ static const char *fabric_name(enum orh_link_layer ll)
 	return ll == ORH_LL_INFINIBAND ? "InfiniBand" : "Ethernet";
 }
 
+/* Rule 9: a container given a subset of the node's GPUs (and no RDMA device of its own)
+ * gets the NICs nearest to them; the decision chose them (affinity.c). */
+static void near_gpus(const struct orh_container_facts *f, const struct orh_inventory *inv,
+		      struct orh_plan *plan)
+{
+	size_t k = 0;
+
+	if (!f || !f->nic_near)
+		return;
+	for (size_t d = 0; d < inv->n_devs; d++)
+		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++)
+			if (plan->ports[k].used && !f->nic_near[d])
+				LEAVE_OUT(&plan->ports[k], "rule 9: %s",
+					  f->nic_why && f->nic_why[d][0] ? f->nic_why[d]
+					  : "not near the container's GPUs");
+}
+
 /* Rule 10: one fabric. NCCL_IB_HCA never mixes InfiniBand and Ethernet (RoCE) ports:
  * the config's link_layer, else the larger group (InfiniBand on a tie). */
 static void one_fabric(const struct orh_config *cfg, const struct orh_inventory *inv,
@@ -555,6 +572,7 @@ int orh_plan_build(const struct orh_config *cfg, struct orh_inventory *inv,
 	choice_init(plan, inv);
 	choose_ports(cfg, inv, holds_any_uverbs(facts, inv), plan);
 	given_devices(facts, inv, plan);
+	near_gpus(facts, inv, plan);
 	one_fabric(cfg, inv, plan);
 	choose_hca(cfg, inv, facts, plan);
 

@@ -261,5 +261,40 @@ grep -q "^warning: 8 NVIDIA GPU(s) in sysfs ('$dgx/sys/bus/pci/devices/0000:18:0
 	! "$HOOK" --sysroot "$dgx" detect 2>/dev/null | grep -q '^GPU ' &&
 	ok "detect: GPUs the driver does not hold get a warning" || not_ok "detect: driver not loaded" "$out"
 
+# ---- rule 9: the NICs nearest to the GPUs a container was given (dgx-h100) -----------------
+dgx=$work/dgx9
+python3 "$SRC/tests/mknode.py" "$SRC/tests/nodes/dgx-h100.json" "$dgx" >/dev/null
+gspec() { printf '{"ociVersion":"1.0.2","process":{"args":["sh"],"env":["PATH=/bin"%s]},"linux":{"devices":[%s]}}\n' "$2" "$3" >"$1"; }
+gspec "$work/g23.json" ',"NVIDIA_VISIBLE_DEVICES=2,3"' ''
+check "rule 9: NVIDIA_VISIBLE_DEVICES=2,3 gets the NICs of their PCIe switch" "NCCL_IB_HCA==mlx5_2:1,mlx5_3:1" \
+	"$("$HOOK" --sysroot "$dgx" env --spec "$work/g23.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
+"$HOOK" --sysroot "$dgx" env --explain --spec "$work/g23.json" 2>&1 >/dev/null | grep -q '^# mlx5_0:1 left out: rule 9: ' &&
+	ok "rule 9: env --explain names rule 9 for the NICs left out" || not_ok "rule 9: env --explain"
+gspec "$work/g04.json" ',"NVIDIA_VISIBLE_DEVICES=GPU-efc0520c-e2ee-e86d-8193-ef5cca3213fb,4"' ''
+check "rule 9: a UUID and an index on two switches get both switches' NICs" \
+	"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_4:1,mlx5_5:1" \
+	"$("$HOOK" --sysroot "$dgx" env --spec "$work/g04.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
+gspec "$work/gnodes.json" '' '{"path":"/dev/nvidia6","type":"c","major":195,"minor":6},{"path":"/dev/nvidiactl","type":"c","major":195,"minor":255}'
+check "rule 9: /dev/nvidia6 in linux.devices (a device plugin) gets GPU 6's NICs" "NCCL_IB_HCA==mlx5_6:1,mlx5_7:1" \
+	"$("$HOOK" --sysroot "$dgx" env --spec "$work/gnodes.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
+all8="NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1"
+gspec "$work/gall.json" ',"NVIDIA_VISIBLE_DEVICES=all"' ''
+check "rule 9: all GPUs get every NIC" "$all8" \
+	"$("$HOOK" --sysroot "$dgx" env --spec "$work/gall.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
+gspec "$work/gbad.json" ',"NVIDIA_VISIBLE_DEVICES=2,9"' ''
+check "rule 9: a GPU the node does not have gets every NIC" "$all8" \
+	"$("$HOOK" --sysroot "$dgx" env --spec "$work/gbad.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
+"$HOOK" --sysroot "$dgx" env --explain --spec "$work/gbad.json" 2>&1 >/dev/null | grep -q '^warning: .*9' &&
+	ok "rule 9: ... with a warning naming it" || not_ok "rule 9: ... with a warning naming it"
+printf '[node]\nnic_affinity = none\n' >"$work/noaff.conf"
+check "rule 9: nic_affinity = none gives every NIC" "$all8" \
+	"$("$HOOK" --sysroot "$dgx" --config "$work/noaff.conf" env --spec "$work/g23.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
+printf '[node]\nnic_affinity = numa\n' >"$work/numa.conf"
+check "rule 9: nic_affinity = numa gives NUMA 0's NICs" "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1" \
+	"$("$HOOK" --sysroot "$dgx" --config "$work/numa.conf" env --spec "$work/g23.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
+gspec "$work/gdev.json" ',"NVIDIA_VISIBLE_DEVICES=2,3"' '{"path":"/dev/infiniband/uverbs6","type":"c","major":231,"minor":198}'
+check "rule 8 before rule 9: a container holding uverbs6 gets mlx5_6 whatever its GPUs" "NCCL_IB_HCA==mlx5_6:1" \
+	"$("$HOOK" --sysroot "$dgx" env --spec "$work/gdev.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

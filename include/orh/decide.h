@@ -52,6 +52,9 @@ struct orh_decision {
 	struct orh_strv warnings;
 	/* on failure, the step: "annotations", "container" (the callback), "discovery" */
 	const char *step;
+	/* rule 9: per device, near the container's GPUs and why not (facts point here) */
+	bool *nic_near;
+	char (*nic_why)[224];
 };
 
 /* Decide. act == ORH_ACT_SKIP: leave the container as it is (have_plan false). A

@@ -45,6 +45,10 @@ struct orh_container_facts {
 	const char *nvidia_visible;
 	/* a Kubernetes pod sandbox (the pause container): never served */
 	bool sandbox;
+	/* rule 9, set by the decision: per inventory device, whether it is near the GPUs the
+	 * container was given, and why (NULL: no GPU subset, every NIC) */
+	const bool *nic_near;
+	char (*nic_why)[224];
 };
 
 struct orh_devnode {

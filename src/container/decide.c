@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "orh/decide.h"
+#include "orh/gpu.h"
 #include "orh/apply.h"
 #include "orh/node.h"
 
@@ -44,6 +45,129 @@ static void activation_why(const struct orh_decide_in *in, struct orh_decision *
 	snprintf(d->why, sizeof(d->why), "%s", w);
 }
 
+/* Is a GPU subset possible at all (rule 9)? NVIDIA_VISIBLE_DEVICES, or /dev/nvidiaN nodes,
+ * and no RDMA device of its own (rule 8 decides then). */
+static bool gpus_matter(const struct orh_decide_in *in, const struct orh_container_facts *f)
+{
+	bool nodes = false;
+
+	if (in->cfg->nic_affinity == ORH_AFFINITY_NONE || orh_facts_hold_rdma(f))
+		return false;
+	for (size_t i = 0; i < f->n_devs; i++)
+		nodes |= f->devs[i].major == ORH_NVIDIA_MAJOR && f->devs[i].minor < 255;
+	return nodes || f->nvidia_visible;
+}
+
+/* Which of the node's GPUs the container holds: its /dev/nvidiaN nodes when the spec
+ * lists any (what it can open), else NVIDIA_VISIBLE_DEVICES. */
+static enum orh_gpu_ask gpus_held(const struct orh_container_facts *f, const struct orh_gpus *g,
+				  bool *held, struct orh_strv *warnings)
+{
+	size_t n_nodes = 0, n_held = 0;
+
+	for (size_t i = 0; i < f->n_devs; i++) {
+		const struct orh_gpu *gpu;
+
+		if (f->devs[i].major != ORH_NVIDIA_MAJOR || f->devs[i].minor >= 255)
+			continue;
+		n_nodes++;
+		gpu = orh_gpu_by_minor(g, f->devs[i].minor);
+		if (!gpu) {
+			orh_strv_pushf(warnings, "config.json: linux.devices lists /dev/nvidia%u, "
+				       "which is no GPU of this node: every NIC is given",
+				       f->devs[i].minor);
+			return ORH_GPUS_UNKNOWN;
+		}
+		n_held += !held[gpu - g->v];
+		held[gpu - g->v] = true;
+	}
+	if (n_nodes)
+		return n_held == g->n ? ORH_GPUS_ALL : ORH_GPUS_SOME;
+	return orh_gpus_resolve(g, f->nvidia_visible, held, warnings);
+}
+
+/* Discovery and the plan. For a container given a subset of the node's GPUs (rule 9), the
+ * plan is made twice: once to know the usable NICs, then with those nearest its GPUs. */
+static int plan_for(const struct orh_decide_in *in, struct orh_decision *out,
+		    struct orh_err *err)
+{
+	const struct orh_config *cfg = in->cfg;
+	const char *sysroot = in->sysroot ? in->sysroot : "/";
+	bool gpus = gpus_matter(in, &out->facts);
+	struct orh_discover_opts opts = {
+		.sysroot = sysroot,
+		.gid_scan = in->scan,
+		.want = { .family = cfg->gid_family, .roce_version = cfg->roce_version },
+		.mad = in->scan == ORH_GIDS_ALL || cfg->management_devices,
+		.topology = gpus,
+	};
+	struct orh_gpus g = { 0 };
+	struct orh_affinity aff = { 0 };
+	_cleanup_free_ bool *held = NULL, *candidate = NULL;
+	enum orh_gpu_ask ask;
+	int r;
+
+	if (out->facts.n_addrs) {
+		opts.want.addrs = out->facts.addrs;
+		opts.want.n_addrs = out->facts.n_addrs;
+	}
+	r = orh_discover(&opts, &out->inv, err);
+	if (r < 0)
+		return r;
+	r = orh_plan_build(cfg, &out->inv, &out->facts, &out->plan, err);
+	if (r < 0)
+		goto fail;
+	out->have_plan = true;
+	if (!gpus)
+		return 0;
+
+	r = orh_discover_gpus(sysroot, ORH_GPU_SCAN_DRIVER, &g, err);
+	if (r < 0) {
+		orh_strv_pushf(&out->warnings, "GPUs not read (%s): every NIC is given", err->msg);
+		memset(err, 0, sizeof(*err));
+		return 0;
+	}
+	for (size_t i = 0; i < g.warnings.n; i++)
+		orh_strv_push(&out->warnings, orh_xstrdup(g.warnings.v[i]));
+	held = orh_xcalloc(g.n + 1, sizeof(*held));
+	ask = gpus_held(&out->facts, &g, held, &out->warnings);
+	if (ask != ORH_GPUS_SOME)
+		goto done;
+	candidate = orh_xcalloc(out->inv.n_devs + 1, sizeof(*candidate));
+	for (size_t d = 0, k = 0; d < out->inv.n_devs; d++)
+		for (size_t p = 0; p < out->inv.devs[d].n_ports; p++, k++)
+			candidate[d] |= out->plan.ports[k].used;
+	orh_nic_affinity(cfg->nic_affinity, out->inv.devs, out->inv.n_devs, candidate, &g, held,
+			 &aff);
+	if (aff.every)
+		goto done;
+	out->nic_near = orh_xcalloc(out->inv.n_devs + 1, sizeof(*out->nic_near));
+	out->nic_why = orh_xcalloc(out->inv.n_devs + 1, sizeof(*out->nic_why));
+	for (size_t d = 0; d < out->inv.n_devs && d < aff.n; d++) {
+		out->nic_near[d] = aff.v[d].chosen;
+		if (!aff.v[d].chosen)
+			snprintf(out->nic_why[d], sizeof(out->nic_why[d]), "%s",
+				 aff.v[d].reason[0] ? aff.v[d].reason : "not near the container's GPUs");
+	}
+	out->facts.nic_near = out->nic_near;
+	out->facts.nic_why = out->nic_why;
+	orh_plan_free(&out->plan);
+	r = orh_plan_build(cfg, &out->inv, &out->facts, &out->plan, err);
+	if (r < 0) {
+		out->have_plan = false;
+		goto fail;
+	}
+done:
+	orh_affinity_free(&aff);
+	orh_gpus_free(&g);
+	return 0;
+fail:
+	orh_affinity_free(&aff);
+	orh_gpus_free(&g);
+	orh_inventory_free(&out->inv);
+	return r;
+}
+
 int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct orh_err *err)
 {
 	const json_t *annotations = NULL;
@@ -81,13 +205,11 @@ int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct 
 			return r;
 		}
 	}
-	r = orh_node_plan(in->cfg, in->sysroot ? in->sysroot : "/", in->scan, &out->facts,
-			  &out->inv, &out->plan, err);
+	r = plan_for(in, out, err);
 	if (r < 0) {
 		out->step = "discovery";
 		return r;
 	}
-	out->have_plan = true;
 	push_all(&out->warnings, &out->inv.warnings);
 	push_all(&out->warnings, &out->plan.warnings);
 	if (out->facts.n_devs_dropped)
@@ -114,6 +236,8 @@ int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct 
 
 void orh_decision_free(struct orh_decision *d)
 {
+	free(d->nic_near);
+	free(d->nic_why);
 	if (d->have_plan) {
 		orh_plan_free(&d->plan);
 		orh_inventory_free(&d->inv);
