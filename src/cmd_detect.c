@@ -12,8 +12,8 @@
 #include <syslog.h>
 
 #include "orh/commands.h"
+#include "orh/decide.h"
 #include "orh/gpu.h"
-#include "orh/node.h"
 #include "orh/verbs.h"
 
 static const struct orh_port_choice *choice_of(const struct orh_plan *plan, const char *dev,
@@ -261,8 +261,12 @@ static json_t *inventory_json(const struct orh_config *cfg, const struct orh_inv
 
 int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 {
-	struct orh_inventory inv;
-	struct orh_plan plan;
+	/* exactly the decision a container on the host network gets, with every GID entry
+	 * read for the table (the plan is the same either way: test_discover's comparison) */
+	struct orh_decide_in in = {
+		.cfg = &ctx->cfg, .sysroot = ctx->sysroot, .scan = ORH_GIDS_ALL,
+	};
+	struct orh_decision d;
 	struct orh_gpus gpus;
 	struct orh_err err = { 0 };
 	bool json = false, verbs = false;
@@ -272,34 +276,34 @@ int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 
 	if (orh_parse_flags(argc, argv, flags, ORH_ARRAY_SIZE(flags)))
 		return ORH_EXIT_USAGE;
-	if (orh_node_plan(&ctx->cfg, ctx->sysroot, ORH_GIDS_ALL, NULL, &inv, &plan, &err) < 0) {
+	if (orh_decide(&in, &d, &err) < 0) {
 		orh_log(LOG_ERR, "%s", err.msg);
+		orh_decision_free(&d);
 		return ORH_EXIT_FAIL;
 	}
 	if (orh_discover_gpus(ctx->sysroot, ORH_GPU_SCAN_PCI, &gpus, &err) < 0) {
 		orh_log(LOG_ERR, "%s", err.msg);
-		orh_plan_free(&plan);
-		orh_inventory_free(&inv);
+		orh_decision_free(&d);
 		return ORH_EXIT_FAIL;
 	}
 	if (json) {
-		json_t *root = inventory_json(&ctx->cfg, &inv, &plan, &gpus);
+		json_t *root = inventory_json(&ctx->cfg, &d.inv, &d.plan, &gpus);
 		if (verbs)
-			json_object_set_new(root, "verbs", orh_verbs_compare_json(&inv));
+			json_object_set_new(root, "verbs", orh_verbs_compare_json(&d.inv));
 		json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		putchar('\n');
 		json_decref(root);
 	} else {
-		print_table(&inv, &plan);
-		print_gpus(ctx->cfg.nic_affinity, &inv, &plan, &gpus);
+		print_table(&d.inv, &d.plan);
+		print_gpus(ctx->cfg.nic_affinity, &d.inv, &d.plan, &gpus);
 		if (verbs)
-			orh_verbs_compare_print(&inv, stdout);
-		orh_print_warnings(&inv, &plan);
+			orh_verbs_compare_print(&d.inv, stdout);
+		for (size_t i = 0; i < d.warnings.n; i++)
+			fprintf(stderr, "warning: %s\n", d.warnings.v[i]);
 		for (size_t i = 0; i < gpus.warnings.n; i++)
 			fprintf(stderr, "warning: %s\n", gpus.warnings.v[i]);
 	}
 	orh_gpus_free(&gpus);
-	orh_plan_free(&plan);
-	orh_inventory_free(&inv);
+	orh_decision_free(&d);
 	return rc;
 }

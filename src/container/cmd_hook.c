@@ -27,7 +27,6 @@
 #include "orh/apply.h"
 #include "orh/commands.h"
 #include "orh/decide.h"
-#include "orh/node.h"
 #include "orh/oci.h"
 #include "orh/plan.h"
 #include "orh/sandbox.h"

@@ -7,7 +7,6 @@
 #include "orh/decide.h"
 #include "orh/gpu.h"
 #include "orh/apply.h"
-#include "orh/node.h"
 
 static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 {

@@ -17,7 +17,6 @@
 #include "orh/decide.h"
 #include "orh/edit.h"
 #include "orh/inventory.h"
-#include "orh/node.h"
 #include "orh/plan.h"
 #include "orh/sandbox.h"
 
