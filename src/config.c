@@ -71,6 +71,7 @@ void orh_config_defaults(struct orh_config *cfg)
 	cfg->roce_version = 2;
 	cfg->memlock = ORH_MEMLOCK_UNLIMITED;
 	cfg->activation = ORH_ACTIVATE_ALWAYS;
+	cfg->request_env = true;
 	cfg->on_error = ORH_ON_ERROR_WARN;
 	cfg->runtime = orh_xstrdup("runc");
 }
@@ -324,6 +325,9 @@ static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
 			cfg->activation = ORH_ACTIVATE_DEVICES;
 		else
 			return set_error(pc, s, key, "'%s' is not always, annotation or devices", v);
+	} else if (!strcmp(key, "request_env")) {
+		if (parse_bool(v, &cfg->request_env) < 0)
+			return set_error(pc, s, key, "'%s' is not yes or no", v);
 	} else if (!strcmp(key, "on_error")) {
 		if (!strcmp(v, "warn"))
 			cfg->on_error = ORH_ON_ERROR_WARN;

@@ -264,6 +264,116 @@ OCI_RDMA_HOOK_CONFIG=$T/node.conf OCI_RDMA_HOOK_SYSROOT=$T/kmsgnode "$T/oci-rdma
 check "shim: uverbs2/dev reading 1:11 gives no 1:11 device and no 1:11 grant, the rest is added" \
 	[ "$(pyq "$T/bundle/config.json" '([e for e in d["linux"]["devices"] + d["linux"]["resources"]["devices"] if e.get("major") == 1], len(d["linux"]["devices"]))')" = "([], 8)" ]
 
+# ---- opt-in through process.env ----------------------------------------------------
+# A spec as containerd's CRI plugin writes it for a Kubernetes pod container: the pod's
+# `env:` in process.env, CRI annotations only (pod annotations do not reach it), the
+# pod's network namespace by path. With activation = annotation the variable
+# OCI_RDMA_HOOK_ENABLE=true asks, as the annotation would.
+cri_spec() { # FILE [ENV-ENTRY...]: the CRI spec with these entries added to process.env
+	python3 - "$@" <<'EOF'
+import json, sys
+path, extra = sys.argv[1], sys.argv[2:]
+d = {"ociVersion": "1.1.0",
+     "process": {"user": {"uid": 0, "gid": 0, "additionalGids": [0]},
+                 "args": ["/bin/sh", "-c", "train"], "cwd": "/",
+                 "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                         "HOSTNAME=trainer-0", "NCCL_IB_HCA=mine"] + extra +
+                        ["KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443"],
+                 "capabilities": {"bounding": ["CAP_CHOWN"], "effective": ["CAP_CHOWN"],
+                                  "permitted": ["CAP_CHOWN"]},
+                 "apparmorProfile": "cri-containerd.apparmor.d", "oomScoreAdj": 1000},
+     "root": {"path": "rootfs"},
+     "mounts": [{"destination": "/proc", "type": "proc", "source": "proc",
+                 "options": ["nosuid", "noexec", "nodev"]}],
+     "annotations": {"io.kubernetes.cri.container-name": "trainer",
+                     "io.kubernetes.cri.container-type": "container",
+                     "io.kubernetes.cri.image-name": "registry.example/trainer:1",
+                     "io.kubernetes.cri.sandbox-id": "5d1f0c0a9b",
+                     "io.kubernetes.cri.sandbox-name": "trainer-0",
+                     "io.kubernetes.cri.sandbox-namespace": "default"},
+     "linux": {"resources": {"devices": [{"allow": False, "access": "rwm"}]},
+               "cgroupsPath": "kubepods-besteffort-pod1.slice:cri-containerd:5d1f0c0a9b",
+               "namespaces": [{"type": "pid"}, {"type": "ipc", "path": "/proc/1/ns/ipc"},
+                              {"type": "uts", "path": "/proc/1/ns/uts"}, {"type": "mount"},
+                              {"type": "network", "path": "/var/run/netns/cni-orh-absent"}]}}
+json.dump(d, open(path, "w"), indent=2)
+EOF
+}
+cri_spec "$T/cri.json"
+cri_spec "$T/cri-optin.json" OCI_RDMA_HOOK_ENABLE=true
+cri_spec "$T/cri-preset.json" OCI_RDMA_HOOK_ENABLE=true OCI_RDMA_HOOK_PRESET=none
+cri_spec "$T/cri-bad.json" OCI_RDMA_HOOK_ENABLE=yes
+cri_spec "$T/cri-badpreset.json" OCI_RDMA_HOOK_ENABLE=true OCI_RDMA_HOOK_PRESET=../../x
+cri_spec "$T/cri-optout.json" OCI_RDMA_HOOK_ENABLE=false
+python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d["annotations"]["oci-rdma-hook/enable"] = "false"
+json.dump(d, open(sys.argv[2], "w"))' "$T/cri-optin.json" "$T/cri-conflict.json"
+printf '[containers]\nactivation = annotation\nrequest_env = no\n' >"$T/noenv.conf"
+S=("$HOOK" --sysroot "$T/node" --config "$T/strict.conf")
+
+"${S[@]}" precreate <"$T/cri-optin.json" >"$T/out.json" 2>"$T/err"
+check "precreate, CRI spec, activation = annotation: OCI_RDMA_HOOK_ENABLE=true exits 0" [ $? = 0 ]
+check "... adds the 9 devices and their allow rules" \
+	[ "$(pyq "$T/out.json" '(len(d["linux"]["devices"]), len(d["linux"]["resources"]["devices"]))')" = "(9, 10)" ]
+check "... registers the nccl-conf hook that writes the plan's settings" \
+	[ "$(spec_hooks "$T/out.json")" = "$(self_hooks --config "$T/strict.conf" --sysroot "$T/node")" ]
+check "... leaves the pod's env as it was, the request among it" \
+	[ "$(pyq "$T/out.json" 'd["process"]["env"]')" = "$(pyq "$T/cri-optin.json" 'd["process"]["env"]')" ]
+"${S[@]}" precreate <"$T/cri.json" >"$T/out.json" 2>/dev/null
+check "precreate, CRI spec without the variable: byte for byte" cmp -s "$T/cri.json" "$T/out.json"
+"${S[@]}" precreate <"$T/cri-bad.json" >"$T/out.json" 2>"$T/err"
+check "precreate: OCI_RDMA_HOOK_ENABLE=yes under on_error=fail hands back a refusing spec (exit 0)" \
+	[ $? = 0 ] && [ "$(pyq "$T/out.json" 'd["hooks"]["createRuntime"][0]["args"][1]')" = refuse ]
+check "... naming the process.env entry and the value" \
+	grep -q "process.env entry 'OCI_RDMA_HOOK_ENABLE': value 'yes' is neither 'true' nor 'false'" "$T/err"
+"${H[@]}" precreate <"$T/cri-bad.json" >"$T/out.json" 2>"$T/err"
+check "precreate: the same under on_error=warn passes the spec through" \
+	[ $? = 0 ] && cmp -s "$T/cri-bad.json" "$T/out.json"
+"${S[@]}" precreate <"$T/cri-badpreset.json" >"$T/out.json" 2>"$T/err"
+check "precreate: OCI_RDMA_HOOK_PRESET=../../x is refused as an unknown preset (a refusing spec)" \
+	[ $? = 0 ] && grep -q "process.env entry 'OCI_RDMA_HOOK_PRESET': unknown preset '../../x'" "$T/err" &&
+	[ "$(pyq "$T/out.json" 'd["hooks"]["createRuntime"][0]["args"][1]')" = refuse ]
+"${H[@]}" precreate <"$T/cri-optout.json" >"$T/out.json" 2>/dev/null
+check "precreate, activation = always: OCI_RDMA_HOOK_ENABLE=false opts out, byte for byte" \
+	cmp -s "$T/cri-optout.json" "$T/out.json"
+"${S[@]}" precreate <"$T/cri-conflict.json" >"$T/out.json" 2>"$T/err"
+check "precreate: the annotation enable=false wins over OCI_RDMA_HOOK_ENABLE=true" \
+	cmp -s "$T/cri-conflict.json" "$T/out.json"
+check "... and the conflict is named" \
+	grep -q "process.env entry 'OCI_RDMA_HOOK_ENABLE=true' ignored: the annotation 'oci-rdma-hook/enable=false' is set, and wins" "$T/err"
+"$HOOK" --sysroot "$T/node" --config "$T/noenv.conf" precreate <"$T/cri-optin.json" >"$T/out.json" 2>"$T/err"
+check "precreate, request_env = no: the variable does not ask, byte for byte" \
+	cmp -s "$T/cri-optin.json" "$T/out.json"
+check "... and says why" grep -q "ignored: the node config has request_env = no" "$T/err"
+
+# env --spec: the same decision, and why
+"${S[@]}" env --explain --spec "$T/cri-preset.json" >"$T/out.txt" 2>&1
+check "env --spec, CRI spec: activated, naming the variable that asked" \
+	grep -qx '# activated: the container asked (OCI_RDMA_HOOK_ENABLE=true in process.env)' "$T/out.txt"
+check "... and the preset it picked" grep -qx '# preset: none' "$T/out.txt"
+"${H[@]}" env --explain --spec "$T/cri-optout.json" >"$T/out.txt" 2>&1
+check "env --spec: OCI_RDMA_HOOK_ENABLE=false is named as an opt-out" \
+	grep -q '^# not activated: the container opted out (OCI_RDMA_HOOK_ENABLE=false in process.env)' "$T/out.txt"
+"${H[@]}" env --explain --spec "$T/optout.json" >"$T/out.txt" 2>&1
+check "env --spec: the annotation enable=false is named as an opt-out" \
+	grep -q '^# not activated: the container opted out (oci-rdma-hook/enable=false)' "$T/out.txt"
+
+cp "$T/cri-optin.json" "$T/bundle/config.json"
+shim "$T/strict.conf" create --bundle "$T/bundle" c12 2>"$T/err"
+check "shim, CRI spec, activation = annotation: OCI_RDMA_HOOK_ENABLE=true is served" \
+	[ "$(pyq "$T/bundle/config.json" '(len(d["linux"]["devices"]), [h["args"][-1] for h in d["hooks"]["createRuntime"]])')" = "(9, ['nccl-conf'])" ]
+check "... and the runtime ran" [ "$(sed -n 2p "$T/fake-runc.args")" = create ]
+cp "$T/cri.json" "$T/bundle/config.json"
+shim "$T/strict.conf" create --bundle "$T/bundle" c13 2>/dev/null
+check "shim, CRI spec without the variable: config.json byte for byte" \
+	cmp -s "$T/cri.json" "$T/bundle/config.json"
+cp "$T/cri-bad.json" "$T/bundle/config.json"
+shim "$T/strict.conf" create --bundle "$T/bundle" c14 2>"$T/err"
+check "shim: OCI_RDMA_HOOK_ENABLE=yes under on_error=fail fails before the runtime" \
+	[ $? = 1 ] && grep -q "process.env entry 'OCI_RDMA_HOOK_ENABLE'" "$T/err"
+check "... and config.json is unchanged" cmp -s "$T/cri-bad.json" "$T/bundle/config.json"
+
 # ---- cdi --------------------------------------------------------------------------
 "${H[@]}" cdi >"$T/cdi.json"
 check "cdi prints the spec" [ "$(pyq "$T/cdi.json" '(d["cdiVersion"], d["kind"])')" = "('0.5.0', 'rdma.oci-rdma-hook.io/hca')" ]
@@ -414,6 +524,16 @@ json.dump(d, open(sys.argv[4], "w"))' "$T/spec.json" "$T/cdi.json" "$1" "$2"
 		[ "$(memlock_of "$TARGET")" = "524288 2097152" ]
 	check "nccl-conf logs one summary line" \
 		grep -q "container cdi1: nccl-conf: /etc/nccl.conf: [0-9]* settings added" "$T/err"
+	# the CRI spec under activation = annotation: nccl-conf decides again from the
+	# bundle's process.env, preset included
+	rm -rf "$T/cdib/rootfs/etc"
+	STAGE=nccl-conf cdi_memlock "$T/memlock-strict.conf" "$TARGET" "$T/cri-preset.json"
+	check "nccl-conf, CRI spec, OCI_RDMA_HOOK_ENABLE=true, OCI_RDMA_HOOK_PRESET=none: the plan's NCCL_IB_HCA, no tuned NCCL_IB_TIMEOUT" \
+		bash -c 'grep -q "^NCCL_IB_HCA=" "$1" && ! grep -q "^NCCL_IB_TIMEOUT=" "$1"' _ "$T/cdib/rootfs/etc/nccl.conf"
+	rm -rf "$T/cdib/rootfs/etc"
+	STAGE=nccl-conf cdi_memlock "$T/memlock-strict.conf" "$TARGET" "$T/cri.json"
+	check "nccl-conf, CRI spec without the variable: no /etc/nccl.conf, 'not activated'" \
+		bash -c '[ ! -e "$1" ] && grep -q "not activated" "$2"' _ "$T/cdib/rootfs/etc/nccl.conf" "$T/err"
 	kill "$TARGET" 2>/dev/null
 	wait "$TARGET" 2>/dev/null
 else

@@ -34,6 +34,7 @@ Test(config, defaults)
 	cr_assert_eq(cfg.on_error, ORH_ON_ERROR_WARN);
 	cr_assert_str_eq(cfg.runtime, "runc");
 	cr_assert_not(cfg.management_devices);
+	cr_assert(cfg.request_env);
 }
 
 Test(config, every_key)
@@ -53,6 +54,7 @@ Test(config, every_key)
 		"sysroot = /tmp/node\n"
 		"[containers]\n"
 		"activation = annotation\n"
+		"request_env = no\n"
 		"on_error = fail\n"
 		"runtime = /usr/bin/crun\n"
 		"add_ipc_lock = yes\n"
@@ -73,15 +75,16 @@ Test(config, every_key)
 	cr_assert(cfg.management_devices);
 	cr_assert_str_eq(cfg.sysroot, "/tmp/node");
 	cr_assert_eq(cfg.activation, ORH_ACTIVATE_ANNOTATION);
+	cr_assert_not(cfg.request_env);
 	cr_assert_eq(cfg.on_error, ORH_ON_ERROR_FAIL);
 	cr_assert_str_eq(cfg.runtime, "/usr/bin/crun");
 	cr_assert(cfg.add_ipc_lock);
 	cr_assert_eq(cfg.n_env, 2);
 	cr_assert_str_eq(cfg.env[0].name, "NCCL_IB_TC");
 	cr_assert_str_eq(cfg.env[0].value, "136");
-	cr_assert_eq(cfg.env[0].line, 19);
+	cr_assert_eq(cfg.env[0].line, 20);
 	cr_assert_null(cfg.env[1].value);
-	cr_assert_eq(cfg.env[1].line, 20);
+	cr_assert_eq(cfg.env[1].line, 21);
 }
 
 static void expect_error(const char *text, const char *needle)
@@ -111,6 +114,7 @@ Test(config, errors_name_file_line_and_key)
 	expect_error("[node]\nnic_affinity = close\n", "node.conf:2: [node] key 'nic_affinity': 'close' is not pcie, numa or none");
 	expect_error("[node]\nlink_layer = roce\n", "node.conf:2: [node] key 'link_layer': 'roce' is not auto, infiniband or ethernet");
 	expect_error("[containers]\non_error = ignore\n", "key 'on_error'");
+	expect_error("[containers]\nrequest_env = env\n", "key 'request_env'");
 	expect_error("[env]\nLD_PRELOAD = /x.so\n", "[env] key 'LD_PRELOAD'");
 	expect_error("[env]\nnccl_debug = INFO\n", "[env] key 'nccl_debug'");
 	expect_error("[env]\nNCCL_DEBUG = INFO\nNCCL_DEBUG = WARN\n", "node.conf:3: [env] key 'NCCL_DEBUG': set twice");

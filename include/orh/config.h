@@ -32,7 +32,8 @@ enum orh_preset {
 
 enum orh_activation {
 	ORH_ACTIVATE_ALWAYS = 0,   /* every container on a node with usable RDMA */
-	ORH_ACTIVATE_ANNOTATION,   /* only containers annotated oci-rdma-hook/enable=true */
+	ORH_ACTIVATE_ANNOTATION,   /* only containers that ask: oci-rdma-hook/enable=true (or
+				    * OCI_RDMA_HOOK_ENABLE=true in process.env, with request_env) */
 	ORH_ACTIVATE_DEVICES,      /* only containers that hold RDMA device nodes already */
 };
 
@@ -78,6 +79,7 @@ struct orh_config {
 	enum orh_fabric link_layer;
 	/* [containers] */
 	enum orh_activation activation;
+	bool request_env;           /* also read the request from process.env (OCI_RDMA_HOOK_*) */
 	enum orh_on_error on_error;
 	char *runtime;              /* the runtime the shim execs; default "runc" */
 	bool add_ipc_lock;          /* precreate/shim add CAP_IPC_LOCK */

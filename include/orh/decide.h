@@ -41,7 +41,7 @@ struct orh_decide_in {
 struct orh_decision {
 	enum orh_activation_result act;
 	char why[192];                    /* why it is activated or not */
-	bool asked;                       /* the container asked (oci-rdma-hook/enable) */
+	bool asked;                       /* it asked: orh_activation_asked() */
 	struct orh_container_facts facts;
 	struct orh_inventory inv;         /* when have_plan */
 	struct orh_plan plan;             /* when have_plan */
@@ -50,7 +50,8 @@ struct orh_decision {
 	bool memlock_user;
 	/* discovery's warnings, then the plan's, then the decision's own */
 	struct orh_strv warnings;
-	/* on failure, the step: "annotations", "container" (the callback), "discovery" */
+	/* on failure, the step: "the request" (a bad oci-rdma-hook/ annotation or
+	 * OCI_RDMA_HOOK_ variable), "container" (the callback), "discovery" */
 	const char *step;
 	/* rule 9: per device, near the container's GPUs and why not (facts point here) */
 	bool *nic_near;

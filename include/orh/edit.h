@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The spec edit as the precreate hook and the runtime shim perform it: decide activation
- * from the spec's annotations, discover the node, build the plan for this container and
+ * from the spec's annotations and process.env, discover the node, build the plan for this container and
  * apply it to the spec (src/container/edit.c). Also the atomic file replacement both the
  * shim and `cdi --output` use.
  */
@@ -18,7 +18,7 @@
 
 struct orh_edit_result {
 	enum orh_activation_result activation;
-	bool asked;                     /* the container carries oci-rdma-hook/enable (not "false") */
+	bool asked;                     /* it asked: orh_activation_asked() */
 	int edits;                      /* orh_spec_apply()'s count; 0: spec unchanged */
 	struct orh_spec_changes changes;
 	enum orh_preset preset;         /* the plan's preset when activated */

@@ -22,6 +22,10 @@
 
 #define ORH_ANNOTATION_ENABLE "oci-rdma-hook/enable"   /* "true" | "false" */
 #define ORH_ANNOTATION_PRESET "oci-rdma-hook/preset"   /* a preset name */
+/* The same request in process.env, for engines that cannot set an annotation (docker
+ * before API 1.43) and for Kubernetes `env:`; an annotation that is set wins. */
+#define ORH_ENV_ENABLE "OCI_RDMA_HOOK_ENABLE"
+#define ORH_ENV_PRESET "OCI_RDMA_HOOK_PRESET"
 
 struct orh_oci_state {
 	char *id;
@@ -52,14 +56,30 @@ enum orh_activation_result {
 	ORH_ACT_REQUESTED,   /* the container asked (oci-rdma-hook/enable=true) */
 };
 
-/* Decide from the node config, the container's annotations (spec annotations, or the
- * state's) and the facts its spec gives (orh_container_facts_read, before: a pod sandbox
- * is never served; activation = devices serves a container holding RDMA nodes). Fills
- * facts->has_preset/preset from oci-rdma-hook/preset. A bad annotation value is an
- * error naming the annotation. */
+/* Decide from the node config, the container's request and the facts its spec gives
+ * (orh_container_facts_read, before: a pod sandbox is never served; activation = devices
+ * serves a container holding RDMA nodes). The request is its annotations (the spec's, or
+ * the state's) and, with cfg->request_env, its process.env (env: the spec's process.env
+ * array, may be NULL). Each field is the annotation when that is set, else the variable
+ * (the last entry of that name, as the runtime gives the process); a variable that says
+ * otherwise, or that the config ignores, is named in a warning pushed to *warnings (may
+ * be NULL). Fills facts->has_preset/preset. A bad value is an error naming the
+ * annotation or the process.env entry. */
 int orh_activation_decide(const struct orh_config *cfg, const json_t *annotations,
-			  enum orh_activation_result *out, struct orh_container_facts *facts,
+			  const json_t *env, enum orh_activation_result *out,
+			  struct orh_container_facts *facts, struct orh_strv *warnings,
 			  struct orh_err *err);
+/* Did the container ask for RDMA (the enable field that wins is set and is not "false";
+ * an unacceptable value counts as asking)? What on_error = fail applies to. */
+bool orh_activation_asked(const struct orh_config *cfg, const json_t *annotations,
+			  const json_t *env);
+/* The same, and which field decides: ORH_ANNOTATION_ENABLE when the container carries
+ * the annotation, ORH_ENV_ENABLE when only the variable (and cfg->request_env), NULL when
+ * neither. With the field set and *asked false, the container opted out. */
+const char *orh_activation_enable_field(const struct orh_config *cfg, const json_t *annotations,
+					const json_t *env, bool *asked);
+/* The spec's process.env (NULL when absent). */
+const json_t *orh_spec_env(const json_t *spec);
 
 /* The facts a spec gives about its container (include/orh/plan.h): linux.devices
  * character devices, NVIDIA_VISIBLE_DEVICES, whether it is a Kubernetes pod sandbox

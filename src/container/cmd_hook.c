@@ -13,8 +13,8 @@
  *
  * Failure policy (config [containers] on_error): "warn" logs and exits 0, so the
  * container starts with whatever was applied before the failing step; "fail" exits 1
- * for containers that asked for RDMA with the oci-rdma-hook/enable annotation, or, for
- * the cdi-* stages, with the CDI device.
+ * for containers that asked for RDMA (oci-rdma-hook/enable=true, or OCI_RDMA_HOOK_ENABLE
+ * in process.env), or, for the cdi-* stages, with the CDI device.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -352,14 +352,15 @@ static int run(struct hook *h)
 	h->act = h->d.act;
 	if (r < 0)
 		return failed(h, !strcmp(h->d.step, "container") ? h->step : h->d.step, &err);
+	/* a request the decision ignored; what discovery skipped (a refused device number
+	 * among it), then the plan's own */
+	for (size_t i = 0; i < h->d.warnings.n; i++)
+		orh_log(LOG_WARNING, "container %s: %s", cid(h), h->d.warnings.v[i]);
 	if (h->act == ORH_ACT_SKIP) {
 		orh_log(LOG_INFO, "container %s: not activated (%s); left unchanged", cid(h),
 			h->d.why);
 		return ORH_EXIT_OK;
 	}
-	/* what discovery skipped (a refused device number among it), then the plan's own */
-	for (size_t i = 0; i < h->d.warnings.n; i++)
-		orh_log(LOG_WARNING, "container %s: %s", cid(h), h->d.warnings.v[i]);
 	if (orh_plan_is_empty(&h->d.plan)) {
 		orh_log(LOG_INFO, "container %s: no usable RDMA device on this node; left unchanged",
 			cid(h));

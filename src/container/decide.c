@@ -14,15 +14,12 @@ static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 		orh_strv_push(dst, orh_xstrdup(src->v[i]));
 }
 
-static bool asked_for(const json_t *annotations)
+/* by: the field of the request that decides enable (orh_activation_enable_field), or
+ * NULL */
+static void activation_why(const struct orh_decide_in *in, struct orh_decision *d,
+			   const char *by)
 {
-	const json_t *v = json_object_get(annotations, ORH_ANNOTATION_ENABLE);
-
-	return v && !(json_is_string(v) && strcmp(json_string_value(v), "false") == 0);
-}
-
-static void activation_why(const struct orh_decide_in *in, struct orh_decision *d)
-{
+	bool env = by && !strcmp(by, ORH_ENV_ENABLE);
 	const char *w;
 
 	if (in->requested)
@@ -30,13 +27,15 @@ static void activation_why(const struct orh_decide_in *in, struct orh_decision *
 	else if (d->facts.sandbox)
 		w = "a Kubernetes pod sandbox: never served";
 	else if (d->act == ORH_ACT_REQUESTED)
-		w = "the container asked (" ORH_ANNOTATION_ENABLE "=true)";
+		w = env ? "the container asked (" ORH_ENV_ENABLE "=true in process.env)"
+			: "the container asked (" ORH_ANNOTATION_ENABLE "=true)";
 	else if (d->act == ORH_ACT_DEFAULT && in->cfg->activation == ORH_ACTIVATE_DEVICES)
 		w = "activation = devices, and the container holds RDMA device nodes";
 	else if (d->act == ORH_ACT_DEFAULT)
 		w = !in->spec ? "a container on the host network" : "activation = always";
-	else if (d->asked)
-		w = "the container opted out (" ORH_ANNOTATION_ENABLE "=false)";
+	else if (by && !d->asked)
+		w = env ? "the container opted out (" ORH_ENV_ENABLE "=false in process.env)"
+			: "the container opted out (" ORH_ANNOTATION_ENABLE "=false)";
 	else if (in->cfg->activation == ORH_ACTIVATE_DEVICES)
 		w = "activation = devices, and the container holds no RDMA device node";
 	else
@@ -169,7 +168,8 @@ fail:
 
 int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct orh_err *err)
 {
-	const json_t *annotations = NULL;
+	const json_t *annotations = NULL, *env = NULL;
+	const char *by = NULL;
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -177,23 +177,25 @@ int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct 
 		annotations = json_object_get(in->spec, "annotations");
 		if (!annotations)
 			annotations = in->state_annotations;
+		env = orh_spec_env(in->spec);
 		orh_container_facts_read(in->spec, in->state_annotations, &out->facts);
-		out->asked = asked_for(annotations);
+		by = orh_activation_enable_field(in->cfg, annotations, env, &out->asked);
 	}
 	if (in->requested) {
 		out->act = ORH_ACT_REQUESTED;
 	} else if (!in->spec) {
 		out->act = ORH_ACT_DEFAULT;
 	} else {
-		r = orh_activation_decide(in->cfg, annotations, &out->act, &out->facts, err);
+		r = orh_activation_decide(in->cfg, annotations, env, &out->act, &out->facts,
+					  &out->warnings, err);
 		if (r < 0) {
 			out->act = ORH_ACT_REQUESTED; /* it tried to ask */
-			snprintf(out->why, sizeof(out->why), "a bad annotation");
-			out->step = "annotations";
+			snprintf(out->why, sizeof(out->why), "a bad request");
+			out->step = "the request";
 			return r;
 		}
 	}
-	activation_why(in, out);
+	activation_why(in, out, by);
 	if (out->act == ORH_ACT_SKIP)
 		return 0;
 

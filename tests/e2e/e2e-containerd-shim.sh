@@ -66,6 +66,18 @@ check "opted-out container has no NCCL setting and no RDMA device" \
 check "opted-out container keeps the default memlock" \
 	bash -c "! grep -qx 'memlock 4096' <<<\"\$1\"" _ "$OUT"
 
+# activation = annotation: `ctr run --env OCI_RDMA_HOOK_ENABLE=true` asks as the
+# annotation does (the shim reads the node config at every start); a fresh rootfs each
+printf '[containers]\nactivation = annotation\n' >>"$WORK/node.conf"
+make_rootfs "$WORK/rootfs-env"
+ROOTFS=$WORK/rootfs-env run_ctr_shim --env OCI_RDMA_HOOK_ENABLE=true
+check "activation = annotation, --env OCI_RDMA_HOOK_ENABLE=true: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_served "--env OCI_RDMA_HOOK_ENABLE=true"
+make_rootfs "$WORK/rootfs-noreq"
+ROOTFS=$WORK/rootfs-noreq run_ctr_shim
+check "activation = annotation, no request: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_not_served "activation = annotation, no request"
+
 # on_error = fail: a container that asked, with a preset the node does not know, is refused,
 # and ctr's own error says why (the shim appends the reason to runc's --log file).
 printf '[containers]\non_error = fail\n' >>"$WORK/node.conf"

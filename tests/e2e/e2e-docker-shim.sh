@@ -6,6 +6,7 @@
 # /etc/nccl.conf (written by the nccl-conf hook the shim registers), keeps a variable the
 # user set and the image's own nccl.conf lines, and a process started with `docker exec`
 # sees the same settings; `docker run` with the default runtime stays untouched.
+# Under activation = annotation, `docker run -e OCI_RDMA_HOOK_ENABLE=true` asks for RDMA.
 # containerd and dockerd are private to the test (own roots, sockets and pidfile).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/e2e-containerd-lib.sh"
@@ -98,6 +99,35 @@ run_docker
 check "default runtime: container runs (rc $RC: $ERR)" [ "$RC" = 0 ]
 check "default runtime: no NCCL setting and no RDMA device" \
 	bash -c "! grep -q -e 'NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
+
+# activation = annotation. docker before API 1.43 (Debian 12's 20.10) has no
+# --annotation, and a --label never reaches the spec: the container asks with
+# -e OCI_RDMA_HOOK_ENABLE=true, which every version carries to process.env. The shim
+# reads the node config at every start: the mode changes here without a restart.
+printf '[containers]\nactivation = annotation\n' >>"$WORK/node.conf"
+run_docker --runtime=rdma -e OCI_RDMA_HOOK_ENABLE=true
+check "activation = annotation, -e OCI_RDMA_HOOK_ENABLE=true: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_served "-e OCI_RDMA_HOOK_ENABLE=true"
+run_docker --runtime=rdma
+check "activation = annotation, no request: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_not_served "no request"
+run_docker --runtime=rdma --label oci-rdma-hook/enable=true
+check_not_served "--label oci-rdma-hook/enable=true (labels are not in the spec)"
+run_docker --runtime=rdma -e OCI_RDMA_HOOK_ENABLE=yes
+check "-e OCI_RDMA_HOOK_ENABLE=yes under on_error=warn: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_not_served "-e OCI_RDMA_HOOK_ENABLE=yes"
+# an image may ask in its own ENV (docs/security.md): like -e, and -e overrides it
+docker import --change 'ENV OCI_RDMA_HOOK_ENABLE=true' "$WORK/rootfs.tar" orh-e2e-bb-asks:latest \
+	>/dev/null || cant_run "docker import failed"
+IMAGE=orh-e2e-bb-asks run_docker --runtime=rdma
+check_served "an image with ENV OCI_RDMA_HOOK_ENABLE=true"
+IMAGE=orh-e2e-bb-asks run_docker --runtime=rdma -e OCI_RDMA_HOOK_ENABLE=false
+check_not_served "that image run with -e OCI_RDMA_HOOK_ENABLE=false"
+printf 'request_env = no\n' >>"$WORK/node.conf"
+IMAGE=orh-e2e-bb-asks run_docker --runtime=rdma
+check_not_served "that image on a node with request_env = no"
+
+docker rmi -f orh-e2e-bb-asks >/dev/null 2>&1 || true
 
 # A container the shim refuses: docker's own error says why (the shim appends the reason
 # to runc's --log file, whose last error containerd reports). Asking for RDMA takes an

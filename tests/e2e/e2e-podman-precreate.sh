@@ -119,6 +119,16 @@ d = json.load(sys.stdin)
 print([h["args"][-1] for h in d.get("hooks", {}).get("createRuntime", []) if "oci-rdma-hook" in h["path"]])')" = "['createRuntime']" ]
 "${PODMAN[@]}" rm -f -t 0 "orh-e2e-$$-h" >/dev/null 2>&1 || true
 
+# activation = annotation: `podman run -e OCI_RDMA_HOOK_ENABLE=true` asks as the
+# annotation does (the hook reads the node config at every start)
+printf '[containers]\nactivation = annotation\n' >>"$WORK/node.conf"
+run_podman -e OCI_RDMA_HOOK_ENABLE=true
+check "activation = annotation, -e OCI_RDMA_HOOK_ENABLE=true: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_served "-e OCI_RDMA_HOOK_ENABLE=true"
+run_podman
+check "activation = annotation, no request: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_not_served "no request"
+
 "${PODMAN[@]}" rmi -f localhost/orh-e2e-bb localhost/orh-e2e-img >/dev/null 2>&1 || true
 "${PODMAN[@]}" system reset -f >/dev/null 2>&1 || true
 finish

@@ -107,6 +107,43 @@ make_bundle "$WORK/b3c" "$WORK/rootfs3" "$WORK/node" "$WORK/annot.conf" "$UNCHAN
 run_ctr "$WORK/b3c"
 check "annotated container gets devices" grep -q uverbs1 <<<"$OUT"
 rm -f "$WORK/rootfs3/etc/nccl.conf"
+# the same request in process.env, where docker before API 1.43 and Kubernetes `env:`
+# put it: activated under activation = annotation
+make_bundle "$WORK/b3d" "$WORK/rootfs3" "$WORK/node" "$WORK/annot.conf" "$INSIDE" \
+	"$HOSTNET; c['process']['env'].append('OCI_RDMA_HOOK_ENABLE=true')"
+run_ctr "$WORK/b3d"
+check "OCI_RDMA_HOOK_ENABLE=true, activation = annotation: starts (rc=$RC)" [ "$RC" = 0 ]
+check "... /dev/infiniband/uverbs1 is there with the node's numbers" \
+	grep -qx "/dev/infiniband/uverbs1 character special file $(node_numbers uverbs1) 666" <<<"$OUT"
+check "... and opens with ENXIO (the cgroup allows it)" grep -qx "/dev/infiniband/uverbs1 ENXIO" <<<"$OUT"
+check "... /etc/nccl.conf holds the plan's NCCL_IB_HCA and the preset's NCCL_IB_TIMEOUT" \
+	bash -c 'grep -q "^NCCL_IB_HCA=" <<<"$1" && grep -q "^NCCL_IB_TIMEOUT=" <<<"$1"' _ "${OUT#*---}"
+rm -f "$WORK/rootfs3/etc/nccl.conf"
+# ... with OCI_RDMA_HOOK_PRESET=none: the devices, and no tuned variable
+make_bundle "$WORK/b3e" "$WORK/rootfs3" "$WORK/node" "$WORK/annot.conf" "$INSIDE" \
+	"$HOSTNET; c['process']['env'] += ['OCI_RDMA_HOOK_ENABLE=true', 'OCI_RDMA_HOOK_PRESET=none']"
+run_ctr "$WORK/b3e"
+check "OCI_RDMA_HOOK_PRESET=none: uverbs1 is there" grep -qx "/dev/infiniband/uverbs1 ENXIO" <<<"$OUT"
+check "... nccl.conf has NCCL_IB_HCA and no NCCL_IB_TIMEOUT" \
+	bash -c 'grep -q "^NCCL_IB_HCA=" <<<"$1" && ! grep -q "^NCCL_IB_TIMEOUT=" <<<"$1"' _ "${OUT#*---}"
+rm -f "$WORK/rootfs3/etc/nccl.conf"
+# OCI_RDMA_HOOK_ENABLE=false opts out under activation = always
+make_bundle "$WORK/b3f" "$WORK/rootfs3" "$WORK/node" "$WORK/always.conf" "$UNCHANGED" \
+	"$HOSTNET; c['process']['env'].append('OCI_RDMA_HOOK_ENABLE=false')"
+(ulimit -Sl 64 && run_ctr "$WORK/b3f" && printf '%s\n' "$RC" "$OUT" >"$WORK/out3f")
+OUT=$(tail -n +2 "$WORK/out3f")
+check "OCI_RDMA_HOOK_ENABLE=false: starts" [ "$(head -1 "$WORK/out3f")" = 0 ]
+check_unchanged "OCI_RDMA_HOOK_ENABLE=false" "$WORK/rootfs3"
+# a value that is neither true nor false: the container asked, so on_error = fail fails it
+make_bundle "$WORK/b3g" "$WORK/rootfs3" "$WORK/node" "$WORK/failmode.conf" 'echo started' \
+	"$HOSTNET; c['process']['env'].append('OCI_RDMA_HOOK_ENABLE=yes')"
+run_ctr "$WORK/b3g"
+check "OCI_RDMA_HOOK_ENABLE=yes, on_error=fail: the container does not start" \
+	bash -c '[ "$1" != 0 ] && ! grep -q started <<<"$2"' _ "$RC" "$OUT"
+check "... the log names the process.env entry" \
+	grep -q "process.env entry 'OCI_RDMA_HOOK_ENABLE': value 'yes' is neither 'true' nor 'false'" \
+	"$WORK/b3g/hook.log"
+check "... no nccl.conf in the rootfs" [ ! -e "$WORK/rootfs3/etc/nccl.conf" ]
 
 # ---- 4. a node without RDMA changes nothing -----------------------------------------
 fresh rootfs4

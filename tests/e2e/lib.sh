@@ -249,6 +249,22 @@ check_image_conf_kept() {
 		grep -qx "conf:$(grep '^NCCL_IB_GID_INDEX=' <<<"$PLAN")" <<<"$OUT"
 }
 
+# check_served LABEL / check_not_served LABEL: $OUT of $INSIDE (spec_edit_node) shows a
+# container given the plan (uverbs1 with the node's numbers, the plan's NCCL_IB_GID_INDEX
+# in /etc/nccl.conf, the node's memlock), or one left as it would be without oci-rdma-hook.
+check_served() {
+	check "$1: /dev/infiniband/uverbs1 is there with the node's numbers" \
+		grep -qx "/dev/infiniband/uverbs1 character special file $(stat -c '%t:%T' "$WORK/node/dev/infiniband/uverbs1")" <<<"$OUT"
+	check "$1: /etc/nccl.conf has the plan's NCCL_IB_GID_INDEX" \
+		grep -qx "conf:$(grep '^NCCL_IB_GID_INDEX=' <<<"$PLAN")" <<<"$OUT"
+	check "$1: memlock is the node's 4 MiB" grep -qx 'memlock 4096' <<<"$OUT"
+}
+check_not_served() {
+	check "$1: no NCCL setting and no RDMA device" \
+		bash -c "! grep -q -e 'NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
+	check "$1: the default memlock" bash -c "! grep -qx 'memlock 4096' <<<\"\$1\"" _ "$OUT"
+}
+
 # podman_setup [PODMAN-OPTION...]: $PODMAN, a podman with its own storage under $WORK,
 # runc and cgroupfs, and the image localhost/orh-e2e-bb imported from a busybox rootfs
 podman_setup() {

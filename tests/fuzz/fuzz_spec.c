@@ -170,6 +170,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct orh_config cfg;
 	struct orh_container_facts facts = { 0 };
 	enum orh_activation_result act;
+	struct orh_strv warnings = { 0 };
 	struct orh_err err = { 0 };
 	bool has_netns = false;
 	const char *path = NULL;
@@ -178,7 +179,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!spec)
 		return 0;
 	orh_config_defaults(&cfg);
-	orh_activation_decide(&cfg, json_object_get(spec, "annotations"), &act, &facts, &err);
+	orh_activation_decide(&cfg, json_object_get(spec, "annotations"), orh_spec_env(spec), &act,
+			      &facts, &warnings, &err);
+	orh_activation_asked(&cfg, json_object_get(spec, "annotations"), orh_spec_env(spec));
+	orh_strv_free(&warnings);
 	orh_spec_env_has(spec, "NCCL_IB_HCA");
 	orh_spec_netns(spec, &has_netns, &path);
 	orh_config_free(&cfg);
