@@ -239,4 +239,22 @@ else
 	not_ok "EROFS: could not make a read-only bind mount"
 fi
 
+# ---- rule 9: a container given GPUs 2 and 3 of a DGX-H100-like node -----------------------
+# (NVIDIA_VISIBLE_DEVICES=2,3, as a GPU device plugin sets it): the NICs of their PCIe switch,
+# mlx5_2 and mlx5_3, their nodes and grants, and nothing of the other six
+make_node dgx-h100.json "$WORK/dgx"
+cp -a "$WORK/rootfs" "$WORK/rootfs-gpu"
+rm -f "$WORK/rootfs-gpu/etc/nccl.conf"
+GPUIN='ls /dev/infiniband | tr "\n" " "; echo; probe /ungranted-dgx; sed -n "s/^NCCL_IB_HCA=/HCA=/p" /etc/nccl.conf'
+make_bundle "$WORK/bg" "$WORK/rootfs-gpu" "$WORK/dgx" "$WORK/always.conf" "$GPUIN" \
+	"$HOSTNET; c['process']['env'].append('NVIDIA_VISIBLE_DEVICES=2,3'); c['mounts'].append({'destination': '/ungranted-dgx', 'type': 'bind', 'source': '$WORK/dgx/dev/infiniband/uverbs0', 'options': ['bind']})"
+run_ctr "$WORK/bg"
+check "GPUs 2,3 (dgx-h100): the container starts (rc $RC)" [ "$RC" = 0 ]
+check "GPUs 2,3: /dev/infiniband holds rdma_cm, uverbs2 and uverbs3 alone" \
+	grep -qx "rdma_cm uverbs2 uverbs3 " <<<"$OUT"
+check "GPUs 2,3: NCCL_IB_HCA is mlx5_2 and mlx5_3, the NICs of their PCIe switch" \
+	grep -qx "HCA==mlx5_2:1,mlx5_3:1" <<<"$OUT"
+check "GPUs 2,3: uverbs0 (mlx5_0, another switch) is not granted (EPERM)" \
+	grep -qx "/ungranted-dgx EPERM" <<<"$OUT"
+
 finish
