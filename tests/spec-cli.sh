@@ -136,6 +136,12 @@ check "refuse: reads no config: exits 1 with a broken one too" [ $? = 1 ]
 check "precreate: activation = annotation leaves an unannotated spec alone" cmp -s "$T/spec.json" "$T/out.json"
 "$HOOK" --sysroot "$T/node" --config "$T/strict.conf" precreate <"$T/optin.json" >"$T/out.json" 2>/dev/null
 check "precreate: activation = annotation edits an annotated spec" grep -q '"nccl-conf"' "$T/out.json"
+sed 's/"io.example":"x"/"io.kubernetes.cri.container-type":"sandbox","oci-rdma-hook\/enable":"true"/' "$T/spec.json" >"$T/sandbox.json"
+"${H[@]}" precreate <"$T/sandbox.json" >"$T/out.json" 2>/dev/null
+check "precreate: a pod sandbox (containerd's mark) comes back byte for byte, even asking" cmp -s "$T/sandbox.json" "$T/out.json"
+sed 's/"io.example":"x"/"io.kubernetes.cri-o.ContainerType":"sandbox"/' "$T/spec.json" >"$T/sandbox2.json"
+"${H[@]}" precreate <"$T/sandbox2.json" >"$T/out.json" 2>/dev/null
+check "precreate: a pod sandbox (CRI-O's mark) comes back byte for byte" cmp -s "$T/sandbox2.json" "$T/out.json"
 echo '{"process":' | "${H[@]}" precreate >"$T/out.json" 2>/dev/null
 check "precreate: malformed JSON is passed through unchanged" [ "$(cat "$T/out.json")" = '{"process":' ]
 "${H[@]}" precreate extra </dev/null >/dev/null 2>&1
@@ -188,6 +194,9 @@ check "shim keeps config.json's mode" [ "$(stat -c %a "$T/bundle/config.json")" 
 check "shim leaves no temporary file" [ "$(ls -A "$T/bundle")" = config.json ]
 check "shim writes nothing to stderr on success" [ ! -s "$T/err" ]
 
+cp "$T/sandbox.json" "$T/bundle/config.json"
+shim "$T/node.conf" create -b "$T/bundle" c2s 2>/dev/null
+check "shim: a pod sandbox's config.json stays byte for byte" cmp -s "$T/sandbox.json" "$T/bundle/config.json"
 cp "$T/optout.json" "$T/bundle/config.json"
 shim "$T/node.conf" create -b "$T/bundle" c2 2>/dev/null
 check "shim: an opted-out config.json stays byte for byte" cmp -s "$T/optout.json" "$T/bundle/config.json"

@@ -144,6 +144,19 @@ check "... the log names the process.env entry" \
 	grep -q "process.env entry 'OCI_RDMA_HOOK_ENABLE': value 'yes' is neither 'true' nor 'false'" \
 	"$WORK/b3g/hook.log"
 check "... no nccl.conf in the rootfs" [ ! -e "$WORK/rootfs3/etc/nccl.conf" ]
+# a Kubernetes pod sandbox (the pause container) is never served, even with
+# activation = always and the annotation asking; containerd's and CRI-O's marks
+for ann in "'io.kubernetes.cri.container-type': 'sandbox'" "'io.kubernetes.cri-o.ContainerType': 'sandbox'"; do
+	make_bundle "$WORK/b3s" "$WORK/rootfs3" "$WORK/node" "$WORK/always.conf" "$UNCHANGED" \
+		"$HOSTNET; c['annotations'] = {$ann, 'oci-rdma-hook/enable': 'true'}"
+	cp "$WORK/b3s/config.json" "$WORK/b3s.before"
+	(ulimit -Sl 64 && run_ctr "$WORK/b3s" && printf '%s\n' "$RC" "$OUT" >"$WORK/out3s")
+	OUT=$(tail -n +2 "$WORK/out3s")
+	check "pod sandbox ($ann): starts" [ "$(head -1 "$WORK/out3s")" = 0 ]
+	check_unchanged "pod sandbox ($ann)" "$WORK/rootfs3"
+	check "pod sandbox ($ann): config.json byte for byte" cmp -s "$WORK/b3s.before" "$WORK/b3s/config.json"
+	check "pod sandbox ($ann): the log says why" grep -q "a Kubernetes pod sandbox" "$WORK/b3s/hook.log"
+done
 
 # ---- 4. a node without RDMA changes nothing -----------------------------------------
 fresh rootfs4
@@ -256,5 +269,19 @@ check "GPUs 2,3: NCCL_IB_HCA is mlx5_2 and mlx5_3, the NICs of their PCIe switch
 	grep -qx "HCA==mlx5_2:1,mlx5_3:1" <<<"$OUT"
 check "GPUs 2,3: uverbs0 (mlx5_0, another switch) is not granted (EPERM)" \
 	grep -qx "/ungranted-dgx EPERM" <<<"$OUT"
+
+# ---- rule 10: one fabric on a node with InfiniBand and RoCE ports ------------------------
+make_node mixed-fabric.json "$WORK/mf"
+cp -a "$WORK/rootfs" "$WORK/rootfs-mf"
+rm -f "$WORK/rootfs-mf/etc/nccl.conf"
+make_bundle "$WORK/bmf" "$WORK/rootfs-mf" "$WORK/mf" "$WORK/always.conf" \
+	'ls /dev/infiniband | tr "\n" " "; echo; sed -n "s/^NCCL_IB_HCA=/HCA=/p" /etc/nccl.conf' "$HOSTNET"
+run_ctr "$WORK/bmf"
+check "mixed fabrics: the container starts (rc $RC)" [ "$RC" = 0 ]
+check "mixed fabrics: NCCL_IB_HCA holds the RoCE ports alone, the larger group" \
+	grep -qx "HCA==mlx5_1:1,mlx5_2:1,mlx5_3:1" <<<"$OUT"
+check "mixed fabrics: no node of the InfiniBand HCA (uverbs4)" \
+	grep -qx "rdma_cm uverbs1 uverbs2 uverbs3 " <<<"$OUT"
+check "mixed fabrics: the log names the port left out" grep -q "left out: mlx5_4:1" "$WORK/bmf/hook.log"
 
 finish
