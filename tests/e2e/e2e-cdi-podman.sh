@@ -73,13 +73,7 @@ host_if=$(grep '^NCCL_SOCKET_IFNAME=' <<<"$PLAN")
 
 run_podman --device rdma.oci-rdma-hook.io/hca=all -e NCCL_IB_TIMEOUT=5
 check "podman run --device ...=all succeeds (rc $RC: $ERR)" [ "$RC" = 0 ]
-missing=""
-while IFS= read -r line; do
-	case $line in NCCL_SOCKET_IFNAME=*) continue ;; esac
-	grep -qxF "conf:$line" <<<"$OUT" || missing="$missing $line"
-done <<<"$PLAN"
-check "all: /etc/nccl.conf has every plan setting, NCCL_IB_HCA included (missing:${missing:- none})" \
-	[ -z "$missing" ]
+check_conf_has_plan "all: /etc/nccl.conf has every plan setting, NCCL_IB_HCA included"
 check "all: the user's NCCL_IB_TIMEOUT=5 stays in PID 1's environment, which NCCL prefers" \
 	grep -qx "env:NCCL_IB_TIMEOUT=5" <<<"$OUT"
 check "all: nothing else of the plan in PID 1's environment" \

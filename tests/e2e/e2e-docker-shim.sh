@@ -71,13 +71,7 @@ docker run -d --name "orh-e2e-$$-x" --network none --runtime=rdma orh-e2e-bb sle
 	>/dev/null 2>"$WORK/docker.err" || RC=$?
 check "docker run -d --runtime=rdma succeeds (rc $RC: $(cat "$WORK/docker.err"))" [ "$RC" = 0 ]
 OUT=$(docker exec "orh-e2e-$$-x" /bin/sh -c "$INSIDE" 2>&1)
-missing=""
-while IFS= read -r line; do
-	case $line in NCCL_SOCKET_IFNAME=*) continue ;; esac
-	grep -qxF "conf:$line" <<<"$OUT" || missing="$missing $line"
-done <<<"$PLAN"
-check "docker exec: the process sees every plan setting in /etc/nccl.conf (missing:${missing:- none})" \
-	[ -z "$missing" ]
+check_conf_has_plan "docker exec: the process sees every plan setting in /etc/nccl.conf"
 docker rm -f "orh-e2e-$$-x" >/dev/null 2>&1 || true
 
 # docker run --device: the container holds uverbs2 (mlx5_2's), and gets exactly that

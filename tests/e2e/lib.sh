@@ -212,21 +212,47 @@ make_image_rootfs() {
 	printf '%s\n' "$IMG_CONF" >"$1/etc/nccl.conf"
 }
 
+# check_conf_has_plan LABEL: $OUT ("conf:" lines, see spec_edit_node) holds every setting
+# of $PLAN but NCCL_SOCKET_IFNAME (the container's network decides that one)
+check_conf_has_plan() {
+	local missing="" line
+	while IFS= read -r line; do
+		case $line in NCCL_SOCKET_IFNAME=*) continue ;; esac
+		grep -qxF "conf:$line" <<<"$OUT" || missing="$missing $line"
+	done <<<"$PLAN"
+	check "$1 (missing:${missing:- none})" [ -z "$missing" ]
+}
+
+# hooks_d DIR BINARY CONF FILE...: the shipped hooks.d files FILE (names without .json.in)
+# in DIR, running BINARY on the node $WORK/node with the config CONF
+hooks_d() {
+	local dir=$1 bin=$2 conf=$3 f
+	shift 3
+	mkdir -p "$dir"
+	for f in "$@"; do
+		python3 - "${ORH_SRCDIR:-$HERE/../..}/hooks.d/$f.json.in" "$dir/$f.json" "$bin" \
+			"$WORK/node" "$conf" <<'EOF'
+import json, sys
+src, dst, hook, node, conf = sys.argv[1:6]
+h = json.load(open(src))
+h["hook"]["path"] = hook
+h["hook"]["args"] = h["hook"]["args"][:1] + ["--sysroot", node, "--config", conf] + h["hook"]["args"][1:]
+json.dump(h, open(dst, "w"))
+EOF
+	done
+}
+
 # check_spec_edit_inside: what a container started through a spec edit (precreate, the
 # shim) must show in $OUT (see spec_edit_node): the user's NCCL_IB_HCA=mine kept in PID 1's
 # environment and no variable of the plan added there; every other plan variable of $PLAN
 # in /etc/nccl.conf (where NCCL reads it, and processes started by exec too); the node's
 # 4 MiB memlock; and uverbs1, uverbs8 and rdma_cm with the node's numbers.
 check_spec_edit_inside() {
-	local missing="" line n want
+	local n want
 	check "the user's NCCL_IB_HCA survives" grep -qx 'env:NCCL_IB_HCA=mine' <<<"$OUT"
 	check "no variable of the plan in PID 1's environment (found: $(grep '^env:' <<<"$OUT" | grep -v '^env:NCCL_IB_HCA=mine' | tr '\n' ' '))" \
 		bash -c "! grep '^env:' <<<\"\$1\" | grep -qv '^env:NCCL_IB_HCA=mine$'" _ "$OUT"
-	while IFS= read -r line; do
-		case $line in NCCL_SOCKET_IFNAME=*) continue ;; esac
-		grep -qxF "conf:$line" <<<"$OUT" || missing="$missing $line"
-	done <<<"$PLAN"
-	check "/etc/nccl.conf has every plan variable (missing:${missing:- none})" [ -z "$missing" ]
+	check_conf_has_plan "/etc/nccl.conf has every plan variable"
 	check "memlock is the node's 4 MiB" grep -qx 'memlock 4096' <<<"$OUT"
 	for n in uverbs1 uverbs8 rdma_cm; do
 		want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
