@@ -152,20 +152,76 @@ int orh_parse_numa_node(const char *s, int *out)
 	return 0;
 }
 
-/* "eth0\t00000000\t01003C0A\t0003\t0\t0\t0\t00000000\t0\t0\t0" */
+/* The next whitespace-separated field of a route line: at most max characters, else NULL. */
+static const char *route_field(const char **s, size_t *len, size_t max)
+{
+	const char *f = *s;
+
+	while (*f == ' ' || *f == '\t')
+		f++;
+	*len = strcspn(f, " \t\n");
+	if (*len == 0 || *len > max)
+		return NULL;
+	*s = f + *len;
+	return f;
+}
+
+/* A field of 1 to 8 hex digits (a 32-bit value, as the kernel prints them with %08X). */
+static int route_hex(const char **s, unsigned *out)
+{
+	size_t len;
+	const char *f = route_field(s, &len, 8);
+	unsigned v = 0;
+
+	if (!f)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		int h = hexval(f[i]);
+		if (h < 0)
+			return -EINVAL;
+		v = (v << 4) | (unsigned)h;
+	}
+	*out = v;
+	return 0;
+}
+
+/* A field of 1 to 10 decimal digits that fits 32 bits. */
+static int route_dec(const char **s, unsigned *out)
+{
+	size_t len;
+	const char *f = route_field(s, &len, 10);
+	unsigned long long v = 0;
+
+	if (!f)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		if (f[i] < '0' || f[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned)(f[i] - '0');
+	}
+	if (v > 0xffffffffULL)
+		return -EINVAL;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* "eth0\t00000000\t01003C0A\t0003\t0\t0\t0\t00000000\t0\t0\t0": Iface, Destination,
+ * Gateway, Flags, RefCnt, Use, Metric, Mask (the rest is not read). A hand-written
+ * scanner, not sscanf: every container start parses the whole table. */
 int orh_parse_route_line(const char *line, char ifname[IFNAMSIZ], bool *is_default,
 			 unsigned *metric)
 {
-	char ifn[IFNAMSIZ + 1];
+	const char *s = line, *ifn;
 	unsigned dest, gw, flags, refcnt, use, met, mask;
-	int n = 0;
+	size_t len;
 
-	if (sscanf(line, "%16s %x %x %x %u %u %u %x%n", ifn, &dest, &gw, &flags, &refcnt,
-		   &use, &met, &mask, &n) != 8)
+	ifn = route_field(&s, &len, IFNAMSIZ - 1);
+	if (!ifn || route_hex(&s, &dest) < 0 || route_hex(&s, &gw) < 0 ||
+	    route_hex(&s, &flags) < 0 || route_dec(&s, &refcnt) < 0 || route_dec(&s, &use) < 0 ||
+	    route_dec(&s, &met) < 0 || route_hex(&s, &mask) < 0)
 		return -EINVAL;
-	if (strlen(ifn) >= IFNAMSIZ)
-		return -EINVAL;
-	strcpy(ifname, ifn);
+	memcpy(ifname, ifn, len);
+	ifname[len] = '\0';
 	/* RTF_UP = 0x1 */
 	*is_default = dest == 0 && mask == 0 && (flags & 0x1);
 	*metric = met;

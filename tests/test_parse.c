@@ -147,6 +147,23 @@ Test(parse, route_lines)
 	cr_assert_not(def);
 	cr_assert_lt(orh_parse_route_line("garbage", ifn, &def, &metric), 0);
 	cr_assert_lt(orh_parse_route_line("averyveryverylongifname\t0\t0\t3\t0\t0\t0\t0", ifn, &def, &metric), 0);
+	/* the longest name a net device can have, fields separated by blanks of any length */
+	cr_assert_eq(orh_parse_route_line("abcdefghijklmno 00000000  01003C0A\t 0003 0 0 7 00000000",
+					  ifn, &def, &metric), 0);
+	cr_assert_str_eq(ifn, "abcdefghijklmno");
+	cr_assert(def);
+	cr_assert_eq(metric, 7);
+	cr_assert_eq(orh_parse_route_line("eth0\t0\t0\t1\t0\t0\t4294967295\t0", ifn, &def, &metric), 0);
+	cr_assert_eq(metric, 4294967295u);
+	/* what the kernel never prints is refused, not read in part */
+	cr_assert_lt(orh_parse_route_line("abcdefghijklmnop\t0\t0\t3\t0\t0\t0\t0", ifn, &def, &metric), 0);
+	cr_assert_lt(orh_parse_route_line("eth0\t000000000\t0\t3\t0\t0\t0\t0", ifn, &def, &metric), 0);
+	cr_assert_lt(orh_parse_route_line("eth0\t0x0\t0\t3\t0\t0\t0\t0", ifn, &def, &metric), 0);
+	cr_assert_lt(orh_parse_route_line("eth0\t0\t0\t3\t0\t0\t4294967296\t0", ifn, &def, &metric), 0);
+	cr_assert_lt(orh_parse_route_line("eth0\t0\t0\t3\t0\t0\t-1\t0", ifn, &def, &metric), 0);
+	cr_assert_lt(orh_parse_route_line("eth0\t0\t0\t3\t0\t0\t0", ifn, &def, &metric), 0, "no mask");
+	cr_assert_lt(orh_parse_route_line("eth0\t0\t0\t3\tx\t0\t0\t0", ifn, &def, &metric), 0);
+	cr_assert_lt(orh_parse_route_line("", ifn, &def, &metric), 0);
 }
 
 Test(parse, gid_matching)
