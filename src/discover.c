@@ -42,9 +42,9 @@ struct orh_gid_source {
 struct orh_port_gids {
 	int devfd;                 /* the device's directory (the source owns it), or -1:
 				    * opened by `rel` from the sysroot for each read */
-	char rel[320];             /* sys/class/infiniband/<dev> */
+	char *rel;                 /* sys/class/infiniband/<dev>, when devfd is -1 */
 	char prefix[16];           /* ports/<n>/ */
-	char where[512];           /* <sysroot>/sys/class/infiniband/<dev>/ports/<n> */
+	char *where;               /* <sysroot>/sys/class/infiniband/<dev>/ports/<n> */
 	uint8_t *seen;             /* per index: 0 not read, 1 unused or unreadable, 2 in use */
 	size_t n_seen;
 	unsigned end;              /* the table's length once known, else UINT_MAX */
@@ -179,6 +179,14 @@ static bool gid_is_zero(const uint8_t raw[16])
 	return true;
 }
 
+/* <prefix><dir><idx> into path (at least 48 bytes; prefix is at most 15), by hand: a full
+ * scan builds one for each of thousands of entries, and snprintf's cost shows there. */
+static const char *entry_path(char *path, const char *prefix, const char *dir, unsigned idx)
+{
+	orh_put_uint(stpcpy(stpcpy(path, prefix), dir), idx);
+	return path;
+}
+
 /* Read one GID entry of the port whose directory is <dirfd>/<prefix> ("" or
  * "ports/<n>/"); warnings name <where>/gids/<idx>. Returns 1 when it is in use (filled),
  * 0 when unused or skipped, -ENOENT when there is no such entry. */
@@ -190,8 +198,7 @@ static int read_gid(struct scan *sc, int dirfd, const char *prefix, const char *
 	ssize_t n;
 
 	memset(g, 0, sizeof(*g));
-	snprintf(path, sizeof(path), "%sgids/%u", prefix, idx);
-	n = disc_read_value(sc, dirfd, path, buf, sizeof(buf));
+	n = disc_read_value(sc, dirfd, entry_path(path, prefix, "gids/", idx), buf, sizeof(buf));
 	if (n == -ENOENT)
 		return -ENOENT;
 	if (n < 0) {
@@ -212,16 +219,16 @@ static int read_gid(struct scan *sc, int dirfd, const char *prefix, const char *
 		g->type = ORH_GID_TYPE_UNKNOWN;
 		goto ndev;
 	}
-	snprintf(path, sizeof(path), "%sgid_attrs/types/%u", prefix, idx);
-	n = disc_read_value(sc, dirfd, path, buf, sizeof(buf));
+	n = disc_read_value(sc, dirfd, entry_path(path, prefix, "gid_attrs/types/", idx), buf,
+			    sizeof(buf));
 	if (n > 0 && orh_parse_gid_type(buf, &g->type) < 0)
 		disc_warn(sc, "ignoring '%s/%s': unknown GID type '%.32s'", where, path + plen,
 			  buf);
 ndev:
 	if (!need_ndev)
 		return 1;
-	snprintf(path, sizeof(path), "%sgid_attrs/ndevs/%u", prefix, idx);
-	n = disc_read_value(sc, dirfd, path, buf, sizeof(buf));
+	n = disc_read_value(sc, dirfd, entry_path(path, prefix, "gid_attrs/ndevs/", idx), buf,
+			    sizeof(buf));
 	if (n > 0) {
 		if (valid_name(buf, IFNAMSIZ))
 			strcpy(g->ndev, buf);
@@ -308,15 +315,19 @@ static void lazy_init(struct scan *sc, struct orh_port *p, int devfd, const char
 {
 	struct orh_gid_source *src = sc->inv->gid_source;
 	struct orh_port_gids *lz = orh_xcalloc(1, sizeof(*lz));
+	size_t len = strlen(devwhere);
 
+	/* every page a hook touches costs it a fault: the strings take what they need */
 	lz->devfd = -1;
 	if (src->n_fds && src->fds[src->n_fds - 1] == devfd)
 		lz->devfd = devfd; /* the device's other port kept it */
 	else if (src->n_fds < ORH_ARRAY_SIZE(src->fds))
 		lz->devfd = src->fds[src->n_fds++] = devfd;
-	snprintf(lz->rel, sizeof(lz->rel), "%s", devwhere + strlen(src->rootname) + 1);
-	snprintf(lz->prefix, sizeof(lz->prefix), "ports/%u/", p->num);
-	snprintf(lz->where, sizeof(lz->where), "%s/ports/%u", devwhere, p->num);
+	if (lz->devfd < 0)
+		lz->rel = orh_xstrdup(devwhere + strlen(src->rootname) + 1);
+	strcpy(orh_put_uint(stpcpy(lz->prefix, "ports/"), p->num), "/");
+	lz->where = orh_xmalloc(len + sizeof("/ports/255"));
+	orh_put_uint(stpcpy(stpcpy(lz->where, devwhere), "/ports/"), p->num);
 	lz->end = UINT_MAX;
 	p->lazy = lz;
 }
@@ -328,8 +339,8 @@ static void lazy_netdev(struct scan *sc, struct orh_port *p, int devfd)
 	struct orh_port_gids *lz = p->lazy;
 	char path[64], buf[VALUE_MAX];
 
-	snprintf(path, sizeof(path), "%sgid_attrs/ndevs/0", lz->prefix);
-	if (disc_read_value(sc, devfd, path, buf, sizeof(buf)) > 0 && valid_name(buf, IFNAMSIZ)) {
+	if (disc_read_value(sc, devfd, entry_path(path, lz->prefix, "gid_attrs/ndevs/", 0), buf,
+			    sizeof(buf)) > 0 && valid_name(buf, IFNAMSIZ)) {
 		strcpy(p->netdev, buf);
 		return;
 	}
@@ -358,12 +369,14 @@ static bool scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 	size_t plen;
 	ssize_t n;
 
-	snprintf(where, sizeof(where), "%s/ports/%u", devwhere, p->num);
+	/* Warnings name <wbase>/<path>. Paths are built by hand: snprintf's cost shows in a
+	 * hook that reads a few files a port. */
 	p->state = p->phys_state = -1;
+	orh_put_uint(stpcpy(path, "ports/"), p->num);
 	if (disc_plan_mode(sc)) {
-		snprintf(path, sizeof(path), "ports/%u/", p->num);
+		strcat(path, "/");
 	} else {
-		snprintf(path, sizeof(path), "ports/%u", p->num);
+		snprintf(where, sizeof(where), "%s/ports/%u", devwhere, p->num);
 		portfd = openat(devfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (portfd < 0) {
 			disc_warn(sc, "skipping '%s': %s", where, strerror(errno));
@@ -373,7 +386,7 @@ static bool scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 		path[0] = '\0';
 	}
 	plen = strlen(path);
-#define PORT_FILE(name) (snprintf(path + plen, sizeof(path) - plen, "%s", name), path)
+#define PORT_FILE(name) (strcpy(path + plen, name), path) /* plen <= 10, names <= 10 */
 	n = disc_read_value(sc, dirfd, PORT_FILE("state"), buf, sizeof(buf));
 	if (n == -ENOENT && disc_plan_mode(sc)) {
 		/* probing: is there such a port at all? */
@@ -383,9 +396,9 @@ static bool scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 		path[plen - 1] = '/';
 	}
 	if (n < 0)
-		disc_warn(sc, "skipping '%s/state': %s", where, err_text(n));
+		disc_warn(sc, "skipping '%s/%s': %s", wbase, path, err_text(n));
 	else if (orh_parse_port_state(buf, &p->state, p->state_text, sizeof(p->state_text)) < 0) {
-		disc_warn(sc, "skipping '%s/state': garbled value '%.32s'", where, buf);
+		disc_warn(sc, "skipping '%s/%s': garbled value '%.32s'", wbase, path, buf);
 		p->state = -1;
 	}
 	if (!disc_plan_mode(sc) &&
@@ -397,7 +410,7 @@ static bool scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 	}
 	if (disc_read_required(sc, dirfd, wbase, PORT_FILE("link_layer"), buf, sizeof(buf)) &&
 	    orh_parse_link_layer(buf, &p->link_layer) < 0)
-		disc_warn(sc, "skipping '%s/link_layer': garbled value '%.32s'", where, buf);
+		disc_warn(sc, "skipping '%s/%s': garbled value '%.32s'", wbase, path, buf);
 #undef PORT_FILE
 	if (!disc_plan_mode(sc)) {
 		if (disc_read_value(sc, dirfd, "rate", buf, sizeof(buf)) > 0)
@@ -467,6 +480,15 @@ static void scan_device_pci(struct scan *sc, int devfd, const char *where, struc
 	read_topology(sc, devfd, where, d);
 }
 
+/* Room in v (n elements of `size`) for one more: the array doubles when n is 0 or a power
+ * of two, so appending one at a time copies and touches little memory. */
+static void *grow(void *v, size_t n, size_t size)
+{
+	if (n & (n - 1))
+		return v;
+	return orh_xrealloc(v, (n ? 2 * n : 2) * size);
+}
+
 static int cmp_ports(const void *a, const void *b)
 {
 	const struct orh_port *x = a, *y = b;
@@ -512,12 +534,12 @@ static void scan_device(struct scan *sc, const char *name)
 		/* The kernel numbers a device's ports from 1 without gaps (a switch's port 0
 		 * is never an HCA port): probe them in turn instead of listing ports/. */
 		for (unsigned num = 1; num <= 255 && d.n_ports < MAX_PORTS; num++) {
-			d.ports = orh_xrealloc(d.ports, (d.n_ports + 1) * sizeof(*d.ports));
-			memset(&d.ports[d.n_ports], 0, sizeof(*d.ports));
-			d.ports[d.n_ports].num = num;
-			if (!scan_port(sc, devfd, where, &d.ports[d.n_ports]))
+			struct orh_port port = { .num = num };
+
+			if (!scan_port(sc, devfd, where, &port))
 				break;
-			d.n_ports++;
+			d.ports = grow(d.ports, d.n_ports, sizeof(*d.ports));
+			d.ports[d.n_ports++] = port;
 		}
 		goto ports_done;
 	}
@@ -532,7 +554,7 @@ static void scan_device(struct scan *sc, const char *name)
 				  ports.v[i]);
 			continue;
 		}
-		d.ports = orh_xrealloc(d.ports, (d.n_ports + 1) * sizeof(*d.ports));
+		d.ports = grow(d.ports, d.n_ports, sizeof(*d.ports));
 		memset(&d.ports[d.n_ports], 0, sizeof(*d.ports));
 		d.ports[d.n_ports].num = (unsigned)num;
 		scan_port(sc, devfd, where, &d.ports[d.n_ports]);
@@ -545,7 +567,7 @@ ports_done:
 		devfd = -1; /* kept for the ports' GID entries */
 	if (d.n_ports)
 		qsort(d.ports, d.n_ports, sizeof(*d.ports), cmp_ports);
-	inv->devs = orh_xrealloc(inv->devs, (inv->n_devs + 1) * sizeof(*inv->devs));
+	inv->devs = grow(inv->devs, inv->n_devs, sizeof(*inv->devs));
 	inv->devs[inv->n_devs++] = d;
 }
 
@@ -759,6 +781,8 @@ void orh_inventory_free(struct orh_inventory *inv)
 			free(inv->devs[i].ports[p].gids);
 			if (lz) {
 				free(lz->seen);
+				free(lz->rel);
+				free(lz->where);
 				free(lz);
 			}
 		}

@@ -28,6 +28,8 @@ static bool listed(const struct orh_strv *list, const struct orh_device *d, unsi
 {
 	char both[ORH_NAME_MAX + 8];
 
+	if (!list->n)
+		return false; /* the usual case: no snprintf for every port */
 	snprintf(both, sizeof(both), "%s:%u", d->name, port);
 	return orh_strv_contains(list, d->name) || orh_strv_contains(list, both);
 }
@@ -71,7 +73,9 @@ static void add_node(struct orh_plan *plan, const struct orh_chardev *cd, unsign
 	for (size_t i = 0; i < plan->n_nodes; i++)
 		if (!strcmp(plan->nodes[i].path, path))
 			return;
-	plan->nodes = orh_xrealloc(plan->nodes, (plan->n_nodes + 1) * sizeof(*plan->nodes));
+	if (!(plan->n_nodes & (plan->n_nodes - 1))) /* doubling: appends touch little memory */
+		plan->nodes = orh_xrealloc(plan->nodes, (plan->n_nodes ? 2 * plan->n_nodes : 2) *
+							sizeof(*plan->nodes));
 	orh_strlcpy(plan->nodes[plan->n_nodes].path, path, sizeof(plan->nodes[0].path));
 	plan->nodes[plan->n_nodes].major = cd->major;
 	plan->nodes[plan->n_nodes].minor = cd->minor;

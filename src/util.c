@@ -368,6 +368,20 @@ int orh_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+char *orh_put_uint(char *p, unsigned v)
+{
+	char tmp[10];
+	size_t n = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*p++ = tmp[--n];
+	*p = '\0';
+	return p;
+}
+
 int orh_strlcpy(char *dst, const char *src, size_t size)
 {
 	size_t n = strlen(src);

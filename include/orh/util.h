@@ -124,6 +124,10 @@ void orh_unescape_octal(char *s);
 /* Write all of data to fd, retrying on EINTR and short writes. 0 or -errno. */
 int orh_write_all(int fd, const void *data, size_t len);
 
+/* v in decimal at p, NUL-terminated; returns the NUL (room for 11 bytes needed). For
+ * paths built once per file read, where snprintf's cost shows ("ports/" + "1"). */
+char *orh_put_uint(char *p, unsigned v);
+
 /* Safe string copy: always NUL-terminates; returns -ENAMETOOLONG when truncated. */
 int orh_strlcpy(char *dst, const char *src, size_t size);
 bool orh_startswith(const char *s, const char *prefix);
