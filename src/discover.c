@@ -565,7 +565,7 @@ ports_done:
 	if (inv->gid_source && inv->gid_source->n_fds &&
 	    inv->gid_source->fds[inv->gid_source->n_fds - 1] == devfd)
 		devfd = -1; /* kept for the ports' GID entries */
-	if (d.n_ports)
+	if (d.n_ports > 1 && !disc_plan_mode(sc)) /* probed in order: sorted already */
 		qsort(d.ports, d.n_ports, sizeof(*d.ports), cmp_ports);
 	inv->devs = grow(inv->devs, inv->n_devs, sizeof(*inv->devs));
 	inv->devs[inv->n_devs++] = d;

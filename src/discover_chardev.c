@@ -74,7 +74,8 @@ static bool devnum_checked(struct scan *sc, const char *rootname, int dirfd, con
 			  orh_chardev_kind_numbers(kind));
 		return false;
 	}
-	snprintf(rev, sizeof(rev), "sys/dev/char/%u:%u", cd->major, cd->minor);
+	/* sys/dev/char/MAJ:MIN, by hand: once for every device */
+	orh_put_uint(stpcpy(orh_put_uint(stpcpy(rev, "sys/dev/char/"), cd->major), ":"), cd->minor);
 	sc->inv->file_reads++;
 	if (fstatat(sc->root, rev, &dev, 0) < 0) {
 		disc_warn(sc,
@@ -98,6 +99,20 @@ static bool devnum_checked(struct scan *sc, const char *rootname, int dirfd, con
 	return true;
 }
 
+/* <ent><file> into path, by hand where it fits (the usual case, once for every entry);
+ * snprintf's truncation otherwise, as before. */
+static void ent_path(char *path, size_t size, const char *ent, const char *file)
+{
+	size_t n = strlen(ent), f = strlen(file);
+
+	if (n + f >= size) {
+		snprintf(path, size, "%s%s", ent, file);
+		return;
+	}
+	memcpy(path, ent, n);
+	memcpy(path + n, file, f + 1);
+}
+
 static struct orh_device *find_dev(struct orh_inventory *inv, const char *name)
 {
 	for (size_t i = 0; i < inv->n_devs; i++)
@@ -113,7 +128,7 @@ static bool read_chardev(struct scan *sc, const char *rootname, int classfd,
 {
 	char path[128], buf[VALUE_MAX];
 
-	snprintf(path, sizeof(path), "%s/dev", ent);
+	ent_path(path, sizeof(path), ent, "/dev");
 	if (!disc_read_required(sc, classfd, classwhere, path, buf, sizeof(buf)))
 		return false;
 	if (orh_parse_devnum(buf, &cd->major, &cd->minor) < 0) {
@@ -153,7 +168,7 @@ static struct orh_device *entry_dev(struct scan *sc, int classfd, const char *wh
 {
 	char path[128], ibdev[VALUE_MAX];
 
-	snprintf(path, sizeof(path), "%s/ibdev", ent);
+	ent_path(path, sizeof(path), ent, "/ibdev");
 	if (!disc_read_required(sc, classfd, where, path, ibdev, sizeof(ibdev)))
 		return NULL;
 	return find_dev(sc->inv, ibdev);

@@ -65,14 +65,18 @@ static void env_unset(struct orh_plan *plan, const char *name)
 		}
 }
 
+#define DEV_DIR "/dev/infiniband/"
+
 static void add_node(struct orh_plan *plan, const struct orh_chardev *cd, unsigned mode)
 {
 	char path[64];
 
-	snprintf(path, sizeof(path), "/dev/infiniband/%s", cd->name);
+	/* called for every used port: the path is formatted once, for a node not there yet */
 	for (size_t i = 0; i < plan->n_nodes; i++)
-		if (!strcmp(plan->nodes[i].path, path))
+		if (!strncmp(plan->nodes[i].path + strlen(DEV_DIR), cd->name,
+			     sizeof(path) - strlen(DEV_DIR) - 1))
 			return;
+	snprintf(path, sizeof(path), DEV_DIR "%s", cd->name);
 	if (!(plan->n_nodes & (plan->n_nodes - 1))) /* doubling: appends touch little memory */
 		plan->nodes = orh_xrealloc(plan->nodes, (plan->n_nodes ? 2 * plan->n_nodes : 2) *
 							sizeof(*plan->nodes));
@@ -373,8 +377,9 @@ static void set_index(struct orh_port_choice *c, int index, int fixed)
 {
 	c->gid_index = index;
 	c->gid_from_container = fixed == index;
-	snprintf(c->reason, sizeof(c->reason), "GID index %d%s", index,
-		 c->gid_from_container ? " (the container's address)" : "");
+	/* "GID index N[ (the container's address)]", by hand: once for every RoCE port */
+	strcpy(orh_put_uint(stpcpy(c->reason, "GID index "), (unsigned)index),
+	       c->gid_from_container ? " (the container's address)" : "");
 }
 
 /* The lowest index that fits every port of r[0..n), or NONE. A port with no wanted entry
@@ -533,13 +538,10 @@ static void gid_env(const struct orh_config *cfg, struct orh_plan *plan)
 
 	for (size_t k = 0; k < plan->n_ports; k++) {
 		const struct orh_port_choice *c = &plan->ports[k];
-		size_t len = strlen(list);
 
 		if (!c->used || c->gid_index < 0)
 			continue;
 		any_container |= c->gid_from_container;
-		snprintf(list + len, sizeof(list) - len, "%s%s:%u=%d", len ? ", " : "", c->dev,
-			 c->port, c->gid_index);
 		if (common < 0)
 			common = c->gid_index;
 		else if (common != c->gid_index)
@@ -559,9 +561,34 @@ static void gid_env(const struct orh_config *cfg, struct orh_plan *plan)
 		"rule 4: no single GID index fits every port; NCCL >= 2.21.5 picks per device");
 	env_set(plan, "NCCL_IB_ADDR_FAMILY", cfg->gid_family == AF_INET ? "AF_INET" : "AF_INET6",
 		"rule 4: no single GID index fits every port; NCCL >= 2.21.5 picks per device");
+	for (size_t k = 0; k < plan->n_ports; k++) {
+		const struct orh_port_choice *c = &plan->ports[k];
+		size_t len = strlen(list);
+
+		if (c->used && c->gid_index >= 0)
+			snprintf(list + len, sizeof(list) - len, "%s%s:%u=%d", len ? ", " : "",
+				 c->dev, c->port, c->gid_index);
+	}
 	orh_strv_pushf(&plan->warnings,
 		       "no single GID index fits every port (%s): NCCL_IB_GID_INDEX left unset, "
 		       "NCCL >= 2.21.5 picks per device", list);
+}
+
+/* hca[len..] = <sep><dev>:<port>, by hand (once for every used port); returns the new
+ * length. An entry that would not fit is left out: the buffer holds NCCL_MAX_HCA of them. */
+static size_t hca_append(char *hca, size_t size, size_t len, const char *sep, const char *dev,
+			 unsigned port)
+{
+	char num[12];
+	size_t sl = strlen(sep), dl = strlen(dev), nl = (size_t)(orh_put_uint(num, port) - num);
+
+	if (len + sl + dl + 1 + nl >= size)
+		return len;
+	memcpy(hca + len, sep, sl);
+	memcpy(hca + len + sl, dev, dl);
+	hca[len + sl + dl] = ':';
+	memcpy(hca + len + sl + dl + 1, num, nl + 1);
+	return len + sl + dl + 1 + nl;
 }
 
 int orh_plan_build(const struct orh_config *cfg, struct orh_inventory *inv,
@@ -570,7 +597,7 @@ int orh_plan_build(const struct orh_config *cfg, struct orh_inventory *inv,
 {
 	char hca[NCCL_MAX_HCA * (ORH_NAME_MAX + 8) + 2] = "=";
 	const char *ifname;
-	size_t k = 0, n_hca = 0;
+	size_t k = 0, n_hca = 0, hca_len = 1;
 
 	memset(plan, 0, sizeof(*plan));
 	choice_init(plan, inv);
@@ -584,11 +611,10 @@ int orh_plan_build(const struct orh_config *cfg, struct orh_inventory *inv,
 	for (size_t d = 0; d < inv->n_devs; d++)
 		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++) {
 			struct orh_port_choice *c = &plan->ports[k];
-			size_t len = strlen(hca);
 
 			if (!c->used)
 				continue;
-			snprintf(hca + len, sizeof(hca) - len, "%s%s:%u", n_hca ? "," : "", c->dev, c->port);
+			hca_len = hca_append(hca, sizeof(hca), hca_len, n_hca ? "," : "", c->dev, c->port);
 			n_hca++;
 			if (!c->reason[0])
 				snprintf(c->reason, sizeof(c->reason), "%s",
