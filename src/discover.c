@@ -685,7 +685,7 @@ static void insert_gid(struct orh_port *p, const struct orh_gid *g, size_t *cap)
 	while (at > 0 && p->gids[at - 1].index > g->index)
 		at--;
 	if (p->n_gids == *cap) {
-		*cap = *cap ? *cap * 2 : 8;
+		*cap = *cap ? *cap * 2 : 2; /* the plan reads one or two entries of most ports */
 		p->gids = orh_xrealloc(p->gids, *cap * sizeof(*p->gids));
 	}
 	memmove(&p->gids[at + 1], &p->gids[at], (p->n_gids - at) * sizeof(*p->gids));
