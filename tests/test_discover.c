@@ -217,6 +217,75 @@ Test(discover, plan_mode_gives_the_same_plan_on_a_damaged_node)
 	cr_assert(warned("mlx5_5/ports/1/gid_attrs/types/3': unknown GID type"));
 }
 
+/* Move GID entry `from` of <dev>'s port 1 to index `to`, leaving `from` unused (the zero
+ * GID; its type and ndev unreadable, as the kernel's EINVAL: an empty file here). */
+static void move_gid(const char *dev, unsigned from, unsigned to)
+{
+	static const char *const files[] = { "gids", "gid_attrs/types", "gid_attrs/ndevs" };
+
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(files); i++) {
+		char rel[256], text[128] = "";
+		FILE *f;
+
+		snprintf(rel, sizeof(rel), "%s/sys/class/infiniband/%s/ports/1/%s/%u", root, dev,
+			 files[i], from);
+		f = fopen(rel, "r");
+		cr_assert_not_null(f, "open %s", rel);
+		cr_assert_not_null(fgets(text, sizeof(text), f), "read %s", rel);
+		fclose(f);
+		snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/1/%s/%u", dev, files[i], to);
+		put(rel, text);
+		snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/1/%s/%u", dev, files[i], from);
+		put(rel, i == 0 ? "0000:0000:0000:0000:0000:0000:0000:0000\n" : "");
+	}
+}
+
+static const char *lazy_env(const char *name)
+{
+	static char value[64];
+	struct orh_config cfg;
+	struct orh_plan plan;
+	const struct orh_env_entry *e;
+
+	orh_config_defaults(&cfg);
+	discover(ORH_GIDS_PLAN);
+	cr_assert_eq(orh_plan_build(&cfg, &inv, NULL, &plan, &err), 0);
+	e = orh_plan_env_get(&plan, name);
+	snprintf(value, sizeof(value), "%s", e ? e->value : "(unset)");
+	orh_plan_free(&plan);
+	orh_config_free(&cfg);
+	return value;
+}
+
+/* The kernel puts a new GID at the lowest free index and frees an entry's slot when its
+ * address goes (drivers/infiniband/core/cache.c): a table can hold its only wanted entry
+ * after any run of unused ones. No search may stop at an unused entry. */
+Test(discover, wanted_entries_past_unused_ones_are_found)
+{
+	static const char *const fabric[] = { "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4",
+					      "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8" };
+
+	make_node("seed001-roce");
+	/* every fabric port: link-local 0/1, unused 2..199, IPv4 v1/v2 at 200/201 */
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(fabric); i++) {
+		move_gid(fabric[i], 2, 200);
+		move_gid(fabric[i], 3, 201);
+	}
+	same_plan_both_ways("entries past a hole");
+	cr_assert_str_eq(lazy_env("NCCL_IB_GID_INDEX"), "201");
+	/* one port's wanted entry further on, at 250 (199..249 unused after 201's v1 at
+	 * 200): no index fits all, each port takes its own, as the full scan says */
+	move_gid("mlx5_5", 201, 250);
+	same_plan_both_ways("one port further on");
+	cr_assert_str_eq(lazy_env("NCCL_IB_GID_INDEX"), "(unset)");
+	cr_assert_str_eq(lazy_env("NCCL_IB_ROCE_VERSION_NUM"), "2");
+	/* the last entry of the table, and nothing before it but link-local ones */
+	move_gid("mlx5_5", 250, 255);
+	move_gid("mlx5_5", 200, 254);
+	same_plan_both_ways("the table's last entry");
+	cr_assert_str_eq(lazy_env("NCCL_IB_GID_INDEX"), "(unset)");
+}
+
 Test(discover, scale_node_read_budget)
 {
 	unsigned long reads;
