@@ -100,7 +100,9 @@ static int cmp_names(const void *a, const void *b)
 int disc_list_dir(int dirfd, const char *path, struct orh_strv *out)
 {
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	char buf[8192] __attribute__((aligned(8)));
+	/* a class directory's dozens of entries fit; more take another getdents64. Small:
+	 * every stack page a hook first touches costs it a fault */
+	char buf[2048] __attribute__((aligned(8)));
 	ssize_t n;
 
 	if (fd < 0)
