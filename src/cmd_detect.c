@@ -3,13 +3,21 @@
  * oci-rdma-hook detect [--json] [--verbs]: the node's inventory as a table (the rows of
  * show_gids plus port state, link layer, rate, uverbs node and driver), marking what the
  * plan leaves out and why; then the node's GPUs, the NICs nearest to each, and the PCI
- * topology between them as `nvidia-smi topo -m` shows it.
+ * topology between them as `nvidia-smi topo -m` shows it. --verbs runs in
+ * oci-rdma-hook-verbs, the build with libibverbs (orh/verbs.h says why the hook has none).
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
+
+#include "orh-config.h"
 
 #include "orh/commands.h"
 #include "orh/decide.h"
@@ -259,6 +267,43 @@ static json_t *inventory_json(const struct orh_config *cfg, const struct orh_inv
 	return root;
 }
 
+/* detect --verbs in a binary without libibverbs: the same command, run by the build that
+ * has it: next to this binary (a build tree), else where it is installed. Returns only
+ * when there is none, or it cannot be executed (detect then says so and goes on). */
+static void exec_verbs_build(const struct orh_ctx *ctx, int argc, char **argv)
+{
+	char self[PATH_MAX], sibling[PATH_MAX + 32] = "";
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *paths[] = { sibling, ORH_VERBS_HELPER };
+	char **args = orh_xcalloc((size_t)argc + 6, sizeof(*args));
+	int k = 0;
+
+	if (n > 0) {
+		self[n] = '\0';
+		snprintf(sibling, sizeof(sibling), "%s/oci-rdma-hook-verbs", dirname(self));
+	}
+	args[k++] = "oci-rdma-hook-verbs";
+	if (ctx->config_explicit) {
+		args[k++] = "--config";
+		args[k++] = (char *)ctx->config_path;
+	}
+	if (ctx->sysroot_opt) {
+		args[k++] = "--sysroot";
+		args[k++] = (char *)ctx->sysroot_opt;
+	}
+	for (int i = 0; i < argc; i++)
+		args[k++] = argv[i];
+	fflush(stdout);
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(paths); i++) {
+		if (!paths[i][0] || access(paths[i], X_OK) < 0)
+			continue;
+		execv(paths[i], args);
+		orh_log(LOG_WARNING, "detect --verbs: cannot execute '%s': %s", paths[i],
+			strerror(errno));
+	}
+	free(args);
+}
+
 int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 {
 	/* exactly the decision a container on the host network gets, with every GID entry
@@ -276,6 +321,8 @@ int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 
 	if (orh_parse_flags(argc, argv, flags, ORH_ARRAY_SIZE(flags)))
 		return ORH_EXIT_USAGE;
+	if (verbs && !orh_verbs_linked())
+		exec_verbs_build(ctx, argc, argv);
 	if (orh_decide(&in, &d, &err) < 0) {
 		orh_log(LOG_ERR, "%s", err.msg);
 		orh_decision_free(&d);

@@ -7,10 +7,16 @@
 #include <arpa/inet.h>
 #include <string.h>
 
+#include "orh-config.h"
 #include "orh/verbs.h"
 
 #ifdef ORH_HAVE_VERBS
 #include <infiniband/verbs.h>
+
+bool orh_verbs_linked(void)
+{
+	return true;
+}
 
 static const struct orh_device *find(const struct orh_inventory *inv, const char *name)
 {
@@ -95,11 +101,17 @@ json_t *orh_verbs_compare_json(const struct orh_inventory *inv)
 	return out;
 }
 #else
+bool orh_verbs_linked(void)
+{
+	return false;
+}
+
 json_t *orh_verbs_compare_json(const struct orh_inventory *inv)
 {
 	(void)inv;
 	return json_pack("{s:b, s:s}", "available", 0, "note",
-			 "built without libibverbs: nothing to compare");
+			 "no libibverbs in this binary, and no oci-rdma-hook-verbs (" ORH_VERBS_HELPER
+			 ") to run: nothing to compare");
 }
 #endif
 

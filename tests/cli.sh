@@ -150,6 +150,28 @@ out=$("$HOOK" --sysroot "$seed" detect --verbs 2>/dev/null); rc=$?
 [ $rc = 0 ] && grep -q '^libibverbs: ' <<<"$out" && grep -q '^mlx5_8 ' <<<"$out" &&
 	ok "detect --verbs reports and carries on" || not_ok "detect --verbs" "rc=$rc"
 
+# The hook links neither libibverbs nor the libnl it brings: their constructors would run
+# at every container start, before the hook confines itself. detect --verbs runs the build
+# that has them, oci-rdma-hook-verbs (next to the hook in a build tree).
+if nm "$HOOK" 2>/dev/null | grep -q ' T main$'; then
+	linked=$(nm "$HOOK" | grep -E ' (ibv_get_device_list|rtnl_link_register_info|nl_socket_alloc)$')
+	check "the hook links no libibverbs and no libnl" "" "$linked"
+else
+	not_ok "the hook links no libibverbs and no libnl" "no symbols in $HOOK to look at"
+fi
+note=$("$HOOK" --sysroot "$seed" detect --json --verbs 2>/dev/null | jq -r '.verbs.note // .verbs.available')
+if [ -x "$(dirname "$HOOK")/oci-rdma-hook-verbs" ]; then
+	[[ "$note" != "no libibverbs in this binary"* ]] &&
+		ok "detect --json --verbs is answered by libibverbs, in oci-rdma-hook-verbs ($note)" ||
+		not_ok "detect --json --verbs runs oci-rdma-hook-verbs" "$note"
+fi
+mkdir "$work/alone" && cp "$HOOK" "$work/alone/oci-rdma-hook"
+out=$("$work/alone/oci-rdma-hook" --sysroot "$seed" detect --verbs 2>/dev/null); rc=$?
+[ $rc = 0 ] && grep -q '^libibverbs: no libibverbs in this binary, and no oci-rdma-hook-verbs (/' <<<"$out" &&
+	grep -q '^mlx5_8 ' <<<"$out" &&
+	ok "detect --verbs without oci-rdma-hook-verbs says so and carries on" ||
+	not_ok "detect --verbs without oci-rdma-hook-verbs" "rc=$rc $(grep libibverbs <<<"$out")"
+
 # a device number sysfs names that is not RDMA's (/dev/kmsg's): refused in env and detect
 kmsg=$work/kmsg
 cp -a "$seed" "$kmsg"

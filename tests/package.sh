@@ -153,7 +153,7 @@ INSTALLED=1
 dpkg -i "$DEB" </dev/null >"$WORK/install.log" 2>&1 || fatal "dpkg -i $(basename "$DEB")" "$WORK/install.log"
 ok "dpkg -i $(basename "$DEB")"
 dpkg -L "$PKG" >"$WORK/files"
-for f in "$BIN" /usr/bin/oci-rdma-runtime "$CONF" \
+for f in "$BIN" /usr/bin/oci-rdma-runtime /usr/libexec/oci-rdma-hook/oci-rdma-hook-verbs "$CONF" \
 	"$HOOKS_D/$PKG.json" "$HOOKS_D/$PKG-poststop.json" "$HOOKS_D/$PKG-precreate.json" \
 	/usr/share/man/man8/oci-rdma-hook.8.gz /usr/share/man/man8/oci-rdma-runtime.8.gz \
 	/usr/share/man/man5/oci-rdma-hook.conf.5.gz /usr/share/doc/$PKG/copyright; do
@@ -164,6 +164,8 @@ check "the package's files are on disk" bash -c \
 	'while read -r f; do [ -e "$f" ] || [ -L "$f" ] || exit 1; done <"$1"' _ "$WORK/files"
 check "oci-rdma-runtime is a link to oci-rdma-hook" [ "$(readlink -f /usr/bin/oci-rdma-runtime)" = "$BIN" ]
 check "$BIN is statically linked" bash -c '! ldd "$1" >/dev/null 2>&1' _ "$BIN"
+check "detect --verbs is answered by libibverbs (oci-rdma-hook-verbs)" bash -c \
+	'"$1" detect --json --verbs | python3 -c "import json, sys; n = json.load(sys.stdin)[\"verbs\"].get(\"note\", \"\"); sys.exit(n.startswith(\"no libibverbs in this binary\"))"' _ "$BIN"
 check "oci-rdma-hook --help works and names the config $CONF" \
 	bash -c '"$1" --help | grep -qF "$2"' _ "$BIN" "$CONF"
 check "oci-rdma-hook --version is $UPSTREAM" [ "$("$BIN" --version)" = "oci-rdma-hook $UPSTREAM" ]

@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* detect --verbs: what rdma-core's libibverbs reports, compared with sysfs. */
+/*
+ * detect --verbs: what rdma-core's libibverbs reports, compared with sysfs.
+ *
+ * Only oci-rdma-hook-verbs links libibverbs (src/verbs.c built with ORH_HAVE_VERBS): the
+ * hook runs at every container start, and libibverbs brings libnl, whose constructors
+ * would run there every time, before the hook confines itself. The hook's detect --verbs
+ * executes that build (cmd_detect.c).
+ */
 #ifndef ORH_VERBS_H
 #define ORH_VERBS_H
 
@@ -10,5 +17,7 @@
 
 json_t *orh_verbs_compare_json(const struct orh_inventory *inv);
 void orh_verbs_compare_print(const struct orh_inventory *inv, FILE *out);
+/* Is libibverbs linked into this binary? */
+bool orh_verbs_linked(void);
 
 #endif
