@@ -4,7 +4,7 @@
  *
  *   harness [-n ROUNDS] [-w WARMUP] [-T SECONDS] [-m MIN_ROUNDS] [-R RAWFILE]
  *           SPEC [:: SPEC]...
- *   SPEC:   NAME [@in=FILE] [@prep=SHELL] [@env=K=V]... [@x=K] ARGV...
+ *   SPEC:   NAME [@in=FILE] [@prep=SHELL] [@env=K=V]... [@x=K] [@vs=NAME] ARGV...
  *
  *   harness --rss-log FILE ARGV...
  *
@@ -15,10 +15,12 @@
  * and the children it waited for) and peak RSS from wait4's rusage.
  * stdout and stderr of the command go to /dev/null; stdin is /dev/null or @in=FILE.
  * @prep=SHELL runs (/bin/sh -c, untimed) before each timed run of that SPEC.
- * @env=K=V sets a variable for that SPEC only. A run that does not exit 0 aborts all.
+ * @env=K=V sets a variable for that SPEC only. @vs=NAME pairs this SPEC with the SPEC
+ * named NAME as well as with the first. A run that does not exit 0 aborts all.
  * -T stops after SECONDS of measuring, once MIN_ROUNDS (default 5) rounds are done.
  *
- * Output, one line per SPEC and one per pairing with the first SPEC (the baseline):
+ * Output, one line per SPEC and one per pairing with the first SPEC (the baseline) or with
+ * the SPEC an @vs names:
  *   cmd name=N runs=R median_us=.. p10_us=.. p90_us=.. mad_us=.. min_us=..
  *       cpu_median_us=.. cpu_p10_us=.. cpu_p90_us=.. rss_kb=..
  *   vs name=N base=B ratio=.. ratio_p10=.. ratio_p90=.. ratio_ci_lo=.. ratio_ci_hi=..
@@ -41,6 +43,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +63,7 @@ struct spec {
 	const char *env[MAX_ENV];
 	int n_env;
 	int reps;
+	const char *vs; /* @vs=NAME: also paired with that spec */
 	char **argv;
 	double *t;      /* per sample: wall time, microseconds */
 	double *c;      /* per sample: CPU time (user + system), microseconds */
@@ -252,7 +256,8 @@ static int rss_log(const char *file, char **argv)
 static void usage(void)
 {
 	fputs("usage: harness [-n ROUNDS] [-w WARMUP] [-T SECONDS] [-m MIN_ROUNDS] [-R RAWFILE]\n"
-	      "               NAME [@in=FILE] [@prep=SHELL] [@env=K=V] [@x=K] ARGV... [:: SPEC]...\n"
+	      "               NAME [@in=FILE] [@prep=SHELL] [@env=K=V] [@x=K] [@vs=NAME] ARGV...\n"
+	      "               [:: SPEC]...\n"
 	      "       harness --rss-log FILE ARGV...\n",
 	      stderr);
 	exit(2);
@@ -296,6 +301,8 @@ int main(int argc, char **argv)
 				s->env[s->n_env++] = argv[i] + 5;
 			else if (!strncmp(argv[i], "@x=", 3) && atoi(argv[i] + 3) > 0)
 				s->reps = atoi(argv[i] + 3);
+			else if (!strncmp(argv[i], "@vs=", 4))
+				s->vs = argv[i] + 4;
 			else
 				die("unknown option '%s' of %s", argv[i], s->name);
 		}
@@ -311,6 +318,14 @@ int main(int argc, char **argv)
 	}
 	if (n_specs == 0 || rounds < 1)
 		usage();
+	for (int k = 0; k < n_specs; k++) {
+		bool found = false;
+
+		for (int j = 0; specs[k].vs && j < n_specs; j++)
+			found |= j != k && !strcmp(specs[j].name, specs[k].vs);
+		if (specs[k].vs && !found)
+			die("%s: @vs=%s names no other command", specs[k].name, specs[k].vs);
+	}
 	for (int k = 0; k < n_specs; k++) {
 		specs[k].round_t = calloc((size_t)rounds, sizeof(double));
 		specs[k].round_c = calloc((size_t)rounds, sizeof(double));
@@ -373,5 +388,14 @@ int main(int argc, char **argv)
 		print_paired("cpu_", specs[k].round_c, specs[0].round_c, done);
 		putchar('\n');
 	}
+	for (int k = 0; k < n_specs; k++)
+		for (int j = 0; specs[k].vs && j < n_specs; j++) {
+			if (j == k || strcmp(specs[j].name, specs[k].vs) || (j == 0 && k > 0))
+				continue; /* the first spec's pairing is printed above */
+			printf("vs name=%s base=%s", specs[k].name, specs[j].name);
+			print_paired("", specs[k].round_t, specs[j].round_t, done);
+			print_paired("cpu_", specs[k].round_c, specs[j].round_c, done);
+			putchar('\n');
+		}
 	return 0;
 }

@@ -5,9 +5,9 @@
 # Builds the hook (release) into build-bench/ and the harness (bench/harness.c), generates
 # the sample nodes into a temporary directory, measures, prints the table with PASS/FAIL
 # per budget, writes docs/PERFORMANCE.md and exits 1 when a budget fails. Needs root
-# (runc), runc, busybox-static and python3 (tests/setup-debian.sh installs them); strace
-# is used, when present, to count the files the hook opens. About 3-4 minutes; --quick
-# takes fewer rounds (about 1 minute) and is meant for a look, not for the record.
+# (runc), runc, busybox-static, python3 and strace, which names the files the hook reads
+# (tests/setup-debian.sh installs them). About 3-4 minutes; --quick takes fewer rounds
+# (about 1 minute) and is meant for a look, not for the record.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -36,7 +36,7 @@ if [ "$(id -u)" != 0 ]; then
 	exit 2
 fi
 
-for tool in meson ninja cc python3 runc; do
+for tool in meson ninja cc python3 runc strace; do
 	command -v "$tool" >/dev/null 2>&1 || {
 		echo "bench: '$tool' not found; run tests/setup-debian.sh" >&2
 		exit 2
