@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Capabilities (libcap) and the seccomp allow-list of the hook. The allow-list
- * (seccomp-allow.h) is compiled into a BPF program at build time by libseccomp
- * (seccomp-gen.c, run by meson); here it is only handed to the kernel.
+ * Capabilities and the seccomp allow-list of the hook. Capabilities are read and set with
+ * capget(2)/capset(2) themselves, not libcap: libcap's constructor probes the kernel's
+ * highest capability with a system call a bit, and would do it at every container start,
+ * for sets this file reads and writes in a few lines. The allow-list (seccomp-allow.h) is
+ * compiled into a BPF program at build time by libseccomp (seccomp-gen.c, run by meson);
+ * here it is only handed to the kernel.
  */
 #include <errno.h>
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -33,7 +36,7 @@
  *   BPF_PROG_LOAD          SYS_ADMIN, or CAP_BPF with NET_ADMIN
  *   BPF_PROG_ATTACH        no capability for a device program
  * so SYS_ADMIN and NET_ADMIN, and CAP_BPF adds nothing (docs/security.md). */
-static const cap_value_t hook_caps[] = {
+static const unsigned hook_caps[] = {
 	CAP_MKNOD, CAP_CHOWN, CAP_FOWNER, CAP_DAC_OVERRIDE, CAP_SYS_ADMIN,
 	CAP_SYS_RESOURCE, CAP_SYS_PTRACE, CAP_SYS_CHROOT, CAP_NET_ADMIN,
 };
@@ -41,19 +44,41 @@ static const cap_value_t hook_caps[] = {
 static bool started_with_sys_resource;
 static bool caps_limited;
 
+/* The effective, permitted and inheritable sets of this process (capabilities 0-63). */
+struct capsets {
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+};
+
+static int capsets_get(struct capsets *c)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+
+	memset(c, 0, sizeof(*c));
+	return syscall(SYS_capget, &h, c->d) < 0 ? -errno : 0;
+}
+
+static int capsets_set(struct capsets *c)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+
+	return syscall(SYS_capset, &h, c->d) < 0 ? -errno : 0;
+}
+
+static bool capsets_has(const struct capsets *c, unsigned cap, bool permitted)
+{
+	const struct __user_cap_data_struct *w = &c->d[cap / 32];
+
+	return cap < 32 * _LINUX_CAPABILITY_U32S_3 &&
+	       ((permitted ? w->permitted : w->effective) >> (cap % 32) & 1);
+}
+
 bool orh_caps_had_sys_resource(void)
 {
-	cap_t cur;
-	cap_flag_value_t v = CAP_CLEAR;
+	struct capsets cur;
 
 	if (caps_limited)
 		return started_with_sys_resource;
-	cur = cap_get_proc();
-	if (cur) {
-		cap_get_flag(cur, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &v);
-		cap_free(cur);
-	}
-	return v == CAP_SET;
+	return capsets_get(&cur) == 0 && capsets_has(&cur, CAP_SYS_RESOURCE, false);
 }
 
 /* The initial user namespace maps every uid to itself: "0 0 4294967295". In any other
@@ -88,46 +113,34 @@ bool orh_can_raise_hard_rlimits(void)
 
 int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err)
 {
-	cap_t cur, want;
-	int r = 0;
+	struct capsets cur, want;
+	int r = capsets_get(&cur);
 
-	started_with_sys_resource = orh_caps_had_sys_resource();
-	(void)orh_can_raise_hard_rlimits(); /* while /proc may still be read */
+	if (r < 0)
+		return orh_fail(err, -r, "capabilities: cannot read the process's sets: %s",
+				strerror(-r));
+	started_with_sys_resource = capsets_has(&cur, CAP_SYS_RESOURCE, false);
 	caps_limited = true;
-	cur = cap_get_proc();
-	want = cap_init();
+	(void)orh_can_raise_hard_rlimits(); /* while /proc may still be read */
 
-	if (!cur || !want) {
-		r = orh_fail(err, errno ? errno : ENOMEM, "capabilities: cannot read the process's sets");
-		goto out;
-	}
-	if (stage == ORH_PRIVS_HOOK) {
-		for (size_t i = 0; i < ORH_ARRAY_SIZE(hook_caps); i++) {
-			cap_flag_value_t have = CAP_CLEAR;
+	/* effective = permitted = the stage's capabilities that the process holds (the sets
+	 * can only shrink); inheritable empty */
+	memset(&want, 0, sizeof(want));
+	for (size_t i = 0; stage == ORH_PRIVS_HOOK && i < ORH_ARRAY_SIZE(hook_caps); i++) {
+		unsigned c = hook_caps[i];
 
-			/* keep only what we hold: the sets can only shrink */
-			if (cap_get_flag(cur, hook_caps[i], CAP_PERMITTED, &have) < 0 || have != CAP_SET)
-				continue;
-			if (cap_set_flag(want, CAP_EFFECTIVE, 1, &hook_caps[i], CAP_SET) < 0 ||
-			    cap_set_flag(want, CAP_PERMITTED, 1, &hook_caps[i], CAP_SET) < 0) {
-				r = orh_fail(err, errno, "capabilities: cannot build the set");
-				goto out;
-			}
-		}
+		if (!capsets_has(&cur, c, true))
+			continue;
+		want.d[c / 32].effective |= 1u << (c % 32);
+		want.d[c / 32].permitted |= 1u << (c % 32);
 	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		r = orh_fail(err, errno, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
-		goto out;
-	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return orh_fail(err, errno, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	if (cap_set_proc(want) < 0)
-		r = orh_fail(err, errno, "capabilities: cannot set: %s", strerror(errno));
-out:
-	if (cur)
-		cap_free(cur);
-	if (want)
-		cap_free(want);
-	return r;
+	r = capsets_set(&want);
+	if (r < 0)
+		return orh_fail(err, -r, "capabilities: cannot set: %s", strerror(-r));
+	return 0;
 }
 
 static const char *const allowed[] = {

@@ -150,14 +150,15 @@ out=$("$HOOK" --sysroot "$seed" detect --verbs 2>/dev/null); rc=$?
 [ $rc = 0 ] && grep -q '^libibverbs: ' <<<"$out" && grep -q '^mlx5_8 ' <<<"$out" &&
 	ok "detect --verbs reports and carries on" || not_ok "detect --verbs" "rc=$rc"
 
-# The hook links neither libibverbs nor the libnl it brings: their constructors would run
-# at every container start, before the hook confines itself. detect --verbs runs the build
-# that has them, oci-rdma-hook-verbs (next to the hook in a build tree).
+# The hook links neither libibverbs nor the libnl it brings, nor libcap: their
+# constructors would run at every container start, before the hook confines itself (libcap's
+# makes a system call for each capability bit it probes). detect --verbs runs the build
+# that has libibverbs, oci-rdma-hook-verbs (next to the hook in a build tree).
 if nm "$HOOK" 2>/dev/null | grep -q ' T main$'; then
-	linked=$(nm "$HOOK" | grep -E ' (ibv_get_device_list|rtnl_link_register_info|nl_socket_alloc)$')
-	check "the hook links no libibverbs and no libnl" "" "$linked"
+	linked=$(nm "$HOOK" | grep -E ' (ibv_get_device_list|rtnl_link_register_info|nl_socket_alloc|_libcap_initialize|cap_get_proc)$')
+	check "the hook links no libibverbs, no libnl and no libcap" "" "$linked"
 else
-	not_ok "the hook links no libibverbs and no libnl" "no symbols in $HOOK to look at"
+	not_ok "the hook links no libibverbs, no libnl and no libcap" "no symbols in $HOOK to look at"
 fi
 note=$("$HOOK" --sysroot "$seed" detect --json --verbs 2>/dev/null | jq -r '.verbs.note // .verbs.available')
 if [ -x "$(dirname "$HOOK")/oci-rdma-hook-verbs" ]; then
