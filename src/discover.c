@@ -482,15 +482,6 @@ static void scan_device_pci(struct scan *sc, int devfd, const char *where, struc
 	read_topology(sc, devfd, where, d);
 }
 
-/* Room in v (n elements of `size`) for one more: the array doubles when n is 0 or a power
- * of two, so appending one at a time copies and touches little memory. */
-static void *grow(void *v, size_t n, size_t size)
-{
-	if (n & (n - 1))
-		return v;
-	return orh_xrealloc(v, (n ? 2 * n : 2) * size);
-}
-
 static int cmp_ports(const void *a, const void *b)
 {
 	const struct orh_port *x = a, *y = b;
@@ -540,7 +531,7 @@ static void scan_device(struct scan *sc, const char *name)
 
 			if (!scan_port(sc, devfd, where, &port))
 				break;
-			d.ports = grow(d.ports, d.n_ports, sizeof(*d.ports));
+			d.ports = orh_xgrow(d.ports, d.n_ports, sizeof(*d.ports));
 			d.ports[d.n_ports++] = port;
 		}
 		goto ports_done;
@@ -556,7 +547,7 @@ static void scan_device(struct scan *sc, const char *name)
 				  ports.v[i]);
 			continue;
 		}
-		d.ports = grow(d.ports, d.n_ports, sizeof(*d.ports));
+		d.ports = orh_xgrow(d.ports, d.n_ports, sizeof(*d.ports));
 		memset(&d.ports[d.n_ports], 0, sizeof(*d.ports));
 		d.ports[d.n_ports].num = (unsigned)num;
 		scan_port(sc, devfd, where, &d.ports[d.n_ports]);
@@ -569,7 +560,7 @@ ports_done:
 		devfd = -1; /* kept for the ports' GID entries */
 	if (d.n_ports > 1 && !disc_plan_mode(sc)) /* probed in order: sorted already */
 		qsort(d.ports, d.n_ports, sizeof(*d.ports), cmp_ports);
-	inv->devs = grow(inv->devs, inv->n_devs, sizeof(*inv->devs));
+	inv->devs = orh_xgrow(inv->devs, inv->n_devs, sizeof(*inv->devs));
 	inv->devs[inv->n_devs++] = d;
 }
 

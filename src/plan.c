@@ -77,9 +77,7 @@ static void add_node(struct orh_plan *plan, const struct orh_chardev *cd, unsign
 			     sizeof(path) - strlen(DEV_DIR) - 1))
 			return;
 	snprintf(path, sizeof(path), DEV_DIR "%s", cd->name);
-	if (!(plan->n_nodes & (plan->n_nodes - 1))) /* doubling: appends touch little memory */
-		plan->nodes = orh_xrealloc(plan->nodes, (plan->n_nodes ? 2 * plan->n_nodes : 2) *
-							sizeof(*plan->nodes));
+	plan->nodes = orh_xgrow(plan->nodes, plan->n_nodes, sizeof(*plan->nodes));
 	orh_strlcpy(plan->nodes[plan->n_nodes].path, path, sizeof(plan->nodes[0].path));
 	plan->nodes[plan->n_nodes].major = cd->major;
 	plan->nodes[plan->n_nodes].minor = cd->minor;

@@ -75,6 +75,13 @@ void *orh_xrealloc(void *p, size_t n)
 	return oom_check(realloc(p, n ? n : 1));
 }
 
+void *orh_xgrow(void *v, size_t n, size_t size)
+{
+	if (n & (n - 1))
+		return v;
+	return orh_xrealloc(v, (n ? 2 * n : 2) * size);
+}
+
 char *orh_xstrdup(const char *s)
 {
 	return oom_check(strdup(s ? s : ""));

@@ -70,6 +70,10 @@ static inline int orh_take_fd(int *fd)
 void *orh_xmalloc(size_t n);
 void *orh_xcalloc(size_t n, size_t size);
 void *orh_xrealloc(void *p, size_t n);
+/* Room in v (an array of n elements of `size`, grown only by this) for one more: it
+ * doubles when n is 0 or a power of two, so that appending one at a time copies and
+ * touches little memory (a first touch of a page costs a fault). */
+void *orh_xgrow(void *v, size_t n, size_t size);
 char *orh_xstrdup(const char *s);
 char *orh_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
