@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "node_fixture.h"
 #include "orh/inventory.h"
 #include "orh/plan.h"
 
@@ -18,27 +19,13 @@ static struct orh_err err;
 
 static void make_node(const char *node)
 {
-	const char *src = getenv("ORH_SRCDIR");
-	char cmd[1024];
-
-	cr_assert_not_null(src, "ORH_SRCDIR is not set (run through meson test)");
-	snprintf(root, sizeof(root), "/dev/shm/orh-disc-XXXXXX");
-	cr_assert_not_null(mkdtemp(root));
-	snprintf(cmd, sizeof(cmd), "python3 %s/tests/mknode.py --force %s/tests/nodes/%s.json %s",
-		 src, src, node, root);
-	cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+	fixture_make_node(root, sizeof(root), "orh-disc", node);
 }
 
 static void cleanup(void)
 {
-	char cmd[512];
-
 	orh_inventory_free(&inv);
-	if (root[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-		if (system(cmd) != 0)
-			fprintf(stderr, "cleanup of %s failed\n", root);
-	}
+	fixture_remove_node(root);
 }
 
 static void discover(enum orh_gid_scan mode)
