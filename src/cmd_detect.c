@@ -24,11 +24,12 @@
 #include "orh/gpu.h"
 #include "orh/verbs.h"
 
-static const struct orh_port_choice *choice_of(const struct orh_plan *plan, const char *dev,
-					       unsigned port)
+/* The plan's choice for a port of the inventory it was made from. */
+static const struct orh_port_choice *choice_of(const struct orh_plan *plan,
+					       const struct orh_port *port)
 {
 	for (size_t i = 0; i < plan->n_ports; i++)
-		if (!strcmp(plan->ports[i].dev, dev) && plan->ports[i].port == port)
+		if (plan->ports[i].port == port)
 			return &plan->ports[i];
 	return NULL;
 }
@@ -73,7 +74,7 @@ static void print_table(const struct orh_inventory *inv, const struct orh_plan *
 		const struct orh_device *dev = &inv->devs[d];
 		for (size_t p = 0; p < dev->n_ports; p++) {
 			const struct orh_port *port = &dev->ports[p];
-			const struct orh_port_choice *c = choice_of(plan, dev->name, port->num);
+			const struct orh_port_choice *c = choice_of(plan, port);
 
 			if (port->n_gids == 0)
 				print_row(dev, port, NULL, c);
@@ -117,7 +118,7 @@ static void nearest_to(enum orh_nic_affinity mode, const struct orh_inventory *i
 	for (size_t i = 0; i < inv->n_devs; i++)
 		for (size_t p = 0; p < inv->devs[i].n_ports && !cand[i]; p++) {
 			const struct orh_port_choice *c =
-				choice_of(plan, inv->devs[i].name, inv->devs[i].ports[p].num);
+				choice_of(plan, &inv->devs[i].ports[p]);
 
 			cand[i] = c && c->used;
 		}
@@ -218,7 +219,7 @@ static json_t *inventory_json(const struct orh_config *cfg, const struct orh_inv
 		snprintf(device, sizeof(device), "0x%04x", dev->device_id);
 		for (size_t p = 0; p < dev->n_ports; p++) {
 			const struct orh_port *port = &dev->ports[p];
-			const struct orh_port_choice *c = choice_of(plan, dev->name, port->num);
+			const struct orh_port_choice *c = choice_of(plan, port);
 			json_t *gids = json_array();
 			for (size_t g = 0; g < port->n_gids; g++) {
 				const struct orh_gid *gid = &port->gids[g];
@@ -261,6 +262,9 @@ static json_t *inventory_json(const struct orh_config *cfg, const struct orh_inv
 	json_object_set_new(root, "rdma_cm", chardev_json(&inv->rdma_cm));
 	json_object_set_new(root, "default_route", json_string(inv->default_route_if));
 	json_object_set_new(root, "preset", json_string(orh_preset_name(plan->preset)));
+	/* rule 4: the one GID index of the ports in NCCL_IB_HCA (-1: none, or per device) */
+	json_object_set_new(root, "gid_index", json_integer(plan->gid_index));
+	json_object_set_new(root, "gid_per_device", json_boolean(plan->gid_per_device));
 	json_object_set_new(root, "env", env);
 	json_object_set_new(root, "gpus", gpus_json(cfg->nic_affinity, inv, plan, gpus));
 	json_object_set_new(root, "warnings", warn);

@@ -23,7 +23,7 @@ static void explain_plan(const struct orh_ctx *ctx, const struct orh_decision *d
 		fprintf(stderr, "%s=%s  <- %s\n", plan->env[i].name, plan->env[i].value,
 			plan->env[i].source);
 	for (size_t i = 0; i < plan->n_ports; i++)
-		fprintf(stderr, "# %s:%u %s: %s\n", plan->ports[i].dev, plan->ports[i].port,
+		fprintf(stderr, "# %s:%u %s: %s\n", plan->ports[i].dev->name, plan->ports[i].port->num,
 			plan->ports[i].used ? "used" : "left out", plan->ports[i].reason);
 	for (size_t i = 0; i < plan->n_nodes; i++)
 		fprintf(stderr, "# device %s c %u:%u\n", plan->nodes[i].path, plan->nodes[i].major,

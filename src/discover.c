@@ -8,7 +8,9 @@
  * with a warning naming the file; it never hides the rest of the node. Only what the
  * caller needs is read: unused GID entries cost one read, their type and netdev none.
  * In plan mode no GID table is scanned up front: the planner asks for the entries its
- * decision needs (orh_port_gid) and they are read then, once each.
+ * decision needs through the reader its caller passes it, and they are read then, once
+ * each (discover_gids.c). Discovery applies no rule: which ports need more than their
+ * state and link layer is the caller's to say (opts->port_wanted).
  */
 
 #include <dirent.h>
@@ -25,31 +27,6 @@
 #define ROUTE_MAX (1024 * 1024)
 #define MAX_DEVICES 1024
 #define MAX_PORTS 256
-#define MAX_GIDS 4096
-
-/* Plan mode: what is needed to read a node's GID entries later, on demand. */
-struct orh_gid_source {
-	struct orh_discover_opts opts; /* sysroot points to `sysroot` below */
-	char *sysroot;
-	const char *rootname;      /* sysroot, or "" for "/": the prefix of warnings' paths */
-	int root;
-	int fds[256];              /* device directories held open for later reads */
-	size_t n_fds;
-	struct orh_readbatch batch;
-};
-
-/* Plan mode, per port: which entries have been read. */
-struct orh_port_gids {
-	int devfd;                 /* the device's directory (the source owns it), or -1:
-				    * opened by `rel` from the sysroot for each read */
-	char *rel;                 /* sys/class/infiniband/<dev>, when devfd is -1 */
-	char prefix[16];           /* ports/<n>/ */
-	char *where;               /* <sysroot>/sys/class/infiniband/<dev>/ports/<n> */
-	uint8_t *seen;             /* per index: 0 not read, 1 unused or unreadable, 2 in use */
-	size_t n_seen;
-	unsigned end;              /* the table's length once known, else UINT_MAX */
-	size_t cap;                /* of the port's gids array */
-};
 
 void disc_warn(struct scan *sc, const char *fmt, ...)
 {
@@ -66,12 +43,12 @@ void disc_warn(struct scan *sc, const char *fmt, ...)
 	for (char *c = s; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f)
 			*c = '?';
-	orh_strv_push(&sc->inv->warnings, s);
+	orh_strv_push(sc->warnings, s);
 }
 
 ssize_t disc_read_value(struct scan *sc, int dirfd, const char *path, char *buf, size_t max)
 {
-	sc->inv->file_reads++;
+	(*sc->reads)++;
 	return orh_read_line_batch(sc->batch, dirfd, path, buf, max);
 }
 
@@ -125,7 +102,7 @@ int disc_list_dir(int dirfd, const char *path, struct orh_strv *out)
 	return 0;
 }
 
-static bool valid_name(const char *s, size_t max)
+bool disc_valid_name(const char *s, size_t max)
 {
 	size_t n = strlen(s);
 
@@ -189,10 +166,7 @@ static const char *entry_path(char *path, const char *prefix, const char *dir, u
 	return path;
 }
 
-/* Read one GID entry of the port whose directory is <dirfd>/<prefix> ("" or
- * "ports/<n>/"); warnings name <where>/gids/<idx>. Returns 1 when it is in use (filled),
- * 0 when unused or skipped, -ENOENT when there is no such entry. */
-static int read_gid(struct scan *sc, int dirfd, const char *prefix, const char *where,
+int disc_read_gid(struct scan *sc, int dirfd, const char *prefix, const char *where,
 		    unsigned idx, bool need_ndev, struct orh_gid *g)
 {
 	char path[96], buf[VALUE_MAX];
@@ -232,7 +206,7 @@ ndev:
 	n = disc_read_value(sc, dirfd, entry_path(path, prefix, "gid_attrs/ndevs/", idx), buf,
 			    sizeof(buf));
 	if (n > 0) {
-		if (valid_name(buf, IFNAMSIZ))
+		if (disc_valid_name(buf, IFNAMSIZ))
 			strcpy(g->ndev, buf);
 		else
 			disc_warn(sc, "ignoring '%s/%s': not an interface name", where,
@@ -265,9 +239,9 @@ static void scan_gids(struct scan *sc, int portfd, const char *where, struct orh
 			disc_warn(sc, "skipping '%s/gids': %s", where, strerror(-r));
 		return;
 	}
-	if (names.n > MAX_GIDS) {
+	if (names.n > DISC_MAX_GIDS) {
 		disc_warn(sc, "skipping '%s/gids': %zu entries, more than %d", where, names.n,
-			  MAX_GIDS);
+			  DISC_MAX_GIDS);
 		orh_strv_free(&names);
 		return;
 	}
@@ -276,11 +250,11 @@ static void scan_gids(struct scan *sc, int portfd, const char *where, struct orh
 		unsigned long long idx;
 		struct orh_gid g;
 
-		if (orh_parse_uint(names.v[i], MAX_GIDS, &idx) < 0) {
+		if (orh_parse_uint(names.v[i], DISC_MAX_GIDS, &idx) < 0) {
 			disc_warn(sc, "skipping '%s/gids/%s': not a GID index", where, names.v[i]);
 			continue;
 		}
-		if (read_gid(sc, portfd, "", where, (unsigned)idx, true, &g) == 1)
+		if (disc_read_gid(sc, portfd, "", where, (unsigned)idx, true, &g) == 1)
 			push_gid(p, &g, &cap);
 	}
 	orh_strv_free(&names);
@@ -299,65 +273,16 @@ static void port_netdev_from_device(struct scan *sc, int devfd, struct orh_port 
 		char path[128], buf[32];
 		unsigned long long dp;
 
-		if (!valid_name(nets.v[i], IFNAMSIZ))
+		if (!disc_valid_name(nets.v[i], IFNAMSIZ))
 			continue;
 		snprintf(path, sizeof(path), "device/net/%s/dev_port", nets.v[i]);
 		if (disc_read_value(sc, devfd, path, buf, sizeof(buf)) > 0 &&
 		    orh_parse_uint(buf, 1024, &dp) == 0 && dp + 1 == p->num)
 			strcpy(p->netdev, nets.v[i]);
 	}
-	if (!p->netdev[0] && nets.n == 1 && valid_name(nets.v[0], IFNAMSIZ))
+	if (!p->netdev[0] && nets.n == 1 && disc_valid_name(nets.v[0], IFNAMSIZ))
 		strcpy(p->netdev, nets.v[0]);
 	orh_strv_free(&nets);
-}
-
-/* Plan mode: keep what is needed to read the port's GID entries on demand. The device's
- * directory stays open (up to a limit) for them. */
-static void lazy_init(struct scan *sc, struct orh_port *p, int devfd, const char *devwhere)
-{
-	struct orh_gid_source *src = sc->inv->gid_source;
-	struct orh_port_gids *lz = orh_xcalloc(1, sizeof(*lz));
-	size_t len = strlen(devwhere);
-
-	/* every page a hook touches costs it a fault: the strings take what they need */
-	lz->devfd = -1;
-	if (src->n_fds && src->fds[src->n_fds - 1] == devfd)
-		lz->devfd = devfd; /* the device's other port kept it */
-	else if (src->n_fds < ORH_ARRAY_SIZE(src->fds))
-		lz->devfd = src->fds[src->n_fds++] = devfd;
-	if (lz->devfd < 0)
-		lz->rel = orh_xstrdup(devwhere + strlen(src->rootname) + 1);
-	strcpy(orh_put_uint(stpcpy(lz->prefix, "ports/"), p->num), "/");
-	lz->where = orh_xmalloc(len + sizeof("/ports/255"));
-	orh_put_uint(stpcpy(stpcpy(lz->where, devwhere), "/ports/"), p->num);
-	lz->end = UINT_MAX;
-	p->lazy = lz;
-}
-
-/* Plan mode: a RoCE port's net device is the ndev of its first used entry: entry 0, the
- * default GID, on a live port (an unused entry's ndev cannot be read). */
-static void lazy_netdev(struct scan *sc, struct orh_port *p, int devfd)
-{
-	struct orh_port_gids *lz = p->lazy;
-	char path[64], buf[VALUE_MAX];
-
-	if (disc_read_value(sc, devfd, entry_path(path, lz->prefix, "gid_attrs/ndevs/", 0), buf,
-			    sizeof(buf)) > 0 && valid_name(buf, IFNAMSIZ)) {
-		strcpy(p->netdev, buf);
-		return;
-	}
-	for (unsigned idx = 0; idx < MAX_GIDS && !p->netdev[0]; idx++) {
-		struct orh_gid g;
-		int r = orh_port_gid(sc->inv, p, idx, &g);
-
-		if (r < 0)
-			break;
-		if (r == 1) {
-			if (g.ndev[0])
-				strcpy(p->netdev, g.ndev);
-			break;
-		}
-	}
 }
 
 /* Read one port. Plan mode reads its few files through the device's directory, and
@@ -419,13 +344,13 @@ static bool scan_port(struct scan *sc, int devfd, const char *devwhere, struct o
 			orh_strlcpy(p->rate, buf, sizeof(p->rate));
 		scan_gids(sc, dirfd, where, p);
 	} else {
-		/* A port that cannot be used needs nothing more; only an ACTIVE RoCE
-		 * port's GID entries decide anything (rule 4), and the planner asks for them. */
-		if (p->state != ORH_PORT_ACTIVE || p->link_layer == ORH_LL_UNKNOWN)
+		/* A port the caller will not use needs nothing more; a RoCE port's GID
+		 * entries are read when the planner asks for them. */
+		if (sc->opts->port_wanted && !sc->opts->port_wanted(p))
 			return true;
 		if (p->link_layer == ORH_LL_ETHERNET) {
-			lazy_init(sc, p, devfd, devwhere);
-			lazy_netdev(sc, p, devfd);
+			disc_gids_track(sc, p, devfd, devwhere);
+			disc_gids_netdev(sc, p, devfd);
 		}
 	}
 	if (!p->netdev[0])
@@ -499,7 +424,7 @@ static void scan_device(struct scan *sc, const char *name)
 
 	snprintf(where, sizeof(where), "%s/sys/class/infiniband/%s",
 		 strcmp(sc->opts->sysroot, "/") ? sc->opts->sysroot : "", name);
-	if (!valid_name(name, sizeof(d.name))) {
+	if (!disc_valid_name(name, sizeof(d.name))) {
 		disc_warn(sc, "skipping '%s': not a usable device name", where);
 		return;
 	}
@@ -555,8 +480,7 @@ static void scan_device(struct scan *sc, const char *name)
 	}
 	orh_strv_free(&ports);
 ports_done:
-	if (inv->gid_source && inv->gid_source->n_fds &&
-	    inv->gid_source->fds[inv->gid_source->n_fds - 1] == devfd)
+	if (disc_gids_keeps(inv->gid_source, devfd))
 		devfd = -1; /* kept for the ports' GID entries */
 	if (d.n_ports > 1 && !disc_plan_mode(sc)) /* probed in order: sorted already */
 		qsort(d.ports, d.n_ports, sizeof(*d.ports), cmp_ports);
@@ -572,7 +496,7 @@ static void scan_route(struct scan *sc, const char *rootname)
 	char *save = NULL;
 	int lineno = 0;
 
-	sc->inv->file_reads++;
+	(*sc->reads)++;
 	if (fd < 0) {
 		disc_warn(sc, "skipping '%s/proc/net/route': %s", rootname, strerror(errno));
 		return;
@@ -593,7 +517,7 @@ static void scan_route(struct scan *sc, const char *rootname)
 				  lineno);
 			continue;
 		}
-		if (is_default && metric < best && valid_name(ifname, IFNAMSIZ)) {
+		if (is_default && metric < best && disc_valid_name(ifname, IFNAMSIZ)) {
 			best = metric;
 			strcpy(sc->inv->default_route_if, ifname);
 		}
@@ -625,7 +549,8 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 	struct orh_discover_opts o = *opts;
 	const char *rootname;
 	struct orh_readbatch batch = { 0 };
-	struct scan sc = { .opts = &o, .inv = inv, .root = -1, .batch = &batch };
+	struct scan sc = { .opts = &o, .inv = inv, .root = -1, .batch = &batch,
+			   .warnings = &inv->warnings, .reads = &inv->file_reads };
 	struct orh_strv names = { 0 };
 	int r;
 
@@ -637,17 +562,9 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 	if (sc.root < 0)
 		return orh_fail(err, errno, "opening sysroot '%s': %s", o.sysroot, strerror(errno));
 	if (o.gid_scan == ORH_GIDS_PLAN) {
-		struct orh_gid_source *src = orh_xcalloc(1, sizeof(*src));
-
-		src->sysroot = orh_xstrdup(o.sysroot);
-		src->rootname = strcmp(src->sysroot, "/") ? src->sysroot : "";
-		src->opts = o;
-		src->opts.sysroot = src->sysroot;
-		src->opts.want.addrs = NULL; /* the planner matches addresses itself */
-		src->opts.want.n_addrs = 0;
-		src->root = sc.root;
-		inv->gid_source = src;
-		sc.batch = &src->batch; /* flushed as GID entries are read, and at the end */
+		inv->gid_source = disc_gids_open(&o, sc.root);
+		/* flushed as GID entries are read, and at the end */
+		sc.batch = disc_gids_batch(inv->gid_source);
 	}
 
 	r = disc_list_dir(sc.root, "sys/class/infiniband", &names);
@@ -671,126 +588,15 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 	return 0;
 }
 
-static void insert_gid(struct orh_port *p, const struct orh_gid *g, size_t *cap)
-{
-	size_t at = p->n_gids;
-
-	while (at > 0 && p->gids[at - 1].index > g->index)
-		at--;
-	if (p->n_gids == *cap) {
-		*cap = *cap ? *cap * 2 : 2; /* the plan reads one or two entries of most ports */
-		p->gids = orh_xrealloc(p->gids, *cap * sizeof(*p->gids));
-	}
-	memmove(&p->gids[at + 1], &p->gids[at], (p->n_gids - at) * sizeof(*p->gids));
-	p->gids[at] = *g;
-	p->n_gids++;
-}
-
-static const struct orh_gid *find_gid(const struct orh_port *p, unsigned idx)
-{
-	size_t lo = 0, hi = p->n_gids;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->gids[mid].index == idx)
-			return &p->gids[mid];
-		if (p->gids[mid].index < idx)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-int orh_port_gid(struct orh_inventory *inv, struct orh_port *p, unsigned idx, struct orh_gid *g)
-{
-	struct orh_port_gids *lz = p->lazy;
-	struct orh_gid_source *src = inv->gid_source;
-	const struct orh_gid *have;
-	struct scan sc;
-	int r;
-
-	if (!lz || !src) {
-		/* complete: every used entry is in p->gids */
-		unsigned end = p->gid_tbl_len;
-
-		if (p->n_gids && p->gids[p->n_gids - 1].index >= end)
-			end = p->gids[p->n_gids - 1].index + 1;
-		if (idx >= end)
-			return -ENOENT;
-		have = find_gid(p, idx);
-		if (have)
-			*g = *have;
-		return have ? 1 : 0;
-	}
-	if (idx >= lz->end || idx >= MAX_GIDS)
-		return -ENOENT;
-	if (idx < lz->n_seen && lz->seen[idx]) {
-		have = lz->seen[idx] == 2 ? find_gid(p, idx) : NULL;
-		if (have)
-			*g = *have;
-		return have ? 1 : 0;
-	}
-	sc = (struct scan){ .opts = &src->opts, .inv = inv, .root = src->root, .batch = &src->batch };
-	if (lz->devfd >= 0) {
-		r = read_gid(&sc, lz->devfd, lz->prefix, lz->where, idx, !p->netdev[0], g);
-	} else {
-		_cleanup_close_ int fd = openat(src->root, lz->rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		if (fd < 0) {
-			disc_warn(&sc, "skipping '%s': %s", lz->where, strerror(errno));
-			r = 0;
-		} else {
-			r = read_gid(&sc, fd, lz->prefix, lz->where, idx, !p->netdev[0], g);
-		}
-	}
-	if (r == -ENOENT) {
-		lz->end = idx;
-		p->gid_tbl_len = idx;
-		return -ENOENT;
-	}
-	if (idx >= lz->n_seen) {
-		size_t n = lz->n_seen ? lz->n_seen : 16;
-
-		while (n <= idx)
-			n *= 2;
-		lz->seen = orh_xrealloc(lz->seen, n);
-		memset(lz->seen + lz->n_seen, 0, n - lz->n_seen);
-		lz->n_seen = n;
-	}
-	lz->seen[idx] = r == 1 ? 2 : 1;
-	if (r == 1)
-		insert_gid(p, g, &lz->cap);
-	return r;
-}
-
 void orh_inventory_free(struct orh_inventory *inv)
 {
 	for (size_t i = 0; i < inv->n_devs; i++) {
-		for (size_t p = 0; p < inv->devs[i].n_ports; p++) {
-			struct orh_port_gids *lz = inv->devs[i].ports[p].lazy;
-
+		for (size_t p = 0; p < inv->devs[i].n_ports; p++)
 			free(inv->devs[i].ports[p].gids);
-			if (lz) {
-				free(lz->seen);
-				free(lz->rel);
-				free(lz->where);
-				free(lz);
-			}
-		}
 		free(inv->devs[i].ports);
 	}
 	free(inv->devs);
-	if (inv->gid_source) {
-		orh_readbatch_flush(&inv->gid_source->batch);
-		for (size_t i = 0; i < inv->gid_source->n_fds; i++)
-			close(inv->gid_source->fds[i]);
-		if (inv->gid_source->root >= 0)
-			close(inv->gid_source->root);
-		free(inv->gid_source->sysroot);
-		free(inv->gid_source);
-	}
+	disc_gids_free(inv->gid_source);
 	free(inv->netdevs);
 	orh_strv_free(&inv->warnings);
 	memset(inv, 0, sizeof(*inv));

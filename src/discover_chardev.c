@@ -41,7 +41,7 @@ static const struct orh_rdma_majors *rdma_majors(struct scan *sc, const char *ro
 
 	if (sc->dyn_state == 0) {
 		sc->dyn_state = -1;
-		sc->inv->file_reads++;
+		(*sc->reads)++;
 		fd = openat(sc->root, "proc/devices", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		r = fd < 0 ? -errno : orh_read_fd_all(fd, PROC_DEVICES_MAX, &text, NULL);
 		if (r == 0)
@@ -76,7 +76,7 @@ static bool devnum_checked(struct scan *sc, const char *rootname, int dirfd, con
 	}
 	/* sys/dev/char/MAJ:MIN, by hand: once for every device */
 	orh_put_uint(stpcpy(orh_put_uint(stpcpy(rev, "sys/dev/char/"), cd->major), ":"), cd->minor);
-	sc->inv->file_reads++;
+	(*sc->reads)++;
 	if (fstatat(sc->root, rev, &dev, 0) < 0) {
 		disc_warn(sc,
 			  "skipping '%s/%s/dev': %u:%u is no device the kernel has ('%s/%s': %s)",

@@ -13,10 +13,13 @@
 #include "orh/inventory.h"
 
 #define VALUE_MAX 256 /* every sysfs attribute we read is far shorter */
+#define DISC_MAX_GIDS 4096
 
 struct scan {
 	const struct orh_discover_opts *opts;
-	struct orh_inventory *inv;
+	struct orh_inventory *inv; /* NULL for GID reads after discovery */
+	struct orh_strv *warnings; /* where disc_warn puts its lines */
+	unsigned long *reads;      /* counts the files read */
 	int root;                  /* sysroot dir fd */
 	struct orh_readbatch *batch;
 	struct orh_rdma_majors dyn; /* RDMA's dynamic majors (discover_chardev.c) */
@@ -28,7 +31,7 @@ static inline bool disc_plan_mode(const struct scan *sc)
 	return sc->opts->gid_scan == ORH_GIDS_PLAN;
 }
 
-/* Add a warning to inv->warnings (control characters made '?': one line each). */
+/* Add a warning to sc->warnings (control characters made '?': one line each). */
 void disc_warn(struct scan *sc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Read one value; on failure return the error (no warning: callers decide). */
 ssize_t disc_read_value(struct scan *sc, int dirfd, const char *path, char *buf, size_t max);
@@ -39,6 +42,25 @@ bool disc_read_required(struct scan *sc, int dirfd, const char *where, const cha
 int disc_list_dir(int dirfd, const char *path, struct orh_strv *out);
 /* The last component of a symlink's target; "" when not a link or not printable. */
 void disc_link_basename(int dirfd, const char *path, char *out, size_t size);
+
+/* A name of at most max-1 printable characters, no '/' (a sysfs entry, an interface). */
+bool disc_valid_name(const char *s, size_t max);
+/* Read GID entry idx of the port whose directory is <dirfd>/<prefix> ("" or
+ * "ports/<n>/"); warnings name <where>/gids/<idx>. 1 when it is in use (filled), 0 when
+ * unused or skipped, -ENOENT when there is no such entry. */
+int disc_read_gid(struct scan *sc, int dirfd, const char *prefix, const char *where,
+		  unsigned idx, bool need_ndev, struct orh_gid *g);
+
+/* discover_gids.c: plan mode's GID source (see orh_inventory_gids). */
+struct orh_gid_source *disc_gids_open(const struct orh_discover_opts *opts, int root);
+struct orh_readbatch *disc_gids_batch(struct orh_gid_source *src);
+/* Is devfd the directory the source kept open last (the scan must not close it)? */
+bool disc_gids_keeps(const struct orh_gid_source *src, int devfd);
+/* Record how to read port p's entries later (sets p->gid_slot). */
+void disc_gids_track(struct scan *sc, struct orh_port *p, int devfd, const char *devwhere);
+/* A tracked RoCE port's net device: the ndev of its first used entry. */
+void disc_gids_netdev(struct scan *sc, struct orh_port *p, int devfd);
+void disc_gids_free(struct orh_gid_source *src);
 
 /* discover_gpu.c: the real path of <sysroot>/<rel>, relative to <sysroot>/sys
  * ("devices/pci0000:1a/0000:1a:00.0"). -ENOENT when missing, -EXDEV when it leads outside

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The planner: node config x inventory x container facts -> plan.
- * Pure: reads nothing, writes nothing but the plan. Each numbered rule below is the
+ * Pure: reads nothing of the node but the GID entries it asks its caller's reader for,
+ * writes nothing but the plan. Each numbered rule below is the
  * rule of the same number in man/oci-rdma-hook.conf.5.
  */
 #include <arpa/inet.h>
@@ -65,24 +66,26 @@ static void env_unset(struct orh_plan *plan, const char *name)
 		}
 }
 
-#define DEV_DIR "/dev/infiniband/"
-
-static void add_node(struct orh_plan *plan, const struct orh_chardev *cd, unsigned mode)
+/* Add a node for cd (of owner, NULL for rdma_cm) once. */
+static void add_node(struct orh_plan *plan, const struct orh_chardev *cd, unsigned mode,
+		     enum orh_chardev_kind kind, const struct orh_device *owner)
 {
-	char path[64];
+	struct orh_devnode *n;
 
-	/* called for every used port: the path is formatted once, for a node not there yet */
 	for (size_t i = 0; i < plan->n_nodes; i++)
-		if (!strncmp(plan->nodes[i].path + strlen(DEV_DIR), cd->name,
-			     sizeof(path) - strlen(DEV_DIR) - 1))
+		if (plan->nodes[i].kind == kind && plan->nodes[i].major == cd->major &&
+		    plan->nodes[i].minor == cd->minor)
 			return;
-	snprintf(path, sizeof(path), DEV_DIR "%s", cd->name);
 	plan->nodes = orh_xgrow(plan->nodes, plan->n_nodes, sizeof(*plan->nodes));
-	orh_strlcpy(plan->nodes[plan->n_nodes].path, path, sizeof(plan->nodes[0].path));
-	plan->nodes[plan->n_nodes].major = cd->major;
-	plan->nodes[plan->n_nodes].minor = cd->minor;
-	plan->nodes[plan->n_nodes].mode = mode;
-	plan->n_nodes++;
+	n = &plan->nodes[plan->n_nodes++];
+	memset(n, 0, sizeof(*n));
+	/* discovery's names are short, printable and have no '/' */
+	orh_strlcpy(stpcpy(n->path, ORH_DEV_DIR), cd->name, sizeof(n->path) - strlen(ORH_DEV_DIR));
+	n->major = cd->major;
+	n->minor = cd->minor;
+	n->mode = mode;
+	n->kind = kind;
+	n->owner = owner;
 }
 
 static void choice_init(struct orh_plan *plan, const struct orh_inventory *inv)
@@ -95,8 +98,8 @@ static void choice_init(struct orh_plan *plan, const struct orh_inventory *inv)
 	for (size_t d = 0; d < inv->n_devs; d++)
 		for (size_t p = 0; p < inv->devs[d].n_ports; p++) {
 			struct orh_port_choice *c = &plan->ports[plan->n_ports++];
-			c->dev = inv->devs[d].name;
-			c->port = inv->devs[d].ports[p].num;
+			c->dev = &inv->devs[d];
+			c->port = &inv->devs[d].ports[p];
 			c->gid_index = -1;
 		}
 }
@@ -128,52 +131,49 @@ static bool holds_any_uverbs(const struct orh_container_facts *f, const struct o
 
 #define LEAVE_OUT(c, ...) do { (c)->used = false; snprintf((c)->reason, sizeof((c)->reason), __VA_ARGS__); } while (0)
 
+bool orh_plan_port_usable(const struct orh_port *p)
+{
+	return p->state == ORH_PORT_ACTIVE && p->link_layer != ORH_LL_UNKNOWN;
+}
+
 /* Rules 1 and 2: which ports are usable. Rule 2 is a guess at which NIC the node keeps
  * for TCP; a container whose devices were chosen for it (rule 8, `given`) is not guessed
  * for. */
 static void choose_ports(const struct orh_config *cfg, const struct orh_inventory *inv,
 			 bool given, struct orh_plan *plan)
 {
-	size_t k = 0;
 	bool off_route = false;
 
-	for (size_t d = 0; d < inv->n_devs; d++) {
-		const struct orh_device *dev = &inv->devs[d];
-		for (size_t p = 0; p < dev->n_ports; p++) {
-			const struct orh_port *port = &dev->ports[p];
-			struct orh_port_choice *c = &plan->ports[k++];
+	for (size_t k = 0; k < plan->n_ports; k++) {
+		struct orh_port_choice *c = &plan->ports[k];
+		const struct orh_port *port = c->port;
 
-			c->used = true;
-			if (cfg->include.n && !listed(&cfg->include, dev, port->num))
-				LEAVE_OUT(c, "not in the config's include list");
-			else if (listed(&cfg->exclude, dev, port->num))
-				LEAVE_OUT(c, "in the config's exclude list");
-			else if (port->state != ORH_PORT_ACTIVE)
-				LEAVE_OUT(c, "port state %s, not ACTIVE",
-					  port->state_text[0] ? port->state_text : "unreadable");
-			else if (port->link_layer == ORH_LL_UNKNOWN)
-				LEAVE_OUT(c, "link layer Unknown (not an NCCL IB device)");
-			else if (!dev->uverbs.present)
-				LEAVE_OUT(c, "device has no uverbs node");
-			if (c->used && port->netdev[0] && strcmp(port->netdev, inv->default_route_if))
-				off_route = true;
-		}
+		c->used = true;
+		if (cfg->include.n && !listed(&cfg->include, c->dev, port->num))
+			LEAVE_OUT(c, "not in the config's include list");
+		else if (listed(&cfg->exclude, c->dev, port->num))
+			LEAVE_OUT(c, "in the config's exclude list");
+		else if (port->state != ORH_PORT_ACTIVE)
+			LEAVE_OUT(c, "port state %s, not ACTIVE",
+				  port->state_text[0] ? port->state_text : "unreadable");
+		else if (!orh_plan_port_usable(port))
+			LEAVE_OUT(c, "link layer Unknown (not an NCCL IB device)");
+		else if (!c->dev->uverbs.present)
+			LEAVE_OUT(c, "device has no uverbs node");
+		if (c->used && port->netdev[0] && strcmp(port->netdev, inv->default_route_if))
+			off_route = true;
 	}
 	/* Rule 2: the front-end NIC carries the default route; leave it to TCP when the
 	 * node has fabric ports besides it. eRDMA devices are the VPC NICs by design. */
 	if (!cfg->skip_default_route_nic || !inv->default_route_if[0] || !off_route || given)
 		return;
-	k = 0;
-	for (size_t d = 0; d < inv->n_devs; d++) {
-		const struct orh_device *dev = &inv->devs[d];
-		for (size_t p = 0; p < dev->n_ports; p++) {
-			const struct orh_port *port = &dev->ports[p];
-			struct orh_port_choice *c = &plan->ports[k++];
+	for (size_t k = 0; k < plan->n_ports; k++) {
+		struct orh_port_choice *c = &plan->ports[k];
 
-			if (c->used && !dev_is_erdma(dev) && !strcmp(port->netdev, inv->default_route_if) &&
-			    !(cfg->include.n && listed(&cfg->include, dev, port->num)))
-				LEAVE_OUT(c, "front-end NIC: %s carries the default route", port->netdev);
-		}
+		if (c->used && !dev_is_erdma(c->dev) &&
+		    !strcmp(c->port->netdev, inv->default_route_if) &&
+		    !(cfg->include.n && listed(&cfg->include, c->dev, c->port->num)))
+			LEAVE_OUT(c, "front-end NIC: %s carries the default route", c->port->netdev);
 	}
 }
 
@@ -182,20 +182,16 @@ static void choose_ports(const struct orh_config *cfg, const struct orh_inventor
 static void given_devices(const struct orh_container_facts *f, const struct orh_inventory *inv,
 			  struct orh_plan *plan)
 {
-	size_t k = 0, matched = 0;
+	size_t matched = 0;
 
 	if (!holds_any_uverbs(f, inv))
 		return;
-	for (size_t d = 0; d < inv->n_devs; d++) {
-		const struct orh_device *dev = &inv->devs[d];
-		bool held = holds(f, dev);
-
-		matched += held;
-		for (size_t p = 0; p < dev->n_ports; p++, k++)
-			if (!held && plan->ports[k].used)
-				LEAVE_OUT(&plan->ports[k], "rule 8: not given to this container (it "
-					  "holds other RDMA devices)");
-	}
+	for (size_t d = 0; d < inv->n_devs; d++)
+		matched += holds(f, &inv->devs[d]);
+	for (size_t k = 0; k < plan->n_ports; k++)
+		if (plan->ports[k].used && !holds(f, plan->ports[k].dev))
+			LEAVE_OUT(&plan->ports[k], "rule 8: not given to this container (it "
+				  "holds other RDMA devices)");
 	if (matched == 0)
 		orh_strv_pushf(&plan->warnings,
 			       "the container holds uverbs nodes that are none of this node's "
@@ -212,33 +208,32 @@ static const char *fabric_name(enum orh_link_layer ll)
 static void near_gpus(const struct orh_container_facts *f, const struct orh_inventory *inv,
 		      struct orh_plan *plan)
 {
-	size_t k = 0;
-
 	if (!f || !f->nic_near)
 		return;
-	for (size_t d = 0; d < inv->n_devs; d++)
-		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++)
-			if (plan->ports[k].used && !f->nic_near[d])
-				LEAVE_OUT(&plan->ports[k], "rule 9: %s",
-					  f->nic_why && f->nic_why[d][0] ? f->nic_why[d]
-					  : "not near the container's GPUs");
+	for (size_t k = 0; k < plan->n_ports; k++) {
+		struct orh_port_choice *c = &plan->ports[k];
+		size_t d = (size_t)(c->dev - inv->devs);
+
+		if (c->used && !f->nic_near[d])
+			LEAVE_OUT(c, "rule 9: %s",
+				  f->nic_why && f->nic_why[d][0] ? f->nic_why[d]
+				  : "not near the container's GPUs");
+	}
 }
 
 /* Rule 10: one fabric. NCCL_IB_HCA never mixes InfiniBand and Ethernet (RoCE) ports:
  * the config's link_layer, else the larger group (InfiniBand on a tie). */
-static void one_fabric(const struct orh_config *cfg, const struct orh_inventory *inv,
-		       struct orh_plan *plan)
+static void one_fabric(const struct orh_config *cfg, struct orh_plan *plan)
 {
-	size_t n_ib = 0, n_eth = 0, k = 0;
+	size_t n_ib = 0, n_eth = 0;
 	enum orh_link_layer keep;
 	char left[512] = "";
 
-	for (size_t d = 0; d < inv->n_devs; d++)
-		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++)
-			if (plan->ports[k].used) {
-				n_ib += inv->devs[d].ports[p].link_layer == ORH_LL_INFINIBAND;
-				n_eth += inv->devs[d].ports[p].link_layer == ORH_LL_ETHERNET;
-			}
+	for (size_t k = 0; k < plan->n_ports; k++)
+		if (plan->ports[k].used) {
+			n_ib += plan->ports[k].port->link_layer == ORH_LL_INFINIBAND;
+			n_eth += plan->ports[k].port->link_layer == ORH_LL_ETHERNET;
+		}
 	if (cfg->link_layer == ORH_FABRIC_AUTO && (n_ib == 0 || n_eth == 0))
 		return;
 	if (cfg->link_layer == ORH_FABRIC_INFINIBAND)
@@ -247,19 +242,17 @@ static void one_fabric(const struct orh_config *cfg, const struct orh_inventory 
 		keep = ORH_LL_ETHERNET;
 	else
 		keep = n_ib >= n_eth ? ORH_LL_INFINIBAND : ORH_LL_ETHERNET;
-	k = 0;
-	for (size_t d = 0; d < inv->n_devs; d++)
-		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++) {
-			struct orh_port_choice *c = &plan->ports[k];
-			size_t len = strlen(left);
+	for (size_t k = 0; k < plan->n_ports; k++) {
+		struct orh_port_choice *c = &plan->ports[k];
+		size_t len = strlen(left);
 
-			if (!c->used || inv->devs[d].ports[p].link_layer == keep)
-				continue;
-			LEAVE_OUT(c, "rule 10: %s; NCCL_IB_HCA holds %s ports only",
-				  fabric_name(inv->devs[d].ports[p].link_layer), fabric_name(keep));
-			snprintf(left + len, sizeof(left) - len, "%s%s:%u", len ? "," : "", c->dev,
-				 c->port);
-		}
+		if (!c->used || c->port->link_layer == keep)
+			continue;
+		LEAVE_OUT(c, "rule 10: %s; NCCL_IB_HCA holds %s ports only",
+			  fabric_name(c->port->link_layer), fabric_name(keep));
+		snprintf(left + len, sizeof(left) - len, "%s%s:%u", len ? "," : "", c->dev->name,
+			 c->port->num);
+	}
 	if (left[0])
 		orh_strv_pushf(&plan->warnings,
 			       "the usable ports are InfiniBand (%zu) and Ethernet (%zu): NCCL_IB_HCA "
@@ -268,20 +261,18 @@ static void one_fabric(const struct orh_config *cfg, const struct orh_inventory 
 			       left);
 }
 
-static enum orh_preset auto_preset(const struct orh_inventory *inv, const struct orh_plan *plan)
+static enum orh_preset auto_preset(const struct orh_plan *plan)
 {
 	bool erdma = false, eth = false;
-	size_t k = 0;
 
-	for (size_t d = 0; d < inv->n_devs; d++)
-		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++) {
-			if (!plan->ports[k].used)
-				continue;
-			if (dev_is_erdma(&inv->devs[d]))
-				erdma = true;
-			if (inv->devs[d].ports[p].link_layer == ORH_LL_ETHERNET)
-				eth = true;
-		}
+	for (size_t k = 0; k < plan->n_ports; k++) {
+		if (!plan->ports[k].used)
+			continue;
+		if (dev_is_erdma(plan->ports[k].dev))
+			erdma = true;
+		if (plan->ports[k].port->link_layer == ORH_LL_ETHERNET)
+			eth = true;
+	}
 	return erdma ? ORH_PRESET_ERDMA : eth ? ORH_PRESET_ROCE : ORH_PRESET_INFINIBAND;
 }
 
@@ -311,17 +302,17 @@ static void apply_preset(struct orh_plan *plan, enum orh_preset preset)
  * them one index when one fits them all: the lowest index that holds a GID of the
  * wanted kind on every such port (for a port whose table holds the container's own
  * address, that entry's index only). Entries are asked for in the order this search
- * needs them (orh_port_gid), so on a node whose ports agree, the first port costs a
+ * needs them (through the caller's reader), so on a node whose ports agree, the first port costs a
  * walk to its first wanted entry and every other port one entry.
  */
 struct roce {
 	size_t k;                 /* index in plan->ports */
-	struct orh_port *port;
+	const struct orh_port *port;
 	int fixed;                /* the container's address's entry, -1: none */
 };
 
 struct gid_search {
-	struct orh_inventory *inv;
+	const struct orh_gid_reader *gids;
 	struct orh_gid_want want;
 	const struct orh_container_facts *facts;
 	struct orh_plan *plan;
@@ -332,11 +323,17 @@ struct gid_search {
 #define NONE (-1)
 
 /* The lowest index >= from that holds a GID of the wanted kind, or NONE. */
-static int next_wanted(struct gid_search *s, struct orh_port *p, unsigned from)
+static int read_entry(struct gid_search *s, const struct orh_port *p, unsigned idx,
+		      struct orh_gid *g)
+{
+	return s->gids->entry(s->gids->arg, p, idx, g, &s->plan->warnings);
+}
+
+static int next_wanted(struct gid_search *s, const struct orh_port *p, unsigned from)
 {
 	for (unsigned idx = from;; idx++) {
 		struct orh_gid g;
-		int r = orh_port_gid(s->inv, p, idx, &g);
+		int r = read_entry(s, p, idx, &g);
 
 		if (r < 0)
 			return NONE;
@@ -346,7 +343,7 @@ static int next_wanted(struct gid_search *s, struct orh_port *p, unsigned from)
 }
 
 /* The index of the first wanted entry that holds one of the container's addresses. */
-static int container_entry(struct gid_search *s, struct orh_port *p)
+static int container_entry(struct gid_search *s, const struct orh_port *p)
 {
 	const struct orh_container_facts *f = s->facts;
 
@@ -355,7 +352,7 @@ static int container_entry(struct gid_search *s, struct orh_port *p)
 	for (int idx = next_wanted(s, p, 0); idx != NONE; idx = next_wanted(s, p, (unsigned)idx + 1)) {
 		struct orh_gid g;
 
-		if (orh_port_gid(s->inv, p, (unsigned)idx, &g) != 1 || !g.ipv4_mapped)
+		if (read_entry(s, p, (unsigned)idx, &g) != 1 || !g.ipv4_mapped)
 			continue;
 		for (size_t a = 0; a < f->n_addrs; a++)
 			if (g.ipv4.s_addr == f->addrs[a].s_addr)
@@ -368,7 +365,7 @@ static void leave_out_no_gid(struct gid_search *s, struct orh_port_choice *c)
 {
 	LEAVE_OUT(c, "no %s RoCE v%d GID", s->family, s->roce_version);
 	orh_strv_pushf(&s->plan->warnings, "%s:%u left out: its GID table has no %s RoCE v%d entry",
-		       c->dev, c->port, s->family, s->roce_version);
+		       c->dev->name, c->port->num, s->family, s->roce_version);
 }
 
 static void set_index(struct orh_port_choice *c, int index, int fixed)
@@ -417,7 +414,6 @@ static int lowest_common(struct gid_search *s, const struct roce *r, size_t n, s
 struct hca_ctx {
 	struct gid_search s;
 	struct orh_plan *plan;
-	struct orh_port **port;
 	int *fixed;
 	bool *known;
 };
@@ -425,7 +421,7 @@ struct hca_ctx {
 static int fixed_of(struct hca_ctx *h, size_t k)
 {
 	if (!h->known[k]) {
-		h->fixed[k] = container_entry(&h->s, h->port[k]);
+		h->fixed[k] = container_entry(&h->s, h->plan->ports[k].port);
 		h->known[k] = true;
 	}
 	return h->fixed[k];
@@ -443,13 +439,13 @@ static size_t window(const struct orh_plan *plan, size_t w[NCCL_MAX_HCA])
 }
 
 /* Which ports make NCCL_IB_HCA (rule 3) and their GID indices (rule 4). */
-static void choose_hca(const struct orh_config *cfg, struct orh_inventory *inv,
-		       const struct orh_container_facts *facts, struct orh_plan *plan)
+static void choose_hca(const struct orh_config *cfg, const struct orh_gid_reader *gids, const struct orh_container_facts *facts,
+		       struct orh_plan *plan)
 {
 	size_t n_alloc = plan->n_ports ? plan->n_ports : 1, w[NCCL_MAX_HCA], nw, n, k = 0, empty;
 	struct hca_ctx h = {
 		.s = {
-			.inv = inv,
+			.gids = gids,
 			.want = { .family = cfg->gid_family, .roce_version = cfg->roce_version },
 			.facts = facts,
 			.plan = plan,
@@ -457,16 +453,11 @@ static void choose_hca(const struct orh_config *cfg, struct orh_inventory *inv,
 			.roce_version = cfg->roce_version,
 		},
 		.plan = plan,
-		.port = orh_xcalloc(n_alloc, sizeof(*h.port)),
 		.fixed = orh_xcalloc(n_alloc, sizeof(*h.fixed)),
 		.known = orh_xcalloc(n_alloc, sizeof(*h.known)),
 	};
 	struct roce r[NCCL_MAX_HCA];
 	int common;
-
-	for (size_t d = 0; d < inv->n_devs; d++)
-		for (size_t p = 0; p < inv->devs[d].n_ports; p++)
-			h.port[k++] = &inv->devs[d].ports[p];
 
 	/* One index for the RoCE ports of the window; a port with no wanted entry at all
 	 * leaves, and the next used port takes its place. */
@@ -474,8 +465,8 @@ static void choose_hca(const struct orh_config *cfg, struct orh_inventory *inv,
 		nw = window(plan, w);
 		n = 0;
 		for (size_t i = 0; i < nw; i++)
-			if (h.port[w[i]]->link_layer == ORH_LL_ETHERNET)
-				r[n++] = (struct roce){ .k = w[i], .port = h.port[w[i]],
+			if (plan->ports[w[i]].port->link_layer == ORH_LL_ETHERNET)
+				r[n++] = (struct roce){ .k = w[i], .port = plan->ports[w[i]].port,
 							.fixed = fixed_of(&h, w[i]) };
 		common = lowest_common(&h.s, r, n, &empty);
 		if (common != NONE || empty == n)
@@ -497,10 +488,10 @@ static void choose_hca(const struct orh_config *cfg, struct orh_inventory *inv,
 				struct orh_port_choice *c = &plan->ports[w[i]];
 				int fixed, idx;
 
-				if (h.port[w[i]]->link_layer != ORH_LL_ETHERNET || c->gid_index != NONE)
+				if (c->port->link_layer != ORH_LL_ETHERNET || c->gid_index != NONE)
 					continue;
 				fixed = fixed_of(&h, w[i]);
-				idx = fixed != NONE ? fixed : next_wanted(&h.s, h.port[w[i]], 0);
+				idx = fixed != NONE ? fixed : next_wanted(&h.s, c->port, 0);
 				if (idx != NONE) {
 					set_index(c, idx, fixed);
 				} else {
@@ -519,53 +510,61 @@ static void choose_hca(const struct orh_config *cfg, struct orh_inventory *inv,
 			continue;
 		LEAVE_OUT(c, "NCCL_IB_HCA holds at most %d entries", NCCL_MAX_HCA);
 		orh_strv_pushf(&plan->warnings, "%s:%u left out: NCCL_IB_HCA holds at most %d entries",
-			       c->dev, c->port, NCCL_MAX_HCA);
+			       c->dev->name, c->port->num, NCCL_MAX_HCA);
 	}
-	free(h.port);
 	free(h.fixed);
 	free(h.known);
 }
 
-/* Rule 4, for the node: one index for every port in NCCL_IB_HCA, or NCCL's per-device
- * selection when none fits them all. */
-static void gid_env(const struct orh_config *cfg, struct orh_plan *plan)
+/* Rule 4, for the node: one index for every port in NCCL_IB_HCA (plan->gid_index), or
+ * NCCL's per-device selection when none fits them all (plan->gid_per_device). */
+static void gid_choose(struct orh_plan *plan, bool *from_container)
 {
-	int common = -1;
-	bool differ = false, any_container = false;
-	char list[1024] = "";
-
+	plan->gid_index = -1;
+	*from_container = false;
 	for (size_t k = 0; k < plan->n_ports; k++) {
 		const struct orh_port_choice *c = &plan->ports[k];
 
 		if (!c->used || c->gid_index < 0)
 			continue;
-		any_container |= c->gid_from_container;
-		if (common < 0)
-			common = c->gid_index;
-		else if (common != c->gid_index)
-			differ = true;
+		*from_container |= c->gid_from_container;
+		if (plan->gid_index < 0 && !plan->gid_per_device)
+			plan->gid_index = c->gid_index;
+		else if (plan->gid_index != c->gid_index)
+			plan->gid_per_device = true;
 	}
-	if (common < 0)
-		return; /* no RoCE port */
-	if (!differ) {
+	if (plan->gid_per_device)
+		plan->gid_index = -1;
+}
+
+/* The variables of rule 4, from the plan's fields. */
+static void gid_env(const struct orh_config *cfg, struct orh_plan *plan, bool from_container)
+{
+	const char *per_device =
+		"rule 4: no single GID index fits every port; NCCL >= 2.21.5 picks per device";
+	char list[1024] = "";
+
+	if (plan->gid_index >= 0) {
 		char v[16];
-		snprintf(v, sizeof(v), "%d", common);
+
+		snprintf(v, sizeof(v), "%d", plan->gid_index);
 		env_set(plan, "NCCL_IB_GID_INDEX", v,
-			any_container ? "rule 4: GID index of the container's address on every chosen port"
-				      : "rule 4: the lowest GID index that fits every chosen port");
+			from_container ? "rule 4: GID index of the container's address on every chosen port"
+				       : "rule 4: the lowest GID index that fits every chosen port");
 		return;
 	}
-	env_set(plan, "NCCL_IB_ROCE_VERSION_NUM", cfg->roce_version == 2 ? "2" : "1",
-		"rule 4: no single GID index fits every port; NCCL >= 2.21.5 picks per device");
+	if (!plan->gid_per_device)
+		return; /* no RoCE port */
+	env_set(plan, "NCCL_IB_ROCE_VERSION_NUM", cfg->roce_version == 2 ? "2" : "1", per_device);
 	env_set(plan, "NCCL_IB_ADDR_FAMILY", cfg->gid_family == AF_INET ? "AF_INET" : "AF_INET6",
-		"rule 4: no single GID index fits every port; NCCL >= 2.21.5 picks per device");
+		per_device);
 	for (size_t k = 0; k < plan->n_ports; k++) {
 		const struct orh_port_choice *c = &plan->ports[k];
 		size_t len = strlen(list);
 
 		if (c->used && c->gid_index >= 0)
 			snprintf(list + len, sizeof(list) - len, "%s%s:%u=%d", len ? ", " : "",
-				 c->dev, c->port, c->gid_index);
+				 c->dev->name, c->port->num, c->gid_index);
 	}
 	orh_strv_pushf(&plan->warnings,
 		       "no single GID index fits every port (%s): NCCL_IB_GID_INDEX left unset, "
@@ -589,49 +588,53 @@ static size_t hca_append(char *hca, size_t size, size_t len, const char *sep, co
 	return len + sl + dl + 1 + nl;
 }
 
-int orh_plan_build(const struct orh_config *cfg, struct orh_inventory *inv,
-		   const struct orh_container_facts *facts, struct orh_plan *plan,
-		   struct orh_err *err)
+int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv,
+		   const struct orh_gid_reader *gids, const struct orh_container_facts *facts,
+		   struct orh_plan *plan, struct orh_err *err)
 {
+	static const struct orh_gid_reader in_memory = { .entry = orh_gids_in_memory };
 	char hca[NCCL_MAX_HCA * (ORH_NAME_MAX + 8) + 2] = "=";
 	const char *ifname;
-	size_t k = 0, n_hca = 0, hca_len = 1;
+	size_t n_hca = 0, hca_len = 1;
+	bool gid_from_container;
 
 	memset(plan, 0, sizeof(*plan));
 	choice_init(plan, inv);
 	choose_ports(cfg, inv, holds_any_uverbs(facts, inv), plan);
 	given_devices(facts, inv, plan);
 	near_gpus(facts, inv, plan);
-	one_fabric(cfg, inv, plan);
-	choose_hca(cfg, inv, facts, plan);
+	one_fabric(cfg, plan);
+	choose_hca(cfg, gids ? gids : &in_memory, facts, plan);
+	gid_choose(plan, &gid_from_container);
 
-	/* Rule 3: NCCL_IB_HCA in exact form. */
-	for (size_t d = 0; d < inv->n_devs; d++)
-		for (size_t p = 0; p < inv->devs[d].n_ports; p++, k++) {
-			struct orh_port_choice *c = &plan->ports[k];
+	/* Rule 3: NCCL_IB_HCA in exact form; the nodes of the ports in it. */
+	for (size_t k = 0; k < plan->n_ports; k++) {
+		struct orh_port_choice *c = &plan->ports[k];
+		const struct orh_port *port = c->port;
 
-			if (!c->used)
-				continue;
-			hca_len = hca_append(hca, sizeof(hca), hca_len, n_hca ? "," : "", c->dev, c->port);
-			n_hca++;
-			if (!c->reason[0])
-				snprintf(c->reason, sizeof(c->reason), "%s",
-					 inv->devs[d].ports[p].link_layer == ORH_LL_INFINIBAND ? "InfiniBand" : "used");
-			add_node(plan, &inv->devs[d].uverbs, 0666);
-			if (cfg->management_devices) {
-				if (inv->devs[d].ports[p].umad.present)
-					add_node(plan, &inv->devs[d].ports[p].umad, 0600);
-				if (inv->devs[d].ports[p].issm.present)
-					add_node(plan, &inv->devs[d].ports[p].issm, 0600);
-			}
+		if (!c->used)
+			continue;
+		hca_len = hca_append(hca, sizeof(hca), hca_len, n_hca ? "," : "", c->dev->name,
+				     port->num);
+		n_hca++;
+		if (!c->reason[0])
+			snprintf(c->reason, sizeof(c->reason), "%s",
+				 port->link_layer == ORH_LL_INFINIBAND ? "InfiniBand" : "used");
+		add_node(plan, &c->dev->uverbs, 0666, ORH_CHARDEV_UVERBS, c->dev);
+		if (cfg->management_devices) {
+			if (port->umad.present)
+				add_node(plan, &port->umad, 0600, ORH_CHARDEV_UMAD, c->dev);
+			if (port->issm.present)
+				add_node(plan, &port->issm, 0600, ORH_CHARDEV_ISSM, c->dev);
 		}
+	}
 	/* Rule 7: nothing usable, nothing given. */
 	if (n_hca == 0) {
 		plan->preset = ORH_PRESET_NONE;
 		return 0;
 	}
 	if (inv->rdma_cm.present)
-		add_node(plan, &inv->rdma_cm, 0666);
+		add_node(plan, &inv->rdma_cm, 0666, ORH_CHARDEV_RDMA_CM, NULL);
 	else
 		orh_strv_pushf(&plan->warnings, "no rdma_cm device (is the rdma_ucm module loaded?): "
 			       "librdmacm users will fail");
@@ -640,7 +643,7 @@ int orh_plan_build(const struct orh_config *cfg, struct orh_inventory *inv,
 
 	/* Env order: HCA, then rule 4, the socket, the preset, the config. */
 	env_set(plan, "NCCL_IB_HCA", hca, "rule 3: the usable ports, exact names");
-	gid_env(cfg, plan);
+	gid_env(cfg, plan, gid_from_container);
 
 	/* Rule 5: the socket interface. */
 	if (cfg->socket_ifname)
@@ -666,7 +669,7 @@ int orh_plan_build(const struct orh_config *cfg, struct orh_inventory *inv,
 	else
 		plan->preset = cfg->preset;
 	if (plan->preset == ORH_PRESET_AUTO)
-		plan->preset = auto_preset(inv, plan);
+		plan->preset = auto_preset(plan);
 	apply_preset(plan, plan->preset);
 	for (size_t i = 0; i < cfg->n_env; i++) {
 		char src[512];

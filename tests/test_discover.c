@@ -16,6 +16,8 @@
 static char root[256];
 static struct orh_inventory inv;
 static struct orh_err err;
+/* The warnings of the last plan made from a plan-mode inventory: its GID reads' */
+static struct orh_strv read_warnings;
 
 static void make_node(const char *node)
 {
@@ -25,6 +27,7 @@ static void make_node(const char *node)
 static void cleanup(void)
 {
 	orh_inventory_free(&inv);
+	orh_strv_free(&read_warnings);
 	fixture_remove_node(root);
 }
 
@@ -33,6 +36,7 @@ static void discover(enum orh_gid_scan mode)
 	struct orh_discover_opts o = {
 		.sysroot = root, .gid_scan = mode,
 		.want = { .family = AF_INET, .roce_version = 2 }, .mad = mode == ORH_GIDS_ALL,
+		.port_wanted = orh_plan_port_usable, /* as the decision asks */
 	};
 	orh_inventory_free(&inv);
 	cr_assert_eq(orh_discover(&o, &inv, &err), 0, "%s", err.msg);
@@ -52,7 +56,21 @@ static bool warned(const char *needle)
 	for (size_t i = 0; i < inv.warnings.n; i++)
 		if (strstr(inv.warnings.v[i], needle))
 			return true;
+	for (size_t i = 0; i < read_warnings.n; i++)
+		if (strstr(read_warnings.v[i], needle))
+			return true;
 	return false;
+}
+
+/* A plan's own warnings, leaving out those of the files read (a full scan reads every
+ * entry and warns in discovery; a plan-mode one warns as it reads). */
+static size_t decision_warnings(const struct orh_strv *w)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < w->n; i++)
+		n += strncmp(w->v[i], "skipping '", 10) && strncmp(w->v[i], "ignoring '", 10);
+	return n;
 }
 
 static void put(const char *rel, const char *text)
@@ -115,32 +133,58 @@ Test(discover, seed001_everything)
 
 Test(discover, plan_mode_reads_gid_entries_on_demand)
 {
-	struct orh_port *p;
+	const struct orh_port *p;
+	struct orh_gid_reader rd;
+	struct orh_strv warn = { 0 };
 	struct orh_gid g;
 	unsigned long before;
 
 	make_node("seed001-roce");
 	discover(ORH_GIDS_PLAN);
-	p = (struct orh_port *)&dev("mlx5_1")->ports[0];
+	p = &dev("mlx5_1")->ports[0];
 	cr_assert_str_eq(p->netdev, "eth1"); /* from gid_attrs/ndevs/0 */
 	cr_assert_eq(p->n_gids, 0, "discovery read %zu GID entries", p->n_gids);
 	cr_assert_not(p->gids_complete);
-	before = inv.file_reads;
-	cr_assert_eq(orh_port_gid(&inv, p, 3, &g), 1);
+	cr_assert_neq(p->gid_slot, 0);
+	rd = orh_inventory_gids(&inv);
+	before = orh_inventory_reads(&inv);
+	cr_assert_eq(rd.entry(rd.arg, p, 3, &g, &warn), 1);
 	cr_assert_eq(g.type, ORH_GID_TYPE_ROCE_V2);
 	cr_assert(g.ipv4_mapped);
-	cr_assert_eq(inv.file_reads, before + 2, "gids/3 and its type: %lu reads", inv.file_reads - before);
-	cr_assert_eq(orh_port_gid(&inv, p, 3, &g), 1);
-	cr_assert_eq(inv.file_reads, before + 2, "asked again, read again");
-	cr_assert_eq(orh_port_gid(&inv, p, 0, &g), 1);
+	cr_assert_eq(orh_inventory_reads(&inv), before + 2, "gids/3 and its type: %lu reads",
+		     orh_inventory_reads(&inv) - before);
+	cr_assert_eq(rd.entry(rd.arg, p, 3, &g, &warn), 1);
+	cr_assert_eq(orh_inventory_reads(&inv), before + 2, "asked again, read again");
+	cr_assert_eq(rd.entry(rd.arg, p, 0, &g, &warn), 1);
 	cr_assert_eq(g.type, ORH_GID_TYPE_UNKNOWN, "a link-local entry needs no type");
-	cr_assert_eq(inv.file_reads, before + 3);
-	cr_assert_eq(orh_port_gid(&inv, p, 200, &g), 0, "unused");
-	cr_assert_eq(orh_port_gid(&inv, p, 256, &g), -ENOENT);
-	cr_assert_eq(orh_port_gid(&inv, p, 300, &g), -ENOENT);
-	cr_assert_eq(p->n_gids, 2);
-	cr_assert_eq(p->gids[0].index, 0, "kept in index order");
-	cr_assert_eq(p->gids[1].index, 3);
+	cr_assert_eq(orh_inventory_reads(&inv), before + 3);
+	cr_assert_eq(rd.entry(rd.arg, p, 200, &g, &warn), 0, "unused");
+	cr_assert_eq(rd.entry(rd.arg, p, 256, &g, &warn), -ENOENT);
+	cr_assert_eq(rd.entry(rd.arg, p, 300, &g, &warn), -ENOENT);
+	cr_assert_eq(warn.n, 0);
+	/* what was read is kept by the reader: the inventory is as discovery left it */
+	cr_assert_eq(p->n_gids, 0);
+	cr_assert_eq(p->gid_tbl_len, 0);
+}
+
+/* A GID file that cannot be read is named in the warnings the planner passes. */
+Test(discover, plan_mode_gid_warning_reaches_the_reader_caller)
+{
+	const struct orh_port *p;
+	struct orh_gid_reader rd;
+	struct orh_strv warn = { 0 };
+	struct orh_gid g;
+
+	make_node("seed001-roce");
+	put("sys/class/infiniband/mlx5_1/ports/1/gids/3", "not a gid\n");
+	discover(ORH_GIDS_PLAN);
+	p = &dev("mlx5_1")->ports[0];
+	rd = orh_inventory_gids(&inv);
+	cr_assert_eq(rd.entry(rd.arg, p, 3, &g, &warn), 0);
+	cr_assert_eq(warn.n, 1);
+	cr_assert(strstr(warn.v[0], "mlx5_1/ports/1/gids/3"), "%s", warn.v[0]);
+	cr_assert_eq(inv.warnings.n, 0, "the inventory's warnings are discovery's");
+	orh_strv_free(&warn);
 }
 
 /* The plan from a plan-mode inventory (entries read on demand) is the plan from the
@@ -149,14 +193,16 @@ static unsigned long same_plan_both_ways(const char *what)
 {
 	struct orh_config cfg;
 	struct orh_plan full, lazy;
+	struct orh_gid_reader gids;
 	unsigned long reads;
 
 	orh_config_defaults(&cfg);
 	discover(ORH_GIDS_ALL);
-	cr_assert_eq(orh_plan_build(&cfg, &inv, NULL, &full, &err), 0);
+	cr_assert_eq(orh_plan_build(&cfg, &inv, NULL, NULL, &full, &err), 0);
 	discover(ORH_GIDS_PLAN);
-	cr_assert_eq(orh_plan_build(&cfg, &inv, NULL, &lazy, &err), 0);
-	reads = inv.file_reads;
+	gids = orh_inventory_gids(&inv);
+	cr_assert_eq(orh_plan_build(&cfg, &inv, &gids, NULL, &lazy, &err), 0);
+	reads = orh_inventory_reads(&inv);
 	cr_assert_eq(full.n_env, lazy.n_env, "%s: %zu vs %zu variables", what, full.n_env, lazy.n_env);
 	for (size_t i = 0; i < full.n_env; i++) {
 		cr_assert_str_eq(full.env[i].name, lazy.env[i].name, "%s", what);
@@ -168,12 +214,18 @@ static unsigned long same_plan_both_ways(const char *what)
 	cr_assert_eq(full.n_ports, lazy.n_ports, "%s", what);
 	for (size_t i = 0; i < full.n_ports; i++) {
 		cr_assert_eq(full.ports[i].used, lazy.ports[i].used, "%s: %s:%u", what,
-			     full.ports[i].dev, full.ports[i].port);
+			     full.ports[i].dev->name, full.ports[i].port->num);
 		cr_assert_eq(full.ports[i].gid_index, lazy.ports[i].gid_index, "%s: %s:%u", what,
-			     full.ports[i].dev, full.ports[i].port);
+			     full.ports[i].dev->name, full.ports[i].port->num);
 		cr_assert_str_eq(full.ports[i].reason, lazy.ports[i].reason, "%s", what);
 	}
-	cr_assert_eq(full.warnings.n, lazy.warnings.n, "%s", what);
+	cr_assert_eq(full.gid_index, lazy.gid_index, "%s", what);
+	cr_assert_eq(full.gid_per_device, lazy.gid_per_device, "%s", what);
+	cr_assert_eq(decision_warnings(&full.warnings), decision_warnings(&lazy.warnings), "%s",
+		     what);
+	orh_strv_free(&read_warnings);
+	for (size_t i = 0; i < lazy.warnings.n; i++)
+		orh_strv_push(&read_warnings, orh_xstrdup(lazy.warnings.v[i]));
 	orh_plan_free(&full);
 	orh_plan_free(&lazy);
 	orh_config_free(&cfg);
@@ -232,11 +284,13 @@ static const char *lazy_env(const char *name)
 	static char value[64];
 	struct orh_config cfg;
 	struct orh_plan plan;
+	struct orh_gid_reader gids;
 	const struct orh_env_entry *e;
 
 	orh_config_defaults(&cfg);
 	discover(ORH_GIDS_PLAN);
-	cr_assert_eq(orh_plan_build(&cfg, &inv, NULL, &plan, &err), 0);
+	gids = orh_inventory_gids(&inv);
+	cr_assert_eq(orh_plan_build(&cfg, &inv, &gids, NULL, &plan, &err), 0);
 	e = orh_plan_env_get(&plan, name);
 	snprintf(value, sizeof(value), "%s", e ? e->value : "(unset)");
 	orh_plan_free(&plan);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Each planning rule (man oci-rdma-hook.conf(5), THE PLAN) on inventories built here. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +108,7 @@ static struct orh_port *roce_port(struct orh_device *d, const char *netdev, unsi
 
 static void build(const struct orh_container_facts *facts)
 {
-	cr_assert_eq(orh_plan_build(&cfg, &inv, facts, &plan, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_plan_build(&cfg, &inv, NULL, facts, &plan, &err), 0, "%s", err.msg);
 }
 
 static const char *env(const char *name)
@@ -159,6 +160,57 @@ static void seed001(void)
 	}
 }
 
+/* A reader that says every RoCE port's entry 7 is its IPv4 RoCE v2 GID, and warns once
+ * for each entry asked for past it. */
+struct fake_reader {
+	unsigned asked;
+};
+
+static int fake_entry(void *arg, const struct orh_port *p, unsigned idx, struct orh_gid *g,
+		      struct orh_strv *warnings)
+{
+	struct fake_reader *f = arg;
+
+	f->asked++;
+	if (idx > 7) {
+		orh_strv_pushf(warnings, "fake: entry %u of %u asked", idx, p->num);
+		return -ENOENT;
+	}
+	if (idx < 7)
+		return 0;
+	memset(g, 0, sizeof(*g));
+	g->index = idx;
+	g->type = ORH_GID_TYPE_ROCE_V2;
+	g->raw[10] = g->raw[11] = 0xff;
+	g->raw[12] = 10;
+	g->raw[15] = (uint8_t)p->num;
+	g->ipv4_mapped = true;
+	memcpy(&g->ipv4, g->raw + 12, 4);
+	return 1;
+}
+
+/* The planner reads GID entries through the reader its caller passes, and nothing else:
+ * the inventory's own tables (index 3) are not looked at. */
+Test(plan, gid_entries_come_from_the_callers_reader)
+{
+	struct fake_reader f = { 0 };
+	struct orh_gid_reader rd = { .entry = fake_entry, .arg = &f };
+
+	seed001();
+	cr_assert_eq(orh_plan_build(&cfg, &inv, &rd, NULL, &plan, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "7");
+	cr_assert_eq(plan.gid_index, 7);
+	cr_assert_gt(f.asked, 0);
+	orh_plan_free(&plan);
+	/* an entry the reader cannot give: the port is left out, and its warning is the plan's */
+	f = (struct fake_reader){ 0 };
+	cfg.gid_family = AF_INET6;
+	cr_assert_eq(orh_plan_build(&cfg, &inv, &rd, NULL, &plan, &err), 0, "%s", err.msg);
+	cr_assert_null(env("NCCL_IB_GID_INDEX"));
+	cr_assert_eq(plan.gid_index, -1);
+	cr_assert(warned("fake: entry 8 of 1 asked"));
+}
+
 Test(plan, seed001_front_end_nic_and_gid_3)
 {
 	seed001();
@@ -177,6 +229,19 @@ Test(plan, seed001_front_end_nic_and_gid_3)
 	cr_assert_str_eq(plan.nodes[0].path, "/dev/infiniband/uverbs1");
 	cr_assert_eq(plan.nodes[0].minor, 193);
 	cr_assert_str_eq(plan.nodes[8].path, "/dev/infiniband/rdma_cm");
+	/* each node names its device; the choices point into the inventory */
+	cr_assert_eq(plan.nodes[0].kind, ORH_CHARDEV_UVERBS);
+	cr_assert_eq(plan.nodes[0].owner, &inv.devs[1]);
+	cr_assert_eq(plan.nodes[8].kind, ORH_CHARDEV_RDMA_CM);
+	cr_assert_null(plan.nodes[8].owner);
+	cr_assert_eq(plan.n_ports, 9);
+	for (size_t k = 0; k < plan.n_ports; k++) {
+		cr_assert_eq(plan.ports[k].dev, &inv.devs[k]);
+		cr_assert_eq(plan.ports[k].port, &inv.devs[k].ports[0]);
+	}
+	/* rule 4's index is a field of the plan, not only an env line */
+	cr_assert_eq(plan.gid_index, 3);
+	cr_assert_not(plan.gid_per_device);
 	cr_assert(plan.set_memlock);
 	cr_assert_eq(plan.memlock, ORH_MEMLOCK_UNLIMITED);
 	/* order: HCA, GID, socket, preset */

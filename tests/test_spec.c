@@ -11,9 +11,12 @@
 
 /* A plan as the planner makes it for a node with two HCAs. */
 static struct orh_devnode nodes[] = {
-	{ "/dev/infiniband/uverbs0", 231, 192, 0666 },
-	{ "/dev/infiniband/uverbs1", 231, 193, 0666 },
-	{ "/dev/infiniband/rdma_cm", 10, 58, 0666 },
+	{ .path = "/dev/infiniband/uverbs0", .major = 231, .minor = 192, .mode = 0666,
+	  .kind = ORH_CHARDEV_UVERBS },
+	{ .path = "/dev/infiniband/uverbs1", .major = 231, .minor = 193, .mode = 0666,
+	  .kind = ORH_CHARDEV_UVERBS },
+	{ .path = "/dev/infiniband/rdma_cm", .major = 10, .minor = 58, .mode = 0666,
+	  .kind = ORH_CHARDEV_RDMA_CM },
 };
 static struct orh_env_entry env[] = {
 	{ "NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1", "rule 3" },

@@ -64,11 +64,12 @@ struct orh_port {
 	char rate[64];               /* "200 Gb/sec (4X HDR)", empty when unreadable */
 	char netdev[IFNAMSIZ];       /* the port's net device (first GID's ndev, else device/net/) */
 	unsigned gid_tbl_len;        /* number of entries in gids/ (0: unknown, plan mode) */
-	struct orh_gid *gids;        /* entries in use, ascending index: all of them, or in
-				      * plan mode those read so far (see orh_port_gid) */
+	struct orh_gid *gids;        /* entries in use, ascending index (ORH_GIDS_ALL) */
 	size_t n_gids;
-	bool gids_complete;          /* false in plan mode: ask orh_port_gid */
-	struct orh_port_gids *lazy;  /* plan mode: what has been read (discover.c) */
+	bool gids_complete;          /* gids holds the whole table; else (plan mode) the
+				      * entries are read on demand: orh_inventory_gids */
+	size_t gid_slot;             /* plan mode: the port's place in the inventory's GID
+				      * source, 1-based; 0 when it has none */
 	struct orh_chardev umad;
 	struct orh_chardev issm;
 };
@@ -106,16 +107,18 @@ struct orh_inventory {
 	size_t n_netdevs;
 	struct orh_strv warnings;    /* one line per skipped entry, naming the file */
 	unsigned long file_reads;    /* how many files discovery opened (for tests/bench) */
-	struct orh_gid_source *gid_source; /* plan mode: where GID entries are read from */
+	struct orh_gid_source *gid_source; /* plan mode: where GID entries are read from, and
+					    * what has been read (owned; see orh_inventory_gids) */
 };
 
 /*
  * What the caller needs from the GID tables.
  *  ORH_GIDS_ALL  : every used entry (detect).
  *  ORH_GIDS_PLAN : only what the plan asks for. Discovery reads no GID table up front
- *                  (an ACTIVE RoCE port's netdev comes from entry 0's ndev); the planner
- *                  reads the entries its decision needs through orh_port_gid, and an
- *                  entry that cannot be of the wanted kind costs no type read.
+ *                  (a RoCE port's netdev comes from entry 0's ndev); the planner reads
+ *                  the entries its decision needs through the reader the caller passes
+ *                  it (orh_inventory_gids), and an entry that cannot be of the wanted
+ *                  kind costs no type read.
  */
 enum orh_gid_scan {
 	ORH_GIDS_ALL = 0,
@@ -136,6 +139,10 @@ struct orh_discover_opts {
 	bool mad;              /* also read umad/issm (detect, or management_devices) */
 	bool topology;         /* plan mode: also read each device's pci_path and numa_node
 				* (NIC affinity to a container's GPUs); ORH_GIDS_ALL always does */
+	/* plan mode: which ports need their net device and GID entries read; a port it
+	 * refuses gets its state and link layer only. The planner's rule 1 passes here
+	 * (orh_plan_port_usable), so discovery holds no rule of its own. NULL: every port. */
+	bool (*port_wanted)(const struct orh_port *p);
 };
 
 /* Fill inv. Returns 0 even when entries were skipped (see inv->warnings); -errno only
@@ -145,11 +152,27 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 		 struct orh_err *err);
 void orh_inventory_free(struct orh_inventory *inv);
 
-/* Entry `idx` of port p's GID table: 1 when in use (*g filled), 0 when unused or
- * unreadable, -ENOENT past the end of the table. A complete inventory (ORH_GIDS_ALL, or
- * one built in memory) answers from p->gids; in plan mode the entry is read from the
- * sysroot the first time it is asked for (a warning names a bad file) and kept. */
-int orh_port_gid(struct orh_inventory *inv, struct orh_port *p, unsigned idx, struct orh_gid *g);
+/*
+ * How the planner reads a port's GID table: entry(arg, p, idx, g, warnings) returns 1
+ * when entry idx is in use (*g filled), 0 when it is unused or unreadable (a line in
+ * warnings names the file), -ENOENT past the end of the table. The planner reads nothing
+ * else of the node; its caller chooses the reader.
+ */
+struct orh_gid_reader {
+	int (*entry)(void *arg, const struct orh_port *p, unsigned idx, struct orh_gid *g,
+		     struct orh_strv *warnings);
+	void *arg;
+};
+
+/* The reader for an inventory discovery filled: a complete table answers from p->gids;
+ * in plan mode an entry is read from the sysroot the first time it is asked for and kept
+ * in the inventory's GID source, so the inventory itself is never written. */
+struct orh_gid_reader orh_inventory_gids(const struct orh_inventory *inv);
+/* The files read: by discovery, and since by the inventory's reader. */
+unsigned long orh_inventory_reads(const struct orh_inventory *inv);
+/* Answers from p->gids only (complete tables: ORH_GIDS_ALL, or built in memory). */
+int orh_gids_in_memory(void *arg, const struct orh_port *p, unsigned idx, struct orh_gid *g,
+		       struct orh_strv *warnings);
 
 /* Does this GID match `want` (type, family, not link-local, not zero)? */
 bool orh_gid_matches(const struct orh_gid *g, const struct orh_gid_want *want);

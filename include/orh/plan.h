@@ -51,11 +51,17 @@ struct orh_container_facts {
 	char (*nic_why)[224];
 };
 
+#define ORH_DEV_DIR "/dev/infiniband/"
+
+/* A device node the container gets. */
 struct orh_devnode {
-	char path[64];      /* "/dev/infiniband/uverbs0" */
+	char path[64];      /* ORH_DEV_DIR + name: "/dev/infiniband/uverbs0" */
 	unsigned major;
 	unsigned minor;
 	unsigned mode;      /* 0666 */
+	enum orh_chardev_kind kind;
+	const struct orh_device *owner; /* the device it belongs to (in the inventory);
+					 * NULL for rdma_cm, which every device shares */
 };
 
 struct orh_env_entry {
@@ -64,9 +70,10 @@ struct orh_env_entry {
 	char *source;       /* "rule 3: chosen ports", "preset roce", "FILE:LINE" */
 };
 
+/* What the plan does with one port of the inventory. */
 struct orh_port_choice {
-	const char *dev;    /* points into the inventory */
-	unsigned port;
+	const struct orh_device *dev;   /* in the inventory */
+	const struct orh_port *port;    /* dev's port */
 	bool used;
 	int gid_index;      /* -1: none (InfiniBand, or not chosen) */
 	bool gid_from_container; /* the index is that of the container's own address */
@@ -80,17 +87,26 @@ struct orh_plan {
 	uint64_t memlock;   /* ORH_MEMLOCK_UNLIMITED or bytes */
 	struct orh_env_entry *env;   /* ordered */
 	size_t n_env;
-	struct orh_port_choice *ports;
+	struct orh_port_choice *ports; /* one per port of the inventory, in its order */
 	size_t n_ports;
+	/* rule 4: the one GID index of every RoCE port in NCCL_IB_HCA (NCCL_IB_GID_INDEX);
+	 * -1 when there is none, or when the ports need different ones (gid_per_device) */
+	int gid_index;
+	bool gid_per_device;         /* no single index fits: NCCL picks per device */
 	enum orh_preset preset;      /* the preset applied (never AUTO) */
 	struct orh_strv warnings;
 };
 
-/* Planning may read GID entries the inventory does not hold yet (plan mode: see
- * orh_port_gid), so the inventory is not const. */
-int orh_plan_build(const struct orh_config *cfg, struct orh_inventory *inv,
-		   const struct orh_container_facts *facts, struct orh_plan *plan,
-		   struct orh_err *err);
+/* Plan. The planner reads nothing of the node but GID entries, through gids (NULL: the
+ * inventory's own tables, orh_gids_in_memory); every warning it gives, those of the GID
+ * reads included, is in plan->warnings. The plan points into inv: keep inv while it is
+ * used. */
+int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv,
+		   const struct orh_gid_reader *gids, const struct orh_container_facts *facts,
+		   struct orh_plan *plan, struct orh_err *err);
+/* Rule 1's test of the port itself: ACTIVE, with a link layer NCCL drives. Discovery is
+ * handed it (orh_discover_opts.port_wanted), so it reads nothing more of other ports. */
+bool orh_plan_port_usable(const struct orh_port *p);
 void orh_plan_free(struct orh_plan *plan);
 /* True when the plan gives nothing (no usable device). */
 bool orh_plan_is_empty(const struct orh_plan *plan);

@@ -56,16 +56,11 @@ static json_t *node_json(const struct orh_devnode *n)
 			 "fileMode", (json_int_t)(n->mode & 07777), "permissions", "rwm");
 }
 
-static const struct orh_devnode *plan_node(const struct orh_plan *plan,
-					   const struct orh_chardev *cd)
+/* The plan's rdma_cm node, which every device's entry carries too. */
+static const struct orh_devnode *plan_rdma_cm(const struct orh_plan *plan)
 {
-	char path[sizeof(plan->nodes[0].path)];
-
-	if (!cd->present)
-		return NULL;
-	snprintf(path, sizeof(path), "/dev/infiniband/%s", cd->name);
 	for (size_t i = 0; i < plan->n_nodes; i++)
-		if (strcmp(plan->nodes[i].path, path) == 0)
+		if (plan->nodes[i].kind == ORH_CHARDEV_RDMA_CM)
 			return &plan->nodes[i];
 	return NULL;
 }
@@ -100,14 +95,14 @@ static int cdi_hook(const struct orh_ctx *ctx, json_t **out, struct orh_err *err
 	return 0;
 }
 
-/* Build the CDI document. Pure: a function of the plan, the inventory and the hook
+/* Build the CDI document. Pure: a function of the plan and the hook
  * (stolen). */
-static int cdi_build(const struct orh_plan *plan, const struct orh_inventory *inv, json_t *hook,
+static int cdi_build(const struct orh_plan *plan, json_t *hook,
 		     json_t **out, struct orh_strv *warnings)
 {
 	json_t *doc = NULL, *devices = json_array(), *all = json_array();
 	json_t *hooks = NULL;
-	const struct orh_devnode *cm = plan_node(plan, &inv->rdma_cm);
+	const struct orh_devnode *cm = plan_rdma_cm(plan);
 	int r;
 
 	*out = NULL;
@@ -122,41 +117,34 @@ static int cdi_build(const struct orh_plan *plan, const struct orh_inventory *in
 		if (r < 0)
 			goto oom;
 	}
-	for (size_t d = 0; d < inv->n_devs; d++) {
-		const struct orh_device *dev = &inv->devs[d];
-		const struct orh_devnode *uv = plan_node(plan, &dev->uverbs);
+	/* one entry per device the plan uses (it has the device's uverbs node): the nodes
+	 * the plan gives that device, in plan order, and rdma_cm */
+	for (size_t i = 0; i < plan->n_nodes; i++) {
+		const struct orh_device *dev = plan->nodes[i].owner;
 		json_t *nodes = NULL;
+		bool failed = false;
 
-		if (!uv)
-			continue; /* no port of this device is used */
+		if (plan->nodes[i].kind != ORH_CHARDEV_UVERBS || !dev)
+			continue;
 		if (!cdi_name_ok(dev->name)) {
 			orh_strv_pushf(warnings, "device '%s': not a valid CDI device name, only in \"all\"",
 				       dev->name);
-		} else {
-			bool failed = false;
-
-			nodes = json_array();
-			if (!nodes)
-				goto oom;
-			failed |= json_array_append_new(nodes, node_json(uv)) < 0;
-			for (size_t p = 0; p < dev->n_ports; p++) {
-				const struct orh_devnode *m = plan_node(plan, &dev->ports[p].umad);
-				const struct orh_devnode *s = plan_node(plan, &dev->ports[p].issm);
-
-				if (m)
-					failed |= json_array_append_new(nodes, node_json(m)) < 0;
-				if (s)
-					failed |= json_array_append_new(nodes, node_json(s)) < 0;
-			}
-			if (cm)
-				failed |= json_array_append_new(nodes, node_json(cm)) < 0;
-			if (failed) {
-				json_decref(nodes);
-				goto oom;
-			}
-			if (add_device(devices, dev->name, nodes) < 0)
-				goto oom;
+			continue;
 		}
+		nodes = json_array();
+		if (!nodes)
+			goto oom;
+		for (size_t j = 0; j < plan->n_nodes; j++)
+			if (plan->nodes[j].owner == dev)
+				failed |= json_array_append_new(nodes, node_json(&plan->nodes[j])) < 0;
+		if (cm)
+			failed |= json_array_append_new(nodes, node_json(cm)) < 0;
+		if (failed) {
+			json_decref(nodes);
+			goto oom;
+		}
+		if (add_device(devices, dev->name, nodes) < 0)
+			goto oom;
 	}
 	for (size_t i = 0; i < plan->n_nodes; i++)
 		if (json_array_append_new(all, node_json(&plan->nodes[i])) < 0)
@@ -205,7 +193,6 @@ int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
 	};
 	struct orh_decision d;
 	const struct orh_plan *plan = &d.plan;
-	const struct orh_inventory *inv = &d.inv;
 	struct orh_strv warnings = { 0 };
 	struct orh_err err = { 0 };
 	_cleanup_free_ char *text = NULL;
@@ -245,7 +232,7 @@ int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
 		rc = ORH_EXIT_FAIL;
 		goto out;
 	}
-	r = cdi_build(plan, inv, hook, &doc, &warnings);
+	r = cdi_build(plan, hook, &doc, &warnings);
 	for (size_t i = 0; i < warnings.n; i++)
 		orh_log(LOG_WARNING, "cdi: %s", warnings.v[i]);
 	if (r < 0 || !(text = json_dumps(doc, JSON_INDENT(2)))) {

@@ -98,7 +98,9 @@ static int plan_for(const struct orh_decide_in *in, struct orh_decision *out,
 		.want = { .family = cfg->gid_family, .roce_version = cfg->roce_version },
 		.mad = in->scan == ORH_GIDS_ALL || cfg->management_devices,
 		.topology = gpus,
+		.port_wanted = orh_plan_port_usable,
 	};
+	struct orh_gid_reader gids;
 	struct orh_gpus g = { 0 };
 	struct orh_affinity aff = { 0 };
 	_cleanup_free_ bool *held = NULL, *candidate = NULL;
@@ -112,7 +114,8 @@ static int plan_for(const struct orh_decide_in *in, struct orh_decision *out,
 	r = orh_discover(&opts, &out->inv, err);
 	if (r < 0)
 		return r;
-	r = orh_plan_build(cfg, &out->inv, &out->facts, &out->plan, err);
+	gids = orh_inventory_gids(&out->inv);
+	r = orh_plan_build(cfg, &out->inv, &gids, &out->facts, &out->plan, err);
 	if (r < 0)
 		goto fail;
 	out->have_plan = true;
@@ -132,9 +135,8 @@ static int plan_for(const struct orh_decide_in *in, struct orh_decision *out,
 	if (ask != ORH_GPUS_SOME)
 		goto done;
 	candidate = orh_xcalloc(out->inv.n_devs + 1, sizeof(*candidate));
-	for (size_t d = 0, k = 0; d < out->inv.n_devs; d++)
-		for (size_t p = 0; p < out->inv.devs[d].n_ports; p++, k++)
-			candidate[d] |= out->plan.ports[k].used;
+	for (size_t k = 0; k < out->plan.n_ports; k++)
+		candidate[out->plan.ports[k].dev - out->inv.devs] |= out->plan.ports[k].used;
 	orh_nic_affinity(cfg->nic_affinity, out->inv.devs, out->inv.n_devs, candidate, &g, held,
 			 &aff);
 	if (aff.every)
@@ -150,7 +152,7 @@ static int plan_for(const struct orh_decide_in *in, struct orh_decision *out,
 	out->facts.nic_near = out->nic_near;
 	out->facts.nic_why = out->nic_why;
 	orh_plan_free(&out->plan);
-	r = orh_plan_build(cfg, &out->inv, &out->facts, &out->plan, err);
+	r = orh_plan_build(cfg, &out->inv, &gids, &out->facts, &out->plan, err);
 	if (r < 0) {
 		out->have_plan = false;
 		goto fail;
