@@ -143,6 +143,8 @@ json=$("$HOOK" --sysroot "$seed" detect --json 2>/dev/null)
 [ "$(jq -r '.devices[1].ports[0].gids[3].ipv4' <<<"$json")" == "25.11.128.2" ] &&
 	[ "$(jq -r '.devices[0].ports[0].used' <<<"$json")" == "false" ] &&
 	[ "$(jq -r '.env[1].value' <<<"$json")" == "3" ] &&
+	[ "$(jq -r '.gid_index' <<<"$json")" == "3" ] &&
+	[ "$(jq -r '.gid_per_device' <<<"$json")" == "false" ] &&
 	ok "detect --json" || not_ok "detect --json"
 
 # detect --verbs: no provider or driver here; it says so and carries on
