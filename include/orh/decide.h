@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "orh/config.h"
+#include "orh/gpu.h"
 #include "orh/inventory.h"
 #include "orh/oci.h"
 #include "orh/plan.h"
@@ -44,9 +45,9 @@ struct orh_decision {
 	bool asked;                       /* it asked: orh_activation_asked() */
 	struct orh_container_facts facts;
 	struct orh_inventory inv;         /* when have_plan */
-	struct orh_plan plan;             /* when have_plan */
-	bool have_plan;
-	/* the spec sets RLIMIT_MEMLOCK: the user's limit wins, plan.set_memlock is false */
+	struct orh_plan plan;             /* when have_plan (points into inv) */
+	bool have_plan;                   /* the node was read: inv and plan are the decision's */
+	/* facts.user_memlock: the user's limit wins, plan.set_memlock is false */
 	bool memlock_user;
 	/* discovery's warnings, then the plan's, then the decision's own */
 	struct orh_strv warnings;
@@ -57,6 +58,26 @@ struct orh_decision {
 	bool *nic_near;
 	char (*nic_why)[224];
 };
+
+/*
+ * The node as the decision sees it: read once (orh_decide reads it through the sysroot),
+ * then only looked at.
+ */
+struct orh_node_view {
+	const struct orh_inventory *inv;
+	const struct orh_gid_reader *gids; /* how the planner reads GID entries; NULL: inv's
+					    * own tables (orh_gids_in_memory) */
+	const struct orh_gpus *gpus;       /* NULL: not read (no GPU subset is possible) */
+	const char *gpus_error;            /* why they could not be read, or NULL */
+};
+
+/* The decision for an activated container from what was read: the plan (made twice for
+ * a container given a subset of the GPUs, rule 9), every warning (node->inv's first),
+ * and the memlock rules (the user's limit wins; never more than memlock_ceiling, 0: no
+ * ceiling). d->facts is its input, filled by the activation step; d->plan points into
+ * node->inv. Reads nothing but GID entries, through node->gids. */
+int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *node,
+		    uint64_t memlock_ceiling, struct orh_decision *d, struct orh_err *err);
 
 /* Decide. act == ORH_ACT_SKIP: leave the container as it is (have_plan false). A
  * container is left unchanged too when the plan is empty (orh_plan_is_empty). -errno

@@ -45,6 +45,8 @@ struct orh_container_facts {
 	const char *nvidia_visible;
 	/* a Kubernetes pod sandbox (the pause container): never served */
 	bool sandbox;
+	/* the spec sets RLIMIT_MEMLOCK (process.rlimits): the user's limit wins */
+	bool user_memlock;
 	/* rule 9, set by the decision: per inventory device, whether it is near the GPUs the
 	 * container was given, and why (NULL: no GPU subset, every NIC) */
 	const bool *nic_near;

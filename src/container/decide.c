@@ -45,11 +45,11 @@ static void activation_why(const struct orh_decide_in *in, struct orh_decision *
 
 /* Is a GPU subset possible at all (rule 9)? NVIDIA_VISIBLE_DEVICES, or /dev/nvidiaN nodes,
  * and no RDMA device of its own (rule 8 decides then). */
-static bool gpus_matter(const struct orh_decide_in *in, const struct orh_container_facts *f)
+static bool gpus_matter(const struct orh_config *cfg, const struct orh_container_facts *f)
 {
 	bool nodes = false;
 
-	if (in->cfg->nic_affinity == ORH_AFFINITY_NONE || orh_facts_hold_rdma(f))
+	if (cfg->nic_affinity == ORH_AFFINITY_NONE || orh_facts_hold_rdma(f))
 		return false;
 	for (size_t i = 0; i < f->n_devs; i++)
 		nodes |= f->devs[i].major == ORH_NVIDIA_MAJOR && f->devs[i].minor < 255;
@@ -84,14 +84,91 @@ static enum orh_gpu_ask gpus_held(const struct orh_container_facts *f, const str
 	return orh_gpus_resolve(g, f->nvidia_visible, held, warnings);
 }
 
-/* Discovery and the plan. For a container given a subset of the node's GPUs (rule 9), the
- * plan is made twice: once to know the usable NICs, then with those nearest its GPUs. */
-static int plan_for(const struct orh_decide_in *in, struct orh_decision *out,
-		    struct orh_err *err)
+/* Rule 9: which devices are near the GPUs the container holds, into d->nic_near and
+ * d->nic_why (left NULL when every usable NIC is given). */
+static void near_devices(const struct orh_config *cfg, const struct orh_node_view *node,
+			 struct orh_decision *d)
+{
+	const struct orh_inventory *inv = node->inv;
+	_cleanup_free_ bool *held = orh_xcalloc(node->gpus->n + 1, sizeof(bool));
+	_cleanup_free_ bool *candidate = NULL;
+	struct orh_affinity aff = { 0 };
+
+	if (gpus_held(&d->facts, node->gpus, held, &d->warnings) != ORH_GPUS_SOME)
+		return;
+	candidate = orh_xcalloc(inv->n_devs + 1, sizeof(*candidate));
+	for (size_t k = 0; k < d->plan.n_ports; k++)
+		candidate[d->plan.ports[k].dev - inv->devs] |= d->plan.ports[k].used;
+	orh_nic_affinity(cfg->nic_affinity, inv->devs, inv->n_devs, candidate, node->gpus, held,
+			 &aff);
+	if (!aff.every) {
+		d->nic_near = orh_xcalloc(inv->n_devs + 1, sizeof(*d->nic_near));
+		d->nic_why = orh_xcalloc(inv->n_devs + 1, sizeof(*d->nic_why));
+		for (size_t i = 0; i < inv->n_devs && i < aff.n; i++) {
+			d->nic_near[i] = aff.v[i].chosen;
+			if (!aff.v[i].chosen)
+				snprintf(d->nic_why[i], sizeof(d->nic_why[i]), "%s",
+					 aff.v[i].reason[0] ? aff.v[i].reason
+							    : "not near the container's GPUs");
+		}
+	}
+	orh_affinity_free(&aff);
+}
+
+int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *node,
+		    uint64_t memlock_ceiling, struct orh_decision *d, struct orh_err *err)
+{
+	int r;
+
+	push_all(&d->warnings, &node->inv->warnings);
+	if (node->gpus_error)
+		orh_strv_pushf(&d->warnings, "GPUs not read (%s): every NIC is given",
+			       node->gpus_error);
+	if (node->gpus)
+		push_all(&d->warnings, &node->gpus->warnings);
+	r = orh_plan_build(cfg, node->inv, node->gids, &d->facts, &d->plan, err);
+	if (r < 0)
+		return r;
+	/* rule 9: the plan again, with the NICs near the container's GPUs */
+	if (node->gpus && gpus_matter(cfg, &d->facts)) {
+		near_devices(cfg, node, d);
+		if (d->nic_near) {
+			d->facts.nic_near = d->nic_near;
+			d->facts.nic_why = d->nic_why;
+			orh_plan_free(&d->plan);
+			r = orh_plan_build(cfg, node->inv, node->gids, &d->facts, &d->plan, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	push_all(&d->warnings, &d->plan.warnings);
+	if (d->facts.n_devs_dropped)
+		orh_strv_pushf(&d->warnings, "config.json: linux.devices lists more than %d "
+			       "character devices; %zu were not looked at", ORH_FACTS_MAX_DEVS,
+			       d->facts.n_devs_dropped);
+	/* memlock: the user's limit wins; never ask for more than the applier can give */
+	if (d->plan.set_memlock && d->facts.user_memlock) {
+		d->plan.set_memlock = false;
+		d->memlock_user = true;
+	}
+	if (d->plan.set_memlock && memlock_ceiling &&
+	    (d->plan.memlock == ORH_MEMLOCK_UNLIMITED || d->plan.memlock > memlock_ceiling)) {
+		orh_strv_pushf(&d->warnings, "RLIMIT_MEMLOCK lowered to the hard limit %llu bytes: "
+			       "the runtime cannot raise it here (no CAP_SYS_RESOURCE in the "
+			       "initial user namespace)", (unsigned long long)memlock_ceiling);
+		d->plan.memlock = memlock_ceiling;
+	}
+	return 0;
+}
+
+/* Read the node through the sysroot (discovery, and the GPUs when a GPU subset is
+ * possible), then decide. */
+static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *out,
+			   struct orh_err *err)
 {
 	const struct orh_config *cfg = in->cfg;
 	const char *sysroot = in->sysroot ? in->sysroot : "/";
-	bool gpus = gpus_matter(in, &out->facts);
+	bool gpus = gpus_matter(cfg, &out->facts);
 	struct orh_discover_opts opts = {
 		.sysroot = sysroot,
 		.gid_scan = in->scan,
@@ -102,9 +179,8 @@ static int plan_for(const struct orh_decide_in *in, struct orh_decision *out,
 	};
 	struct orh_gid_reader gids;
 	struct orh_gpus g = { 0 };
-	struct orh_affinity aff = { 0 };
-	_cleanup_free_ bool *held = NULL, *candidate = NULL;
-	enum orh_gpu_ask ask;
+	struct orh_err gerr = { 0 };
+	struct orh_node_view node = { .inv = &out->inv, .gids = &gids };
 	int r;
 
 	if (out->facts.n_addrs) {
@@ -114,57 +190,16 @@ static int plan_for(const struct orh_decide_in *in, struct orh_decision *out,
 	r = orh_discover(&opts, &out->inv, err);
 	if (r < 0)
 		return r;
+	out->have_plan = true; /* the decision owns the inventory from here */
 	gids = orh_inventory_gids(&out->inv);
-	r = orh_plan_build(cfg, &out->inv, &gids, &out->facts, &out->plan, err);
-	if (r < 0)
-		goto fail;
-	out->have_plan = true;
-	if (!gpus)
-		return 0;
-
-	r = orh_discover_gpus(sysroot, ORH_GPU_SCAN_DRIVER, &g, err);
-	if (r < 0) {
-		orh_strv_pushf(&out->warnings, "GPUs not read (%s): every NIC is given", err->msg);
-		memset(err, 0, sizeof(*err));
-		return 0;
+	if (gpus) {
+		if (orh_discover_gpus(sysroot, ORH_GPU_SCAN_DRIVER, &g, &gerr) < 0)
+			node.gpus_error = gerr.msg;
+		else
+			node.gpus = &g;
 	}
-	for (size_t i = 0; i < g.warnings.n; i++)
-		orh_strv_push(&out->warnings, orh_xstrdup(g.warnings.v[i]));
-	held = orh_xcalloc(g.n + 1, sizeof(*held));
-	ask = gpus_held(&out->facts, &g, held, &out->warnings);
-	if (ask != ORH_GPUS_SOME)
-		goto done;
-	candidate = orh_xcalloc(out->inv.n_devs + 1, sizeof(*candidate));
-	for (size_t k = 0; k < out->plan.n_ports; k++)
-		candidate[out->plan.ports[k].dev - out->inv.devs] |= out->plan.ports[k].used;
-	orh_nic_affinity(cfg->nic_affinity, out->inv.devs, out->inv.n_devs, candidate, &g, held,
-			 &aff);
-	if (aff.every)
-		goto done;
-	out->nic_near = orh_xcalloc(out->inv.n_devs + 1, sizeof(*out->nic_near));
-	out->nic_why = orh_xcalloc(out->inv.n_devs + 1, sizeof(*out->nic_why));
-	for (size_t d = 0; d < out->inv.n_devs && d < aff.n; d++) {
-		out->nic_near[d] = aff.v[d].chosen;
-		if (!aff.v[d].chosen)
-			snprintf(out->nic_why[d], sizeof(out->nic_why[d]), "%s",
-				 aff.v[d].reason[0] ? aff.v[d].reason : "not near the container's GPUs");
-	}
-	out->facts.nic_near = out->nic_near;
-	out->facts.nic_why = out->nic_why;
-	orh_plan_free(&out->plan);
-	r = orh_plan_build(cfg, &out->inv, &gids, &out->facts, &out->plan, err);
-	if (r < 0) {
-		out->have_plan = false;
-		goto fail;
-	}
-done:
-	orh_affinity_free(&aff);
+	r = orh_decide_node(cfg, &node, in->memlock_ceiling, out, err);
 	orh_gpus_free(&g);
-	return 0;
-fail:
-	orh_affinity_free(&aff);
-	orh_gpus_free(&g);
-	orh_inventory_free(&out->inv);
 	return r;
 }
 
@@ -208,31 +243,10 @@ int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct 
 			return r;
 		}
 	}
-	r = plan_for(in, out, err);
+	r = read_and_decide(in, out, err);
 	if (r < 0) {
 		out->step = "discovery";
 		return r;
-	}
-	push_all(&out->warnings, &out->inv.warnings);
-	push_all(&out->warnings, &out->plan.warnings);
-	if (out->facts.n_devs_dropped)
-		orh_strv_pushf(&out->warnings, "config.json: linux.devices lists more than %d "
-			       "character devices; %zu were not looked at", ORH_FACTS_MAX_DEVS,
-			       out->facts.n_devs_dropped);
-
-	/* memlock: the user's limit wins; never ask for more than the applier can give */
-	if (out->plan.set_memlock && in->spec && orh_spec_has_rlimit(in->spec, "RLIMIT_MEMLOCK")) {
-		out->plan.set_memlock = false;
-		out->memlock_user = true;
-	}
-	if (out->plan.set_memlock && in->memlock_ceiling &&
-	    (out->plan.memlock == ORH_MEMLOCK_UNLIMITED ||
-	     out->plan.memlock > in->memlock_ceiling)) {
-		orh_strv_pushf(&out->warnings, "RLIMIT_MEMLOCK lowered to the hard limit %llu bytes: "
-			       "the runtime cannot raise it here (no CAP_SYS_RESOURCE in the "
-			       "initial user namespace)",
-			       (unsigned long long)in->memlock_ceiling);
-		out->plan.memlock = in->memlock_ceiling;
 	}
 	return 0;
 }

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "orh/apply.h"
 #include "orh/inventory.h"
 #include "orh/oci.h"
 
@@ -50,6 +51,7 @@ void orh_container_facts_read(const json_t *spec, const json_t *state_annotation
 	if (!json_is_object(annotations))
 		annotations = state_annotations;
 	facts->sandbox = json_is_object(annotations) && is_sandbox(annotations);
+	facts->user_memlock = orh_spec_has_rlimit(spec, "RLIMIT_MEMLOCK");
 	facts->n_devs = facts->n_devs_dropped = 0;
 	json_array_foreach(devs, i, e) {
 		const json_t *type = json_object_get(e, "type");
