@@ -179,24 +179,46 @@ def containerd_passes(annotations):
 
 
 # ---- CRI-O's hooks_dir: only stages CRI-O knows -----------------------------------------------
+# CRI-O loads hooks with no extension stage and refuses a directory holding another (it does
+# not start): no directory of its hooks_dir may get a file of another stage from `meson
+# install` with the package's --prefix=/usr --sysconfdir=/etc (hooks.d/meson.build).
 crio_stages = {"prestart", "createRuntime", "createContainer", "startContainer", "poststart",
                "poststop"}
-hooks_dirs = crio_hooks.get("crio", {}).get("runtime", {}).get("hooks_dir", [])
+hooks_dirs = [d.rstrip("/") for d in
+              crio_hooks.get("crio", {}).get("runtime", {}).get("hooks_dir", [])]
 check("CRI-O hooks.d: hooks_dir is set", bool(hooks_dirs), hooks_dirs)
-check("CRI-O hooks.d: hooks_dir leaves out the shipped directory, which holds precreate",
-      "/usr/share/containers/oci/hooks.d" not in [d.rstrip("/") for d in hooks_dirs], hooks_dirs)
-text = open(os.path.join(kdir, "crio-hooks.conf")).read()
-linked = re.findall(r"/usr/share/containers/oci/hooks\.d/([\w.-]+\.json)", text)
-check("CRI-O hooks.d: the createRuntime and poststop files are linked in",
-      sorted(linked) == ["oci-rdma-hook-poststop.json", "oci-rdma-hook.json"], linked)
-for name in linked:
+with open(os.path.join(work, "options.json")) as f:
+    sysconfdir = [o["value"] for o in json.load(f) if o["name"] == "sysconfdir"][0]
+etc = sysconfdir if sysconfdir.startswith("/") else prefix + "/" + sysconfdir
+
+
+def as_packaged(dst):
+    if dst.startswith(etc + "/"):
+        return "/etc" + dst[len(etc):]
+    return "/usr" + dst[len(prefix):] if dst.startswith(prefix + "/") else dst
+
+
+shipped = {as_packaged(dst): srcpath for srcpath, dst in installed.items()
+           if srcpath.endswith(".json") and os.path.basename(os.path.dirname(dst)) == "hooks.d"}
+check("CRI-O hooks.d: meson installs three hooks.d files", len(shipped) == 3, sorted(shipped))
+read = {dst: srcpath for dst, srcpath in shipped.items() if os.path.dirname(dst) in hooks_dirs}
+check("CRI-O hooks.d: hooks_dir holds the createRuntime and poststop files",
+      sorted(os.path.basename(d) for d in read) ==
+      ["oci-rdma-hook-poststop.json", "oci-rdma-hook.json"], sorted(shipped))
+for dst, srcpath in sorted(shipped.items()):
     try:
-        with open(os.path.join(src, "hooks.d", name + ".in")) as f:
+        with open(os.path.join(src, "hooks.d", os.path.basename(dst) + ".in")) as f:
             h = json.loads(f.read().replace("@BINDIR@", "/usr/bin"))
-        check("CRI-O hooks.d: %s has stages CRI-O runs" % name,
-              set(h["stages"]) <= crio_stages and h["stages"], h["stages"])
-    except (OSError, ValueError, KeyError) as e:
-        check("CRI-O hooks.d: %s is a shipped hooks.d file" % name, False, e)
+    except (OSError, ValueError) as e:
+        check("CRI-O hooks.d: %s is a shipped hooks.d file" % dst, False, e)
+        continue
+    if dst in read:
+        check("CRI-O hooks.d: %s has stages CRI-O runs" % dst,
+              set(h.get("stages", [])) <= crio_stages and h.get("stages"), h.get("stages"))
+    elif "precreate" in h.get("stages", []):
+        check("CRI-O hooks.d: %s (precreate) is in no directory of hooks_dir, and in none "
+              "CRI-O reads by default" % dst,
+              os.path.dirname(dst) != "/usr/share/containers/oci/hooks.d", hooks_dirs)
 
 # ---- the pods -------------------------------------------------------------------------------
 pods = {d["metadata"]["name"]: d for d in every if d["kind"] == "Pod"}

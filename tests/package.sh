@@ -6,7 +6,8 @@
 # edited conffile, removed and purged.
 #   bash tests/package.sh          (root; `meson test --suite package` sets the environment)
 # While it runs the package is installed on this machine (/usr/bin/oci-rdma-hook, the
-# hooks.d files in /usr/share/containers/oci/hooks.d that podman and CRI-O read); it is
+# hooks.d files in /usr/share/containers/oci/hooks.d that podman and CRI-O read, podman's
+# precreate file in /etc/containers/oci/hooks.d); it is
 # purged at the end, also on failure. It does not run where oci-rdma-hook is installed
 # already (as a package or by meson install): it would replace and then remove that.
 #
@@ -27,6 +28,7 @@ E2E=${ORH_PACKAGE_E2E:-hook}
 BIN=/usr/bin/oci-rdma-hook
 CONF=/etc/oci-rdma-hook/oci-rdma-hook.conf
 HOOKS_D=/usr/share/containers/oci/hooks.d
+PRECREATE=/etc/containers/oci/hooks.d/oci-rdma-hook-precreate.json
 PASSES=0 FAILS=0 WORK="" INSTALLED=0 LINTIAN_PID="" T0=$SECONDS
 
 cant_run() {
@@ -85,7 +87,7 @@ done
 exec 9>/run/lock/oci-rdma-hook-package.lock
 flock -w 900 9 || cant_run "another package test holds /run/lock/oci-rdma-hook-package.lock"
 known && cant_run "the $PKG package is installed on this machine; the test would replace and purge it"
-for f in "$BIN" /usr/bin/oci-rdma-runtime /etc/oci-rdma-hook "$HOOKS_D/$PKG.json"; do
+for f in "$BIN" /usr/bin/oci-rdma-runtime /etc/oci-rdma-hook "$HOOKS_D/$PKG.json" "$PRECREATE"; do
 	[ -e "$f" ] || [ -L "$f" ] &&
 		cant_run "$f exists (installed outside dpkg?); the package would overwrite it and purge would remove it"
 done
@@ -141,9 +143,16 @@ dpkg-deb -c "$DEB" | awk '{ print $6 }' | sed 's|^\./|/|' >"$WORK/contents"
 check "no maintainer scripts: installing registers nothing with docker, containerd or systemd" \
 	[ "$(dpkg-deb --ctrl-tarfile "$DEB" | tar -t | sed 's|^\./||' | grep -v '^$' | sort | tr '\n' ' ')" = \
 	"conffiles control md5sums " ]
-check "no file in the engines' configuration or in systemd" \
-	bash -c '! grep -Eq "^/(etc|usr/lib|lib)/(docker|containerd|crio|systemd|containers)/" "$1"' _ "$WORK/contents"
-check "the only conffile is $CONF" [ "$(dpkg-deb -I "$DEB" conffiles)" = "$CONF" ]
+check "no file in the engines' configuration or in systemd but podman's precreate hooks.d file" \
+	python3 -c '
+import re, sys
+precreate = sys.argv[2]
+bad = [l for l in open(sys.argv[1]).read().split()
+       if re.match(r"/(etc|usr/lib|lib)/(docker|containerd|crio|systemd|containers)/", l) and
+       l != precreate and not (l.endswith("/") and precreate.startswith(l))]
+sys.exit(" ".join(bad) if bad else 0)' "$WORK/contents" "$PRECREATE"
+check "the conffiles are $CONF and $PRECREATE" \
+	[ "$(dpkg-deb -I "$DEB" conffiles | sort | tr '\n' ' ')" = "$(printf '%s\n' "$CONF" "$PRECREATE" | sort | tr '\n' ' ')" ]
 check "Built-Using names the C library the binary incorporates" \
 	bash -c 'dpkg-deb -f "$1" Built-Using | grep -q "glibc (= "' _ "$DEB"
 
@@ -154,7 +163,7 @@ dpkg -i "$DEB" </dev/null >"$WORK/install.log" 2>&1 || fatal "dpkg -i $(basename
 ok "dpkg -i $(basename "$DEB")"
 dpkg -L "$PKG" >"$WORK/files"
 for f in "$BIN" /usr/bin/oci-rdma-runtime /usr/libexec/oci-rdma-hook/oci-rdma-hook-verbs "$CONF" \
-	"$HOOKS_D/$PKG.json" "$HOOKS_D/$PKG-poststop.json" "$HOOKS_D/$PKG-precreate.json" \
+	"$HOOKS_D/$PKG.json" "$HOOKS_D/$PKG-poststop.json" "$PRECREATE" \
 	/usr/share/man/man8/oci-rdma-hook.8.gz /usr/share/man/man8/oci-rdma-runtime.8.gz \
 	/usr/share/man/man5/oci-rdma-hook.conf.5.gz /usr/share/doc/$PKG/copyright; do
 	check "dpkg -L lists $f" grep -qxF "$f" "$WORK/files"
@@ -169,11 +178,24 @@ check "detect --verbs is answered by libibverbs (oci-rdma-hook-verbs)" bash -c \
 check "oci-rdma-hook --help works and names the config $CONF" \
 	bash -c '"$1" --help | grep -qF "$2"' _ "$BIN" "$CONF"
 check "oci-rdma-hook --version is $UPSTREAM" [ "$("$BIN" --version)" = "oci-rdma-hook $UPSTREAM" ]
-for h in "$PKG" "$PKG-poststop" "$PKG-precreate"; do
-	check "$HOOKS_D/$h.json runs $BIN" python3 -c '
+for h in "$HOOKS_D/$PKG.json" "$HOOKS_D/$PKG-poststop.json" "$PRECREATE"; do
+	check "$h runs $BIN" python3 -c '
 import json, sys
-assert json.load(open(sys.argv[1]))["hook"]["path"] == sys.argv[2]' "$HOOKS_D/$h.json" "$BIN"
+assert json.load(open(sys.argv[1]))["hook"]["path"] == sys.argv[2]' "$h" "$BIN"
 done
+# CRI-O reads $HOOKS_D by default and loads hooks with no extension stage: a file there of
+# another stage (podman's precreate) makes it refuse the directory and not start
+check "the package's files in $HOOKS_D have only stages CRI-O knows (no precreate)" python3 -c '
+import json, os, sys
+known = {"prestart", "createRuntime", "createContainer", "startContainer", "poststart",
+         "poststop"}
+files = [f for f in open(sys.argv[1]).read().split() if os.path.dirname(f) == sys.argv[2]]
+stages = {f: json.load(open(f)).get("stages") for f in files}
+bad = [f for f, st in stages.items() if not st or not set(st) <= known]
+sys.exit("%s" % stages if bad or len(files) != 2 else 0)' "$WORK/files" "$HOOKS_D"
+check "$PRECREATE has stage precreate" python3 -c '
+import json, sys
+sys.exit(json.load(open(sys.argv[1]))["stages"] != ["precreate"])' "$PRECREATE"
 if grep -rqsE '^path-exclude[= ]+/usr/share/man' /etc/dpkg/dpkg.cfg /etc/dpkg/dpkg.cfg.d; then
 	echo "# dpkg excludes /usr/share/man on this machine: man pages checked in the .deb only"
 	check "the .deb holds oci-rdma-runtime(8)" grep -qx /usr/share/man/man8/oci-rdma-runtime.8.gz "$WORK/contents"
@@ -285,7 +307,7 @@ check "after purge none of the package's files is left" bash -c \
 	'while read -r f; do [ -d "$f" ] && continue; [ -e "$f" ] || [ -L "$f" ] && exit 1; done <"$1"; exit 0' \
 	_ "$WORK/files"
 check "after purge the hooks.d files are gone" \
-	bash -c '[ -z "$(ls "$1" 2>/dev/null | grep oci-rdma)" ]' _ "$HOOKS_D"
+	bash -c '[ -z "$(ls "$1" "$2" 2>/dev/null | grep oci-rdma)" ]' _ "$HOOKS_D" "$(dirname "$PRECREATE")"
 INSTALLED=0
 
 stage "done"

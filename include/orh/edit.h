@@ -2,8 +2,8 @@
 /*
  * The spec edit as the precreate hook and the runtime shim perform it: decide activation
  * from the spec's annotations and process.env, discover the node, build the plan for this container and
- * apply it to the spec (src/container/edit.c). Also the atomic file replacement both the
- * shim and `cdi --output` use.
+ * apply it to the spec (src/container/edit.c). The shim writes the result with
+ * orh_write_atomic() (orh/atomic.h).
  */
 #ifndef ORH_EDIT_H
 #define ORH_EDIT_H
@@ -34,11 +34,5 @@ int orh_spec_edit(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_resul
 void orh_edit_result_free(struct orh_edit_result *res);
 /* Must a failed edit fail the container (config on_error = fail and it asked)? */
 bool orh_edit_must_fail(const struct orh_config *cfg, const struct orh_edit_result *res);
-
-/* Replace dirfd/name with data: a temporary file in the same directory (mode, and owner
- * when we may, copied from the file replaced, else `mode`), fsync, renameat, fsync of the
- * directory. The temporary file is removed on failure. */
-int orh_write_atomic(int dirfd, const char *name, const char *data, size_t len,
-		     unsigned mode, struct orh_err *err);
 
 #endif

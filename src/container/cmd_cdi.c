@@ -19,6 +19,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "orh/atomic.h"
 #include "orh/commands.h"
 #include "orh/decide.h"
 #include "orh/edit.h"

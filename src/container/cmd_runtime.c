@@ -17,6 +17,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "orh/atomic.h"
 #include "orh/commands.h"
 #include "orh/edit.h"
 #include "orh/refuse.h"

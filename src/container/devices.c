@@ -4,7 +4,7 @@
  * when the plan has them). mknod where we may; bind-mount the host's node where mknod is
  * not permitted (user namespaces). A name that is free gets its node in one mknodat
  * (which never follows or replaces anything); a name that is taken by something else is
- * replaced by a node made under a temporary name and renamed over it.
+ * replaced by a node made under a temporary name and renamed over it (orh_replace_at).
  *
  * Nodes are made only on the container's /dev (the runtime's tmpfs, or the rootfs's own
  * directory): where /dev/infiniband leads onto another mount (a volume of host storage),
@@ -19,77 +19,28 @@
 #include <unistd.h>
 
 #include "orh/apply.h"
+#include "orh/atomic.h"
 
-static void tmp_name(char *buf, size_t size, const char *name)
-{
-	static pid_t pid;
-
-	if (!pid)
-		pid = getpid();
-	snprintf(buf, size, ".orh-%.200s.%d", name, (int)pid);
-}
-
-/* Put a new entry (a character device, or an empty file as a mount point) at dfd/name:
- * made under a temporary name, then renamed over whatever is there (renameat never
- * follows the destination). *mknod_errno tells the caller why mknod failed. The caller
- * has set the umask to 0, so that a node has its exact mode at creation (no chmod by
- * name afterwards). */
+/* Put a new entry (a character device, or an empty file as a mount point) at dfd/name,
+ * root:root: made under a temporary name, then renamed over whatever is there (renameat
+ * never follows the destination). *mknod_errno tells the caller why mknod failed. The
+ * caller has set the umask to 0, so that a node has its exact mode at creation (no chmod
+ * by name afterwards). */
 static int make_entry(int dfd, const char *name, bool chardev, const struct orh_devnode *n,
 		      int *mknod_errno, struct orh_err *err)
 {
-	char tmp[NAME_MAX + 1];
-	mode_t mode = (mode_t)(n->mode & 07777);
+	struct orh_replace how = {
+		.type = chardev ? S_IFCHR : S_IFREG,
+		.rdev = makedev(n->major, n->minor),
+		.mode = (mode_t)(n->mode & 07777),
+		.chown = true,
+		.what = n->path,
+	};
+	int r = orh_replace_at(dfd, name, &how, err);
 
-	tmp_name(tmp, sizeof(tmp), name);
-	if (chardev) {
-		dev_t dev = makedev(n->major, n->minor);
-		int r = mknodat(dfd, tmp, S_IFCHR | mode, dev);
-		int e = errno;
-
-		if (r < 0 && e == EEXIST) {
-			/* left by an earlier run of ours with the same pid, killed midway */
-			(void)unlinkat(dfd, tmp, 0);
-			r = mknodat(dfd, tmp, S_IFCHR | mode, dev);
-			e = errno;
-		}
-		if (r < 0) {
-			if (mknod_errno)
-				*mknod_errno = e; /* the caller decides about EPERM */
-			return orh_fail(err, e, "mknod '%s' (%u:%u): %s", n->path, n->major,
-					n->minor, strerror(e));
-		}
-	} else {
-		int fd;
-
-		(void)unlinkat(dfd, tmp, 0);
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-		if (fd < 0)
-			return orh_fail(err, errno, "creating a mount point for '%s': %m",
-					n->path);
-		if (fchmod(fd, mode) < 0) {
-			int e = errno;
-
-			close(fd);
-			(void)unlinkat(dfd, tmp, 0);
-			return orh_fail(err, e, "setting the mode of '%s': %s", n->path,
-					strerror(e));
-		}
-		close(fd);
-	}
-	if (fchownat(dfd, tmp, 0, 0, AT_SYMLINK_NOFOLLOW) < 0) {
-		int e = errno;
-
-		(void)unlinkat(dfd, tmp, 0);
-		return orh_fail(err, e, "setting the owner of '%s': %s", n->path, strerror(e));
-	}
-	if (renameat(dfd, tmp, dfd, name) < 0) {
-		int e = errno;
-
-		(void)unlinkat(dfd, tmp, 0);
-		return orh_fail(err, e, "renaming into place '%s': %s", n->path, strerror(e));
-	}
-	return 0;
+	if (r < 0 && chardev && mknod_errno)
+		*mknod_errno = how.create_errno; /* the caller decides about EPERM */
+	return r;
 }
 
 static int replace_with(int dfd, const char *name, bool chardev, const struct orh_devnode *n,

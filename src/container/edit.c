@@ -1,16 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The spec edit shared by `precreate` and the runtime shim (include/orh/edit.h), and
- * the atomic replacement of a file in a directory.
+ * The spec edit shared by `precreate` and the runtime shim (include/orh/edit.h).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <sys/resource.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 
 #include "orh/apply.h"
 #include "orh/commands.h"
@@ -131,93 +126,5 @@ out:
 	json_decref(nccl_hook);
 	json_decref(poststop_hook);
 	orh_decision_free(&d);
-	return r;
-}
-
-/* Remove what a writer killed between creating its temporary file and the rename left
- * behind (".NAME.orh-XXXXXXXXXXXXXXXX"): only regular files of exactly that form. */
-static void remove_stale_temps(int dirfd, const char *name)
-{
-	char prefix[NAME_MAX + 1];
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	size_t plen;
-	struct dirent *de;
-	DIR *d;
-
-	if (fd < 0)
-		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	snprintf(prefix, sizeof(prefix), ".%s.orh-", name);
-	plen = strlen(prefix);
-	while ((de = readdir(d))) {
-		struct stat st;
-
-		if (strncmp(de->d_name, prefix, plen) || strlen(de->d_name) != plen + 16)
-			continue;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-			unlinkat(dirfd, de->d_name, 0);
-	}
-	closedir(d);
-}
-
-int orh_write_atomic(int dirfd, const char *name, const char *data, size_t len,
-		     unsigned mode, struct orh_err *err)
-{
-	_cleanup_close_ int fd = -1;
-	char tmp[NAME_MAX + 1];
-	struct stat old;
-	uint64_t rnd = 0;
-	bool have_old = false;
-	int r = 0;
-
-	if (strchr(name, '/') || strlen(name) > NAME_MAX - 24)
-		return orh_fail(err, EINVAL, "'%s': not a plain file name", name);
-	if (fstatat(dirfd, name, &old, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (!S_ISREG(old.st_mode))
-			return orh_fail(err, EINVAL, "'%s' exists and is not a regular file", name);
-		have_old = true;
-		mode = old.st_mode & 07777;
-	}
-	remove_stale_temps(dirfd, name);
-	for (int tries = 0; fd < 0; tries++) {
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			rnd ^= (uint64_t)getpid() << 32 | (unsigned)tries;
-		snprintf(tmp, sizeof(tmp), ".%s.orh-%016llx", name, (unsigned long long)rnd);
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0 && (errno != EEXIST || tries > 8))
-			return orh_fail(err, errno, "creating '%s': %s", tmp, strerror(errno));
-	}
-	if (have_old && fchown(fd, old.st_uid, old.st_gid) < 0 && errno != EPERM) {
-		r = orh_fail(err, errno, "'%s': fchown: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	if (fchmod(fd, mode) < 0) {
-		r = orh_fail(err, errno, "'%s': fchmod: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	r = orh_write_all(fd, data, len);
-	if (r < 0) {
-		orh_fail(err, r, "writing '%s': %s", tmp, strerror(-r));
-		goto fail;
-	}
-	if (fsync(fd) < 0) {
-		r = orh_fail(err, errno, "'%s': fsync: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	if (renameat(dirfd, tmp, dirfd, name) < 0) {
-		r = orh_fail(err, errno, "renaming '%s' to '%s': %s", tmp, name, strerror(errno));
-		goto fail;
-	}
-	/* The rename is durable once the directory is. */
-	if (fsync(dirfd) < 0 && errno != EINVAL && errno != EBADF)
-		return orh_fail(err, errno, "fsync of the directory of '%s': %s", name,
-				strerror(errno));
-	return 0;
-fail:
-	unlinkat(dirfd, tmp, 0);
 	return r;
 }

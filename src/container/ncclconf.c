@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "orh/apply.h"
+#include "orh/atomic.h"
 #include "orh/config.h"
 
 #define NCCL_NAME_MAX 1023
@@ -224,33 +225,29 @@ static int set_owner_mode(int fd, const struct stat *old_st, mode_t keep)
 	return 0;
 }
 
-/* Write into /etc through a temporary file and renameat(). -EROFS is returned with
- * err unset so that the caller can take the bind-mount path. */
+/* Write into /etc through a temporary file and renameat(), with the owner and the mode of
+ * the file it replaces (old_st), or 0644 and the hook's own when there was none. -EROFS is
+ * returned with err unset so that the caller can take the bind-mount path. */
 static int write_in_place(int etcfd, const char *text, const struct stat *old_st,
 			  struct orh_err *err)
 {
-	char tmp[64];
-	_cleanup_close_ int fd = -1;
-	int r;
+	struct orh_replace how = {
+		.type = S_IFREG,
+		.mode = old_st ? old_st->st_mode & 07777 : 0644,
+		.chown = old_st != NULL,
+		.uid = old_st ? old_st->st_uid : 0,
+		.gid = old_st ? old_st->st_gid : 0,
+		.data = text,
+		.len = strlen(text),
+		.what = "/etc/nccl.conf",
+	};
+	int r = orh_replace_at(etcfd, "nccl.conf", &how, err);
 
-	snprintf(tmp, sizeof(tmp), ".nccl.conf.orh-%d", (int)getpid());
-	(void)unlinkat(etcfd, tmp, 0);
-	/* root-only until it has the original's owner and mode, and only then the text */
-	fd = openat(etcfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EROFS)
+	if (r < 0 && how.create_errno == EROFS) {
+		orh_err_clear(err);
 		return -EROFS;
-	if (fd < 0)
-		return orh_fail(err, errno, "creating /etc/%s: %m", tmp);
-	r = set_owner_mode(fd, old_st, 07777);
-	if (r == 0)
-		r = orh_write_all(fd, text, strlen(text));
-	if (r == 0 && renameat(etcfd, tmp, etcfd, "nccl.conf") < 0)
-		r = -errno;
-	if (r < 0) {
-		(void)unlinkat(etcfd, tmp, 0);
-		return orh_fail(err, r, "writing /etc/nccl.conf: %s", strerror(-r));
 	}
-	return 0;
+	return r;
 }
 
 static int mkdir_host(const char *dir, struct orh_err *err)

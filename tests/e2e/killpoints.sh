@@ -81,7 +81,7 @@ devs_ok() { # every node in ROOTFS/dev/infiniband that is not a temporary one is
 	for f in "$WORK/r/dev/infiniband/"*; do
 		[ -e "$f" ] || continue
 		n=$(basename "$f")
-		case $n in .orh-*) continue ;; esac
+		case $n in .*.orh-*) continue ;; esac
 		[ "$(stat -c '%F %t:%T %a' "$f")" = "character special file $(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n") 666" ] || return 1
 	done
 }
@@ -134,7 +134,7 @@ check "live hook: nccl.conf always the original or the complete file" [ "$bad_co
 check "live hook: every device node present has the right numbers and mode" [ "$bad_dev" = 0 ]
 check "live hook: nothing left outside the rootfs (bundle, $STATE_DIR)" [ "$bad_out" = 0 ]
 check "live hook: a run after each kill completes the work, once" [ "$bad_rerun" = 0 ]
-echo "# live hook: $temps temporary names (.nccl.conf.orh-PID, .orh-NODE.PID) left inside the rootfs by kills"
+echo "# live hook: $temps temporary names (.nccl.conf.orh-*, .NODE.orh-*) left inside the rootfs by kills"
 
 # ---- 2. the live hook, read-only rootfs: file generated under /run, bind-mounted -------
 python3 - "$WORK/b/config.json" <<'EOF'

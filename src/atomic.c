@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The atomic replacement of a directory entry (include/orh/atomic.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "orh/atomic.h"
+
+/* ".NAME.orh-": the prefix of every temporary name of NAME; 16 hex digits follow. */
+static void tmp_prefix(char *buf, size_t size, const char *name)
+{
+	snprintf(buf, size, ".%.200s.orh-", name);
+}
+
+/* Remove what a writer killed between creating its temporary entry and the rename left
+ * behind: only entries of exactly that form and of the type this writer makes. */
+static void remove_stale_temps(int dirfd, const char *name, mode_t type)
+{
+	char prefix[NAME_MAX + 1];
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t plen;
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	tmp_prefix(prefix, sizeof(prefix), name);
+	plen = strlen(prefix);
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (strncmp(de->d_name, prefix, plen) || strlen(de->d_name) != plen + 16)
+			continue;
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (st.st_mode & S_IFMT) == type)
+			unlinkat(dirfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
+/* Make the temporary entry under a free name in tmp: a file (its fd in *fd) or a node.
+ * getrandom() never waits here (GRND_NONBLOCK): a container started before the kernel's
+ * pool is ready gets names from the pid and the try instead. */
+static int create_temp(int dirfd, const char *name, struct orh_replace *how, const char *what,
+		       char tmp[NAME_MAX + 1], int *fd, struct orh_err *err)
+{
+	uint64_t rnd = 0;
+
+	for (int tries = 0;; tries++) {
+		int r, e;
+
+		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+			rnd ^= (uint64_t)getpid() << 32 | (unsigned)tries;
+		tmp_prefix(tmp, NAME_MAX + 1, name);
+		snprintf(tmp + strlen(tmp), NAME_MAX + 1 - strlen(tmp), "%016llx",
+			 (unsigned long long)rnd);
+		if (how->type == S_IFCHR) {
+			r = mknodat(dirfd, tmp, S_IFCHR | (how->mode & 07777), how->rdev);
+		} else {
+			/* root-only until it has its owner and mode, and only then the content */
+			*fd = openat(dirfd, tmp,
+				     O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+			r = *fd;
+		}
+		if (r >= 0)
+			return 0;
+		e = errno;
+		if (e == EEXIST && tries < 9)
+			continue;
+		how->create_errno = e;
+		if (how->type == S_IFCHR)
+			return orh_fail(err, e, "mknod '%s' (%u:%u): %s", what, major(how->rdev),
+					minor(how->rdev), strerror(e));
+		return orh_fail(err, e, "'%s': creating the temporary file '%s': %s", what, tmp,
+				strerror(e));
+	}
+}
+
+/* Owner, mode and content of the temporary entry. */
+static int fill_temp(int dirfd, const char *tmp, int fd, const struct orh_replace *how,
+		     const char *what, struct orh_err *err)
+{
+	int r;
+
+	if (how->chown) {
+		r = how->type == S_IFCHR
+			    ? fchownat(dirfd, tmp, how->uid, how->gid, AT_SYMLINK_NOFOLLOW)
+			    : fchown(fd, how->uid, how->gid);
+		if (r < 0 && !(errno == EPERM && how->chown_eperm_ok))
+			return orh_fail(err, errno, "setting the owner of '%s': %s", what,
+					strerror(errno));
+	}
+	if (how->type == S_IFCHR)
+		return 0;
+	if (fchmod(fd, how->mode & 07777) < 0)
+		return orh_fail(err, errno, "setting the mode of '%s': %s", what, strerror(errno));
+	r = orh_write_all(fd, how->data, how->len);
+	if (r < 0)
+		return orh_fail(err, r, "writing '%s': %s", what, strerror(-r));
+	if (how->fill) {
+		r = how->fill(fd, how->arg, err);
+		if (r < 0)
+			return r;
+	}
+	if (how->durable && fsync(fd) < 0)
+		return orh_fail(err, errno, "'%s': fsync: %s", what, strerror(errno));
+	return 0;
+}
+
+int orh_replace_at(int dirfd, const char *name, struct orh_replace *how, struct orh_err *err)
+{
+	const char *what = how->what ? how->what : name;
+	_cleanup_close_ int fd = -1;
+	char tmp[NAME_MAX + 1];
+	int r;
+
+	how->create_errno = 0;
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..") ||
+	    strlen(name) > NAME_MAX)
+		return orh_fail(err, EINVAL, "'%s': not a plain file name", name);
+	if (how->type != S_IFREG && !(how->type == S_IFCHR && !how->len && !how->fill))
+		return orh_fail(err, EINVAL, "'%s': neither a file nor a device node", what);
+	if (how->sweep)
+		remove_stale_temps(dirfd, name, how->type);
+	r = create_temp(dirfd, name, how, what, tmp, &fd, err);
+	if (r < 0)
+		return r;
+	r = fill_temp(dirfd, tmp, fd, how, what, err);
+	if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+		r = orh_fail(err, errno, "renaming '%s' over '%s': %s", tmp, what, strerror(errno));
+	if (r < 0) {
+		unlinkat(dirfd, tmp, 0);
+		return r;
+	}
+	/* The rename is durable once the directory is (an O_PATH dirfd cannot be synced:
+	 * EBADF, as EINVAL where the file system does not support it). */
+	if (how->durable && fsync(dirfd) < 0 && errno != EINVAL && errno != EBADF)
+		return orh_fail(err, errno, "fsync of the directory of '%s': %s", what,
+				strerror(errno));
+	return 0;
+}
+
+int orh_write_atomic(int dirfd, const char *name, const char *data, size_t len,
+		     unsigned mode, struct orh_err *err)
+{
+	struct orh_replace how = {
+		.type = S_IFREG,
+		.mode = mode,
+		.chown_eperm_ok = true,
+		.data = data,
+		.len = len,
+		.durable = true,
+		.sweep = true,
+	};
+	struct stat old;
+
+	if (strchr(name, '/') || strlen(name) > NAME_MAX - 24)
+		return orh_fail(err, EINVAL, "'%s': not a plain file name", name);
+	if (fstatat(dirfd, name, &old, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (!S_ISREG(old.st_mode))
+			return orh_fail(err, EINVAL, "'%s' exists and is not a regular file", name);
+		how.chown = true;
+		how.uid = old.st_uid;
+		how.gid = old.st_gid;
+		how.mode = old.st_mode & 07777;
+	}
+	return orh_replace_at(dirfd, name, &how, err);
+}
