@@ -147,6 +147,22 @@ json=$("$HOOK" --sysroot "$seed" detect --json 2>/dev/null)
 	[ "$(jq -r '.gid_per_device' <<<"$json")" == "false" ] &&
 	ok "detect --json" || not_ok "detect --json"
 
+# detect shows the decision a container on the host network gets (it reads every GID
+# entry, env only those the plan asks for): on every sample node, the same variables,
+# the same ports used or left out and why, and the same GID index
+for f in "$SRC"/tests/nodes/*.json; do
+	n=$(basename "$f" .json)
+	t=$work/all/$n
+	python3 "$SRC/tests/mknode.py" "$f" "$t" >/dev/null || { not_ok "detect = env on $n: mknode"; continue; }
+	json=$("$HOOK" --sysroot "$t" detect --json 2>/dev/null)
+	check "detect = env on $n: the variables" "$("$HOOK" --sysroot "$t" env 2>/dev/null)" \
+		"$(jq -r '.env[] | "\(.name)=\(.value)"' <<<"$json")"
+	check "detect = env on $n: every port's choice" \
+		"$("$HOOK" --sysroot "$t" env --explain 2>&1 >/dev/null | grep -E '^# [^ ]+:[0-9]+ (used|left out): ')" \
+		"$(jq -r '.devices[] | .name as $d | .ports[] |
+			"# \($d):\(.port) \(if .used then "used" else "left out" end): \(.reason)"' <<<"$json")"
+done
+
 # detect --verbs: no provider or driver here; it says so and carries on
 out=$("$HOOK" --sysroot "$seed" detect --verbs 2>/dev/null); rc=$?
 [ $rc = 0 ] && grep -q '^libibverbs: ' <<<"$out" && grep -q '^mlx5_8 ' <<<"$out" &&
