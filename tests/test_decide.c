@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "orh/decide.h"
+#include "plan_check.h"
 
 static struct orh_config cfg;
 static struct orh_inventory inv;
@@ -38,14 +39,7 @@ static int gid_entry(void *arg, const struct orh_port *p, unsigned idx, struct o
 		return -ENOENT;
 	if (idx < 3)
 		return 0;
-	memset(g, 0, sizeof(*g));
-	g->index = 3;
-	g->type = ORH_GID_TYPE_ROCE_V2;
-	g->raw[10] = g->raw[11] = 0xff;
-	g->raw[12] = 10;
-	g->raw[15] = (uint8_t)p->num;
-	g->ipv4_mapped = true;
-	memcpy(&g->ipv4, g->raw + 12, 4);
+	fake_ipv4_gid(g, 3, p->num);
 	return 1;
 }
 
@@ -117,16 +111,12 @@ static void decide(uint64_t ceiling)
 
 static const char *env(const char *name)
 {
-	const struct orh_env_entry *e = orh_plan_env_get(&d.plan, name);
-	return e ? e->value : NULL;
+	return plan_value(&d.plan, name);
 }
 
 static bool warned(const char *needle)
 {
-	for (size_t i = 0; i < d.warnings.n; i++)
-		if (strstr(d.warnings.v[i], needle))
-			return true;
-	return false;
+	return strv_mentions(&d.warnings, needle);
 }
 
 Test(decide_node, every_nic_without_a_gpu_subset)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "orh/plan.h"
+#include "plan_check.h"
 
 static struct orh_config cfg;
 static struct orh_inventory inv;
@@ -113,16 +114,12 @@ static void build(const struct orh_container_facts *facts)
 
 static const char *env(const char *name)
 {
-	const struct orh_env_entry *e = orh_plan_env_get(&plan, name);
-	return e ? e->value : NULL;
+	return plan_value(&plan, name);
 }
 
 static bool warned(const char *needle)
 {
-	for (size_t i = 0; i < plan.warnings.n; i++)
-		if (strstr(plan.warnings.v[i], needle))
-			return true;
-	return false;
+	return strv_mentions(&plan.warnings, needle);
 }
 
 /* Device mlx5_<i> (Mellanox, mlx5_core); its net device's name, eth<i + 1>, in nd. */
@@ -178,14 +175,7 @@ static int fake_entry(void *arg, const struct orh_port *p, unsigned idx, struct 
 	}
 	if (idx < 7)
 		return 0;
-	memset(g, 0, sizeof(*g));
-	g->index = idx;
-	g->type = ORH_GID_TYPE_ROCE_V2;
-	g->raw[10] = g->raw[11] = 0xff;
-	g->raw[12] = 10;
-	g->raw[15] = (uint8_t)p->num;
-	g->ipv4_mapped = true;
-	memcpy(&g->ipv4, g->raw + 12, 4);
+	fake_ipv4_gid(g, idx, p->num);
 	return 1;
 }
 
