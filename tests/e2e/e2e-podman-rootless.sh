@@ -78,6 +78,11 @@ chmod 755 "$WORK/bin/oci-rdma-hook"
 ALL_HOOKS=(oci-rdma-hook-precreate oci-rdma-hook oci-rdma-hook-poststop)
 hooks_d "$WORK/hooks.d" "$WORK/bin/oci-rdma-hook" "$WORK/node.conf" "${ALL_HOOKS[@]}"
 hooks_d "$WORK/hooks-ann.d" "$WORK/bin/oci-rdma-hook" "$WORK/ann.conf" "${ALL_HOOKS[@]}"
+# what podman reads of an installed package by default: /usr/share/containers/oci/hooks.d
+# holds the createRuntime and poststop files; precreate lives in /etc/containers/oci/hooks.d,
+# which podman's default hooks_dir does not list
+hooks_d "$WORK/hooks-usr.d" "$WORK/bin/oci-rdma-hook" "$WORK/node.conf" oci-rdma-hook \
+	oci-rdma-hook-poststop
 cat >"$WORK/containers.conf" <<'EOF'
 [containers]
 default_ulimits = []
@@ -102,8 +107,10 @@ run_rootless() { # HOOKS-DIR|none [PODMAN-RUN-OPTION...]
 	local args=("${P[@]}")
 	[ "$hd" = none ] || args+=(--hooks-dir "$hd")
 	RC=0
-	OUT=$(as_user "${args[@]}" run --rm --network none "$@" localhost/orh-e2e-bb /bin/sh -c "$INSIDE" \
-		2>"$WORK/podman.err") || RC=$?
+	# podman started with a soft memlock of 64 KiB, below the user's hard limit: what
+	# the container gets beyond that is the hook's doing
+	OUT=$(as_user sh -c 'ulimit -Sl 64 && exec "$@"' sh "${args[@]}" run --rm --network none \
+		"$@" localhost/orh-e2e-bb /bin/sh -c "$INSIDE" 2>"$WORK/podman.err") || RC=$?
 	ERR=$(tail -3 "$WORK/podman.err")
 }
 user_hard=$(as_user sh -c 'ulimit -Hl')
@@ -112,6 +119,8 @@ PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
 # the control: no hook at all
 run_rootless none
 check "control: rootless podman runs a container without the hook (rc $RC: $ERR)" [ "$RC" = 0 ]
+check "control: the container's memlock is podman's, 64 KiB soft ($user_hard hard)" \
+	grep -qx "memlock 64 $user_hard" <<<"$OUT"
 CONTROL=$OUT
 
 # every hooks.d file, the default config (activation = always, memlock unlimited)
@@ -126,6 +135,18 @@ for n in uverbs1 uverbs8 rdma_cm; do
 		grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
 done
 check_conf_has_plan "/etc/nccl.conf has every plan setting"
+
+# the files podman reads of the package by default, without precreate: the live hook alone
+run_rootless "$WORK/hooks-usr.d"
+check "without precreate: rootless podman starts the container (rc $RC: $ERR)" [ "$RC" = 0 ]
+check "without precreate: memlock is the user's hard limit, soft and hard ($user_hard)" \
+	grep -qx "memlock $user_hard $user_hard" <<<"$OUT"
+for n in uverbs1 uverbs8 rdma_cm; do
+	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
+	check "without precreate: /dev/infiniband/$n is in the container, $want" \
+		grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
+done
+check_conf_has_plan "without precreate: /etc/nccl.conf has every plan setting"
 
 # what the issue saw: precreate inside podman's user namespace asked for 2^64-1
 python3 -c 'import json
