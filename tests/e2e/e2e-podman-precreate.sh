@@ -66,6 +66,7 @@ exec_sees_plan "precreate"
 # (g) opted out: nothing changes.
 run_podman --annotation oci-rdma-hook/enable=false
 check "opted-out container runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+DEFAULT_ML=$(sed -n 's/^memlock //p' <<<"$OUT")
 check "opted-out container has no NCCL setting" bash -c "! grep -q 'NCCL_' <<<\"\$1\"" _ "$OUT"
 check "opted-out container has no RDMA device" bash -c "! grep -q infiniband <<<\"\$1\"" _ "$OUT"
 check "opted-out container keeps the default memlock" \
@@ -97,6 +98,33 @@ check "every hooks.d file: one createRuntime hook of ours in the container's spe
 d = json.load(sys.stdin)
 print([h["args"][-1] for h in d.get("hooks", {}).get("createRuntime", []) if "oci-rdma-hook" in h["path"]])')" = "['createRuntime']" ]
 "${PODMAN[@]}" rm -f -t 0 "orh-e2e-$$-h" >/dev/null 2>&1 || true
+
+# (f) what podman reads of the package by default: the createRuntime and poststop files
+# of /usr/share/containers/oci/hooks.d; precreate is in /etc/containers/oci/hooks.d, which
+# podman's default hooks_dir does not list. The live hook alone gives it all.
+rm -f "$WORK/hooks.d/oci-rdma-hook-precreate.json"
+run_podman -e NCCL_IB_HCA=mine
+check "without precreate: podman run succeeds (rc $RC: $ERR)" [ "$RC" = 0 ]
+check "without precreate: the user's NCCL_IB_HCA survives" grep -qx 'env:NCCL_IB_HCA=mine' <<<"$OUT"
+check_conf_has_plan "without precreate: /etc/nccl.conf has every plan variable"
+for n in uverbs1 uverbs8 rdma_cm; do
+	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
+	check "without precreate: /dev/infiniband/$n is a character device $want" \
+		grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
+done
+# the live hook raises memlock and never lowers it: podman's default (what the opted-out
+# container got) is above the node's 4 MiB here, so it stays; a spec edit (precreate)
+# sets the node's value exactly
+got=$(sed -n 's/^memlock //p' <<<"$OUT")
+above=no
+[ "$DEFAULT_ML" = unlimited ] || [ "${DEFAULT_ML:-0}" -ge 4096 ] 2>/dev/null && above=yes
+check "without precreate: memlock is podman's default $DEFAULT_ML, above the node's 4096, not lowered (memlock $got)" \
+	[ -n "$got" -a "$got" = "$DEFAULT_ML" -a "$above" = yes ]
+PODMAN_IMAGE=localhost/orh-e2e-img run_podman
+check_image_conf_kept "podman without precreate"
+exec_sees_plan "without precreate"
+
+hooks_d "$WORK/hooks.d" "$HOOK" "$WORK/node.conf" oci-rdma-hook-precreate
 
 # activation = annotation: `podman run -e OCI_RDMA_HOOK_ENABLE=true` asks as the
 # annotation does (the hook reads the node config at every start)

@@ -253,7 +253,7 @@ check_spec_edit_inside() {
 	check "no variable of the plan in PID 1's environment (found: $(grep '^env:' <<<"$OUT" | grep -v '^env:NCCL_IB_HCA=mine' | tr '\n' ' '))" \
 		bash -c "! grep '^env:' <<<\"\$1\" | grep -qv '^env:NCCL_IB_HCA=mine$'" _ "$OUT"
 	check_conf_has_plan "/etc/nccl.conf has every plan variable"
-	check "memlock is the node's 4 MiB" grep -qx 'memlock 4096' <<<"$OUT"
+	check "memlock is the node's 4 MiB ($(grep '^memlock' <<<"$OUT"))" grep -qx 'memlock 4096' <<<"$OUT"
 	for n in uverbs1 uverbs8 rdma_cm; do
 		want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
 		check "/dev/infiniband/$n is a character device $want" \
