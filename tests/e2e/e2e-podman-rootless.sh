@@ -116,6 +116,21 @@ run_rootless() { # HOOKS-DIR|none [PODMAN-RUN-OPTION...]
 user_hard=$(as_user sh -c 'ulimit -Hl')
 PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
 
+# What a served container shows ($OUT), each check's name prefixed with $1: memlock the
+# user's hard limit, soft and hard; the plan's device nodes; every plan setting in its
+# /etc/nccl.conf.
+check_served_rootless() {
+	local n want
+	check "${1}memlock is the user's hard limit, soft and hard ($user_hard)" \
+		grep -qx "memlock $user_hard $user_hard" <<<"$OUT"
+	for n in uverbs1 uverbs8 rdma_cm; do
+		want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
+		check "${1}/dev/infiniband/$n is in the container, $want" \
+			grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
+	done
+	check_conf_has_plan "${1}/etc/nccl.conf has every plan setting"
+}
+
 # the control: no hook at all
 run_rootless none
 check "control: rootless podman runs a container without the hook (rc $RC: $ERR)" [ "$RC" = 0 ]
@@ -127,26 +142,12 @@ CONTROL=$OUT
 run_rootless "$WORK/hooks.d"
 check "rootless podman starts a container with every hooks.d file (rc $RC: $ERR)" [ "$RC" = 0 ]
 check "no 'error setting rlimit' from the runtime" bash -c "! grep -q 'error setting rlimit' \"\$1\"" _ "$WORK/podman.err"
-check "memlock is the user's hard limit, soft and hard ($user_hard)" \
-	grep -qx "memlock $user_hard $user_hard" <<<"$OUT"
-for n in uverbs1 uverbs8 rdma_cm; do
-	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
-	check "/dev/infiniband/$n is in the container, $want" \
-		grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
-done
-check_conf_has_plan "/etc/nccl.conf has every plan setting"
+check_served_rootless ""
 
 # the files podman reads of the package by default, without precreate: the live hook alone
 run_rootless "$WORK/hooks-usr.d"
 check "without precreate: rootless podman starts the container (rc $RC: $ERR)" [ "$RC" = 0 ]
-check "without precreate: memlock is the user's hard limit, soft and hard ($user_hard)" \
-	grep -qx "memlock $user_hard $user_hard" <<<"$OUT"
-for n in uverbs1 uverbs8 rdma_cm; do
-	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
-	check "without precreate: /dev/infiniband/$n is in the container, $want" \
-		grep -qx "/dev/infiniband/$n character special file $want" <<<"$OUT"
-done
-check_conf_has_plan "without precreate: /etc/nccl.conf has every plan setting"
+check_served_rootless "without precreate: "
 
 # what the issue saw: precreate inside podman's user namespace asked for 2^64-1
 python3 -c 'import json
