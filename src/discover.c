@@ -232,7 +232,6 @@ static void scan_gids(struct scan *sc, int portfd, const char *where, struct orh
 	size_t cap = 0;
 	int r;
 
-	p->gids_complete = true;
 	r = disc_list_dir(portfd, "gids", &names);
 	if (r < 0) {
 		if (r != -ENOENT)

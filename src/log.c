@@ -49,11 +49,3 @@ int orh_parse_flags(int argc, char **argv, const struct orh_flag *flags, size_t 
 	}
 	return 0;
 }
-
-void orh_print_warnings(const struct orh_inventory *inv, const struct orh_plan *plan)
-{
-	for (size_t i = 0; i < inv->warnings.n; i++)
-		fprintf(stderr, "warning: %s\n", inv->warnings.v[i]);
-	for (size_t i = 0; i < plan->warnings.n; i++)
-		fprintf(stderr, "warning: %s\n", plan->warnings.v[i]);
-}

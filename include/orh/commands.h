@@ -57,8 +57,6 @@ struct orh_flag {
 	bool *value;
 };
 int orh_parse_flags(int argc, char **argv, const struct orh_flag *flags, size_t n);
-/* The inventory's and then the plan's warnings, one "warning: " line each, to stderr. */
-void orh_print_warnings(const struct orh_inventory *inv, const struct orh_plan *plan);
 
 /* Logging for command drivers: stderr and, for hook stages, syslog. */
 void orh_log_open(const char *ident, bool use_syslog);

@@ -64,10 +64,10 @@ struct orh_port {
 	char rate[64];               /* "200 Gb/sec (4X HDR)", empty when unreadable */
 	char netdev[IFNAMSIZ];       /* the port's net device (first GID's ndev, else device/net/) */
 	unsigned gid_tbl_len;        /* number of entries in gids/ (0: unknown, plan mode) */
-	struct orh_gid *gids;        /* entries in use, ascending index (ORH_GIDS_ALL) */
+	struct orh_gid *gids;        /* entries in use, ascending index: the whole table
+				      * (ORH_GIDS_ALL); none in plan mode, where entries are
+				      * read on demand (orh_inventory_gids) */
 	size_t n_gids;
-	bool gids_complete;          /* gids holds the whole table; else (plan mode) the
-				      * entries are read on demand: orh_inventory_gids */
 	size_t gid_slot;             /* plan mode: the port's place in the inventory's GID
 				      * source, 1-based; 0 when it has none */
 	struct orh_chardev umad;
