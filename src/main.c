@@ -29,6 +29,9 @@ static void usage(FILE *f)
 	      "                              container it refuses)\n"
 	      "  runtime ARGS...             runtime shim (also as 'oci-rdma-runtime')\n"
 	      "  cdi [--output FILE]         print a CDI spec for this node\n"
+	      "  configure --engine E [...]  register with containerd, crio, docker or podman\n"
+	      "                              (--engine-config, --handler, --shim, --runtime,\n"
+	      "                              --root, --dry-run, --undo)\n"
 	      "\n"
 	      "Options:\n"
 	      "  --config FILE   node config (default " ORH_DEFAULT_CONFIG ")\n"
@@ -64,6 +67,7 @@ static const struct command commands[] = {
 	{ "refuse", orh_cmd_refuse, false, CONFINE_FILTER },
 	{ "runtime", orh_cmd_runtime, true, CONFINE_NONE },
 	{ "cdi", orh_cmd_cdi, false, CONFINE_CAPS },
+	{ "configure", orh_cmd_configure, false, CONFINE_NONE },
 };
 
 static int passthrough(int in, int out)
@@ -176,6 +180,15 @@ int main(int argc, char **argv)
 		return ORH_EXIT_USAGE;
 	}
 	orh_log_open("oci-rdma-hook", cmd->container_path);
+	if (cmd->fn == orh_cmd_configure) {
+		/* the node config is one of the files it edits (under --root): not loaded */
+		ctx.config_path = config ? config : ORH_DEFAULT_CONFIG;
+		ctx.config_explicit = config != NULL;
+		orh_config_defaults(&ctx.cfg);
+		r = orh_cmd_configure(&ctx, argc - i, argv + i);
+		orh_config_free(&ctx.cfg);
+		return r;
+	}
 	if (cmd->fn == orh_cmd_refuse) {
 		/* no config: the refusal and its reason stand whatever the config holds, and
 		 * whether the confinement could be had or not (it only prints) */

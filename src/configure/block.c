@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * configure's own block inside a file it shares with the operator (include/orh/configure.h):
+ * appended, replaced in place, or removed, byte for byte.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "orh/configure.h"
+
+#define BEGIN "# >>> oci-rdma-hook configure "
+#define END "# <<< oci-rdma-hook configure "
+#define NEW_FILE " (new file)"
+
+/* The line starting at p: its length without the newline. */
+static size_t line_len(const char *p)
+{
+	const char *nl = strchr(p, '\n');
+
+	return nl ? (size_t)(nl - p) : strlen(p);
+}
+
+static bool line_is(const char *p, const char *prefix, const char *id, const char *suffix)
+{
+	size_t lp = strlen(prefix), li = strlen(id), ls = strlen(suffix);
+
+	return line_len(p) == lp + li + ls && !strncmp(p, prefix, lp) &&
+	       !strncmp(p + lp, id, li) && !strncmp(p + lp + li, suffix, ls);
+}
+
+struct found {
+	const char *begin;  /* the begin marker line */
+	const char *end;    /* past the end marker line and its newline */
+	bool new_file;
+};
+
+/* The block of id in text: 1 when found, 0 when not, -EINVAL when its end is missing. */
+static int find_block(const char *text, const char *name, const char *id, struct found *f,
+		      struct orh_err *err)
+{
+	unsigned line = 1;
+
+	memset(f, 0, sizeof(*f));
+	for (const char *p = text; *p; line++) {
+		size_t n = line_len(p);
+
+		if (line_is(p, BEGIN, id, "") || line_is(p, BEGIN, id, NEW_FILE)) {
+			f->begin = p;
+			f->new_file = line_is(p, BEGIN, id, NEW_FILE);
+			for (const char *q = p + n; *q;) {
+				q++; /* the newline */
+				if (line_is(q, END, id, "")) {
+					f->end = q + line_len(q);
+					if (*f->end == '\n')
+						f->end++;
+					return 1;
+				}
+				q += line_len(q);
+			}
+			return orh_fail(err, EINVAL, "%s:%u: '%s%s' has no end marker line '%s%s'",
+					name, line, BEGIN, id, END, id);
+		}
+		p += n;
+		if (*p)
+			p++;
+	}
+	return 0;
+}
+
+static char *block_text(const struct orh_block *b, bool new_file)
+{
+	return orh_xasprintf(BEGIN "%s%s\n%s" END "%s\n", b->id, new_file ? NEW_FILE : "",
+			     b->body, b->id);
+}
+
+int orh_block_install(const char *old, const char *name, const struct orh_block *b,
+		      char **out, struct orh_err *err)
+{
+	_cleanup_free_ char *block = NULL;
+	struct found f;
+	int r;
+
+	*out = NULL;
+	if (!old) {
+		block = block_text(b, true);
+		*out = orh_xasprintf("%s%s%s", b->header, *b->header ? "\n" : "", block);
+		return 0;
+	}
+	r = find_block(old, name, b->id, &f, err);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		block = block_text(b, false);
+		*out = orh_xasprintf("%s\n%s", old, block);
+		return 0;
+	}
+	block = block_text(b, f.new_file);
+	if (strlen(block) == (size_t)(f.end - f.begin) && !strncmp(f.begin, block, strlen(block)))
+		return 0; /* already there, as it would be written */
+	*out = orh_xasprintf("%.*s%s%s", (int)(f.begin - old), old, block, f.end);
+	return 0;
+}
+
+int orh_block_remove(const char *old, const char *name, const struct orh_block *b, char **out,
+		     bool *remove, struct orh_err *err)
+{
+	const char *cut;
+	struct found f;
+	int r;
+
+	*out = NULL;
+	*remove = false;
+	if (!old)
+		return 0;
+	r = find_block(old, name, b->id, &f, err);
+	if (r <= 0)
+		return r;
+	/* the "\n" that install put before the block */
+	cut = f.begin > old && f.begin[-1] == '\n' ? f.begin - 1 : f.begin;
+	if (f.new_file && *f.end == '\0' && (size_t)(cut - old) == strlen(b->header) &&
+	    !strncmp(old, b->header, strlen(b->header))) {
+		*remove = true; /* made by configure, and nothing else is in it */
+		return 1;
+	}
+	*out = orh_xasprintf("%.*s%s", (int)(cut - old), old, f.end);
+	return 1;
+}
+
+char *orh_block_strip_all(const char *old)
+{
+	size_t n = 0;
+	char *out = orh_xmalloc(strlen(old) + 1);
+	bool inside = false;
+
+	for (const char *p = old; *p;) {
+		size_t len = line_len(p);
+
+		if (!inside && !strncmp(p, BEGIN, strlen(BEGIN)))
+			inside = true;
+		if (!inside) {
+			memcpy(out + n, p, len);
+			n += len;
+			if (p[len] == '\n')
+				out[n++] = '\n';
+		}
+		if (inside && !strncmp(p, END, strlen(END)))
+			inside = false;
+		p += len;
+		if (*p)
+			p++;
+	}
+	out[n] = '\0';
+	return out;
+}
