@@ -1,0 +1,349 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# End-to-end through the CRI: containerd's CRI plugin driven as the kubelet drives it
+# (tests/cri/cri.py: RunPodSandbox, CreateContainer, StartContainer, ExecSync, ...), with
+# the runtime handler "rdma" that `oci-rdma-hook configure` writes into containerd's
+# config, the pause image built here (tests/cri/pause.c) and the bridge CNI. One private
+# containerd serves every case; each case is a pod through the handler, and checks first
+# that its container ran, then what the workload sees from inside:
+#   - activation = annotation: the pod annotation oci-rdma-hook/enable reaches the hook
+#     (the plan's settings in /etc/nccl.conf, the uverbs nodes, memlock raised), and a
+#     process started with ExecSync sees /etc/nccl.conf;
+#   - the pod sandbox's config.json is the spec containerd wrote;
+#   - CRI devices carrying uverbs2 (a device plugin's DeviceSpec): only mlx5_2's node,
+#     grant and HCA;
+#   - a pod that asks for nothing gets nothing;
+#   - NVIDIA_VISIBLE_DEVICES=2,3 on the DGX-like node: the NICs near those GPUs (rule 9);
+#   - uid 1000 with every capability dropped, in the pod network: memlock raised and
+#     NCCL_SOCKET_IFNAME naming the pod's own eth0;
+#   - the Kubernetes example node config (deploy/kubernetes/oci-rdma-hook.conf): a pod that
+#     annotates itself but was allocated no device gets nothing, a pod given uverbs2 gets
+#     mlx5_2 only.
+# The shim reads the node ($WORK/node, a link switched between sample nodes) and its
+# config ($WORK/node.conf, rewritten between cases) at every container start.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/e2e-containerd-lib.sh"
+
+SRC=${ORH_SRCDIR:-$HERE/../..}
+need_root_runc
+command -v ctr >/dev/null 2>&1 || cant_run "ctr (containerd) not installed"
+command -v jq >/dev/null 2>&1 || cant_run "jq not installed"
+command -v ip >/dev/null 2>&1 || cant_run "iproute2 (ip) not installed"
+for p in bridge host-local loopback; do
+	[ -x "/usr/lib/cni/$p" ] || cant_run "/usr/lib/cni/$p missing (containernetworking-plugins)"
+done
+[ -x "${PAUSE:-}" ] || cant_run "PAUSE (the static tests/cri/pause.c) not built"
+# Debian's python3 has grpcio and grpc_tools; a python3 earlier in PATH may not
+CRI_PY=""
+for py in python3 /usr/bin/python3; do
+	if "$py" -c 'import grpc, grpc_tools.protoc, google.protobuf' 2>/dev/null; then
+		CRI_PY=$py
+		break
+	fi
+done
+[ -n "$CRI_PY" ] || cant_run "no python3 with grpc and grpc_tools (python3-grpcio, python3-grpc-tools)"
+
+setup_work
+NET=orh-cri-$$
+BRIDGE=orhcri$$
+PODS=()
+# what this test may create outside $WORK, and whether it was there before
+PRE_EXISTING=""
+for d in /var/lib/cni /run/containerd; do [ -e "$d" ] && PRE_EXISTING="$PRE_EXISTING $d"; done
+
+# stop_cri: every pod through the CRI (their containers with them), then whatever a
+# failure left: the runc containers of those pods, the bridge, CNI's cache, and the
+# directories containerd and CNI made outside $WORK when they were not there before
+stop_cri() {
+	local id
+	for id in "${PODS[@]}"; do
+		cri stopp "$id" >/dev/null 2>&1 || true
+		cri rmp "$id" >/dev/null 2>&1 || true
+	done
+	stop_daemons
+	for id in $(runc --root /run/containerd/runc/k8s.io list -q 2>/dev/null); do
+		grep -qxF "$id" "$WORK/ids" 2>/dev/null &&
+			runc --root /run/containerd/runc/k8s.io delete -f "$id" >/dev/null 2>&1
+	done
+	ip link del "$BRIDGE" 2>/dev/null || true
+	rm -f /var/lib/cni/results/"$NET"-* 2>/dev/null
+	case " $PRE_EXISTING " in *" /var/lib/cni "*) ;; *) rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null ;; esac
+	case " $PRE_EXISTING " in *" /run/containerd "*) ;; *)
+		rmdir /run/containerd/runc/k8s.io /run/containerd/runc /run/containerd/s /run/containerd 2>/dev/null ;;
+	esac
+	true
+}
+trap 'rc=$?; stop_cri; cleanup_work $rc' EXIT
+
+cri() { "$CRI_PY" "$SRC/tests/cri/cri.py" --endpoint "unix://$CD_SOCK" "$@"; }
+export CRI_STUBS=$WORK/cri-stubs
+
+# ---- the nodes, the images, the network ---------------------------------------------------
+spec_edit_node # $WORK/node (seed001-roce), $WORK/node.conf (memlock 4M), $INSIDE
+mkdir -p "$WORK/nodes"
+mv "$WORK/node" "$WORK/nodes/seed"
+make_node dgx-h100.json "$WORK/nodes/dgx"
+use_node() { ln -sfn "nodes/$1" "$WORK/node"; }
+use_node seed
+ANNOTATION_CONF="[node]
+memlock = 4M
+[containers]
+activation = annotation"
+write_conf "$WORK/node.conf" "$ANNOTATION_CONF"
+# a device plugin's node: uverbs2's numbers, outside the node's tree
+mkdir -p "$WORK/devplugin"
+mknod "$WORK/devplugin/uverbs2" c 231 194
+
+mkdir -p "$WORK/img/pause"
+cp "$PAUSE" "$WORK/img/pause/pause"
+python3 "$SRC/tests/cri/mkimage.py" "$WORK/img/pause" localhost/orh-pause:1 "$WORK/pause.tar" \
+	--entrypoint /pause
+make_rootfs "$WORK/img/bb"
+python3 "$SRC/tests/cri/mkimage.py" "$WORK/img/bb" localhost/orh-e2e-bb:1 "$WORK/bb.tar"
+
+mkdir -p "$WORK/cni/net.d" "$WORK/cni/ipam"
+cat >"$WORK/cni/net.d/10-$NET.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "$NET",
+  "plugins": [{
+    "type": "bridge", "bridge": "$BRIDGE", "isGateway": false, "ipMasq": false,
+    "ipam": {
+      "type": "host-local", "dataDir": "$WORK/cni/ipam",
+      "ranges": [[{"subnet": "10.213.77.0/24", "gateway": "10.213.77.1"}]],
+      "routes": [{"dst": "0.0.0.0/0"}]
+    }
+  }]
+}
+EOF
+
+# ---- containerd with its CRI plugin --------------------------------------------------------
+install_shim
+mkdir -p "$WORK/cd"
+CD_SOCK=$WORK/cd/containerd.sock
+cat >"$WORK/cd/config.toml" <<EOF
+version = 2
+root = "$WORK/cd/root"
+state = "$WORK/cd/state"
+[grpc]
+  address = "$CD_SOCK"
+[ttrpc]
+  address = "$CD_SOCK.ttrpc"
+[debug]
+  address = "$WORK/cd/debug.sock"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$WORK/cd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "localhost/orh-pause:1"
+  # without CAP_SYS_RESOURCE runc cannot lower oom_score_adj to the sandbox's -998
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$WORK/cni/net.d"
+EOF
+
+# configure: the handler "rdma" as `oci-rdma-hook configure` writes it, until the built
+# binary has that command (then the command itself)
+if "$HOOK" configure --help >/dev/null 2>&1; then
+	"$HOOK" configure --engine containerd --engine-config "$WORK/cd/config.toml" \
+		--handler rdma --shim "$SHIM" >"$WORK/configure.out" 2>&1 ||
+		not_ok "oci-rdma-hook configure --engine containerd: $(cat "$WORK/configure.out")"
+else
+	cat >>"$WORK/cd/config.toml" <<EOF
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.rdma]
+  runtime_type = "io.containerd.runc.v2"
+  pod_annotations = ["oci-rdma-hook/*"]
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.rdma.options]
+  BinaryName = "$SHIM"
+  SystemdCgroup = false
+EOF
+fi
+
+# containers inherit containerd's limits: a 64 KiB soft memlock, so that a raise shows
+DEFAULT_MEMLOCK=64
+HARD_MEMLOCK=$(ulimit -Hl)
+(
+	ulimit -S -l $DEFAULT_MEMLOCK
+	export OCI_RDMA_HOOK_CONFIG=$WORK/node.conf OCI_RDMA_HOOK_SYSROOT=$WORK/node
+	exec containerd --config "$WORK/cd/config.toml" >"$WORK/cd/containerd.log" 2>&1
+) &
+DAEMON_PIDS+=($!)
+wait_for 30 ctr -a "$CD_SOCK" version ||
+	cant_run "containerd did not start: $(tail -5 "$WORK/cd/containerd.log")"
+for i in pause bb; do
+	ctr -a "$CD_SOCK" -n k8s.io images import --snapshotter native "$WORK/$i.tar" \
+		>"$WORK/import-$i.log" 2>&1 || cant_run "ctr images import $i: $(cat "$WORK/import-$i.log")"
+done
+wait_for 20 cri status ||
+	cant_run "the CRI is not ready: $(cri status 2>&1 | tr '\n' ' ')"
+check "the CRI sees the local pause image" eval 'cri img localhost/orh-pause:1 >/dev/null'
+
+# ---- pods -----------------------------------------------------------------------------------
+MARK_RAN=orh-cri-ran
+MARK_END=orh-cri-end
+SHOW='echo "uid $(id -u) caps $(sed -n "s/^CapEff:[[:space:]]*//p" /proc/self/status)"; ip -4 -o addr show 2>/dev/null | sed -n "s/^[0-9]*: \([^ ]*\) *inet \([0-9.]*\).*/addr \1 \2/p"; for f in /dev/infiniband/*; do [ -e "$f" ] && probe "$f"; done'
+NODE_NET=2 POD_NET=0
+CASE=""
+# run_pod NAME NETWORK [POD-JQ] [CTR-JQ]: a pod (crictl's JSON, network NODE or POD) through
+# the handler rdma, with one container that prints its marker, $INSIDE and $SHOW, then
+# sleeps; its log in $OUT, the ids in $POD and $CTR. The JQ edits are applied to the pod's
+# and the container's config.
+run_pod() {
+	local name=$1 net=$2 d=$WORK/pods/$1 i
+	CASE=$name OUT="" POD="" CTR=""
+	mkdir -p "$d/logs"
+	jq -n --arg name "$name" --arg logs "$d/logs" --argjson net "$net" '{
+		metadata: {name: $name, namespace: "orh-e2e", uid: ("uid-" + $name), attempt: 0},
+		log_directory: $logs, labels: {"orh-e2e": "cri"}, annotations: {},
+		linux: {security_context: {namespace_options: {network: $net, pid: 1, ipc: 0}}}}
+		| if $net == 2 then . else .hostname = $name end' | jq "${3:-.}" >"$d/pod.json"
+	jq -n --arg cmd "echo $MARK_RAN; $INSIDE; $SHOW; echo $MARK_END; exec sleep 600" \
+		--argjson net "$net" '{
+		metadata: {name: "work", attempt: 0}, image: {image: "localhost/orh-e2e-bb:1"},
+		command: ["/bin/sh", "-c", $cmd], log_path: "work.log",
+		linux: {security_context: {namespace_options: {network: $net, pid: 1, ipc: 0}}}}' |
+		jq "${4:-.}" >"$d/ctr.json"
+	POD=$(cri runp --runtime rdma "$d/pod.json" 2>"$d/err") ||
+		{ not_ok "$name: RunPodSandbox: $(cat "$d/err")"; return 1; }
+	PODS+=("$POD")
+	echo "$POD" >>"$WORK/ids"
+	CTR=$(cri create "$POD" "$d/ctr.json" "$d/pod.json" 2>"$d/err") ||
+		{ not_ok "$name: CreateContainer: $(cat "$d/err")"; return 1; }
+	echo "$CTR" >>"$WORK/ids"
+	cri start "$CTR" 2>"$d/err" || { not_ok "$name: StartContainer: $(cat "$d/err")"; return 1; }
+	wait_for 20 grep -q "$MARK_END" "$d/logs/work.log" || true
+	OUT=$(cri logs "$CTR" 2>&1)
+	check "$name: the container ran (marker line, then its output)" \
+		bash -c 'head -1 <<<"$1" | grep -qx "$2" && grep -qx "$3" <<<"$1"' _ \
+		"$OUT" "$MARK_RAN" "$MARK_END"
+}
+# end_pod: stop and remove the pod (its container with it)
+end_pod() {
+	[ -n "$POD" ] || return 0
+	cri stopp "$POD" >/dev/null 2>&1 || not_ok "$CASE: StopPodSandbox"
+	cri rmp "$POD" >/dev/null 2>&1 || not_ok "$CASE: RemovePodSandbox"
+	PODS=("${PODS[@]/$POD/}")
+}
+jq_true() { jq -e "$@" >/dev/null; }
+bundle_of() { echo "$WORK/cd/state/io.containerd.runtime.v2.task/k8s.io/$1"; }
+# stored_spec ID: the spec containerd wrote for that container, as its metadata keeps it
+stored_spec() { ctr -a "$CD_SOCK" -n k8s.io containers info "$1" | jq -S .Spec; }
+# uverbs_of NODE DEV: the uverbs node of that device in a sample node's sysfs
+uverbs_of() { grep -lx "$2" "$WORK/nodes/$1"/sys/class/infiniband_verbs/uverbs*/ibdev | xargs dirname | xargs basename; }
+# ib_nodes: the /dev/infiniband entries the container opened ($SHOW's probe lines), sorted
+ib_nodes() { sed -En 's#^/dev/infiniband/([^ ]*) (OK|E[A-Z]+)$#\1#p' <<<"$OUT" | sort | tr '\n' ' '; }
+OPT_IN='.annotations["oci-rdma-hook/enable"] = "true"'
+DEV_UVERBS2=".devices = [{container_path: \"/dev/infiniband/uverbs2\", host_path: \"$WORK/devplugin/uverbs2\", permissions: \"rwm\"}]"
+
+# ---- activation = annotation, on the 9-NIC RoCE node -----------------------------------
+PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
+run_pod annotated $NODE_NET "$OPT_IN"
+check_conf_has_plan "annotated: /etc/nccl.conf has every plan setting"
+check "annotated: no plan variable in PID 1's environment" bash -c "! grep -q '^env:' <<<\"\$1\"" _ "$OUT"
+check "annotated: memlock raised to the node's 4 MiB (saw: $(grep '^memlock' <<<"$OUT"))" \
+	grep -qx 'memlock 4096' <<<"$OUT"
+want="rdma_cm uverbs1 uverbs2 uverbs3 uverbs4 uverbs5 uverbs6 uverbs7 uverbs8 "
+check "annotated: the plan's device nodes, no other (saw: $(ib_nodes))" [ "$(ib_nodes)" = "$want" ]
+check "annotated: uverbs1 has the node's numbers" \
+	grep -qx "/dev/infiniband/uverbs1 character special file $(stat -c '%t:%T' "$WORK/nodes/seed/dev/infiniband/uverbs1")" <<<"$OUT"
+# the device cgroup allows them: no driver behind 231:* here, so an allowed open gives ENXIO
+check "annotated: uverbs1 is allowed by the device cgroup (open: ENXIO, not EPERM)" \
+	grep -qx "/dev/infiniband/uverbs1 ENXIO" <<<"$OUT"
+# ExecSync: a process started later reads the same file, with the same limit
+EXEC_RC=0
+EXEC_OUT=$(cri exec "$CTR" /bin/sh -c "$INSIDE" 2>&1) || EXEC_RC=$?
+check "ExecSync: runs (exit $EXEC_RC)" [ "$EXEC_RC" = 0 ]
+OUT=$EXEC_OUT check_conf_has_plan "ExecSync: the process sees every plan setting in /etc/nccl.conf"
+# containerd builds an exec's process from the spec it keeps, which the shim did not edit:
+# the exec'd process has the limits of containerd, not the container's RLIMIT_MEMLOCK
+grep -qx 'memlock 4096' <<<"$EXEC_OUT" ||
+	echo "# note: ExecSync: the exec'd process has $(grep '^memlock' <<<"$EXEC_OUT") KiB, not the container's 4096 (containerd's exec spec has no RLIMIT_MEMLOCK)"
+
+# the sandbox: offered to the shim with the pod's annotation, and left as containerd wrote it
+SB_SPEC=$(stored_spec "$POD")
+check "sandbox: its spec says container-type sandbox and carries the pod's annotation" \
+	jq_true '.annotations["io.kubernetes.cri.container-type"] == "sandbox" and .annotations["oci-rdma-hook/enable"] == "true"' <<<"$SB_SPEC"
+check "sandbox: bundle config.json is the spec containerd wrote" \
+	diff <(jq -S . "$(bundle_of "$POD")/config.json") <(echo "$SB_SPEC")
+check "sandbox: no hook, no rlimit, no device, no NCCL variable in its config.json" \
+	jq_true '(.hooks // {} | length) == 0 and ([.process.rlimits[]? | select(.type == "RLIMIT_MEMLOCK")] | length) == 0
+		and ([.linux.devices[]? | select(.path | startswith("/dev/infiniband"))] | length) == 0
+		and ([.process.env[]? | select(startswith("NCCL_"))] | length) == 0' "$(bundle_of "$POD")/config.json"
+# the same comparison sees the edit of the pod's container
+check "container: its bundle config.json is the shim's edit of containerd's spec" \
+	bash -c '! diff -q <(jq -S . "$1") <(echo "$2") >/dev/null' _ "$(bundle_of "$CTR")/config.json" "$(stored_spec "$CTR")"
+end_pod
+
+# CRI devices, as the kubelet passes a device plugin's DeviceSpec
+run_pod device-uverbs2 $NODE_NET "$OPT_IN" "$DEV_UVERBS2"
+check "device-uverbs2: only uverbs2 and rdma_cm (saw: $(ib_nodes))" [ "$(ib_nodes)" = "rdma_cm uverbs2 " ]
+check "device-uverbs2: uverbs2 is 231:194 and allowed (open: ENXIO)" \
+	bash -c 'grep -qx "/dev/infiniband/uverbs2 character special file e7:c2" <<<"$1" && grep -qx "/dev/infiniband/uverbs2 ENXIO" <<<"$1"' _ "$OUT"
+check "device-uverbs2: NCCL_IB_HCA names mlx5_2 only ($(grep '^conf:NCCL_IB_HCA' <<<"$OUT"))" \
+	grep -qx 'conf:NCCL_IB_HCA==mlx5_2:1' <<<"$OUT"
+check "device-uverbs2: the spec grants 231:194 and no other uverbs" \
+	jq_true '[.linux.resources.devices[] | select(.allow and .major == 231)] | map("\(.minor):\(.access)") == ["194:rwm"]' \
+	"$(bundle_of "$CTR")/config.json"
+check "device-uverbs2: memlock 4 MiB" grep -qx 'memlock 4096' <<<"$OUT"
+end_pod
+
+run_pod nothing $NODE_NET
+check "nothing: no NCCL setting, no RDMA device" bash -c "! grep -q -e 'NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
+check "nothing: containerd's memlock ($DEFAULT_MEMLOCK KiB; saw: $(grep '^memlock' <<<"$OUT"))" \
+	grep -qx "memlock $DEFAULT_MEMLOCK" <<<"$OUT"
+end_pod
+
+# ---- the DGX-like node: GPUs named by the device plugin's env, and the pod network ------------
+use_node dgx
+PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
+run_pod gpus-2-3 $NODE_NET "$OPT_IN" '.envs = [{key: "NVIDIA_VISIBLE_DEVICES", value: "2,3"}]'
+stored_spec "$CTR" >"$WORK/gpus-spec.json"
+want=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env --spec "$WORK/gpus-spec.json" |
+	grep '^NCCL_IB_HCA=')
+# rule 9 on this node (tests/cli.sh): GPUs 2 and 3 share a PCIe switch with mlx5_2 and mlx5_3
+check "gpus-2-3: env --spec on containerd's spec gives rule 9's NICs ($want)" \
+	[ "$want" = "NCCL_IB_HCA==mlx5_2:1,mlx5_3:1" ]
+check "gpus-2-3: /etc/nccl.conf has $want ($(grep '^conf:NCCL_IB_HCA' <<<"$OUT"))" grep -qx "conf:$want" <<<"$OUT"
+want="rdma_cm $(uverbs_of dgx mlx5_2) $(uverbs_of dgx mlx5_3) "
+check "gpus-2-3: only those NICs' nodes (saw: $(ib_nodes); want: $want)" [ "$(ib_nodes)" = "$want" ]
+end_pod
+
+run_pod nonroot-podnet $POD_NET "$OPT_IN" \
+	'.linux.security_context.run_as_user = {value: 1000} | .linux.security_context.capabilities = {drop_capabilities: ["ALL"]}'
+POD_IP=$(cri inspectp "$POD" | jq -r .status.network.ip)
+check "nonroot-podnet: uid 1000, no capability" grep -qx 'uid 1000 caps 0000000000000000' <<<"$OUT"
+check "nonroot-podnet: in the pod network: eth0 holds the pod's address $POD_IP" \
+	grep -qx "addr eth0 $POD_IP" <<<"$OUT"
+check "nonroot-podnet: memlock raised to 4 MiB (saw: $(grep '^memlock' <<<"$OUT"))" grep -qx 'memlock 4096' <<<"$OUT"
+check "nonroot-podnet: NCCL_SOCKET_IFNAME names the pod's eth0 (the node's: $(grep SOCKET <<<"$PLAN"))" \
+	grep -qx 'conf:NCCL_SOCKET_IFNAME==eth0' <<<"$OUT"
+check_conf_has_plan "nonroot-podnet: /etc/nccl.conf has the plan's other settings"
+end_pod
+
+# ---- the Kubernetes example node config: devices only through the allocation -------------------
+use_node seed
+cp "$SRC/deploy/kubernetes/oci-rdma-hook.conf" "$WORK/node.conf"
+run_pod k8s-annotated-only $NODE_NET "$OPT_IN"
+check "k8s config, annotated, no device allocated: no NCCL setting, no RDMA device ($(grep -e NCCL_ -e infiniband <<<"$OUT" | head -3 | tr '\n' ' '))" \
+	bash -c "! grep -q -e 'NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
+check "k8s config, annotated, no device allocated: containerd's memlock (saw: $(grep '^memlock' <<<"$OUT"))" \
+	grep -qx "memlock $DEFAULT_MEMLOCK" <<<"$OUT"
+end_pod
+run_pod k8s-device $NODE_NET "" "$DEV_UVERBS2"
+check "k8s config, uverbs2 allocated: only uverbs2 and rdma_cm (saw: $(ib_nodes))" [ "$(ib_nodes)" = "rdma_cm uverbs2 " ]
+check "k8s config, uverbs2 allocated: NCCL_IB_HCA names mlx5_2 only ($(grep '^conf:NCCL_IB_HCA' <<<"$OUT"))" \
+	grep -qx 'conf:NCCL_IB_HCA==mlx5_2:1' <<<"$OUT"
+check "k8s config, uverbs2 allocated: memlock raised to the shim's hard limit ($HARD_MEMLOCK; saw: $(grep '^memlock' <<<"$OUT"))" \
+	grep -qx "memlock $HARD_MEMLOCK" <<<"$OUT"
+end_pod
+
+finish
