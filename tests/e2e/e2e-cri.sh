@@ -150,23 +150,10 @@ state = "$WORK/cd/state"
     conf_dir = "$WORK/cni/net.d"
 EOF
 
-# configure: the handler "rdma" as `oci-rdma-hook configure` writes it, until the built
-# binary has that command (then the command itself)
-if "$HOOK" configure --help >/dev/null 2>&1; then
-	"$HOOK" configure --engine containerd --engine-config "$WORK/cd/config.toml" \
-		--handler rdma --shim "$SHIM" >"$WORK/configure.out" 2>&1 ||
-		not_ok "oci-rdma-hook configure --engine containerd: $(cat "$WORK/configure.out")"
-else
-	cat >>"$WORK/cd/config.toml" <<EOF
-
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.rdma]
-  runtime_type = "io.containerd.runc.v2"
-  pod_annotations = ["oci-rdma-hook/*"]
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.rdma.options]
-  BinaryName = "$SHIM"
-  SystemdCgroup = false
-EOF
-fi
+# the handler "rdma", as the node operator registers it
+"$HOOK" configure --engine containerd --engine-config "$WORK/cd/config.toml" --handler rdma \
+	--shim "$SHIM" >"$WORK/configure.out" 2>&1 ||
+	{ not_ok "oci-rdma-hook configure --engine containerd: $(cat "$WORK/configure.out")"; finish || exit 1; }
 
 # containers inherit containerd's limits: a 64 KiB soft memlock, so that a raise shows
 DEFAULT_MEMLOCK=64
