@@ -76,9 +76,11 @@ int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	if (!d.have_plan) {
-		if (explain)
-			fprintf(stderr, "# not activated: %s; the container is left unchanged\n",
-				d.why);
+		if (!explain)
+			goto out;
+		fprintf(stderr, "# not activated: %s; the container is left unchanged\n", d.why);
+		for (size_t i = 0; i < d.warnings.n; i++)
+			fprintf(stderr, "warning: %s\n", d.warnings.v[i]);
 		goto out;
 	}
 	for (size_t i = 0; i < d.plan.n_env; i++)

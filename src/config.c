@@ -72,6 +72,7 @@ void orh_config_defaults(struct orh_config *cfg)
 	cfg->memlock = ORH_MEMLOCK_UNLIMITED;
 	cfg->activation = ORH_ACTIVATE_ALWAYS;
 	cfg->request_env = true;
+	cfg->request_scope = ORH_SCOPE_NODE;
 	cfg->on_error = ORH_ON_ERROR_WARN;
 	cfg->runtime = orh_xstrdup("runc");
 }
@@ -328,6 +329,13 @@ static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
 	} else if (!strcmp(key, "request_env")) {
 		if (parse_bool(v, &cfg->request_env) < 0)
 			return set_error(pc, s, key, "'%s' is not yes or no", v);
+	} else if (!strcmp(key, "request_scope")) {
+		if (!strcmp(v, "node"))
+			cfg->request_scope = ORH_SCOPE_NODE;
+		else if (!strcmp(v, "allocated"))
+			cfg->request_scope = ORH_SCOPE_ALLOCATED;
+		else
+			return set_error(pc, s, key, "'%s' is not node or allocated", v);
 	} else if (!strcmp(key, "on_error")) {
 		if (!strcmp(v, "warn"))
 			cfg->on_error = ORH_ON_ERROR_WARN;

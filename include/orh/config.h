@@ -37,6 +37,13 @@ enum orh_activation {
 	ORH_ACTIVATE_DEVICES,      /* only containers that hold RDMA device nodes already */
 };
 
+/* Which containers may be served at all, whatever activation and the request say. */
+enum orh_request_scope {
+	ORH_SCOPE_NODE = 0,        /* any: a container that asks may get the node's HCAs */
+	ORH_SCOPE_ALLOCATED,       /* only one that holds a uverbs node (an allocation): it
+				    * gets those devices only (rule 8) */
+};
+
 /* Which NICs a container given a subset of the node's GPUs gets (rule 9). */
 enum orh_nic_affinity {
 	ORH_AFFINITY_PCIE = 0,     /* under the same PCIe switch, else the same NUMA node */
@@ -80,6 +87,7 @@ struct orh_config {
 	/* [containers] */
 	enum orh_activation activation;
 	bool request_env;           /* also read the request from process.env (OCI_RDMA_HOOK_*) */
+	enum orh_request_scope request_scope;
 	enum orh_on_error on_error;
 	char *runtime;              /* the runtime the shim execs; default "runc" */
 	bool add_ipc_lock;          /* precreate/shim add CAP_IPC_LOCK */

@@ -58,13 +58,14 @@ enum orh_activation_result {
 
 /* Decide from the node config, the container's request and the facts its spec gives
  * (orh_container_facts_read, before: a pod sandbox is never served; activation = devices
- * serves a container holding RDMA nodes). The request is its annotations (the spec's, or
- * the state's) and, with cfg->request_env, its process.env (env: the spec's process.env
- * array, may be NULL). Each field is the annotation when that is set, else the variable
- * (the last entry of that name, as the runtime gives the process); a variable that says
- * otherwise, or that the config ignores, is named in a warning pushed to *warnings (may
- * be NULL). Fills facts->has_preset/preset. A bad value is an error naming the
- * annotation or the process.env entry. */
+ * serves a container holding RDMA nodes; request_scope = allocated serves none that holds
+ * no uverbs node, whatever it asks, with a warning when it asked). The request is its
+ * annotations (the spec's, or the state's) and, with cfg->request_env, its process.env
+ * (env: the spec's process.env array, may be NULL). Each field is the annotation when
+ * that is set, else the variable (the last entry of that name, as the runtime gives the
+ * process); a variable that says otherwise, or that the config ignores, is named in a
+ * warning pushed to *warnings (may be NULL). Fills facts->has_preset/preset. A bad value
+ * is an error naming the annotation or the process.env entry. */
 int orh_activation_decide(const struct orh_config *cfg, const json_t *annotations,
 			  const json_t *env, enum orh_activation_result *out,
 			  struct orh_container_facts *facts, struct orh_strv *warnings,
@@ -90,6 +91,9 @@ void orh_container_facts_read(const json_t *spec, const json_t *state_annotation
 			      struct orh_container_facts *facts);
 /* Does the container hold a device node of RDMA's numbers (uverbs, umad, issm)? */
 bool orh_facts_hold_rdma(const struct orh_container_facts *facts);
+/* Does it hold a uverbs node (an HCA's verbs device, what rule 8 limits the plan to)?
+ * What request_scope = allocated asks of a container it serves. */
+bool orh_facts_hold_uverbs(const struct orh_container_facts *facts);
 
 /* Is NAME set in the spec's process.env? */
 bool orh_spec_env_has(const json_t *spec, const char *name);

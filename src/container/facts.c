@@ -76,15 +76,27 @@ void orh_container_facts_read(const json_t *spec, const json_t *state_annotation
 	}
 }
 
-bool orh_facts_hold_rdma(const struct orh_container_facts *facts)
+/* Does the container hold a node of a number the kernel gives uverbs (with umad_too:
+ * umad or issm)? */
+static bool hold(const struct orh_container_facts *facts, bool umad_too)
 {
 	for (size_t i = 0; i < facts->n_devs; i++) {
 		unsigned ma = facts->devs[i].major, mi = facts->devs[i].minor;
 
 		if (orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, ma, mi, NULL) ||
-		    orh_devnum_is_rdma(ORH_CHARDEV_UMAD, ma, mi, NULL) ||
-		    orh_devnum_is_rdma(ORH_CHARDEV_ISSM, ma, mi, NULL))
+		    (umad_too && (orh_devnum_is_rdma(ORH_CHARDEV_UMAD, ma, mi, NULL) ||
+				  orh_devnum_is_rdma(ORH_CHARDEV_ISSM, ma, mi, NULL))))
 			return true;
 	}
 	return false;
+}
+
+bool orh_facts_hold_rdma(const struct orh_container_facts *facts)
+{
+	return hold(facts, true);
+}
+
+bool orh_facts_hold_uverbs(const struct orh_container_facts *facts)
+{
+	return hold(facts, false);
 }

@@ -594,6 +594,16 @@ int orh_activation_decide(const struct orh_config *cfg, const json_t *annotation
 		res = ORH_ACT_DEFAULT; /* a device plugin (or --device, CDI) gave it RDMA nodes */
 	else
 		return 0;
+	/* request_scope = allocated: only a container that was allocated an HCA (its uverbs
+	 * node, rule 8 then keeps the plan to it); a request neither serves nor widens */
+	if (cfg->request_scope == ORH_SCOPE_ALLOCATED && !(facts && orh_facts_hold_uverbs(facts))) {
+		if (res == ORH_ACT_REQUESTED && warnings)
+			orh_strv_pushf(warnings, "%s '%s=true' not served: request_scope = allocated, "
+				       "and the container holds no uverbs node (no HCA was "
+				       "allocated to it); it starts unchanged", field_kind(&enable),
+				       enable.name);
+		return 0;
+	}
 
 	r = request_field_get(cfg, annotations, ORH_ANNOTATION_PRESET, env, ORH_ENV_PRESET,
 			      &preset, warnings, err);
