@@ -13,6 +13,9 @@ packages=(
 	clang libclang-rt-14-dev
 	# end-to-end: real runtimes and a busybox rootfs
 	runc crun podman containerd docker.io busybox-static iproute2 uidmap libcap2-bin
+	# tests/e2e/e2e-cri.sh: a CRI client (tests/cri/cri.py, its protoc is grpc_tools' own)
+	# and the bridge CNI (no iptables: no masquerade)
+	python3-grpcio python3-grpc-tools containernetworking-plugins
 	# the Debian package (debian/, tests/package.sh): build, lint, man -w
 	build-essential debhelper dpkg-dev lintian man-db
 	# the VM lane (tests/vm): Debian's kernel under qemu, soft-RoCE, verbs tools
