@@ -35,6 +35,7 @@ Test(config, defaults)
 	cr_assert_str_eq(cfg.runtime, "runc");
 	cr_assert_not(cfg.management_devices);
 	cr_assert(cfg.request_env);
+	cr_assert_eq(cfg.request_scope, ORH_SCOPE_NODE, "nothing changes for existing nodes");
 }
 
 Test(config, every_key)
@@ -55,6 +56,7 @@ Test(config, every_key)
 		"[containers]\n"
 		"activation = annotation\n"
 		"request_env = no\n"
+		"request_scope = allocated\n"
 		"on_error = fail\n"
 		"runtime = /usr/bin/crun\n"
 		"add_ipc_lock = yes\n"
@@ -76,15 +78,16 @@ Test(config, every_key)
 	cr_assert_str_eq(cfg.sysroot, "/tmp/node");
 	cr_assert_eq(cfg.activation, ORH_ACTIVATE_ANNOTATION);
 	cr_assert_not(cfg.request_env);
+	cr_assert_eq(cfg.request_scope, ORH_SCOPE_ALLOCATED);
 	cr_assert_eq(cfg.on_error, ORH_ON_ERROR_FAIL);
 	cr_assert_str_eq(cfg.runtime, "/usr/bin/crun");
 	cr_assert(cfg.add_ipc_lock);
 	cr_assert_eq(cfg.n_env, 2);
 	cr_assert_str_eq(cfg.env[0].name, "NCCL_IB_TC");
 	cr_assert_str_eq(cfg.env[0].value, "136");
-	cr_assert_eq(cfg.env[0].line, 20);
+	cr_assert_eq(cfg.env[0].line, 21);
 	cr_assert_null(cfg.env[1].value);
-	cr_assert_eq(cfg.env[1].line, 21);
+	cr_assert_eq(cfg.env[1].line, 22);
 }
 
 static void expect_error(const char *text, const char *needle)
@@ -115,6 +118,12 @@ Test(config, errors_name_file_line_and_key)
 	expect_error("[node]\nlink_layer = roce\n", "node.conf:2: [node] key 'link_layer': 'roce' is not auto, infiniband or ethernet");
 	expect_error("[containers]\non_error = ignore\n", "key 'on_error'");
 	expect_error("[containers]\nrequest_env = env\n", "key 'request_env'");
+	expect_error("[containers]\n\nrequest_scope = pod\n",
+		     "node.conf:3: [containers] key 'request_scope': 'pod' is not node or allocated");
+	expect_error("[containers]\nrequest_scope =\n", "node.conf:2: [containers] key 'request_scope'");
+	expect_error("[containers]\nrequest_scope = Allocated\n", "key 'request_scope'");
+	expect_error("[node]\nrequest_scope = allocated\n",
+		     "node.conf:2: [node] key 'request_scope': unknown key");
 	expect_error("[env]\nLD_PRELOAD = /x.so\n", "[env] key 'LD_PRELOAD'");
 	expect_error("[env]\nnccl_debug = INFO\n", "[env] key 'nccl_debug'");
 	expect_error("[env]\nNCCL_DEBUG = INFO\nNCCL_DEBUG = WARN\n", "node.conf:3: [env] key 'NCCL_DEBUG': set twice");
@@ -136,6 +145,29 @@ Test(config, placement_keys)
 	cr_assert_eq(c.link_layer, ORH_FABRIC_ETHERNET);
 	cr_assert_eq(c.activation, ORH_ACTIVATE_DEVICES);
 	orh_config_free(&c);
+}
+
+Test(config, request_scope)
+{
+	static const struct {
+		const char *text;
+		enum orh_request_scope want;
+	} cases[] = {
+		{ "[containers]\nrequest_scope = allocated\n", ORH_SCOPE_ALLOCATED },
+		{ "[containers]\nrequest_scope = node\n", ORH_SCOPE_NODE },
+		{ "[containers]\nactivation = devices\n", ORH_SCOPE_NODE },
+	};
+
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(cases); i++) {
+		struct orh_config c;
+		struct orh_err e = { 0 };
+
+		orh_config_defaults(&c);
+		cr_assert_eq(orh_config_parse_string(&c, "n.conf", cases[i].text, &e), 0,
+			     "case %zu: %s", i, e.msg);
+		cr_assert_eq(c.request_scope, cases[i].want, "case %zu", i);
+		orh_config_free(&c);
+	}
 }
 
 Test(config, missing_default_file_is_defaults)
