@@ -6,9 +6,11 @@
 # CRI-O's hooks_dir holds no file of a stage CRI-O does not know; the node config is one
 # the binary accepts. Then the decision for the example pods: the container and sandbox
 # specs that containerd's and CRI-O's CRI code would build from them (annotations passed as
-# their sources do it, the device plugin's uverbs node in linux.devices) go through
-# `oci-rdma-hook env --spec` on a sample node. No cluster and no engine here: the engines'
-# part is modelled on their sources, named where it is done.
+# their sources do it, the device plugins' nodes in linux.devices) go through
+# `oci-rdma-hook env --spec` on the DGX-like sample node, under the example node config
+# (request_scope = allocated: a request never serves a pod that was allocated no HCA) and
+# under the defaults. No cluster and no engine here: the engines' and the plugins' part is
+# modelled on their sources, named where it is done.
 # Environment: ORH_HOOK (the built binary), ORH_SRCDIR, ORH_BUILDDIR.
 set -u
 HOOK=${ORH_HOOK:?run through meson test}
@@ -21,7 +23,7 @@ python3 -c 'import yaml, tomllib' 2>/dev/null || {
 	echo "not ok - python3 with yaml and tomllib (python3-yaml: tests/setup-debian.sh installs it)"
 	exit 1
 }
-python3 "$SRC/tests/mknode.py" "$SRC/tests/nodes/seed001-roce.json" "$work/node" >/dev/null ||
+python3 "$SRC/tests/mknode.py" "$SRC/tests/nodes/dgx-h100.json" "$work/node" >/dev/null ||
 	exit 1
 # where `meson install` puts the shim, and under which prefix
 if ! meson introspect --installed "$BUILD" >"$work/installed.json" ||
@@ -238,37 +240,80 @@ for name, pod in sorted(pods.items()):
     bad = {k: v for k, v in mine.items() if v not in values.get(k, ())}
     check("pod %s: oci-rdma-hook annotations are ones the hook reads" % name, not bad, bad)
 
+# ---- the resources the pods ask for: names the real plugins advertise ---------------------------
+# k8s-rdma-shared-dev-plugin: "<resourcePrefix>/<resourceName>" of its ConfigMap, the prefix
+# "rdma" by default, the name [a-zA-Z0-9_]+ (pkg/resources: rdmaHcaResourcePrefix,
+# validResourceName); one unit is the whole pool: every device its selectors match (Allocate
+# answers with the pool's deviceSpec). The SR-IOV network device plugin: "<resourcePrefix>/
+# <resourceName>" of its config, the prefix "intel.com" by default and set per pool
+# (cmd/sriovdp); one unit is one VF, with its RDMA nodes when the pool says "isRdma".
+# Both hand each device's uverbs, umad and issm nodes and rdma_cm (rdmamap GetRdmaCharDevices).
+def rdma_nodes(idx):
+    return [{"path": "/dev/infiniband/uverbs%d" % i, "type": "c", "major": 231,
+             "minor": 192 + i} for i in idx] + \
+           [{"path": "/dev/infiniband/umad%d" % i, "type": "c", "major": 231, "minor": i}
+            for i in idx] + \
+           [{"path": "/dev/infiniband/issm%d" % i, "type": "c", "major": 231, "minor": 64 + i}
+            for i in idx] + \
+           [{"path": "/dev/infiniband/rdma_cm", "type": "c", "major": 10, "minor": 61}]
+
+
+PLUGINS = {
+    # a shared pool of the node's 8 InfiniBand HCAs (selectors linkTypes infiniband)
+    "rdma/hca_shared_devices_a": ("k8s-rdma-shared-dev-plugin", rdma_nodes(range(8))),
+    # one RDMA VF: on the sample node, mlx5_3
+    "mellanox.com/mlnx_sriov_rdma": ("SR-IOV network device plugin", rdma_nodes([3])),
+}
+ALL_PORTS = "NCCL_IB_HCA==" + ",".join("mlx5_%d:1" % i for i in range(8))
+
+
+def limits_of(pod):
+    return (pod["spec"]["containers"][0].get("resources") or {}).get("limits") or {}
+
+
+for name, pod in sorted(pods.items()):
+    for res in limits_of(pod):
+        if res.startswith("nvidia.com/gpu"):
+            continue
+        check("pod %s: %s is a resource a real RDMA device plugin advertises" % (name, res),
+              res in PLUGINS and re.fullmatch(r"[a-z0-9.-]+/[a-zA-Z0-9_]+", res), sorted(PLUGINS))
+check("no pod asks for rdma/hca, a name no RDMA device plugin advertises",
+      not [n for n, p in pods.items() if "rdma/hca" in limits_of(p)])
+
 train = pods.get("rdma-training", {})
 tc = (train.get("spec", {}).get("containers") or [{}])[0]
 check("training pod: asks with oci-rdma-hook/enable: \"true\"",
       train.get("metadata", {}).get("annotations", {}).get("oci-rdma-hook/enable") == "true")
-check("training pod: nvidia.com/gpu: 8",
-      tc.get("resources", {}).get("limits", {}).get("nvidia.com/gpu") == 8)
+check("training pod: nvidia.com/gpu: 8 and one unit of the shared plugin's pool",
+      limits_of(train).get("nvidia.com/gpu") == 8 and
+      limits_of(train).get("rdma/hca_shared_devices_a") == 1, limits_of(train))
 check("training pod: runs torchrun",
       "torchrun" in " ".join(tc.get("command", []) + tc.get("args", [])))
 dp = pods.get("rdma-device-plugin", {})
-dc = (dp.get("spec", {}).get("containers") or [{}])[0]
-check("device-plugin pod: rdma/hca: 1 and no annotation",
-      dc.get("resources", {}).get("limits", {}).get("rdma/hca") == 1 and
-      not dp["metadata"].get("annotations"))
+check("device-plugin pod: one SR-IOV RDMA VF and no annotation",
+      limits_of(dp).get("mellanox.com/mlnx_sriov_rdma") == 1 and
+      not dp.get("metadata", {}).get("annotations"), limits_of(dp))
+gs = pods.get("rdma-two-gpus", {})
+check("GPU-subset pod: nvidia.com/gpu: 2 and no RDMA resource",
+      limits_of(gs) == {"nvidia.com/gpu": 2}, limits_of(gs))
 
 # ---- the node config is one the binary accepts ---------------------------------------------------
 conf = os.path.join(kdir, "oci-rdma-hook.conf")
 r = subprocess.run([hook, "--config", conf, "--sysroot", node, "env"], capture_output=True,
                    text=True)
 check("oci-rdma-hook.conf: the binary accepts it", r.returncode == 0, r.stderr)
+conf_text = open(conf).read()
 check("oci-rdma-hook.conf: activation = devices",
-      re.search(r"^activation\s*=\s*devices\s*$", open(conf).read(), re.M) is not None)
+      re.search(r"^activation\s*=\s*devices\s*$", conf_text, re.M) is not None)
+check("oci-rdma-hook.conf: request_scope = allocated",
+      re.search(r"^request_scope\s*=\s*allocated\s*$", conf_text, re.M) is not None)
+# the same node with request_scope = node, and the defaults (the package's file)
+node_conf = os.path.join(work, "node-scope.conf")
+with open(node_conf, "w") as f:
+    f.write(re.sub(r"^request_scope\s*=.*$", "request_scope = node", conf_text, flags=re.M))
+default_conf = os.path.join(src, "conf", "oci-rdma-hook.conf")
 
 # ---- the decision for the specs the CRI code builds from the pods ---------------------------------
-# The device plugin's allocation on the sample node: mlx5_3's uverbs3 and rdma_cm.
-PLUGIN_DEVICES = [
-    {"path": "/dev/infiniband/uverbs3", "type": "c", "major": 231, "minor": 195},
-    {"path": "/dev/infiniband/rdma_cm", "type": "c", "major": 10, "minor": 58},
-]
-ALL_PORTS = "NCCL_IB_HCA==" + ",".join("mlx5_%d:1" % i for i in range(1, 9))
-
-
 def oci_spec(pod, engine, sandbox):
     """config.json as the engine builds it for the pod's first container or its sandbox."""
     ann = pod["metadata"].get("annotations", {}) or {}
@@ -286,41 +331,80 @@ def oci_spec(pod, engine, sandbox):
         if "nvidia.com/gpu" in limits:
             gpus = ",".join(str(i) for i in range(limits["nvidia.com/gpu"]))
             env.append("NVIDIA_VISIBLE_DEVICES=" + gpus)
-        if any(k.startswith("rdma/") for k in limits):
-            devices = PLUGIN_DEVICES
+        for res in limits:
+            devices += PLUGINS.get(res, ("", []))[1]
     return {"ociVersion": "1.0.2", "process": {"args": ["sh"], "env": env},
             "linux": {"devices": devices}, "annotations": out}
 
 
-def decide(pod, engine, sandbox):
+def decide(pod, engine, sandbox, config=conf):
     path = os.path.join(work, "%s-%s-%s.json" % (pod["metadata"]["name"], engine, sandbox))
     with open(path, "w") as f:
         json.dump(oci_spec(pod, engine, sandbox), f)
-    r = subprocess.run([hook, "--config", conf, "--sysroot", node, "env", "--spec", path],
-                       capture_output=True, text=True)
+    r = subprocess.run([hook, "--config", config, "--sysroot", node, "env", "--explain",
+                        "--spec", path], capture_output=True, text=True)
     hca = [l for l in r.stdout.splitlines() if l.startswith("NCCL_IB_HCA=")]
     return r.returncode, r.stdout, (hca[0] if hca else ""), r.stderr
 
 
+def without_rdma(pod):
+    """The pod as its author may write it: the same request, no RDMA resource."""
+    p = json.loads(json.dumps(pod))
+    lim = limits_of(p)
+    for res in list(lim):
+        if res in PLUGINS:
+            del lim[res]
+    return p
+
+
 nothing = {"metadata": {"name": "plain"}, "spec": {"containers": [{"name": "c"}]}}
+asks_env = {"metadata": {"name": "asks-env"}, "spec": {"containers": [
+    {"name": "c", "env": [{"name": "OCI_RDMA_HOOK_ENABLE", "value": "true"}]}]}}
+NOT_ALLOCATED = "but request_scope = allocated and it holds no RDMA device node"
 for engine in ("containerd", "CRI-O"):
     if dp:
         rc_, out, hca, err = decide(dp, engine, False)
-        check("%s, activation = devices: the device-plugin pod gets exactly its HCA" % engine,
+        check("%s, example config: the device-plugin pod gets exactly its HCA" % engine,
               rc_ == 0 and hca == "NCCL_IB_HCA==mlx5_3:1", (rc_, out, err))
         rc_, out, hca, err = decide(dp, engine, True)
         check("%s: the device-plugin pod's sandbox gets nothing" % engine,
               rc_ == 0 and out == "", (rc_, out, err))
     if train:
         rc_, out, hca, err = decide(train, engine, False)
-        check("%s, activation = devices: the annotated training pod is served, every port"
+        check("%s, example config: the training pod gets every HCA of the shared pool"
               % engine, rc_ == 0 and hca == ALL_PORTS, (rc_, out, err))
         rc_, out, hca, err = decide(train, engine, True)
         check("%s: the training pod's sandbox gets nothing, though annotated" % engine,
               rc_ == 0 and out == "", (rc_, out, err))
+        # the annotation without the allocation: nothing, and env --explain says why
+        rc_, out, hca, err = decide(without_rdma(train), engine, False)
+        check("%s, example config: a pod annotated oci-rdma-hook/enable: \"true\" and "
+              "allocated no HCA gets nothing, and is told why" % engine,
+              rc_ == 0 and out == "" and NOT_ALLOCATED in err, (rc_, out, err))
+        rc_, out, hca, err = decide(without_rdma(train), engine, False, node_conf)
+        check("%s, request_scope = node: the same pod gets every HCA of the node" % engine,
+              rc_ == 0 and hca == ALL_PORTS, (rc_, out, err))
+    if gs:
+        # rule 9 chooses among the node's NICs: not under request_scope = allocated
+        rc_, out, hca, err = decide(gs, engine, False)
+        check("%s, example config: the GPU-subset pod (annotated, no RDMA resource) gets "
+              "nothing" % engine, rc_ == 0 and out == "" and NOT_ALLOCATED in err,
+              (rc_, out, err))
+        rc_, out, hca, err = decide(gs, engine, False, node_conf)
+        check("%s, request_scope = node: the GPU-subset pod gets the NICs under its GPUs' "
+              "PCIe switch" % engine, rc_ == 0 and hca == "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1",
+              (rc_, out, err))
+    rc_, out, hca, err = decide(asks_env, engine, False)
+    check("%s, example config: a pod asking through env and allocated no HCA gets nothing"
+          % engine, rc_ == 0 and out == "" and "OCI_RDMA_HOOK_ENABLE=true in process.env), "
+          + NOT_ALLOCATED in err, (rc_, out, err))
     rc_, out, hca, err = decide(nothing, engine, False)
-    check("%s, activation = devices: a pod that asks for nothing gets nothing" % engine,
+    check("%s, example config: a pod that asks for nothing gets nothing" % engine,
           rc_ == 0 and out == "", (rc_, out, err))
+    # the defaults (activation = always): what CRI-O's hooks.d files give every pod
+    rc_, out, hca, err = decide(nothing, engine, False, default_conf)
+    check("%s, the package's defaults: a pod that asks for nothing gets every HCA of the node"
+          % engine, rc_ == 0 and hca == ALL_PORTS, (rc_, out, err))
 
 # ---- the man page points here -------------------------------------------------------------------
 man = open(os.path.join(src, "man", "oci-rdma-hook.8")).read()
