@@ -101,6 +101,8 @@ python3 "$SRC/tests/cri/mkimage.py" "$WORK/img/pause" localhost/orh-pause:1 "$WO
 make_rootfs "$WORK/img/bb"
 python3 "$SRC/tests/cri/mkimage.py" "$WORK/img/bb" localhost/orh-e2e-bb:1 "$WORK/bb.tar"
 
+# the pod network: a bridge of its own, addresses kept under $WORK, a default route, no
+# masquerade (no iptables rule); containerd sets up each pod's lo with CNI's loopback itself
 mkdir -p "$WORK/cni/net.d" "$WORK/cni/ipam"
 cat >"$WORK/cni/net.d/10-$NET.conflist" <<EOF
 {
@@ -183,7 +185,8 @@ CASE=""
 # run_pod NAME NETWORK [POD-JQ] [CTR-JQ]: a pod (crictl's JSON, network NODE or POD) through
 # the handler rdma, with one container that prints its marker, $INSIDE and $SHOW, then
 # sleeps; its log in $OUT, the ids in $POD and $CTR. The JQ edits are applied to the pod's
-# and the container's config.
+# and the container's config. A step that fails is a failed check, and the case's own
+# checks fail on what is missing.
 run_pod() {
 	local name=$1 net=$2 d=$WORK/pods/$1 i
 	CASE=$name OUT="" POD="" CTR=""
@@ -200,13 +203,13 @@ run_pod() {
 		linux: {security_context: {namespace_options: {network: $net, pid: 1, ipc: 0}}}}' |
 		jq "${4:-.}" >"$d/ctr.json"
 	POD=$(cri runp --runtime rdma "$d/pod.json" 2>"$d/err") ||
-		{ not_ok "$name: RunPodSandbox: $(cat "$d/err")"; return 1; }
+		{ not_ok "$name: RunPodSandbox: $(cat "$d/err")"; return 0; }
 	PODS+=("$POD")
 	echo "$POD" >>"$WORK/ids"
 	CTR=$(cri create "$POD" "$d/ctr.json" "$d/pod.json" 2>"$d/err") ||
-		{ not_ok "$name: CreateContainer: $(cat "$d/err")"; return 1; }
+		{ not_ok "$name: CreateContainer: $(cat "$d/err")"; return 0; }
 	echo "$CTR" >>"$WORK/ids"
-	cri start "$CTR" 2>"$d/err" || { not_ok "$name: StartContainer: $(cat "$d/err")"; return 1; }
+	cri start "$CTR" 2>"$d/err" || { not_ok "$name: StartContainer: $(cat "$d/err")"; return 0; }
 	wait_for 20 grep -q "$MARK_END" "$d/logs/work.log" || true
 	OUT=$(cri logs "$CTR" 2>&1)
 	check "$name: the container ran (marker line, then its output)" \
@@ -295,7 +298,7 @@ PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
 run_pod gpus-2-3 $NODE_NET "$OPT_IN" '.envs = [{key: "NVIDIA_VISIBLE_DEVICES", value: "2,3"}]'
 stored_spec "$CTR" >"$WORK/gpus-spec.json"
 want=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env --spec "$WORK/gpus-spec.json" |
-	grep '^NCCL_IB_HCA=')
+	grep '^NCCL_IB_HCA=' || true)
 # rule 9 on this node (tests/cli.sh): GPUs 2 and 3 share a PCIe switch with mlx5_2 and mlx5_3
 check "gpus-2-3: env --spec on containerd's spec gives rule 9's NICs ($want)" \
 	[ "$want" = "NCCL_IB_HCA==mlx5_2:1,mlx5_3:1" ]
