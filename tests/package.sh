@@ -7,7 +7,7 @@
 #   bash tests/package.sh          (root; `meson test --suite package` sets the environment)
 # While it runs the package is installed on this machine (/usr/bin/oci-rdma-hook, the
 # hooks.d files in /usr/share/containers/oci/hooks.d that podman and CRI-O read, podman's
-# precreate file in /etc/containers/oci/hooks.d); it is
+# precreate file in /usr/share/oci-rdma-hook/hooks.d, which no engine reads by default); it is
 # purged at the end, also on failure. It does not run where oci-rdma-hook is installed
 # already (as a package or by meson install): it would replace and then remove that.
 #
@@ -28,7 +28,7 @@ E2E=${ORH_PACKAGE_E2E:-hook}
 BIN=/usr/bin/oci-rdma-hook
 CONF=/etc/oci-rdma-hook/oci-rdma-hook.conf
 HOOKS_D=/usr/share/containers/oci/hooks.d
-PRECREATE=/etc/containers/oci/hooks.d/oci-rdma-hook-precreate.json
+PRECREATE=/usr/share/oci-rdma-hook/hooks.d/oci-rdma-hook-precreate.json
 PASSES=0 FAILS=0 WORK="" INSTALLED=0 LINTIAN_PID="" T0=$SECONDS
 
 cant_run() {
@@ -57,6 +57,59 @@ fatal() { # a step the rest depends on failed: show its log, stop
 	not_ok "$1"
 	[ -n "${2:-}" ] && [ -f "$2" ] && tail -n 60 "$2" | sed 's/^/#   /'
 	exit 1
+}
+# engines_check: with the package installed, what configure and the shipped hooks.d files
+# do to the engines of this machine (man oci-rdma-hook, REGISTRATION):
+#  - every file in a hooks.d directory that CRI-O, buildah or containerd's NRI read names
+#    only OCI stages (they refuse a directory holding another: CRI-O then does not start);
+#  - buildah, which reads those directories when given none, builds an image with a RUN;
+#  - `configure --engine podman` makes podman read the precreate directory, --undo removes it;
+#  - the snippets of oci-rdma-hook(8) are what `configure --dry-run` prints.
+engines_check() {
+	local d rc
+	check "every hooks.d file where CRI-O, buildah or NRI look names only OCI stages" python3 -c '
+import glob, json, sys
+known = {"prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"}
+files = glob.glob("/usr/share/containers/oci/hooks.d/*.json") + glob.glob("/etc/containers/oci/hooks.d/*.json")
+bad = {f: json.load(open(f)).get("stages") for f in files}
+bad = {f: st for f, st in bad.items() if not st or not set(st) <= known}
+sys.exit("%s" % bad if bad else 0)'
+	d=$WORK/engines
+	mkdir -p "$d/ctx/bin"
+	cp /bin/busybox "$d/ctx/bin/busybox"
+	ln -s busybox "$d/ctx/bin/sh"
+	tar -C "$d/ctx" -cf "$d/rootfs.tar" bin
+	printf 'FROM scratch\nADD rootfs.tar /\nRUN echo built-with-the-package\n' >"$d/Containerfile"
+	if command -v buildah >/dev/null 2>&1; then
+		buildah --root "$d/bstorage" --runroot "$d/brunroot" --storage-driver vfs build \
+			--isolation oci --runtime runc -f "$d/Containerfile" "$d" >"$d/buildah.log" 2>&1 &&
+			rc=0 || rc=$?
+		check "buildah's RUN works with the package installed (rc $rc: $(grep -i error "$d/buildah.log" | tail -1))" \
+			bash -c '[ "$1" = 0 ] && grep -q "^built-with-the-package" "$2"' _ "$rc" "$d/buildah.log"
+		buildah --root "$d/bstorage" --runroot "$d/brunroot" --storage-driver vfs rm -a >/dev/null 2>&1
+		buildah --root "$d/bstorage" --runroot "$d/brunroot" --storage-driver vfs rmi -a -f >/dev/null 2>&1
+	fi
+	if command -v podman >/dev/null 2>&1; then
+		"$BIN" configure --engine podman >"$d/configure.log" 2>&1 && rc=0 || rc=$?
+		check "configure --engine podman (rc $rc: $(tail -1 "$d/configure.log"))" [ "$rc" = 0 ]
+		printf '[containers]\ndefault_ulimits = []\n' >/etc/containers/containers.conf.d/00-orh-package.conf
+		mkdir -p "$d/rootfs"
+		tar -C "$d/rootfs" -xf "$d/rootfs.tar"
+		podman --root "$d/storage" --runroot "$d/runroot" --storage-driver vfs --runtime runc \
+			--cgroup-manager cgroupfs --log-level=debug run --rm --network none \
+			--rootfs "$d/rootfs" /bin/sh -c 'echo podman-ran' >"$d/podman.out" 2>"$d/podman.log" &&
+			rc=0 || rc=$?
+		check "podman runs a container with every hook of the package (rc $rc)" \
+			bash -c '[ "$1" = 0 ] && grep -qx podman-ran "$2"' _ "$rc" "$d/podman.out"
+		check "podman reads hooks from /usr/share/oci-rdma-hook/hooks.d" \
+			grep -qF 'reading hooks from /usr/share/oci-rdma-hook/hooks.d"' "$d/podman.log"
+		rm -f /etc/containers/containers.conf.d/00-orh-package.conf
+		"$BIN" configure --engine podman --undo >/dev/null 2>&1
+		check "configure --engine podman --undo removes its drop-in" \
+			[ ! -e /etc/containers/containers.conf.d/99-oci-rdma-hook.conf ]
+	fi
+	check "oci-rdma-hook(8)'s engine snippets are what configure --dry-run prints" \
+		python3 "$SRC/tests/man_snippets.py" "$SRC/man/oci-rdma-hook.8" "$BIN" "$d/snippets"
 }
 installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$PKG" 2>/dev/null)" = installed ]; }
 known() { dpkg-query -W -f='${db:Status-Status}' "$PKG" 2>/dev/null | grep -qv '^not-installed$'; }
@@ -143,16 +196,13 @@ dpkg-deb -c "$DEB" | awk '{ print $6 }' | sed 's|^\./|/|' >"$WORK/contents"
 check "no maintainer scripts: installing registers nothing with docker, containerd or systemd" \
 	[ "$(dpkg-deb --ctrl-tarfile "$DEB" | tar -t | sed 's|^\./||' | grep -v '^$' | sort | tr '\n' ' ')" = \
 	"conffiles control md5sums " ]
-check "no file in the engines' configuration or in systemd but podman's precreate hooks.d file" \
+check "no file in the engines' configuration or in systemd (configure writes those)" \
 	python3 -c '
 import re, sys
-precreate = sys.argv[2]
 bad = [l for l in open(sys.argv[1]).read().split()
-       if re.match(r"/(etc|usr/lib|lib)/(docker|containerd|crio|systemd|containers)/", l) and
-       l != precreate and not (l.endswith("/") and precreate.startswith(l))]
-sys.exit(" ".join(bad) if bad else 0)' "$WORK/contents" "$PRECREATE"
-check "the conffiles are $CONF and $PRECREATE" \
-	[ "$(dpkg-deb -I "$DEB" conffiles | sort | tr '\n' ' ')" = "$(printf '%s\n' "$CONF" "$PRECREATE" | sort | tr '\n' ' ')" ]
+       if re.match(r"/(etc|usr/lib|lib)/(docker|containerd|crio|systemd|containers)/", l)]
+sys.exit(" ".join(bad) if bad else 0)' "$WORK/contents"
+check "the only conffile is $CONF" [ "$(dpkg-deb -I "$DEB" conffiles | tr '\n' ' ')" = "$CONF " ]
 check "Built-Using names the C library the binary incorporates" \
 	bash -c 'dpkg-deb -f "$1" Built-Using | grep -q "glibc (= "' _ "$DEB"
 
@@ -196,6 +246,7 @@ sys.exit("%s" % stages if bad or len(files) != 2 else 0)' "$WORK/files" "$HOOKS_
 check "$PRECREATE has stage precreate" python3 -c '
 import json, sys
 sys.exit(json.load(open(sys.argv[1]))["stages"] != ["precreate"])' "$PRECREATE"
+engines_check
 if grep -rqsE '^path-exclude[= ]+/usr/share/man' /etc/dpkg/dpkg.cfg /etc/dpkg/dpkg.cfg.d; then
 	echo "# dpkg excludes /usr/share/man on this machine: man pages checked in the .deb only"
 	check "the .deb holds oci-rdma-runtime(8)" grep -qx /usr/share/man/man8/oci-rdma-runtime.8.gz "$WORK/contents"

@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# End-to-end: dockerd with the shim registered as a runtime in daemon.json
+# End-to-end: dockerd with the shim registered as a runtime in daemon.json by
+# `oci-rdma-hook configure --engine docker` and a reload (SIGHUP), every other key kept
 # ("runtimes": {"rdma": {"path": ".../oci-rdma-runtime"}}); `docker run --runtime=rdma`
 # gives the container the devices, the memlock limit and the plan's settings in
 # /etc/nccl.conf (written by the nccl-conf hook the shim registers), keeps a variable the
@@ -27,13 +28,9 @@ start_containerd "$WORK/node.conf" "$WORK/node"
 
 D=$WORK/docker
 mkdir -p "$D"
-cat >"$D/daemon.json" <<EOF
-{
-  "runtimes": {
-    "rdma": { "path": "$SHIM" }
-  }
-}
-EOF
+# the runtime is registered as an operator would: configure merges it into daemon.json,
+# dockerd reloads it on SIGHUP
+printf '{\n  "log-level": "warn"\n}\n' >"$D/daemon.json"
 export DOCKER_HOST=unix://$D/docker.sock
 OCI_RDMA_HOOK_CONFIG=$WORK/node.conf OCI_RDMA_HOOK_SYSROOT=$WORK/node \
 	dockerd --config-file "$D/daemon.json" --data-root "$D/data" --exec-root "$D/exec" \
@@ -42,6 +39,18 @@ OCI_RDMA_HOOK_CONFIG=$WORK/node.conf OCI_RDMA_HOOK_SYSROOT=$WORK/node \
 	--exec-opt native.cgroupdriver=cgroupfs >"$D/dockerd.log" 2>&1 &
 DAEMON_PIDS+=($!)
 wait_for 60 docker version || cant_run "dockerd did not start: $(tail -5 "$D/dockerd.log")"
+runtimes() { docker info --format '{{json .Runtimes}}'; }
+check "before configure, dockerd has no runtime rdma" bash -c '! runtimes | grep -q "\"rdma\""'
+export -f runtimes
+check "configure --engine docker merges the runtime into daemon.json" \
+	"$HOOK" --config "$WORK/node.conf" configure --engine docker --engine-config "$D/daemon.json" --shim "$SHIM"
+check "daemon.json keeps its other key" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(d != {"log-level": "warn", "runtimes": {"rdma": {"path": sys.argv[2]}}})' "$D/daemon.json" "$SHIM"
+kill -HUP "$(cat "$D/docker.pid")"
+check "dockerd reloads daemon.json and lists runtime rdma with the shim's path" \
+	wait_for 30 bash -c 'runtimes | python3 -c "import json, sys; sys.exit(json.load(sys.stdin)[\"rdma\"][\"path\"] != sys.argv[1])" "$1"' _ "$SHIM"
 docker import "$WORK/rootfs.tar" orh-e2e-bb:latest >/dev/null || cant_run "docker import failed"
 docker import "$WORK/rootfs-img.tar" orh-e2e-img:latest >/dev/null || cant_run "docker import failed"
 
@@ -147,4 +156,11 @@ check "runtime not found: docker's error gives the reason (stderr: $ERR)" \
 	grep -q "oci-rdma-runtime: runtime 'no-such-runtime-orh' not found in " <<<"$ERR"
 
 docker rmi -f orh-e2e-bb orh-e2e-img >/dev/null 2>&1 || true
+check "configure --undo takes the runtime out of daemon.json, every other key kept" bash -c \
+	'"$1" --config "$2" configure --engine docker --engine-config "$3" --shim "$4" --undo >/dev/null 2>&1 &&
+	 python3 -c "import json, sys; sys.exit(json.load(open(sys.argv[1])) != {\"log-level\": \"warn\"})" "$3"' \
+	_ "$HOOK" "$WORK/node.conf" "$D/daemon.json" "$SHIM"
+# (a reload does not drop it: dockerd applies only the keys its file sets, and a file
+# without "runtimes" leaves the runtimes it had; it is gone at its next start)
+
 finish
