@@ -411,6 +411,14 @@ man = open(os.path.join(src, "man", "oci-rdma-hook.8")).read()
 check("oci-rdma-hook(8) has a KUBERNETES section naming deploy/kubernetes",
       re.search(r"^\.SH KUBERNETES$", man, re.M) is not None and "deploy/kubernetes" in man)
 check("oci-rdma-hook(8) names the same BinaryName", 'BinaryName = "%s"' % want in man)
+kube = man[man.find(".SH KUBERNETES"):]
+kube = kube[:kube.find("\n.SH ", 1)]
+check("oci-rdma-hook(8), KUBERNETES: the example config's request_scope = allocated",
+      "request_scope = allocated" in kube)
+for name, pod in sorted(pods.items()):
+    for res in limits_of(pod):
+        check("oci-rdma-hook(8), KUBERNETES: names pod %s's resource %s" % (name, res),
+              res.replace("-", "\\-") in kube or res in kube)
 
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
