@@ -245,9 +245,10 @@ static int containerd_plan(const struct orh_configure_req *req, const char *node
 
 		version = strtol(e->value, &end, 10);
 		if (*end || version < 1 || version > 3) {
+			r = orh_fail(err, EINVAL, "%s:%u: version '%s' is not 1, 2 or 3", path,
+				     e->line, e->value);
 			orh_toml_free(&t);
-			return orh_fail(err, EINVAL, "%s:%u: version '%s' is not 1, 2 or 3", path,
-					e->line, e->value);
+			return r;
 		}
 	}
 	plugin = orh_toml_key("plugins", version == 1 ? "cri" : version == 2 ?
@@ -255,17 +256,17 @@ static int containerd_plan(const struct orh_configure_req *req, const char *node
 	runtimes = orh_toml_key(plugin, "containerd", "runtimes", NULL);
 	key = orh_toml_key(runtimes, req->handler, NULL);
 	e = orh_toml_find_under(&t, key);
-	if (e) {
+	if (e)
+		r = orh_fail(err, EEXIST, "%s:%u: runtime handler '%s' is defined already "
+			     "(give configure another --handler, or remove it)", path, e->line,
+			     req->handler);
+	e = r < 0 ? NULL : orh_toml_get(&t, runtimes);
+	if (e)
+		r = orh_fail(err, EINVAL, "%s:%u: the runtimes are an inline table, which "
+			     "cannot be extended: write them as [tables]", path, e->line);
+	if (r < 0) {
 		orh_toml_free(&t);
-		return orh_fail(err, EEXIST, "%s:%u: runtime handler '%s' is defined already "
-				"(give configure another --handler, or remove it)", path, e->line,
-				req->handler);
-	}
-	e = orh_toml_get(&t, runtimes);
-	if (e) {
-		orh_toml_free(&t);
-		return orh_fail(err, EINVAL, "%s:%u: the runtimes are an inline table, which "
-				"cannot be extended: write them as [tables]", path, e->line);
+		return r;
 	}
 	free(key);
 	key = orh_toml_key(plugin, "containerd", "default_runtime_name", NULL);

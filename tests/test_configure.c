@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* configure's TOML scanner, its block, and each engine's plan, on files held in memory. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "orh-config.h"
+#include "orh/configure.h"
+
+/* ---- the TOML scanner ---- */
+
+static const char *value_of(const struct orh_toml *t, const char *key)
+{
+	const struct orh_toml_entry *e = orh_toml_get(t, key);
+
+	return e ? e->value : NULL;
+}
+
+Test(toml, keys_tables_and_values)
+{
+	const char *text =
+		"version = 2 # a comment\n"
+		"[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+		"  default_runtime_name = 'nvidia'\n"
+		"  runtimes.runc.options.SystemdCgroup = true\n"
+		"[[proxy_plugins]]\n"
+		"list = [\n  \"a\", # one\n  'b',\n]\n"
+		"inline = { a = \"]\", b = [1, 2] }\n"
+		"text = \"\"\"\nx = 1\n\"\"\"\n"
+		"\"quoted.key\" = \"v\\\"q\"\n";
+	struct orh_err err = { 0 };
+	struct orh_toml t;
+	struct orh_strv sv = { 0 };
+	char *s = NULL;
+	bool b = false;
+
+	cr_assert_eq(orh_toml_scan(text, "c.toml", &t, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(value_of(&t, "version"), "2");
+	cr_assert_str_eq(value_of(&t, "plugins\x1fio.containerd.grpc.v1.cri\x1f" "containerd\x1f"
+				  "default_runtime_name"), "'nvidia'");
+	cr_assert(orh_toml_bool(value_of(&t, "plugins\x1fio.containerd.grpc.v1.cri\x1f" "containerd\x1f"
+					 "runtimes\x1frunc\x1foptions\x1fSystemdCgroup"), &b));
+	cr_assert(b);
+	cr_assert(orh_toml_string_array(value_of(&t, "proxy_plugins\x1flist"), &sv));
+	cr_assert_eq(sv.n, 2);
+	cr_assert_str_eq(sv.v[0], "a");
+	cr_assert_str_eq(sv.v[1], "b");
+	cr_assert_str_eq(value_of(&t, "proxy_plugins\x1finline"), "{ a = \"]\", b = [1, 2] }");
+	/* a multi-line string is one value: its "x = 1" is no key */
+	cr_assert_null(value_of(&t, "proxy_plugins\x1fx"));
+	cr_assert(orh_toml_string(value_of(&t, "proxy_plugins\x1fquoted.key"), &s));
+	cr_assert_str_eq(s, "v\"q");
+	cr_assert_eq(orh_toml_get(&t, "proxy_plugins\x1fquoted.key")->line, 14);
+	free(s);
+	orh_strv_free(&sv);
+	orh_toml_free(&t);
+}
+
+Test(toml, errors_name_the_file_and_line)
+{
+	const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{ "a = 1\n[table\n", "c.toml:2: a table header without its ']'" },
+		{ "a = \"open\n", "c.toml:1: a string that does not end on its line" },
+		{ "a = 1\nb\n", "c.toml:2: expected '=' after the key" },
+		{ "a = [1,\n2\n", "c.toml:3: an array or inline table that does not end" },
+		{ "a = \"x\" y\n", "c.toml:1: unexpected text after the value" },
+		{ "a =\n", "c.toml:1: a key without a value" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct orh_err err = { 0 };
+		struct orh_toml t;
+
+		cr_assert_eq(orh_toml_scan(bad[i].text, "c.toml", &t, &err), -EINVAL, "%s", bad[i].text);
+		cr_assert_str_eq(err.msg, bad[i].msg);
+	}
+}
+
+/* ---- the block ---- */
+
+static const struct orh_block blk = { .id = "--engine x", .body = "[a]\nb = 1\n", .header = "v = 2\n" };
+
+Test(block, append_then_remove_gives_back_the_bytes)
+{
+	const char *olds[] = { "", "x = 1\n", "x = 1", "# only a comment\n\n" };
+
+	for (size_t i = 0; i < sizeof(olds) / sizeof(olds[0]); i++) {
+		struct orh_err err = { 0 };
+		char *with = NULL, *again = NULL, *without = NULL;
+		bool remove = true;
+
+		cr_assert_eq(orh_block_install(olds[i], "f", &blk, &with, &err), 0);
+		cr_assert_not_null(with);
+		cr_assert(!strncmp(with, olds[i], strlen(olds[i])), "the old text stays first");
+		cr_assert_eq(orh_block_install(with, "f", &blk, &again, &err), 0);
+		cr_assert_null(again, "a second install changes nothing");
+		cr_assert_eq(orh_block_remove(with, "f", &blk, &without, &remove, &err), 1);
+		cr_assert(!remove);
+		cr_assert_str_eq(without, olds[i]);
+		free(with);
+		free(without);
+	}
+}
+
+Test(block, new_file_is_removed_whole_unless_the_operator_added_to_it)
+{
+	struct orh_err err = { 0 };
+	char *made = NULL, *out = NULL, *edited = NULL;
+	bool remove = false;
+
+	cr_assert_eq(orh_block_install(NULL, "f", &blk, &made, &err), 0);
+	cr_assert_str_eq(made, "v = 2\n\n# >>> oci-rdma-hook configure --engine x (new file)\n"
+			       "[a]\nb = 1\n# <<< oci-rdma-hook configure --engine x\n");
+	cr_assert_eq(orh_block_remove(made, "f", &blk, &out, &remove, &err), 1);
+	cr_assert(remove);
+	cr_assert_null(out);
+	edited = orh_xasprintf("%sextra = 1\n", made);
+	cr_assert_eq(orh_block_remove(edited, "f", &blk, &out, &remove, &err), 1);
+	cr_assert(!remove, "the operator's line is kept");
+	cr_assert_str_eq(out, "v = 2\nextra = 1\n");
+	free(made);
+	free(edited);
+	free(out);
+}
+
+Test(block, changed_block_is_replaced_in_place_and_a_broken_one_refused)
+{
+	struct orh_block other = blk;
+	struct orh_err err = { 0 };
+	char *with = NULL, *out = NULL;
+	const char *broken = "a = 1\n# >>> oci-rdma-hook configure --engine x\n[a]\n";
+
+	cr_assert_eq(orh_block_install("x = 1\n", "f", &blk, &with, &err), 0);
+	other.body = "[a]\nb = 2\n";
+	cr_assert_eq(orh_block_install(with, "f", &other, &out, &err), 0);
+	cr_assert_str_eq(out, "x = 1\n\n# >>> oci-rdma-hook configure --engine x\n[a]\nb = 2\n"
+			      "# <<< oci-rdma-hook configure --engine x\n");
+	free(out);
+	cr_assert_eq(orh_block_install(broken, "f", &blk, &out, &err), -EINVAL);
+	cr_assert(strstr(err.msg, "f:2: ") == err.msg, "%s", err.msg);
+	free(with);
+}
+
+/* ---- engines, on files held in memory ---- */
+
+struct fake_fs {
+	const char *path[8];
+	const char *text[8];
+	const char *exe[8];
+};
+
+static int fake_read(void *arg, const char *path, char **out, struct orh_err *err)
+{
+	struct fake_fs *fs = arg;
+
+	*out = NULL;
+	for (size_t i = 0; i < 8 && fs->path[i]; i++)
+		if (!strcmp(fs->path[i], path))
+			*out = orh_xstrdup(fs->text[i]);
+	return 0;
+}
+
+static int fake_list(void *arg, const char *dir, struct orh_strv *names, struct orh_err *err)
+{
+	struct fake_fs *fs = arg;
+	size_t n = strlen(dir);
+
+	for (size_t i = 0; i < 8 && fs->path[i]; i++)
+		if (!strncmp(fs->path[i], dir, n) && fs->path[i][n] == '/' &&
+		    !strchr(fs->path[i] + n + 1, '/'))
+			orh_strv_push(names, orh_xstrdup(fs->path[i] + n + 1));
+	return 0;
+}
+
+static bool fake_exe(void *arg, const char *path)
+{
+	struct fake_fs *fs = arg;
+
+	for (size_t i = 0; i < 8 && fs->exe[i]; i++)
+		if (!strcmp(fs->exe[i], path))
+			return true;
+	return false;
+}
+
+static int plan(struct fake_fs *fs, struct orh_configure_req *req, struct orh_cfg_files *files,
+		struct orh_err *err)
+{
+	struct orh_cfg_reader rd = { fake_read, fake_list, fake_exe, fs };
+	struct orh_strv notes = { 0 };
+	int r;
+
+	if (!req->shim)
+		req->shim = "/usr/bin/oci-rdma-runtime";
+	if (!req->handler)
+		req->handler = "rdma";
+	r = orh_configure_plan(req, "/etc/oci-rdma-hook/oci-rdma-hook.conf", &rd, files, &notes, err);
+	orh_strv_free(&notes);
+	return r;
+}
+
+static const struct orh_cfg_file *file(const struct orh_cfg_files *f, const char *path)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (!strcmp(f->v[i].path, path))
+			return &f->v[i];
+	return NULL;
+}
+
+Test(engines, containerd_copies_systemd_cgroup_and_the_nvidia_runtime)
+{
+	struct fake_fs fs = {
+		.path = { "/etc/containerd/config.toml", "/etc/oci-rdma-hook/oci-rdma-hook.conf" },
+		.text = { "version = 2\n"
+			  "[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+			  "default_runtime_name = \"nvidia\"\n"
+			  "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+			  "BinaryName = \"/usr/local/nvidia/toolkit/nvidia-container-runtime\"\n"
+			  "SystemdCgroup = true\n",
+			  "[node]\n" },
+		.exe = { "/usr/local/nvidia/toolkit/nvidia-container-runtime" },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+	const struct orh_cfg_file *cd, *node;
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cd = file(&files, "/etc/containerd/config.toml");
+	cr_assert(strstr(cd->new, "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.rdma.options]\n"
+			  "  BinaryName = \"/usr/bin/oci-rdma-runtime\"\n  SystemdCgroup = true\n"));
+	cr_assert(strstr(cd->new, "pod_annotations = [\"oci-rdma-hook/*\"]"));
+	node = file(&files, "/etc/oci-rdma-hook/oci-rdma-hook.conf");
+	cr_assert(strstr(node->new, "\n[containers]\nruntime = /usr/local/nvidia/toolkit/nvidia-container-runtime\n"),
+		  "%s", node->new);
+	orh_cfg_files_free(&files);
+}
+
+Test(engines, containerd_refuses_what_it_cannot_extend)
+{
+	const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{ "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.rdma]\n",
+		  "/etc/containerd/config.toml:2: runtime handler 'rdma' is defined already" },
+		{ "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\nruntimes = {}\n",
+		  "/etc/containerd/config.toml:3: the runtimes are an inline table" },
+		{ "version = 4\n", "/etc/containerd/config.toml:1: version '4' is not 1, 2 or 3" },
+		{ "version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\n"
+		  "SystemdCgroup = \"yes\"\n",
+		  "/etc/containerd/config.toml:3: SystemdCgroup '\"yes\"' is not true or false" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fake_fs fs = { .path = { "/etc/containerd/config.toml" }, .text = { bad[i].text } };
+		struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
+		struct orh_cfg_files files;
+		struct orh_err err = { 0 };
+
+		cr_assert_lt(plan(&fs, &req, &files, &err), 0, "%s", bad[i].text);
+		cr_assert(!strncmp(err.msg, bad[i].msg, strlen(bad[i].msg)), "%s", err.msg);
+		orh_cfg_files_free(&files);
+	}
+}
+
+Test(engines, crio_adds_to_the_nodes_hooks_dir)
+{
+	struct fake_fs fs = {
+		.path = { "/etc/crio/crio.conf", "/etc/crio/crio.conf.d/10-a.conf" },
+		.text = { "[crio.runtime]\nhooks_dir = [\"/x\"]\n",
+			  "[crio.runtime]\nhooks_dir = [\"/site/hooks.d\"]\ndefault_runtime = \"runc\"\n" },
+		.exe = { "/usr/bin/crio-runc", "/usr/libexec/crio/conmon" },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CRIO };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+	const struct orh_cfg_file *d;
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	d = file(&files, "/etc/crio/crio.conf.d/99-oci-rdma-hook.conf");
+	cr_assert_not_null(d->new);
+	cr_assert(strstr(d->new, "hooks_dir = [\"/site/hooks.d\", \"" ORH_CONTAINERS_HOOKS_DIR "\"]\n"),
+		  "%s", d->new);
+	cr_assert(strstr(d->new, "runtime_root = \"/run/runc\"\nmonitor_path = \"/usr/libexec/crio/conmon\"\n"));
+	cr_assert(strstr(file(&files, "/etc/oci-rdma-hook/oci-rdma-hook.conf")->new,
+			 "runtime = /usr/bin/crio-runc\n"));
+	orh_cfg_files_free(&files);
+}
+
+Test(engines, docker_keeps_every_key_and_refuses_another_runtime_of_the_name)
+{
+	struct fake_fs fs = {
+		.path = { "/etc/docker/daemon.json" },
+		.text = { "{\"b\": 1, \"a\": [2], \"runtimes\": {\"x\": {\"path\": \"/x\"}}}" },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_DOCKER };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(file(&files, "/etc/docker/daemon.json")->new,
+			 "{\n  \"b\": 1,\n  \"a\": [\n    2\n  ],\n  \"runtimes\": {\n"
+			 "    \"x\": {\n      \"path\": \"/x\"\n    },\n"
+			 "    \"rdma\": {\n      \"path\": \"/usr/bin/oci-rdma-runtime\"\n    }\n  }\n}\n");
+	orh_cfg_files_free(&files);
+	req.handler = "x";
+	cr_assert_eq(plan(&fs, &req, &files, &err), -EEXIST);
+	cr_assert_str_eq(err.msg, "/etc/docker/daemon.json: runtimes.x is another runtime (give "
+			 "configure another --handler, or remove it)");
+	orh_cfg_files_free(&files);
+}
+
+Test(engines, podman_keeps_the_list_it_read_and_adds_the_precreate_directory)
+{
+	struct fake_fs fs = {
+		.path = { "/usr/share/containers/containers.conf", "/etc/containers/containers.conf.d/50-a.conf" },
+		.text = { "[engine]\nhooks_dir = [\"/usr/share/containers/oci/hooks.d\"]\n",
+			  "[engine]\nhooks_dir = [\"/a\", \"" ORH_CONTAINERS_HOOKS_DIR "\"]\n" },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_PODMAN };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cr_assert(strstr(file(&files, "/etc/containers/containers.conf.d/99-oci-rdma-hook.conf")->new,
+			 "hooks_dir = [\"/a\", \"" ORH_CONTAINERS_HOOKS_DIR "\", \"" ORH_OWN_HOOKS_DIR "\"]\n"));
+	orh_cfg_files_free(&files);
+}
+
+Test(engines, bad_requests)
+{
+	struct fake_fs fs = { 0 };
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD, .handler = "RDMA" };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), -EINVAL);
+	cr_assert(strstr(err.msg, "handler 'RDMA': not a RuntimeClass handler name"));
+	req = (struct orh_configure_req){ .engine = ORH_ENGINE_CONTAINERD, .shim = "bin/shim" };
+	cr_assert_eq(plan(&fs, &req, &files, &err), -EINVAL);
+	cr_assert_str_eq(err.msg, "shim 'bin/shim' is not an absolute path");
+}
