@@ -356,6 +356,32 @@ check "precreate, request_env = no: the variable does not ask, byte for byte" \
 	cmp -s "$T/cri-optin.json" "$T/out.json"
 check "... and says why" grep -q "ignored: the node config has request_env = no" "$T/err"
 
+# request_scope = allocated under on_error = fail: a request from a container that holds no
+# uverbs node is the node's policy, not a failure: it starts unchanged, with a warning
+printf '[containers]\nactivation = annotation\nrequest_scope = allocated\non_error = fail\nruntime = %s\n' \
+	"$T/fake-runc" >"$T/allocated.conf"
+A=("$HOOK" --sysroot "$T/node" --config "$T/allocated.conf")
+"${A[@]}" precreate <"$T/cri-optin.json" >"$T/out.json" 2>"$T/err"
+check "precreate, request_scope = allocated, on_error = fail: OCI_RDMA_HOOK_ENABLE=true with no device exits 0" \
+	[ $? = 0 ]
+check "... byte for byte (no refusing hook)" cmp -s "$T/cri-optin.json" "$T/out.json"
+check "... with a warning naming the request and request_scope" \
+	grep -q "process.env entry 'OCI_RDMA_HOOK_ENABLE=true' not served: request_scope = allocated" "$T/err"
+cp "$T/cri-optin.json" "$T/bundle/config.json"
+shim "$T/allocated.conf" create --bundle "$T/bundle" c14 2>"$T/err"
+check "shim, the same: config.json byte for byte, the runtime ran, the warning logged" \
+	cmp -s "$T/cri-optin.json" "$T/bundle/config.json" &&
+	[ "$(sed -n 2p "$T/fake-runc.args")" = create ] && grep -q "not served: request_scope = allocated" "$T/err"
+python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d["linux"]["devices"] = [{"path": "/dev/infiniband/uverbs3", "type": "c", "major": 231, "minor": 195}]
+json.dump(d, open(sys.argv[2], "w"))' "$T/cri-optin.json" "$T/cri-held.json"
+"${A[@]}" precreate <"$T/cri-held.json" >"$T/out.json" 2>"$T/err"
+check "precreate, request_scope = allocated: the request of a container holding uverbs3 adds rdma_cm only" \
+	[ "$(pyq "$T/out.json" '[e["path"] for e in d["linux"]["devices"]]')" = "['/dev/infiniband/uverbs3', '/dev/infiniband/rdma_cm']" ]
+"${A[@]}" env --spec "$T/cri-held.json" >"$T/out.txt" 2>/dev/null
+check "... and NCCL_IB_HCA names mlx5_3 only" grep -qx 'NCCL_IB_HCA==mlx5_3:1' "$T/out.txt"
+
 # env --spec: the same decision, and why
 "${S[@]}" env --explain --spec "$T/cri-preset.json" >"$T/out.txt" 2>&1
 check "env --spec, CRI spec: activated, naming the variable that asked" \
