@@ -23,8 +23,8 @@
 # config ($WORK/node.conf, rewritten between cases) at every container start.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/e2e-containerd-lib.sh"
-
-SRC=${ORH_SRCDIR:-$HERE/../..}
+CRI_SRC=${ORH_SRCDIR:-$HERE/../..}
+. "$CRI_SRC/tests/cri/lib.sh"
 need_root_runc
 command -v ctr >/dev/null 2>&1 || cant_run "ctr (containerd) not installed"
 command -v jq >/dev/null 2>&1 || cant_run "jq not installed"
@@ -33,15 +33,7 @@ for p in bridge host-local loopback; do
 	[ -x "/usr/lib/cni/$p" ] || cant_run "/usr/lib/cni/$p missing (containernetworking-plugins)"
 done
 [ -x "${PAUSE:-}" ] || cant_run "PAUSE (the static tests/cri/pause.c) not built"
-# Debian's python3 has grpcio and grpc_tools; a python3 earlier in PATH may not
-CRI_PY=""
-for py in python3 /usr/bin/python3; do
-	if "$py" -c 'import grpc, grpc_tools.protoc, google.protobuf' 2>/dev/null; then
-		CRI_PY=$py
-		break
-	fi
-done
-[ -n "$CRI_PY" ] || cant_run "no python3 with grpc and grpc_tools (python3-grpcio, python3-grpc-tools)"
+CRI_PY=$(cri_py) || cant_run "no python3 with grpc and grpc_tools (python3-grpcio, python3-grpc-tools)"
 
 setup_work
 NET=orh-cri-$$
@@ -62,7 +54,7 @@ stop_cri() {
 	done
 	stop_daemons
 	for id in $(runc --root /run/containerd/runc/k8s.io list -q 2>/dev/null); do
-		grep -qxF "$id" "$WORK/ids" 2>/dev/null &&
+		grep -qwF "$id" "$WORK/ids" 2>/dev/null &&
 			runc --root /run/containerd/runc/k8s.io delete -f "$id" >/dev/null 2>&1
 	done
 	ip link del "$BRIDGE" 2>/dev/null || true
@@ -75,8 +67,8 @@ stop_cri() {
 }
 trap 'rc=$?; stop_cri; cleanup_work $rc' EXIT
 
-cri() { "$CRI_PY" "$SRC/tests/cri/cri.py" --endpoint "unix://$CD_SOCK" "$@"; }
-export CRI_STUBS=$WORK/cri-stubs
+CD=$WORK/cd
+cri() { cri_at "$CD" "$@"; }
 
 # ---- the nodes, the images, the network ---------------------------------------------------
 spec_edit_node # $WORK/node (seed001-roce), $WORK/node.conf (memlock 4M), $INSIDE
@@ -94,24 +86,22 @@ write_conf "$WORK/node.conf" "$ANNOTATION_CONF"
 mkdir -p "$WORK/devplugin"
 mknod "$WORK/devplugin/uverbs2" c 231 194
 
-mkdir -p "$WORK/img/pause"
-cp "$PAUSE" "$WORK/img/pause/pause"
-python3 "$SRC/tests/cri/mkimage.py" "$WORK/img/pause" localhost/orh-pause:1 "$WORK/pause.tar" \
-	--entrypoint /pause
-make_rootfs "$WORK/img/bb"
-python3 "$SRC/tests/cri/mkimage.py" "$WORK/img/bb" localhost/orh-e2e-bb:1 "$WORK/bb.tar"
+make_rootfs "$WORK/rootfs"
 
 # the pod network: a bridge of its own, addresses kept under $WORK, a default route, no
 # masquerade (no iptables rule); containerd sets up each pod's lo with CNI's loopback itself
-mkdir -p "$WORK/cni/net.d" "$WORK/cni/ipam"
-cat >"$WORK/cni/net.d/10-$NET.conflist" <<EOF
+cri_config "$CD" \
+	'# without CAP_SYS_RESOURCE runc cannot lower oom_score_adj to the sandbox'"'"'s -998' \
+	'restrict_oom_score_adj = true' 'netns_mounts_under_state_dir = true'
+mkdir -p "$WORK/cni-ipam"
+cat >"$CD/net.d/10-$NET.conflist" <<EOF
 {
   "cniVersion": "0.4.0",
   "name": "$NET",
   "plugins": [{
     "type": "bridge", "bridge": "$BRIDGE", "isGateway": false, "ipMasq": false,
     "ipam": {
-      "type": "host-local", "dataDir": "$WORK/cni/ipam",
+      "type": "host-local", "dataDir": "$WORK/cni-ipam",
       "ranges": [[{"subnet": "10.213.77.0/24", "gateway": "10.213.77.1"}]],
       "routes": [{"dst": "0.0.0.0/0"}]
     }
@@ -121,39 +111,8 @@ EOF
 
 # ---- containerd with its CRI plugin --------------------------------------------------------
 install_shim
-mkdir -p "$WORK/cd"
-CD_SOCK=$WORK/cd/containerd.sock
-cat >"$WORK/cd/config.toml" <<EOF
-version = 2
-root = "$WORK/cd/root"
-state = "$WORK/cd/state"
-[grpc]
-  address = "$CD_SOCK"
-[ttrpc]
-  address = "$CD_SOCK.ttrpc"
-[debug]
-  address = "$WORK/cd/debug.sock"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$WORK/cd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "localhost/orh-pause:1"
-  # without CAP_SYS_RESOURCE runc cannot lower oom_score_adj to the sandbox's -998
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "native"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$WORK/cni/net.d"
-EOF
-
 # the handler "rdma", as the node operator registers it
-"$HOOK" configure --engine containerd --engine-config "$WORK/cd/config.toml" --handler rdma \
+"$HOOK" --config "$WORK/node.conf" configure --engine containerd --engine-config "$CD/config.toml" --handler rdma \
 	--shim "$SHIM" >"$WORK/configure.out" 2>&1 ||
 	{ not_ok "oci-rdma-hook configure --engine containerd: $(cat "$WORK/configure.out")"; finish || exit 1; }
 
@@ -163,15 +122,13 @@ HARD_MEMLOCK=$(ulimit -Hl)
 (
 	ulimit -S -l $DEFAULT_MEMLOCK
 	export OCI_RDMA_HOOK_CONFIG=$WORK/node.conf OCI_RDMA_HOOK_SYSROOT=$WORK/node
-	exec containerd --config "$WORK/cd/config.toml" >"$WORK/cd/containerd.log" 2>&1
+	exec containerd --config "$CD/config.toml" >"$CD/containerd.log" 2>&1
 ) &
 DAEMON_PIDS+=($!)
-wait_for 30 ctr -a "$CD_SOCK" version ||
-	cant_run "containerd did not start: $(tail -5 "$WORK/cd/containerd.log")"
-for i in pause bb; do
-	ctr -a "$CD_SOCK" -n k8s.io images import --snapshotter native "$WORK/$i.tar" \
-		>"$WORK/import-$i.log" 2>&1 || cant_run "ctr images import $i: $(cat "$WORK/import-$i.log")"
-done
+wait_for 30 ctr -a "$CD/containerd.sock" version ||
+	cant_run "containerd did not start: $(tail -5 "$CD/containerd.log")"
+cri_images "$CD" "$PAUSE" "$WORK/rootfs" >"$WORK/images.log" 2>&1 ||
+	cant_run "the local images: $(cat "$WORK/images.log")"
 wait_for 20 cri status ||
 	cant_run "the CRI is not ready: $(cri status 2>&1 | tr '\n' ' ')"
 check "the CRI sees the local pause image" eval 'cri img localhost/orh-pause:1 >/dev/null'
@@ -188,28 +145,15 @@ CASE=""
 # and the container's config. A step that fails is a failed check, and the case's own
 # checks fail on what is missing.
 run_pod() {
-	local name=$1 net=$2 d=$WORK/pods/$1 i
+	local name=$1 net=$2 d=$WORK/pods/$1
 	CASE=$name OUT="" POD="" CTR=""
 	mkdir -p "$d/logs"
-	jq -n --arg name "$name" --arg logs "$d/logs" --argjson net "$net" '{
-		metadata: {name: $name, namespace: "orh-e2e", uid: ("uid-" + $name), attempt: 0},
-		log_directory: $logs, labels: {"orh-e2e": "cri"}, annotations: {},
-		linux: {security_context: {namespace_options: {network: $net, pid: 1, ipc: 0}}}}
-		| if $net == 2 then . else .hostname = $name end' | jq "${3:-.}" >"$d/pod.json"
-	jq -n --arg cmd "echo $MARK_RAN; $INSIDE; $SHOW; echo $MARK_END; exec sleep 600" \
-		--argjson net "$net" '{
-		metadata: {name: "work", attempt: 0}, image: {image: "localhost/orh-e2e-bb:1"},
-		command: ["/bin/sh", "-c", $cmd], log_path: "work.log",
-		linux: {security_context: {namespace_options: {network: $net, pid: 1, ipc: 0}}}}' |
-		jq "${4:-.}" >"$d/ctr.json"
-	POD=$(cri runp --runtime rdma "$d/pod.json" 2>"$d/err") ||
-		{ not_ok "$name: RunPodSandbox: $(cat "$d/err")"; return 0; }
-	PODS+=("$POD")
-	echo "$POD" >>"$WORK/ids"
-	CTR=$(cri create "$POD" "$d/ctr.json" "$d/pod.json" 2>"$d/err") ||
-		{ not_ok "$name: CreateContainer: $(cat "$d/err")"; return 0; }
-	echo "$CTR" >>"$WORK/ids"
-	cri start "$CTR" 2>"$d/err" || { not_ok "$name: StartContainer: $(cat "$d/err")"; return 0; }
+	cri_pod_json "$d/pod.json" "$name" "$net" "$d/logs" "${3:-.}"
+	cri_ctr_json "$d/ctr.json" "$net" "echo $MARK_RAN; $INSIDE; $SHOW; echo $MARK_END; exec sleep 600" "${4:-.}"
+	cri_start_pod "$CD" "$d" rdma || not_ok "$name: $CRI_ERR"
+	POD=$CRI_POD CTR=$CRI_CTR
+	[ -n "$POD" ] && PODS+=("$POD")
+	echo "$POD $CTR" >>"$WORK/ids"
 	wait_for 20 grep -q "$MARK_END" "$d/logs/work.log" || true
 	OUT=$(cri logs "$CTR" 2>&1)
 	check "$name: the container ran (marker line, then its output)" \
@@ -224,9 +168,9 @@ end_pod() {
 	PODS=("${PODS[@]/$POD/}")
 }
 jq_true() { jq -e "$@" >/dev/null; }
-bundle_of() { echo "$WORK/cd/state/io.containerd.runtime.v2.task/k8s.io/$1"; }
+bundle_of() { echo "$CD/state/io.containerd.runtime.v2.task/k8s.io/$1"; }
 # stored_spec ID: the spec containerd wrote for that container, as its metadata keeps it
-stored_spec() { ctr -a "$CD_SOCK" -n k8s.io containers info "$1" | jq -S .Spec; }
+stored_spec() { ctr -a "$CD/containerd.sock" -n k8s.io containers info "$1" | jq -S .Spec; }
 # uverbs_of NODE DEV: the uverbs node of that device in a sample node's sysfs
 uverbs_of() { grep -lx "$2" "$WORK/nodes/$1"/sys/class/infiniband_verbs/uverbs*/ibdev | xargs dirname | xargs basename; }
 # ib_nodes: the /dev/infiniband entries the container opened ($SHOW's probe lines), sorted
@@ -321,7 +265,7 @@ end_pod
 
 # ---- the Kubernetes example node config: devices only through the allocation -------------------
 use_node seed
-cp "$SRC/deploy/kubernetes/oci-rdma-hook.conf" "$WORK/node.conf"
+cp "$CRI_SRC/deploy/kubernetes/oci-rdma-hook.conf" "$WORK/node.conf"
 run_pod k8s-annotated-only $NODE_NET "$OPT_IN"
 check "k8s config, annotated, no device allocated: no NCCL setting, no RDMA device ($(grep -e NCCL_ -e infiniband <<<"$OUT" | head -3 | tr '\n' ' '))" \
 	bash -c "! grep -q -e 'NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
