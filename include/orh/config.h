@@ -87,7 +87,7 @@ struct orh_config {
 	/* [containers] */
 	enum orh_activation activation;
 	bool request_env;           /* also read the request from process.env (OCI_RDMA_HOOK_*) */
-	enum orh_request_scope request_scope;
+	enum orh_request_scope request_scope; /* who may be served at all (an allocation) */
 	enum orh_on_error on_error;
 	char *runtime;              /* the runtime the shim execs; default "runc" */
 	bool add_ipc_lock;          /* precreate/shim add CAP_IPC_LOCK */
