@@ -165,18 +165,12 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name)
 	return NULL;
 }
 
-int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv)
+/* The command line into req; ORH_EXIT_OK or ORH_EXIT_USAGE (after saying why). */
+static int parse_args(int argc, char **argv, struct orh_configure_req *req, const char **root,
+		      bool *dry_run)
 {
-	struct orh_configure_req req = { .handler = "rdma", .shim = ORH_BINDIR "/oci-rdma-runtime" };
-	const char *engine = NULL, *root_dir = "";
-	struct orh_cfg_files files = { 0 };
-	struct orh_strv notes = { 0 };
-	struct orh_err err = { 0 };
-	struct orh_cfg_reader rd;
-	struct root rt;
-	bool dry_run = false, handler_given = false;
-	size_t changed = 0;
-	int r;
+	const char *engine = NULL, *problem = NULL;
+	bool handler_given = false;
 
 	for (int i = 1; i < argc; i++) {
 		const char *v;
@@ -184,53 +178,60 @@ int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv)
 		if ((v = opt_value(argc, argv, &i, "--engine"))) {
 			engine = v;
 		} else if ((v = opt_value(argc, argv, &i, "--engine-config"))) {
-			req.engine_config = v;
+			req->engine_config = v;
 		} else if ((v = opt_value(argc, argv, &i, "--handler"))) {
-			req.handler = v;
+			req->handler = v;
 			handler_given = true;
 		} else if ((v = opt_value(argc, argv, &i, "--shim"))) {
-			req.shim = v;
+			req->shim = v;
 		} else if ((v = opt_value(argc, argv, &i, "--runtime"))) {
-			req.runtime = v;
+			req->runtime = v;
 		} else if ((v = opt_value(argc, argv, &i, "--root"))) {
-			root_dir = v;
+			*root = strcmp(v, "/") ? v : "";
 		} else if (!strcmp(argv[i], "--dry-run")) {
-			dry_run = true;
+			*dry_run = true;
 		} else if (!strcmp(argv[i], "--undo")) {
-			req.undo = true;
+			req->undo = true;
 		} else {
 			fprintf(stderr, "oci-rdma-hook: configure: unknown or incomplete argument "
 				"'%s'\n%s", argv[i], usage_text);
 			return ORH_EXIT_USAGE;
 		}
 	}
-	if (!engine || orh_engine_from_name(engine, &req.engine) < 0) {
-		fprintf(stderr, "oci-rdma-hook: configure: %s%s%s\n%s",
-			engine ? "unknown engine '" : "--engine is required",
-			engine ? engine : "", engine ? "'" : "", usage_text);
+	if (!engine)
+		problem = "--engine is required";
+	else if (orh_engine_from_name(engine, &req->engine) < 0)
+		problem = "unknown engine";
+	else if (handler_given && req->engine == ORH_ENGINE_PODMAN)
+		problem = "podman runs the hooks, not a runtime handler: --handler is for "
+			  "containerd, crio and docker";
+	else if (**root && **root != '/')
+		problem = "--root is not an absolute path";
+	else if (req->engine_config && req->engine_config[0] != '/')
+		problem = "--engine-config is not an absolute path";
+	if (problem) {
+		fprintf(stderr, "oci-rdma-hook: configure: %s\n%s", problem, usage_text);
 		return ORH_EXIT_USAGE;
 	}
-	if (handler_given && req.engine == ORH_ENGINE_PODMAN) {
-		fprintf(stderr, "oci-rdma-hook: configure: podman runs the hooks, not a runtime "
-			"handler: --handler is for containerd, crio and docker\n");
-		return ORH_EXIT_USAGE;
-	}
-	if (!strcmp(root_dir, "/"))
-		root_dir = "";
-	if (*root_dir && root_dir[0] != '/') {
-		fprintf(stderr, "oci-rdma-hook: configure: --root '%s' is not an absolute path\n",
-			root_dir);
-		return ORH_EXIT_USAGE;
-	}
-	if (req.engine_config && req.engine_config[0] != '/') {
-		fprintf(stderr, "oci-rdma-hook: configure: --engine-config '%s' is not an "
-			"absolute path\n", req.engine_config);
-		return ORH_EXIT_USAGE;
-	}
-	rt.dir = root_dir;
-	rd = (struct orh_cfg_reader){ .read = read_under, .list = list_under,
-				      .executable = executable_under, .arg = &rt };
+	return ORH_EXIT_OK;
+}
 
+int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv)
+{
+	struct orh_configure_req req = { .handler = "rdma", .shim = ORH_BINDIR "/oci-rdma-runtime" };
+	struct orh_cfg_files files = { 0 };
+	struct orh_strv notes = { 0 };
+	struct orh_err err = { 0 };
+	struct root rt = { .dir = "" };
+	struct orh_cfg_reader rd = { .read = read_under, .list = list_under,
+				     .executable = executable_under, .arg = &rt };
+	bool dry_run = false;
+	size_t changed = 0;
+	int r;
+
+	r = parse_args(argc, argv, &req, &rt.dir, &dry_run);
+	if (r != ORH_EXIT_OK)
+		return r;
 	r = orh_configure_plan(&req, ctx->config_path, &rd, &files, &notes, &err);
 	for (size_t i = 0; r >= 0 && i < files.n; i++) {
 		const struct orh_cfg_file *f = &files.v[i];
@@ -244,7 +245,7 @@ int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv)
 			r = apply(&rt, f, &err);
 		if (r >= 0 && !dry_run)
 			printf("%s %s%s\n", f->remove ? "removed" : f->old ? "changed" : "created",
-			       root_dir, f->path);
+			       rt.dir, f->path);
 	}
 	if (r < 0) {
 		fprintf(stderr, "oci-rdma-hook: configure: %s\n", err.msg);
