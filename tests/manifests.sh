@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Checks of the Kubernetes examples in deploy/kubernetes/ (man oci-rdma-hook, KUBERNETES):
-# every YAML and TOML file parses; the RuntimeClass, the containerd and CRI-O runtime
-# handlers and the pods agree with each other and with the installed path of the shim;
+# every YAML file parses; the RuntimeClass, the containerd and CRI-O runtime handlers that
+# `oci-rdma-hook configure` writes and the pods agree with each other and with the
+# installed path of the shim;
 # CRI-O's hooks_dir holds no file of a stage CRI-O does not know; the node config is one
 # the binary accepts. Then the decision for the example pods: the container and sandbox
 # specs that containerd's and CRI-O's CRI code would build from them (annotations passed as
@@ -53,8 +54,18 @@ def check(name, cond, detail=""):
             print("\n".join("#   " + l for l in str(detail).splitlines()))
 
 
-def load_toml(name):
-    with open(os.path.join(kdir, name), "rb") as f:
+def configured(engine, setup, path):
+    """The file `configure --engine ENGINE` writes on a node holding setup, parsed."""
+    root = os.path.join(work, "cfg-" + engine)
+    for rel, text in setup.items():
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "w") as f:
+            f.write("#!/bin/sh\n" if text is None else text)
+        os.chmod(os.path.join(root, rel), 0o755 if text is None else 0o644)
+    r = subprocess.run([hook, "--config", "/etc/oci-rdma-hook/oci-rdma-hook.conf", "configure",
+                        "--engine", engine, "--root", root], capture_output=True, text=True)
+    check("configure --engine %s writes its files" % engine, r.returncode == 0, r.stderr)
+    with open(os.path.join(root, path), "rb") as f:
         return tomllib.load(f)
 
 
@@ -73,13 +84,17 @@ for path in sorted(glob.glob(os.path.join(kdir, "*.yaml"))):
 check("deploy/kubernetes holds YAML manifests", len(docs) >= 3, sorted(docs))
 every = [d for ds in docs.values() for d in ds]
 
+# the engines' handlers as `oci-rdma-hook configure` writes them (man oci-rdma-hook,
+# REGISTRATION): containerd 1.x's config.toml, CRI-O's drop-in beside its packaging's crun
 try:
-    ctd = load_toml("containerd-config.toml")
-    crio = load_toml("crio-runtime.conf")
-    crio_hooks = load_toml("crio-hooks.conf")
-    check("the containerd and CRI-O snippets parse as TOML", True)
+    ctd = configured("containerd", {"etc/containerd/config.toml": "version = 2\n"},
+                     "etc/containerd/config.toml")
+    crio_dropin = configured("crio", {"usr/libexec/crio/crun": None, "usr/libexec/crio/conmon": None},
+                             "etc/crio/crio.conf.d/99-oci-rdma-hook.conf")
+    crio = crio_dropin
+    check("the containerd and CRI-O files configure writes parse as TOML", True)
 except (OSError, tomllib.TOMLDecodeError) as e:
-    check("the containerd and CRI-O snippets parse as TOML", False, e)
+    check("the containerd and CRI-O files configure writes parse as TOML", False, e)
     sys.exit(1)
 
 # ---- one handler name everywhere ----------------------------------------------------------
@@ -118,8 +133,8 @@ with open(os.path.join(work, "options.json")) as f:
 shim = [dst for dst in installed.values() if os.path.basename(dst) == "oci-rdma-runtime"]
 check("meson installs oci-rdma-runtime under the prefix", len(shim) == 1 and
       shim[0].startswith(prefix + "/"), (prefix, shim))
-# the snippets name the path of the Debian package and of --prefix=/usr (README, Install)
-want = "/usr" + shim[0][len(prefix):] if shim else None
+# configure names the shim where this build installs it
+want = shim[0] if shim else None
 binary = crt.get("options", {}).get("BinaryName")
 check("containerd: BinaryName is the installed shim (%s)" % want, binary == want, binary)
 check("CRI-O: runtime_path is the installed shim (%s)" % want,
@@ -186,9 +201,10 @@ def containerd_passes(annotations):
 # install` with the package's --prefix=/usr --sysconfdir=/etc (hooks.d/meson.build).
 crio_stages = {"prestart", "createRuntime", "createContainer", "startContainer", "poststart",
                "poststop"}
+# (configure sets hooks_dir only to add a directory; else CRI-O's default stands)
 hooks_dirs = [d.rstrip("/") for d in
-              crio_hooks.get("crio", {}).get("runtime", {}).get("hooks_dir", [])]
-check("CRI-O hooks.d: hooks_dir is set", bool(hooks_dirs), hooks_dirs)
+              crio_dropin.get("crio", {}).get("runtime", {}).get("hooks_dir",
+                                                                 ["/usr/share/containers/oci/hooks.d"])]
 with open(os.path.join(work, "options.json")) as f:
     sysconfdir = [o["value"] for o in json.load(f) if o["name"] == "sysconfdir"][0]
 etc = sysconfdir if sysconfdir.startswith("/") else prefix + "/" + sysconfdir
@@ -410,7 +426,10 @@ for engine in ("containerd", "CRI-O"):
 man = open(os.path.join(src, "man", "oci-rdma-hook.8")).read()
 check("oci-rdma-hook(8) has a KUBERNETES section naming deploy/kubernetes",
       re.search(r"^\.SH KUBERNETES$", man, re.M) is not None and "deploy/kubernetes" in man)
-check("oci-rdma-hook(8) names the same BinaryName", 'BinaryName = "%s"' % want in man)
+check("oci-rdma-hook(8) registers the handler with configure (its snippets are configure's "
+      "--dry-run: tests/package.sh)",
+      "oci\\-rdma\\-hook configure \\-\\-engine containerd" in man and
+      'BinaryName = "/usr/bin/oci-rdma-runtime"' in man)
 kube = man[man.find(".SH KUBERNETES"):]
 kube = kube[:kube.find("\n.SH ", 1)]
 check("oci-rdma-hook(8), KUBERNETES: the example config's request_scope = allocated",
