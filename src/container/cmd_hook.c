@@ -11,10 +11,11 @@
  * /etc/nccl.conf; cdi-memlock, which CDI specs of earlier versions name, the memlock step
  * alone.
  *
- * Failure policy (config [containers] on_error): "warn" logs and exits 0, so the
- * container starts with whatever was applied before the failing step; "fail" exits 1
- * for containers that asked for RDMA (oci-rdma-hook/enable=true, or OCI_RDMA_HOOK_ENABLE
- * in process.env), or, for the cdi-* stages, with the CDI device.
+ * Failure policy (config [containers] on_error): "warn" logs a failed step and goes on
+ * with the others (device nodes, device cgroup, memlock and /etc/nccl.conf do not depend
+ * on each other), then exits 0; "fail" exits 1 at the first failed step for containers
+ * that asked for RDMA (oci-rdma-hook/enable=true, or OCI_RDMA_HOOK_ENABLE in process.env),
+ * or, for the cdi-* stages, with the CDI device.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,19 +66,25 @@ static bool id_usable(const char *id)
 	return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
 }
 
-/* Apply the on_error policy to a failed step. */
-static int failed(struct hook *h, const char *step, const struct orh_err *err)
+/* Apply the on_error policy to a failed step: ORH_EXIT_FAIL fails the container, else
+ * the step is skipped and the others go on (alone: there are none, the container starts
+ * as it is). */
+static int failed_as(struct hook *h, const char *step, const struct orh_err *err, bool alone)
 {
 	if (h->ctx->cfg.on_error == ORH_ON_ERROR_FAIL && h->act == ORH_ACT_REQUESTED) {
 		orh_log(LOG_ERR, "container %s: %s: %s: %s; failing the container (on_error=fail)",
 			cid(h), h->stage, step, err->msg);
 		return ORH_EXIT_FAIL;
 	}
-	orh_log(LOG_WARNING,
-		"container %s: %s: %s: %s; the container starts without the remaining "
-		"RDMA setup (on_error=warn)",
-		cid(h), h->stage, step, err->msg);
+	orh_log(LOG_WARNING, "container %s: %s: %s: %s; %s (on_error=warn)", cid(h), h->stage,
+		step, err->msg, alone ? "the container starts unchanged"
+				      : "the container starts without this step, the others still run");
 	return ORH_EXIT_OK;
+}
+
+static int failed(struct hook *h, const char *step, const struct orh_err *err)
+{
+	return failed_as(h, step, err, false);
 }
 
 static int read_state(struct hook *h, struct orh_err *err)
@@ -188,8 +195,11 @@ static int apply_conf_stage(struct hook *h)
 	bool conf = strcmp(h->stage, "cdi-memlock") != 0;
 
 	if (strcmp(h->stage, "nccl-conf") != 0 &&
-	    apply_memlock(h, memlock, sizeof(memlock), &err) < 0)
-		return failed(h, "memlock", &err);
+	    apply_memlock(h, memlock, sizeof(memlock), &err) < 0) {
+		if (failed(h, "memlock", &err) == ORH_EXIT_FAIL)
+			return ORH_EXIT_FAIL;
+		snprintf(memlock, sizeof(memlock), "memlock: failed");
+	}
 	memset(&nres, 0, sizeof(nres));
 	/* a CDI container given one device holds only its node: the plan (rule 8) names only
 	 * that device's ports */
@@ -259,52 +269,94 @@ static int container_facts(void *arg, struct orh_container_facts *facts, struct 
 	return 0;
 }
 
-static int apply(struct hook *h)
-{
-	struct orh_err err = { 0 };
+/* What the steps of apply() did, for the summary line. */
+struct applied {
 	struct orh_devices_result dres;
 	struct orh_cgroup_result cres;
 	struct orh_ncclconf_result nres;
-	const struct orh_plan *p = &h->d.plan;
-	char memlock[192] = "";
-	bool userns = !orh_in_initial_userns();
-	int r;
+	char memlock[192];
+	bool userns;
+	bool failed[4]; /* by step, in the order of steps[] */
+};
 
-	r = orh_devices_apply(h->rootfd, &h->target, h->ctx->sysroot, p->nodes, p->n_nodes,
-			      &dres, &err);
-	for (size_t i = 0; i < dres.warnings.n; i++)
-		orh_log(LOG_WARNING, "container %s: %s", cid(h), dres.warnings.v[i]);
-	orh_strv_free(&dres.warnings);
-	if (r < 0)
-		return failed(h, "device nodes", &err);
-	/* In a user namespace (rootless podman) the runtime sets no device rules, and the
-	 * hook could change no cgroup it may rely on: the container's cgroup may be the
-	 * root's. The nodes above are what gives the access. */
-	memset(&cres, 0, sizeof(cres));
-	if (userns)
+static int step_devices(struct hook *h, struct applied *a, struct orh_err *err)
+{
+	const struct orh_plan *p = &h->d.plan;
+	int r = orh_devices_apply(h->rootfd, &h->target, h->ctx->sysroot, p->nodes, p->n_nodes,
+				  &a->dres, err);
+
+	for (size_t i = 0; i < a->dres.warnings.n; i++)
+		orh_log(LOG_WARNING, "container %s: %s", cid(h), a->dres.warnings.v[i]);
+	orh_strv_free(&a->dres.warnings);
+	return r;
+}
+
+/* In a user namespace (rootless podman) the runtime sets no device rules, and the hook
+ * could change no cgroup it may rely on: the container's cgroup may be the root's. The
+ * device nodes are what gives the access. */
+static int step_cgroup(struct hook *h, struct applied *a, struct orh_err *err)
+{
+	if (a->userns) {
 		orh_log(LOG_INFO, "container %s: device cgroup left alone: the hook runs in a user "
 			"namespace (a rootless runtime applies no device rules)", cid(h));
-	else if (orh_cgroup_grant(&h->target, p->nodes, p->n_nodes, &cres, &err) < 0)
-		return failed(h, "device cgroup", &err);
-	if (apply_memlock(h, memlock, sizeof(memlock), &err) < 0)
-		return failed(h, "memlock", &err);
+		return 0;
+	}
+	return orh_cgroup_grant(&h->target, h->d.plan.nodes, h->d.plan.n_nodes, &a->cres, err);
+}
 
-	/* no state directory for an id that cannot be a directory name */
-	if (orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,
-			       h->state_dir[0] ? h->state_dir : NULL, p->env, p->n_env, &nres,
-			       &err) < 0)
-		return failed(h, "/etc/nccl.conf", &err);
+static int step_memlock(struct hook *h, struct applied *a, struct orh_err *err)
+{
+	return apply_memlock(h, a->memlock, sizeof(a->memlock), err);
+}
+
+/* no state directory for an id that cannot be a directory name */
+static int step_ncclconf(struct hook *h, struct applied *a, struct orh_err *err)
+{
+	return orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,
+				  h->state_dir[0] ? h->state_dir : NULL, h->d.plan.env,
+				  h->d.plan.n_env, &a->nres, err);
+}
+
+/* The live hook's steps. None depends on another: under on_error = warn a failed one is
+ * skipped and the rest still run. */
+static const struct {
+	const char *name;
+	int (*fn)(struct hook *h, struct applied *a, struct orh_err *err);
+} steps[] = {
+	{ "device nodes", step_devices },
+	{ "device cgroup", step_cgroup },
+	{ "memlock", step_memlock },
+	{ "/etc/nccl.conf", step_ncclconf },
+};
+
+static int apply(struct hook *h)
+{
+	struct applied a = { .userns = !orh_in_initial_userns() };
+	const char *cg;
+
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(steps); i++) {
+		struct orh_err err = { 0 };
+
+		if (steps[i].fn(h, &a, &err) < 0) {
+			a.failed[i] = true;
+			if (failed(h, steps[i].name, &err) == ORH_EXIT_FAIL)
+				return ORH_EXIT_FAIL;
+		}
+	}
+	cg = a.failed[1] ? "failed" : a.userns ? "left alone (user namespace)"
+		: a.cres.v1 ? "granted" : "not used";
 	/* one line for the whole start */
 	orh_log(LOG_INFO,
-		"container %s: %zu device nodes: %u created, %u already there, %u bound; "
-		"device cgroup: v1 %s, v2 %s; %s%s/etc/nccl.conf: %zu settings added%s%s%s",
-		cid(h), p->n_nodes, dres.created, dres.kept, dres.bound,
-		userns ? "left alone (user namespace)" : cres.v1 ? "granted" : "not used",
-		cres.v2_progs ? "programs extended" : cres.v2_open ? "no program" : "unchanged",
-		memlock, memlock[0] ? "; " : "", nres.added,
-		nres.bind_mounted ? ", bind-mounted from " : "",
-		nres.bind_mounted ? nres.generated : "",
-		nres.foreign ? " over the file of another mount, which is left as it is" : "");
+		"container %s: %zu device nodes: %s%u created, %u already there, %u bound; "
+		"device cgroup: v1 %s, v2 %s; %s%s/etc/nccl.conf: %s%zu settings added%s%s%s",
+		cid(h), h->d.plan.n_nodes, a.failed[0] ? "failed; " : "", a.dres.created,
+		a.dres.kept, a.dres.bound, cg,
+		a.cres.v2_progs ? "programs extended" : a.cres.v2_open ? "no program" : "unchanged",
+		a.failed[2] ? "memlock: failed" : a.memlock, a.failed[2] || a.memlock[0] ? "; " : "",
+		a.failed[3] ? "failed; " : "", a.nres.added,
+		a.nres.bind_mounted ? ", bind-mounted from " : "",
+		a.nres.bind_mounted ? a.nres.generated : "",
+		a.nres.foreign ? " over the file of another mount, which is left as it is" : "");
 	return ORH_EXIT_OK;
 }
 
@@ -351,7 +403,8 @@ static int run(struct hook *h)
 	r = orh_decide(&in, &h->d, &err);
 	h->act = h->d.act;
 	if (r < 0)
-		return failed(h, !strcmp(h->d.step, "container") ? h->step : h->d.step, &err);
+		return failed_as(h, !strcmp(h->d.step, "container") ? h->step : h->d.step, &err,
+				 true);
 	/* a request the decision ignored; what discovery skipped (a refused device number
 	 * among it), then the plan's own */
 	for (size_t i = 0; i < h->d.warnings.n; i++)

@@ -133,7 +133,7 @@ wait $gone
 hook_pid "$WORK/b3" "$WORK/warn.conf" "$gone"
 check "exited pid, on_error=warn: exit 0" [ "$HRC" = 0 ]
 check "exited pid: the failed step and the reason are logged" \
-	grep -q "container process: pid $gone: no such process; the container starts without the remaining RDMA setup (on_error=warn)" <<<"$HLOG"
+	grep -q "container process: pid $gone: no such process; the container starts unchanged (on_error=warn)" <<<"$HLOG"
 check "exited pid: nothing written" [ ! -e "$WORK/r3/etc/nccl.conf" -a ! -e "$WORK/r3/dev/infiniband" ]
 make_bundle "$WORK/b3f" "$WORK/r3" "$WORK/node" "$WORK/fail.conf" true "$HOSTNET; $ASK"
 hook_pid "$WORK/b3f" "$WORK/fail.conf" "$gone"
@@ -154,9 +154,12 @@ if grep -q " $DEVCG cgroup .*devices" /proc/self/mountinfo 2>/dev/null ||
 		unshare -m --propagation private sh -c "mount -t tmpfs none $DEVCG && exec \"\$0\" \"\$@\""
 	check "missing cgroup, on_error=warn: exit 0" [ "$HRC" = 0 ]
 	check "missing cgroup: the cgroup step and the directory are named in the log" \
-		grep -q "device cgroup: opening devices cgroup '/orh-fault-$$' under '$DEVCG': No such file or directory; the container starts without the remaining RDMA setup" <<<"$HLOG"
-	check "missing cgroup: the devices made before the step stay, nothing after it is done" \
-		[ -c "$WORK/r4/dev/infiniband/uverbs1" -a ! -e "$WORK/r4/etc/nccl.conf" ]
+		grep -q "device cgroup: opening devices cgroup '/orh-fault-$$' under '$DEVCG': No such file or directory; the container starts without this step, the others still run" <<<"$HLOG"
+	# the steps do not depend on each other: the failed one alone is skipped
+	check "missing cgroup: the device nodes, the memlock step and /etc/nccl.conf are still done" \
+		bash -c '[ -c "$1/dev/infiniband/uverbs1" ] && grep -q "^NCCL_IB_HCA=" "$1/etc/nccl.conf" &&
+			 grep -q "device cgroup: v1 failed" <<<"$2" && grep -q "memlock .*raised" <<<"$2"' \
+		_ "$WORK/r4" "$HLOG"
 	make_bundle "$WORK/b4f" "$WORK/r4" "$WORK/node" "$WORK/fail.conf" true "$HOSTNET; $ASK"
 	hook_pid "$WORK/b4f" "$WORK/fail.conf" "$SLEEPER" "$WORK/node" \
 		unshare -m --propagation private sh -c "mount -t tmpfs none $DEVCG && exec \"\$0\" \"\$@\""
@@ -185,6 +188,36 @@ else
 	not_ok "no cgroup v1 devices hierarchy at $DEVCG: missing-cgroup case not run"
 fi
 
+# ---- 4b. a refused device directory: the other steps still run -----------------------------
+# /dev/infiniband in the image is a file (a hostile or broken image): no device node can be
+# made there. Under on_error = warn the cgroup grant, the memlock step and /etc/nccl.conf
+# are done all the same; under on_error = fail a container that asked fails.
+fresh r4d
+rm -rf "$WORK/r4d/dev/infiniband"
+printf 'not a directory\n' >"$WORK/r4d/dev/infiniband"
+make_bundle "$WORK/b4d" "$WORK/r4d" "$WORK/node" "$WORK/warn.conf" true "$HOSTNET"
+fake_ctr "$WORK/r4d"
+hook_pid "$WORK/b4d" "$WORK/warn.conf" "$SLEEPER"
+check "refused device directory, on_error=warn: exit 0, the step and its reason logged" \
+	bash -c '[ "$1" = 0 ] && grep -q "device nodes: .*the container starts without this step, the others still run" <<<"$2"' \
+	_ "$HRC" "$HLOG"
+check "refused device directory: the image's file is left as it was" \
+	[ "$(cat "$WORK/r4d/dev/infiniband")" = "not a directory" ]
+check "refused device directory: memlock and /etc/nccl.conf are still done" \
+	bash -c 'grep -q "^NCCL_IB_HCA=" "$1/etc/nccl.conf" && grep -q "memlock .*raised" <<<"$2" &&
+		 grep -q "device nodes: failed;" <<<"$2"' _ "$WORK/r4d" "$HLOG"
+stop_fake_ctr
+fresh r4e
+rm -rf "$WORK/r4e/dev/infiniband"
+printf 'not a directory\n' >"$WORK/r4e/dev/infiniband"
+make_bundle "$WORK/b4e" "$WORK/r4e" "$WORK/node" "$WORK/fail.conf" true "$HOSTNET; $ASK"
+fake_ctr "$WORK/r4e"
+hook_pid "$WORK/b4e" "$WORK/fail.conf" "$SLEEPER"
+check "refused device directory, on_error=fail, asked: exit 1, nothing after it done" \
+	bash -c '[ "$1" = 1 ] && grep -q "failing the container (on_error=fail)" <<<"$2" && [ ! -e "$3/etc/nccl.conf" ]' \
+	_ "$HRC" "$HLOG" "$WORK/r4e"
+stop_fake_ctr
+
 # ---- 5. a full /run: the generated file of a read-only rootfs cannot be written -------------
 fresh r5
 printf 'NCCL_DEBUG=WARN\n' >"$WORK/r5/etc/nccl.conf"
@@ -195,7 +228,7 @@ fake_ctr "$WORK/r5"
 hook_pid "$WORK/b5" "$WORK/warn.conf" "$SLEEPER" "$WORK/node" unshare -m --propagation private sh -c "$FULL"
 check "full /run, on_error=warn: exit 0" [ "$HRC" = 0 ]
 check "full /run: the file and ENOSPC are named in the log" \
-	grep -q "/etc/nccl.conf: .*/run/oci-rdma-hook/orh-fault-$$-b5.*No space left on device; the container starts without the remaining RDMA setup" <<<"$HLOG"
+	grep -q "/etc/nccl.conf: .*/run/oci-rdma-hook/orh-fault-$$-b5.*No space left on device; the container starts without this step, the others still run" <<<"$HLOG"
 check "full /run: nothing is mounted over the image's file" \
 	bash -c '! grep -q " $1/etc/nccl.conf " "/proc/$2/mountinfo"' _ "$WORK/r5" "$SLEEPER"
 check "full /run: the image's file is untouched" [ "$(cat "$WORK/r5/etc/nccl.conf")" = NCCL_DEBUG=WARN ]
