@@ -10,7 +10,8 @@
  * In plan mode no GID table is scanned up front: the planner asks for the entries its
  * decision needs through the reader its caller passes it, and they are read then, once
  * each (discover_gids.c). Discovery applies no rule: which ports need more than their
- * state and link layer is the caller's to say (opts->port_wanted).
+ * state and link layer, and which GID entries need their type read, is the caller's to
+ * say (opts->port_wanted, opts->gid_wanted: the planner's rules 1 and 4).
  */
 
 #include <dirent.h>
@@ -190,8 +191,8 @@ int disc_read_gid(struct scan *sc, int dirfd, const char *prefix, const char *wh
 	g->index = idx;
 	gid_fill_ipv4(g);
 	/* Plan mode: an entry that cannot be the wanted kind needs no type read. */
-	if (disc_plan_mode(sc) && (orh_gid_is_link_local(g) ||
-			      g->ipv4_mapped != (sc->opts->want.family == AF_INET))) {
+	if (disc_plan_mode(sc) && sc->opts->gid_wanted &&
+	    !sc->opts->gid_wanted(g, &sc->opts->want, false)) {
 		g->type = ORH_GID_TYPE_UNKNOWN;
 		goto ndev;
 	}

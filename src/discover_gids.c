@@ -50,8 +50,6 @@ struct orh_gid_source *disc_gids_open(const struct orh_discover_opts *opts, int 
 	src->rootname = strcmp(src->sysroot, "/") ? src->sysroot : "";
 	src->opts = *opts;
 	src->opts.sysroot = src->sysroot;
-	src->opts.want.addrs = NULL; /* the planner matches addresses itself */
-	src->opts.want.n_addrs = 0;
 	src->opts.port_wanted = NULL;
 	src->root = root;
 	return src;

@@ -621,13 +621,3 @@ enum orh_gpu_ask orh_gpus_resolve(const struct orh_gpus *g, const char *value, b
 	return n_held == g->n ? ORH_GPUS_ALL : ORH_GPUS_SOME;
 }
 
-const char *orh_gpu_ask_name(enum orh_gpu_ask a)
-{
-	switch (a) {
-	case ORH_GPUS_NONE: return "none";
-	case ORH_GPUS_SOME: return "some";
-	case ORH_GPUS_ALL: return "all";
-	case ORH_GPUS_UNKNOWN: return "unknown";
-	}
-	return "?";
-}

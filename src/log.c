@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the command drivers share: logging (stderr always, syslog for container paths:
- * a runtime often swallows a hook's stderr), flags, warnings. */
+ * a runtime often swallows a hook's stderr) and boolean flags. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -370,15 +370,3 @@ bool orh_gid_is_link_local(const struct orh_gid *g)
 	return g->raw[0] == 0xfe && (g->raw[1] & 0xc0) == 0x80;
 }
 
-bool orh_gid_matches(const struct orh_gid *g, const struct orh_gid_want *want)
-{
-	if (orh_gid_is_link_local(g))
-		return false;
-	if (want->roce_version == 2 && g->type != ORH_GID_TYPE_ROCE_V2)
-		return false;
-	if (want->roce_version == 1 && g->type != ORH_GID_TYPE_IB_ROCE_V1)
-		return false;
-	if (want->family == AF_INET)
-		return g->ipv4_mapped;
-	return !g->ipv4_mapped;
-}

@@ -136,6 +136,18 @@ bool orh_plan_port_usable(const struct orh_port *p)
 	return p->state == ORH_PORT_ACTIVE && p->link_layer != ORH_LL_UNKNOWN;
 }
 
+bool orh_plan_gid_wanted(const struct orh_gid *g, const struct orh_gid_want *want,
+			 bool type_known)
+{
+	if (orh_gid_is_link_local(g) || g->ipv4_mapped != (want->family == AF_INET))
+		return false;
+	if (!type_known)
+		return true;
+	if (want->roce_version == 2)
+		return g->type == ORH_GID_TYPE_ROCE_V2;
+	return g->type == ORH_GID_TYPE_IB_ROCE_V1;
+}
+
 /* Rules 1 and 2: which ports are usable. Rule 2 is a guess at which NIC the node keeps
  * for TCP; a container whose devices were chosen for it (rule 8, `given`) is not guessed
  * for. */
@@ -322,13 +334,15 @@ struct gid_search {
 
 #define NONE (-1)
 
-/* The lowest index >= from that holds a GID of the wanted kind, or NONE. */
+/* Entry idx of p's table, through the caller's reader: 1 when used, 0 when unused or
+ * skipped (with a warning), -ENOENT past the end of the table. */
 static int read_entry(struct gid_search *s, const struct orh_port *p, unsigned idx,
 		      struct orh_gid *g)
 {
 	return s->gids->entry(s->gids->arg, p, idx, g, &s->plan->warnings);
 }
 
+/* The lowest index >= from that holds a GID of the wanted kind, or NONE. */
 static int next_wanted(struct gid_search *s, const struct orh_port *p, unsigned from)
 {
 	for (unsigned idx = from;; idx++) {
@@ -337,7 +351,7 @@ static int next_wanted(struct gid_search *s, const struct orh_port *p, unsigned 
 
 		if (r < 0)
 			return NONE;
-		if (r == 1 && orh_gid_matches(&g, &s->want))
+		if (r == 1 && orh_plan_gid_wanted(&g, &s->want, true))
 			return (int)idx;
 	}
 }

@@ -195,11 +195,6 @@ static ssize_t strip_line(char *buf, ssize_t r)
 	return (ssize_t)n;
 }
 
-ssize_t orh_read_line_at(int dirfd, const char *path, char *buf, size_t max)
-{
-	return strip_line(buf, orh_read_file_at(dirfd, path, buf, max));
-}
-
 void orh_readbatch_flush(struct orh_readbatch *b)
 {
 	size_t i = 0;

@@ -37,6 +37,7 @@ static void discover(enum orh_gid_scan mode)
 		.sysroot = root, .gid_scan = mode,
 		.want = { .family = AF_INET, .roce_version = 2 }, .mad = mode == ORH_GIDS_ALL,
 		.port_wanted = orh_plan_port_usable, /* as the decision asks */
+		.gid_wanted = orh_plan_gid_wanted,
 	};
 	orh_inventory_free(&inv);
 	cr_assert_eq(orh_discover(&o, &inv, &err), 0, "%s", err.msg);
@@ -192,12 +193,17 @@ static unsigned long same_plan_both_ways(const char *what)
 {
 	struct orh_config cfg;
 	struct orh_plan full, lazy;
+	struct orh_inventory full_inv;
 	struct orh_gid_reader gids;
 	unsigned long reads;
 
 	orh_config_defaults(&cfg);
 	discover(ORH_GIDS_ALL);
 	cr_assert_eq(orh_plan_build(&cfg, &inv, NULL, NULL, &full, &err), 0);
+	/* the complete inventory stays alive beside the plan-mode one: full's port choices
+	 * point into it, and the messages below name its devices and ports */
+	full_inv = inv;
+	memset(&inv, 0, sizeof(inv));
 	discover(ORH_GIDS_PLAN);
 	gids = orh_inventory_gids(&inv);
 	cr_assert_eq(orh_plan_build(&cfg, &inv, &gids, NULL, &lazy, &err), 0);
@@ -226,6 +232,7 @@ static unsigned long same_plan_both_ways(const char *what)
 	for (size_t i = 0; i < lazy.warnings.n; i++)
 		orh_strv_push(&read_warnings, orh_xstrdup(lazy.warnings.v[i]));
 	orh_plan_free(&full);
+	orh_inventory_free(&full_inv);
 	orh_plan_free(&lazy);
 	orh_config_free(&cfg);
 	return reads;

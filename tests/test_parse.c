@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "orh/inventory.h"
+#include "orh/plan.h"
 
 Test(parse, port_state)
 {
@@ -166,7 +167,8 @@ Test(parse, route_lines)
 	cr_assert_lt(orh_parse_route_line("", ifn, &def, &metric), 0);
 }
 
-Test(parse, gid_matching)
+/* Rule 4 (plan.c): the kind of GID entry wanted, with and without its type read */
+Test(parse, gid_wanted)
 {
 	struct orh_gid g = { 0 };
 	struct orh_gid_want v2ip4 = { .family = AF_INET, .roce_version = 2 };
@@ -176,15 +178,20 @@ Test(parse, gid_matching)
 	orh_parse_gid("0000:0000:0000:0000:0000:ffff:0a00:3c03", g.raw);
 	g.ipv4_mapped = true;
 	g.type = ORH_GID_TYPE_ROCE_V2;
-	cr_assert(orh_gid_matches(&g, &v2ip4));
-	cr_assert_not(orh_gid_matches(&g, &v1ip4));
-	cr_assert_not(orh_gid_matches(&g, &v2ip6));
+	cr_assert(orh_plan_gid_wanted(&g, &v2ip4, true));
+	cr_assert_not(orh_plan_gid_wanted(&g, &v1ip4, true));
+	cr_assert(orh_plan_gid_wanted(&g, &v1ip4, false), "the type is not judged before it is read");
+	cr_assert_not(orh_plan_gid_wanted(&g, &v2ip6, true));
+	cr_assert_not(orh_plan_gid_wanted(&g, &v2ip6, false), "the family is judged without the type");
 	orh_parse_gid("fe80:0000:0000:0000:f820:20ff:fe28:c769", g.raw);
 	g.ipv4_mapped = false;
 	cr_assert(orh_gid_is_link_local(&g));
-	cr_assert_not(orh_gid_matches(&g, &v2ip6));
+	cr_assert_not(orh_plan_gid_wanted(&g, &v2ip6, true));
+	cr_assert_not(orh_plan_gid_wanted(&g, &v2ip6, false));
 	orh_parse_gid("fd00:0000:0000:0000:f820:20ff:fe28:c769", g.raw);
-	cr_assert(orh_gid_matches(&g, &v2ip6));
+	cr_assert(orh_plan_gid_wanted(&g, &v2ip6, true));
+	g.type = ORH_GID_TYPE_UNKNOWN;
+	cr_assert_not(orh_plan_gid_wanted(&g, &v2ip6, true), "an unreadable type is no RoCE v2");
 }
 
 /* /proc/devices as chrdev_show() prints it: RDMA's fixed major 231 and one dynamic major

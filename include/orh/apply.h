@@ -82,9 +82,7 @@ int orh_target_open_rootfs(const struct orh_target *t, const char *rootfs, int *
 
 /* ---- rootfs.c ---------------------------------------------------------------- */
 
-/* Use the component walk instead of openat2 (tests; also chosen on ENOSYS). */
-void orh_rootfs_force_fallback(bool on);
-/* True once the fallback has been used (forced or after ENOSYS). */
+/* True once the component walk replaced openat2 (which failed with ENOSYS). */
 bool orh_rootfs_fallback_active(void);
 
 /* Open a trusted host directory as a rootfs fd (O_PATH | O_DIRECTORY). */

@@ -3,9 +3,12 @@
  * Replacing one entry of a directory atomically (src/atomic.c): the new entry is made
  * under a temporary name in the same directory, given its owner, mode and content, then
  * renamed over the old one, so that whoever looks at the name sees the old entry or the
- * complete new one, never a part. Every writer of the project goes through it: the
- * runtime shim's config.json and `cdi --output` (orh_write_atomic), the container's
- * /etc/nccl.conf, and the device nodes that replace what is in their way.
+ * complete new one, never a part. Every file and node the binary writes goes through it,
+ * none is written in place: the runtime shim's config.json, `cdi --output` and
+ * configure's files (orh_write_atomic), the container's /etc/nccl.conf, the copy of it
+ * generated under /run/oci-rdma-hook (a new file each time: a copy mounted into a
+ * container keeps its content), and every device node. (seccomp-gen, the build tool
+ * that runs on the build machine, writes its header aside and renames it too.)
  */
 #ifndef ORH_ATOMIC_H
 #define ORH_ATOMIC_H

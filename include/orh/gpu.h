@@ -110,7 +110,6 @@ enum orh_gpu_ask {
 };
 enum orh_gpu_ask orh_gpus_resolve(const struct orh_gpus *g, const char *value, bool *held,
 				  struct orh_strv *warnings);
-const char *orh_gpu_ask_name(enum orh_gpu_ask a); /* "none", "some", "all", "unknown" */
 
 /*
  * How two PCI functions are connected, in `nvidia-smi topo -m`'s words, told from their

@@ -125,17 +125,22 @@ enum orh_gid_scan {
 	ORH_GIDS_PLAN,
 };
 
+/* The kind of GID entry the planner wants (rule 4: orh_plan_gid_wanted). */
 struct orh_gid_want {
 	int family;            /* AF_INET or AF_INET6 */
 	int roce_version;      /* 1 or 2 */
-	const struct in_addr *addrs; /* addresses of a container's netns, or NULL */
-	size_t n_addrs;
 };
 
 struct orh_discover_opts {
 	const char *sysroot;   /* "/" or a fake tree: <sysroot>/sys, proc/net/route, proc/devices */
 	enum orh_gid_scan gid_scan;
 	struct orh_gid_want want;
+	/* plan mode: may an entry, its type not read yet (type_known false), be of the kind
+	 * `want` describes? One that cannot costs no type read. The planner's rule 4 passes
+	 * here (orh_plan_gid_wanted), so discovery holds no rule of its own. NULL: every
+	 * entry's type is read. */
+	bool (*gid_wanted)(const struct orh_gid *g, const struct orh_gid_want *want,
+			   bool type_known);
 	bool mad;              /* also read umad/issm (detect, or management_devices) */
 	bool topology;         /* plan mode: also read each device's pci_path and numa_node
 				* (NIC affinity to a container's GPUs); ORH_GIDS_ALL always does */
@@ -166,7 +171,8 @@ struct orh_gid_reader {
 
 /* The reader for an inventory discovery filled: a complete table answers from p->gids;
  * in plan mode an entry is read from the sysroot the first time it is asked for and kept
- * in the inventory's GID source, so the inventory itself is never written. */
+ * in the GID source the inventory owns (inv->gid_source, written as entries are read);
+ * its devices, ports and tables are never written. */
 struct orh_gid_reader orh_inventory_gids(const struct orh_inventory *inv);
 /* The files read: by discovery, and since by the inventory's reader. */
 unsigned long orh_inventory_reads(const struct orh_inventory *inv);
@@ -175,7 +181,6 @@ int orh_gids_in_memory(void *arg, const struct orh_port *p, unsigned idx, struct
 		       struct orh_strv *warnings);
 
 /* Does this GID match `want` (type, family, not link-local, not zero)? */
-bool orh_gid_matches(const struct orh_gid *g, const struct orh_gid_want *want);
 bool orh_gid_is_link_local(const struct orh_gid *g);
 
 /* Value parsers (pure; exported for tests and fuzzers). All return 0 or -EINVAL. */

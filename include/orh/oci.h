@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Reading what the runtime hands us: the OCI state (hook stdin) and the bundle's
- * config.json, and deciding whether a container is activated. Pure functions of their
- * inputs (src/container/oci.c).
+ * config.json, and deciding whether a container is activated (src/container/oci.c).
+ * orh_spec_load and orh_spec_load_at read the file; every other function is a pure
+ * function of its inputs.
  */
 #ifndef ORH_OCI_H
 #define ORH_OCI_H

@@ -109,6 +109,11 @@ int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv
 /* Rule 1's test of the port itself: ACTIVE, with a link layer NCCL drives. Discovery is
  * handed it (orh_discover_opts.port_wanted), so it reads nothing more of other ports. */
 bool orh_plan_port_usable(const struct orh_port *p);
+/* Rule 4: is g a GID of the wanted kind: not link-local, of want's family and RoCE version?
+ * type_known false: judged without its type (may it be one?), as discovery asks before
+ * reading the type (orh_discover_opts.gid_wanted). */
+bool orh_plan_gid_wanted(const struct orh_gid *g, const struct orh_gid_want *want,
+			 bool type_known);
 void orh_plan_free(struct orh_plan *plan);
 /* True when the plan gives nothing (no usable device). */
 bool orh_plan_is_empty(const struct orh_plan *plan);

@@ -99,13 +99,12 @@ bool orh_strv_contains(const struct orh_strv *sv, const char *s);
  * regular files or sysfs attributes.
  */
 ssize_t orh_read_file_at(int dirfd, const char *path, char *buf, size_t max);
-/* Like orh_read_file_at() but strips one trailing newline and surrounding blanks. */
-ssize_t orh_read_line_at(int dirfd, const char *path, char *buf, size_t max);
 
 /* Many small reads in a row (discovery): the files are opened O_NOATIME where the
  * kernel allows it, and their descriptors are closed together, with close_range() over
- * runs of consecutive numbers, when the batch fills or is flushed. Same contract as
- * orh_read_line_at() otherwise. A zeroed struct is an empty batch. */
+ * runs of consecutive numbers, when the batch fills or is flushed. Otherwise as
+ * orh_read_file_at(), with one trailing newline and the blanks around the value stripped.
+ * A zeroed struct is an empty batch. */
 struct orh_readbatch {
 	int fds[64];
 	size_t n;

@@ -66,10 +66,14 @@ static bool id_usable(const char *id)
 	return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
 }
 
+#define NEXT_OTHERS "the container starts without this step, the others still run"
+#define NEXT_NONE "the container starts unchanged"
+#define NEXT_GONE "no other step runs"
+
 /* Apply the on_error policy to a failed step: ORH_EXIT_FAIL fails the container, else
- * the step is skipped and the others go on (alone: there are none, the container starts
- * as it is). */
-static int failed_as(struct hook *h, const char *step, const struct orh_err *err, bool alone)
+ * the log says what happens next (NEXT_*). */
+static int failed_as(struct hook *h, const char *step, const struct orh_err *err,
+		     const char *next)
 {
 	if (h->ctx->cfg.on_error == ORH_ON_ERROR_FAIL && h->act == ORH_ACT_REQUESTED) {
 		orh_log(LOG_ERR, "container %s: %s: %s: %s; failing the container (on_error=fail)",
@@ -77,14 +81,13 @@ static int failed_as(struct hook *h, const char *step, const struct orh_err *err
 		return ORH_EXIT_FAIL;
 	}
 	orh_log(LOG_WARNING, "container %s: %s: %s: %s; %s (on_error=warn)", cid(h), h->stage,
-		step, err->msg, alone ? "the container starts unchanged"
-				      : "the container starts without this step, the others still run");
+		step, err->msg, next);
 	return ORH_EXIT_OK;
 }
 
 static int failed(struct hook *h, const char *step, const struct orh_err *err)
 {
-	return failed_as(h, step, err, false);
+	return failed_as(h, step, err, NEXT_OTHERS);
 }
 
 static int read_state(struct hook *h, struct orh_err *err)
@@ -318,7 +321,7 @@ static int step_ncclconf(struct hook *h, struct applied *a, struct orh_err *err)
 }
 
 /* The live hook's steps. None depends on another: under on_error = warn a failed one is
- * skipped and the rest still run. */
+ * skipped and the rest still run, unless the container's process is gone. */
 static const struct {
 	const char *name;
 	int (*fn)(struct hook *h, struct applied *a, struct orh_err *err);
@@ -339,8 +342,15 @@ static int apply(struct hook *h)
 
 		if (steps[i].fn(h, &a, &err) < 0) {
 			a.failed[i] = true;
-			if (failed(h, steps[i].name, &err) == ORH_EXIT_FAIL)
+			/* the container's process is gone (ESRCH, target.c): its number may name
+			 * another process now, so no step goes on */
+			bool gone = err.code == ESRCH;
+
+			if (failed_as(h, steps[i].name, &err, gone ? NEXT_GONE : NEXT_OTHERS) ==
+			    ORH_EXIT_FAIL)
 				return ORH_EXIT_FAIL;
+			if (gone)
+				return ORH_EXIT_OK;
 		}
 	}
 	cg = a.failed[1] ? "failed" : a.userns ? "left alone (user namespace)"
@@ -404,7 +414,7 @@ static int run(struct hook *h)
 	h->act = h->d.act;
 	if (r < 0)
 		return failed_as(h, !strcmp(h->d.step, "container") ? h->step : h->d.step, &err,
-				 true);
+				 NEXT_NONE);
 	/* a request the decision ignored; what discovery skipped (a refused device number
 	 * among it), then the plan's own */
 	for (size_t i = 0; i < h->d.warnings.n; i++)

@@ -210,6 +210,7 @@ static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *
 		.mad = in->scan == ORH_GIDS_ALL || cfg->management_devices,
 		.topology = gpus,
 		.port_wanted = orh_plan_port_usable,
+		.gid_wanted = orh_plan_gid_wanted,
 	};
 	struct orh_gid_reader gids;
 	struct orh_gpus g = { 0 };
@@ -217,10 +218,6 @@ static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *
 	struct orh_node_view node = { .inv = &out->inv, .gids = &gids };
 	int r;
 
-	if (out->facts.n_addrs) {
-		opts.want.addrs = out->facts.addrs;
-		opts.want.n_addrs = out->facts.n_addrs;
-	}
 	r = orh_discover(&opts, &out->inv, err);
 	if (r < 0)
 		return r;

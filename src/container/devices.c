@@ -2,9 +2,9 @@
 /*
  * Device nodes inside the container: /dev/infiniband/uverbsN, rdma_cm (and umad/issm
  * when the plan has them). mknod where we may; bind-mount the host's node where mknod is
- * not permitted (user namespaces). A name that is free gets its node in one mknodat
- * (which never follows or replaces anything); a name that is taken by something else is
- * replaced by a node made under a temporary name and renamed over it (orh_replace_at).
+ * not permitted (user namespaces). Every node is made under a temporary name and renamed
+ * to its own (orh_replace_at), over whatever else holds the name: renameat never follows
+ * the destination. A node with the right numbers already there is kept.
  *
  * Nodes are made only on the container's /dev (the runtime's tmpfs, or the rootfs's own
  * directory): where /dev/infiniband leads onto another mount (a volume of host storage),
@@ -92,8 +92,6 @@ static int bind_host_node(int dfd, const char *name, const struct orh_target *t,
 struct parent {
 	int fd;
 	char path[PATH_MAX];
-	bool chown; /* a new node would not be root:root by itself (setgid directory, or
-		     * the hook runs under another uid or gid): chown it */
 	bool foreign; /* on another mount than the container's /dev: make nothing there */
 };
 
@@ -114,14 +112,6 @@ static int open_parent(int rootfd, uint64_t devmnt, const struct orh_devnode *n,
 	return r;
 }
 
-static void parent_opened(struct parent *parent)
-{
-	struct stat st;
-
-	parent->chown = fstat(parent->fd, &st) < 0 || (st.st_mode & S_ISGID) || geteuid() != 0 ||
-			getegid() != 0;
-}
-
 static int apply_one(int rootfd, uint64_t devmnt, const struct orh_target *t, int hostfd,
 		     struct parent *parent, const struct orh_devnode *n,
 		     struct orh_devices_result *res, struct orh_err *err)
@@ -140,7 +130,6 @@ static int apply_one(int rootfd, uint64_t devmnt, const struct orh_target *t, in
 		r = open_parent(rootfd, devmnt, n, parent, name, err);
 		if (r < 0)
 			return orh_err_prefix(err, "device '%s'", n->path);
-		parent_opened(parent);
 		if (dirlen < sizeof(parent->path) && slash && slash[1] != '\0')
 			snprintf(parent->path, sizeof(parent->path), "%.*s", (int)dirlen, n->path);
 		else
@@ -162,21 +151,7 @@ static int apply_one(int rootfd, uint64_t devmnt, const struct orh_target *t, in
 				"container's /dev (a volume?); no device node is made there",
 				n->path);
 	}
-	/* the common case, a fresh /dev: make the node in place, with its exact mode */
-	if (mknodat(dfd, name, S_IFCHR | (n->mode & 07777), makedev(n->major, n->minor)) == 0) {
-		if (parent->chown && fchownat(dfd, name, 0, 0, AT_SYMLINK_NOFOLLOW) < 0) {
-			int e = errno;
-
-			(void)unlinkat(dfd, name, 0);
-			return orh_fail(err, e, "setting the owner of '%s': %s", n->path,
-					strerror(e));
-		}
-		res->created++;
-		return 0;
-	}
-	if (errno != EEXIST && errno != EPERM)
-		return orh_fail(err, errno, "mknod '%s' (%u:%u): %m", n->path, n->major, n->minor);
-	/* something is there, or mknod is not permitted here */
+	/* what is there already: kept when it is the node, else replaced */
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(n->major, n->minor)) {
 			res->kept++;

@@ -216,15 +216,6 @@ static int read_existing(int path_fd, char **text, size_t *len, struct orh_err *
 
 /* Give a new file the owner and the mode (bits in `keep`) of the file it stands for, or
  * root:root 0644 when there was none. */
-static int set_owner_mode(int fd, const struct stat *old_st, mode_t keep)
-{
-	if (old_st && fchown(fd, old_st->st_uid, old_st->st_gid) < 0)
-		return -errno;
-	if (fchmod(fd, old_st ? old_st->st_mode & keep : 0644) < 0)
-		return -errno;
-	return 0;
-}
-
 /* Write into /etc through a temporary file and renameat(), with the owner and the mode of
  * the file it replaces (old_st), or 0644 and the hook's own when there was none. -EROFS is
  * returned with err unset so that the caller can take the bind-mount path. */
@@ -266,6 +257,36 @@ static int mkdir_host(const char *dir, struct orh_err *err)
 	}
 	if (mkdirat(AT_FDCWD, path, 0700) < 0 && errno != EEXIST)
 		return orh_fail(err, errno, "creating '%s': %m", path);
+	return 0;
+}
+
+/* The generated copy in state_dir, made under a temporary name and renamed to
+ * nccl.conf (orh_replace_at): the owner and the permission bits of the file it covers
+ * (old_st), else root's and 0644. *out: the new file, opened to be bound. */
+static int write_generated(const char *state_dir, const char *path, const char *text,
+			   const struct stat *old_st, int *out, struct orh_err *err)
+{
+	_cleanup_close_ int dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct orh_replace how = {
+		.type = S_IFREG,
+		.mode = old_st ? old_st->st_mode & 0777 : 0644,
+		.chown = old_st != NULL,
+		.uid = old_st ? old_st->st_uid : 0,
+		.gid = old_st ? old_st->st_gid : 0,
+		.data = text,
+		.len = strlen(text),
+		.what = path,
+	};
+	int r;
+
+	if (dirfd < 0)
+		return orh_fail(err, errno, "opening '%s': %m", state_dir);
+	r = orh_replace_at(dirfd, "nccl.conf", &how, err);
+	if (r < 0)
+		return r;
+	*out = openat(dirfd, "nccl.conf", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (*out < 0)
+		return orh_fail(err, errno, "opening '%s': %m", path);
 	return 0;
 }
 
@@ -315,14 +336,10 @@ static int bind_generated(int etcfd, int path_fd, const struct stat *old_st,
 	if (snprintf(res->generated, sizeof(res->generated), "%s/nccl.conf", state_dir) >=
 	    (int)sizeof(res->generated))
 		return orh_fail(err, ENAMETOOLONG, "state dir '%s' too long", state_dir);
-	gen = open(res->generated, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (gen < 0)
-		return orh_fail(err, errno, "creating '%s': %m", res->generated);
-	r = set_owner_mode(gen, old_st, 0777);
-	if (r == 0)
-		r = orh_write_all(gen, text, strlen(text));
+	/* a new file each time: a copy an earlier start mounted somewhere keeps its content */
+	r = write_generated(state_dir, res->generated, text, old_st, &gen, err);
 	if (r < 0)
-		return orh_fail(err, r, "writing '%s': %s", res->generated, strerror(-r));
+		return r;
 	r = orh_bind_into_container(t, gen, target, true, err);
 	if (r < 0)
 		return orh_err_prefix(err, "mounting '%s' over /etc/nccl.conf", res->generated);

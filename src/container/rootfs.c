@@ -28,17 +28,11 @@
 #define MAX_SYMLINKS 40
 #define MAX_DEPTH 128
 
-static bool force_fallback;
 static bool fallback_used;
-
-void orh_rootfs_force_fallback(bool on)
-{
-	force_fallback = on;
-}
 
 bool orh_rootfs_fallback_active(void)
 {
-	return force_fallback || fallback_used;
+	return fallback_used;
 }
 
 int orh_rootfs_open(const char *path, int *out, struct orh_err *err)
@@ -295,7 +289,7 @@ int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int 
 
 	while (*path == '/')
 		path++;
-	if (!force_fallback && !fallback_used) {
+	if (!fallback_used) {
 		r = in_root_open_dir(rootfd, *path ? path : ".", out);
 		/* EAGAIN: a ".." was resolved while a rename or a mount changed anywhere on
 		 * the system; openat2 asks to try again */
