@@ -12,7 +12,10 @@
     create POD-ID CTR.json POD.json
                                    create a container in the pod; print its id
     start ID | stop [-t S] ID | rm ID
-    stopp POD-ID | rmp POD-ID
+    run [--runtime H] CTR.json POD.json
+                                   runp, create and start in one: print the pod's id, then
+                                   (once created) the container's, a line each
+    stopp POD-ID | rmp [-f] POD-ID (-f: stop it first)
     exec [-t S] ID CMD [ARG...]    ExecSync: the command's stdout and stderr, its exit status
     inspect ID | inspectp POD-ID   the container's or the pod's status as JSON (verbose)
     logs ID                        the container's log (the CRI's log file), without the
@@ -82,8 +85,15 @@ def main():
     p.add_argument("pod_id")
     p.add_argument("ctr_json")
     p.add_argument("pod_json")
-    for verb in ("start", "rm", "stopp", "rmp", "inspect", "inspectp", "logs"):
+    p = sub.add_parser("run")
+    p.add_argument("--runtime", default="")
+    p.add_argument("ctr_json")
+    p.add_argument("pod_json")
+    for verb in ("start", "rm", "stopp", "inspect", "inspectp", "logs"):
         sub.add_parser(verb).add_argument("id")
+    p = sub.add_parser("rmp")
+    p.add_argument("-f", "--force", action="store_true")
+    p.add_argument("id")
     p = sub.add_parser("stop")
     p.add_argument("-t", "--stop-timeout", type=int, default=10)
     p.add_argument("id")
@@ -99,6 +109,7 @@ def main():
     rt = stubs.RuntimeServiceStub(chan)
     im = stubs.ImageServiceStub(chan)
     t = a.timeout
+    step = ""
 
     try:
         if a.verb == "version":
@@ -127,6 +138,19 @@ def main():
             r = rt.CreateContainer(pb.CreateContainerRequest(
                 pod_sandbox_id=a.pod_id, config=ctr, sandbox_config=pod), timeout=t)
             print(r.container_id)
+        elif a.verb == "run":
+            ctr = parse_json(a.ctr_json, pb.ContainerConfig())
+            pod = parse_json(a.pod_json, pb.PodSandboxConfig())
+            step = "RunPodSandbox"
+            r = rt.RunPodSandbox(pb.RunPodSandboxRequest(config=pod,
+                                                         runtime_handler=a.runtime), timeout=t)
+            print(r.pod_sandbox_id, flush=True)
+            step = "CreateContainer"
+            c = rt.CreateContainer(pb.CreateContainerRequest(
+                pod_sandbox_id=r.pod_sandbox_id, config=ctr, sandbox_config=pod), timeout=t)
+            print(c.container_id, flush=True)
+            step = "StartContainer"
+            rt.StartContainer(pb.StartContainerRequest(container_id=c.container_id), timeout=t)
         elif a.verb == "start":
             rt.StartContainer(pb.StartContainerRequest(container_id=a.id), timeout=t)
         elif a.verb == "stop":
@@ -137,6 +161,8 @@ def main():
         elif a.verb == "stopp":
             rt.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=a.id), timeout=t)
         elif a.verb == "rmp":
+            if a.force:
+                rt.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=a.id), timeout=t)
             rt.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=a.id), timeout=t)
         elif a.verb == "exec":
             if not a.cmd:
@@ -166,7 +192,8 @@ def main():
                     content = parts[3] if len(parts) == 4 else ""
                     sys.stdout.write(content + ("\n" if parts[2] != "P" else ""))
     except grpc.RpcError as e:
-        sys.exit("cri.py %s: %s: %s" % (a.verb, e.code().name, e.details()))
+        sys.exit("cri.py %s: %s%s: %s" % (a.verb, step + ": " if step else "", e.code().name,
+                                          e.details()))
     return 0
 
 

@@ -99,15 +99,12 @@ cri_ctr_json() {
 		jq "${4:-.}" >"$1"
 }
 
-# cri_start_pod DIR PODDIR HANDLER: run the pod PODDIR/pod.json through HANDLER, then
-# create and start its container PODDIR/ctr.json: the ids in $CRI_POD and $CRI_CTR (each
-# set once made); where a step fails, 1 and the step with the CRI's error in $CRI_ERR
+# cri_start_pod DIR PODDIR HANDLER: run the pod PODDIR/pod.json through HANDLER with its
+# container PODDIR/ctr.json, started: the ids in $CRI_POD and $CRI_CTR (each set once
+# made); where a step fails, 1 and the CRI's error, naming the step, in $CRI_ERR
 cri_start_pod() {
-	local dir=$1 d=$2
-	CRI_POD="" CRI_CTR="" CRI_ERR=""
-	CRI_POD=$(cri_at "$dir" runp --runtime "$3" "$d/pod.json" 2>"$d/err") ||
-		{ CRI_ERR="RunPodSandbox: $(cat "$d/err")"; return 1; }
-	CRI_CTR=$(cri_at "$dir" create "$CRI_POD" "$d/ctr.json" "$d/pod.json" 2>"$d/err") ||
-		{ CRI_ERR="CreateContainer: $(cat "$d/err")"; return 1; }
-	cri_at "$dir" start "$CRI_CTR" 2>"$d/err" || { CRI_ERR="StartContainer: $(cat "$d/err")"; return 1; }
+	local dir=$1 d=$2 out rc=0
+	out=$(cri_at "$dir" run --runtime "$3" "$d/ctr.json" "$d/pod.json" 2>"$d/err") || rc=$?
+	CRI_POD=$(sed -n 1p <<<"$out") CRI_CTR=$(sed -n 2p <<<"$out") CRI_ERR=$(cat "$d/err")
+	return $rc
 }

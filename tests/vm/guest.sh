@@ -324,6 +324,71 @@ echo "$OUT"
 check "non-root (podman): uid 1000 with no capability" grep -q "^uid 1000 caps 0000000000000000 " <<<"$OUT"
 check "non-root (podman): ibv_reg_mr of 256 MiB succeeds" has "$OUT" "regmr rxe0 256 ok"
 
+# ---- 4b. non-root through containerd's CRI ---------------------------------------------------
+section "CRI: a non-root pod through containerd's CRI plugin, the handler written by configure"
+CRI_SRC=$SRC
+# shellcheck source=tests/cri/lib.sh
+. "$SRC/tests/cri/lib.sh"
+CRI_PY=$(cri_py) || not_ok "CRI: no python3 with grpcio and grpc_tools"
+CD=$W/cri
+cri_config $CD
+"${ORH[@]}" configure --engine containerd --engine-config $CD/config.toml --handler rdma \
+	--shim $W/oci-rdma-runtime >$W/configure.out 2>&1
+check "CRI: configure --engine containerd adds the handler rdma ($(tr '\n' ' ' <$W/configure.out))" \
+	grep -q 'runtimes\.rdma\]' $CD/config.toml
+containerd --config $CD/config.toml >$CD/containerd.log 2>&1 &
+cd_pid=$!
+for i in $(seq 150); do ctr -a $CD/containerd.sock version >/dev/null 2>&1 && break; sleep 0.2; done
+# the workload image: mk_rootfs's tree without its /usr, which the pod mounts from the node
+# (a hostPath volume) as the other containers have it
+mk_rootfs $W/cri-rootfs
+umount $W/cri-rootfs/usr
+cp "$REGMR" $W/cri-rootfs/regmr
+cri_images $CD "$PAUSE" $W/cri-rootfs >$W/cri-images.log 2>&1
+rc=$?
+check "CRI: the local pause and workload images imported (rc $rc: $(tail -c 300 $W/cri-images.log))" \
+	[ $rc = 0 ]
+for i in $(seq 150); do cri_at $CD status 2>/dev/null | grep -qx "RuntimeReady true" && break; sleep 0.2; done
+# cri_pod NAME POD-JQ CTR-JQ: a host-network pod through the handler rdma whose container
+# runs $REG as uid 1000 with no capability, /usr from the node; its log in $OUT
+CRI_PODS=()
+cri_pod() {
+	local d=$W/cri-$1 i
+	mkdir -p $d/logs
+	cri_pod_json $d/pod.json "$1" 2 $d/logs "$2"
+	cri_ctr_json $d/ctr.json 2 "echo orh-cri-ran; $REG; echo orh-cri-end" \
+		'.mounts = [{container_path: "/usr", host_path: "/usr", readonly: true}]
+		| .linux.security_context.run_as_user = {value: 1000}
+		| .linux.security_context.run_as_group = {value: 1000}
+		| .linux.security_context.capabilities = {drop_capabilities: ["ALL"]}'" | $3"
+	cri_start_pod $CD $d rdma || not_ok "CRI $1: $CRI_ERR"
+	[ -n "$CRI_POD" ] && CRI_PODS+=("$CRI_POD")
+	for i in $(seq 300); do grep -q orh-cri-end $d/logs/work.log 2>/dev/null && break; sleep 0.2; done
+	OUT=$(cri_at $CD logs "$CRI_CTR" 2>&1)
+	echo "$OUT"
+	check "CRI $1: the container ran (its marker, then its output)" \
+		bash -c 'head -1 <<<"$1" | grep -qx orh-cri-ran && grep -qx orh-cri-end <<<"$1"' _ "$OUT"
+}
+cri_pod regmr "$OPT_IN" .
+check "CRI non-root: the pod ran through the handler rdma" \
+	[ "$(cri_at $CD inspectp "$CRI_POD" | jq -r .status.runtime_handler)" = rdma ]
+check "CRI non-root: the workload is uid 1000 with no capability" \
+	grep -q "^uid 1000 caps 0000000000000000 " <<<"$OUT"
+check "CRI non-root: memlock is the configured ${MEMLOCK_KIB} KiB" \
+	grep -q " memlock $MEMLOCK_KIB\$" <<<"$OUT"
+check "CRI non-root: ibv_reg_mr of 256 MiB succeeds" has "$OUT" "regmr rxe0 256 ok"
+# the control: uverbs0 given through CRI devices (as a device plugin does), not activated
+cri_pod regmr-off . '.devices = [{container_path: "/dev/infiniband/uverbs0", host_path: "/dev/infiniband/uverbs0", permissions: "rwm"}]'
+check "CRI non-root, uverbs0 through CRI devices, not activated: 256 MiB cannot be registered" \
+	grep -q "regmr rxe0 256 failed: ibv_reg_mr" <<<"$OUT"
+for p in "${CRI_PODS[@]}"; do
+	cri_at $CD rmp -f "$p" >$W/rmp.err 2>&1 || not_ok "CRI: rmp -f $p: $(cat $W/rmp.err)"
+done
+kill $cd_pid
+wait $cd_pid
+for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $CD/"); do kill -9 "$p"; done
+umount -R $CD/state/* 2>/dev/null
+
 # ---- 5. traffic with what the plan gave ----------------------------------------------------------
 section "traffic between two containers: rping (rdma_cm) and ib_write_bw with the plan's -d and -x"
 FROM_CONF='hca=$(sed -n "s/^NCCL_IB_HCA==\{0,1\}\([^:,]*\).*/\1/p" /etc/nccl.conf); gidx=$(sed -n "s/^NCCL_IB_GID_INDEX=//p" /etc/nccl.conf); echo "plan: -d $hca -x $gidx"'

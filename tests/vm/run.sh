@@ -30,7 +30,7 @@ for d in "$SRC" "$BUILD"; do
 	case $d/ in /run/* | /dev/* | /proc/* | /sys/*) fail "$d: the guest mounts its own /run, /dev, /proc and /sys over the host's" ;; esac
 done
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || fail "/bin/busybox is not static"
-for f in src/oci-rdma-hook tests/vm/vm_regmr tests/e2e/probe; do
+for f in src/oci-rdma-hook tests/vm/vm_regmr tests/e2e/probe tests/e2e/cri-pause; do
 	[ -x "$BUILD/$f" ] || fail "$BUILD/$f not built (meson compile -C $BUILD)"
 done
 
@@ -90,6 +90,7 @@ for mode in $MODES; do
 		HOOK='$BUILD/src/oci-rdma-hook'
 		REGMR='$BUILD/tests/vm/vm_regmr'
 		PROBE='$BUILD/tests/e2e/probe'
+		PAUSE='$BUILD/tests/e2e/cri-pause'
 	ENV
 	start=$(date +%s)
 	rc=0
