@@ -106,24 +106,15 @@ static void print_table(const struct orh_inventory *inv, const struct orh_plan *
 	}
 }
 
-/* The NICs nearest to GPU k alone: among the devices the plan uses (the usable ones),
- * with the configured nic_affinity. */
+/* The NICs rule 9 gives a container holding GPU k alone (orh_plan_near_gpus). */
 static void nearest_to(enum orh_nic_affinity mode, const struct orh_inventory *inv,
 		       const struct orh_plan *plan, const struct orh_gpus *gpus, size_t k,
 		       struct orh_affinity *aff)
 {
-	_cleanup_free_ bool *cand = orh_xcalloc(inv->n_devs + 1, sizeof(bool));
-	_cleanup_free_ bool *held = orh_xcalloc(gpus->n, sizeof(bool));
+	_cleanup_free_ bool *held = orh_xcalloc(gpus->n + 1, sizeof(bool));
 
-	for (size_t i = 0; i < inv->n_devs; i++)
-		for (size_t p = 0; p < inv->devs[i].n_ports && !cand[i]; p++) {
-			const struct orh_port_choice *c =
-				choice_of(plan, &inv->devs[i].ports[p]);
-
-			cand[i] = c && c->used;
-		}
 	held[k] = true;
-	orh_nic_affinity(mode, inv->devs, inv->n_devs, cand, gpus, held, aff);
+	orh_plan_near_gpus(mode, plan, inv, gpus, held, aff);
 }
 
 static void print_gpus(enum orh_nic_affinity mode, const struct orh_inventory *inv,

@@ -215,22 +215,37 @@ static const char *fabric_name(enum orh_link_layer ll)
 	return ll == ORH_LL_INFINIBAND ? "InfiniBand" : "Ethernet";
 }
 
-/* Rule 9: a container given a subset of the node's GPUs (and no RDMA device of its own)
- * gets the NICs nearest to them; the decision chose them (affinity.c). */
-static void near_gpus(const struct orh_container_facts *f, const struct orh_inventory *inv,
-		      struct orh_plan *plan)
+void orh_plan_near_gpus(enum orh_nic_affinity mode, const struct orh_plan *plan,
+			const struct orh_inventory *inv, const struct orh_gpus *gpus,
+			const bool *held, struct orh_affinity *aff)
 {
-	if (!f || !f->nic_near)
+	_cleanup_free_ bool *candidate = orh_xcalloc(inv->n_devs + 1, sizeof(*candidate));
+
+	for (size_t k = 0; k < plan->n_ports; k++)
+		candidate[plan->ports[k].dev - inv->devs] |= plan->ports[k].used;
+	orh_nic_affinity(mode, inv->devs, inv->n_devs, candidate, gpus, held, aff);
+}
+
+/* Rule 9: a container given a subset of the node's GPUs (and no RDMA device of its own)
+ * gets, among the ports the rules before left it, those of the NICs nearest to them
+ * (affinity.c). */
+static void near_gpus(const struct orh_config *cfg, const struct orh_container_facts *f,
+		      const struct orh_inventory *inv, struct orh_plan *plan)
+{
+	struct orh_affinity aff = { 0 };
+
+	if (!f || !f->gpus_held || cfg->nic_affinity == ORH_AFFINITY_NONE)
 		return;
-	for (size_t k = 0; k < plan->n_ports; k++) {
+	orh_plan_near_gpus(cfg->nic_affinity, plan, inv, f->gpus, f->gpus_held, &aff);
+	for (size_t k = 0; k < plan->n_ports && !aff.every; k++) {
 		struct orh_port_choice *c = &plan->ports[k];
 		size_t d = (size_t)(c->dev - inv->devs);
 
-		if (c->used && !f->nic_near[d])
-			LEAVE_OUT(c, "rule 9: %s",
-				  f->nic_why && f->nic_why[d][0] ? f->nic_why[d]
+		if (c->used && d < aff.n && !aff.v[d].chosen)
+			LEAVE_OUT(c, "rule 9: %s", aff.v[d].reason[0] ? aff.v[d].reason
 				  : "not near the container's GPUs");
 	}
+	orh_affinity_free(&aff);
 }
 
 /* Rule 10: one fabric. NCCL_IB_HCA never mixes InfiniBand and Ethernet (RoCE) ports:
@@ -616,9 +631,9 @@ int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv
 	choice_init(plan, inv);
 	choose_ports(cfg, inv, holds_any_uverbs(facts, inv), plan);
 	given_devices(facts, inv, plan);
-	near_gpus(facts, inv, plan);
 	one_fabric(cfg, plan);
 	choose_hca(cfg, gids ? gids : &in_memory, facts, plan);
+	near_gpus(cfg, facts, inv, plan);
 	gid_choose(plan, &gid_from_container);
 
 	/* Rule 3: NCCL_IB_HCA in exact form; the nodes of the ports in it. */

@@ -92,8 +92,7 @@ static void setup(void)
 static void teardown(void)
 {
 	orh_plan_free(&d.plan);
-	free(d.nic_near);
-	free(d.nic_why);
+	free(d.gpus_held);
 	orh_strv_free(&d.warnings);
 	orh_inventory_free(&inv);
 	orh_gpus_free(&gpus);
@@ -126,7 +125,7 @@ Test(decide_node, every_nic_without_a_gpu_subset)
 	cr_assert_str_eq(env("NCCL_IB_GID_INDEX"), "3");
 	cr_assert_gt(reads, 0, "GID entries come from the reader passed in");
 	cr_assert(warned("a discovery warning"), "the inventory's warnings are the decision's");
-	cr_assert_null(d.nic_near);
+	cr_assert_null(d.gpus_held);
 }
 
 Test(decide_node, gpu_subset_gets_the_nic_under_its_switch)

@@ -54,9 +54,9 @@ struct orh_decision {
 	/* on failure, the step: "the request" (a bad oci-rdma-hook/ annotation or
 	 * OCI_RDMA_HOOK_ variable), "container" (the callback), "discovery" */
 	const char *step;
-	/* rule 9: per device, near the container's GPUs and why not (facts point here) */
-	bool *nic_near;
-	char (*nic_why)[224];
+	/* the GPUs the container holds, when a subset of the node's (facts.gpus_held points
+	 * here; rule 9) */
+	bool *gpus_held;
 };
 
 /*
@@ -71,8 +71,8 @@ struct orh_node_view {
 	const char *gpus_error;            /* why they could not be read, or NULL */
 };
 
-/* The decision for an activated container from what was read: the plan (made twice for
- * a container given a subset of the GPUs, rule 9), every warning (node->inv's first),
+/* The decision for an activated container from what was read: the GPUs the container
+ * holds (rule 9's input), the plan, every warning (node->inv's first),
  * and the memlock rules (the user's limit wins; never more than memlock_ceiling, 0: no
  * ceiling). d->facts is its input, filled by the activation step; d->plan points into
  * node->inv. Reads nothing but GID entries, through node->gids. */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "orh/config.h"
+#include "orh/gpu.h"
 #include "orh/inventory.h"
 #include "orh/util.h"
 
@@ -47,10 +48,11 @@ struct orh_container_facts {
 	bool sandbox;
 	/* the spec sets RLIMIT_MEMLOCK (process.rlimits): the user's limit wins */
 	bool user_memlock;
-	/* rule 9, set by the decision: per inventory device, whether it is near the GPUs the
-	 * container was given, and why (NULL: no GPU subset, every NIC) */
-	const bool *nic_near;
-	char (*nic_why)[224];
+	/* rule 9's input, set by the decision before the plan from the spec and the node's
+	 * GPUs: the container holds a subset of gpus, those with gpus_held[k] (NULL: no
+	 * subset, every NIC) */
+	const struct orh_gpus *gpus;
+	const bool *gpus_held;
 };
 
 #define ORH_DEV_DIR "/dev/infiniband/"
@@ -114,6 +116,12 @@ bool orh_plan_port_usable(const struct orh_port *p);
  * reading the type (orh_discover_opts.gid_wanted). */
 bool orh_plan_gid_wanted(const struct orh_gid *g, const struct orh_gid_want *want,
 			 bool type_known);
+/* Rule 9's choice: among the devices with a port the plan uses, the NICs nearest to the
+ * GPUs with held[k], as nic_affinity says (orh_nic_affinity). The planner leaves the others
+ * out; detect shows it for each GPU alone. Free aff with orh_affinity_free(). */
+void orh_plan_near_gpus(enum orh_nic_affinity mode, const struct orh_plan *plan,
+			const struct orh_inventory *inv, const struct orh_gpus *gpus,
+			const bool *held, struct orh_affinity *aff);
 void orh_plan_free(struct orh_plan *plan);
 /* True when the plan gives nothing (no usable device). */
 bool orh_plan_is_empty(const struct orh_plan *plan);

@@ -118,35 +118,19 @@ static enum orh_gpu_ask gpus_held(const struct orh_container_facts *f, const str
 	return orh_gpus_resolve(g, f->nvidia_visible, held, warnings);
 }
 
-/* Rule 9: which devices are near the GPUs the container holds, into d->nic_near and
- * d->nic_why (left NULL when every usable NIC is given). */
-static void near_devices(const struct orh_config *cfg, const struct orh_node_view *node,
-			 struct orh_decision *d)
+/* Rule 9's input: the GPUs the container holds, into d->gpus_held (left NULL unless a
+ * subset of the node's). */
+static void held_gpus(const struct orh_node_view *node, struct orh_decision *d)
 {
-	const struct orh_inventory *inv = node->inv;
-	_cleanup_free_ bool *held = orh_xcalloc(node->gpus->n + 1, sizeof(bool));
-	_cleanup_free_ bool *candidate = NULL;
-	struct orh_affinity aff = { 0 };
+	bool *held = orh_xcalloc(node->gpus->n + 1, sizeof(bool));
 
-	if (gpus_held(&d->facts, node->gpus, held, &d->warnings) != ORH_GPUS_SOME)
+	if (gpus_held(&d->facts, node->gpus, held, &d->warnings) != ORH_GPUS_SOME) {
+		free(held);
 		return;
-	candidate = orh_xcalloc(inv->n_devs + 1, sizeof(*candidate));
-	for (size_t k = 0; k < d->plan.n_ports; k++)
-		candidate[d->plan.ports[k].dev - inv->devs] |= d->plan.ports[k].used;
-	orh_nic_affinity(cfg->nic_affinity, inv->devs, inv->n_devs, candidate, node->gpus, held,
-			 &aff);
-	if (!aff.every) {
-		d->nic_near = orh_xcalloc(inv->n_devs + 1, sizeof(*d->nic_near));
-		d->nic_why = orh_xcalloc(inv->n_devs + 1, sizeof(*d->nic_why));
-		for (size_t i = 0; i < inv->n_devs && i < aff.n; i++) {
-			d->nic_near[i] = aff.v[i].chosen;
-			if (!aff.v[i].chosen)
-				snprintf(d->nic_why[i], sizeof(d->nic_why[i]), "%s",
-					 aff.v[i].reason[0] ? aff.v[i].reason
-							    : "not near the container's GPUs");
-		}
 	}
-	orh_affinity_free(&aff);
+	d->gpus_held = held;
+	d->facts.gpus = node->gpus;
+	d->facts.gpus_held = held;
 }
 
 int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *node,
@@ -160,21 +144,12 @@ int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *no
 			       node->gpus_error);
 	if (node->gpus)
 		push_all(&d->warnings, &node->gpus->warnings);
+	/* rule 9 (in the planner) needs the GPUs the container holds */
+	if (node->gpus && gpus_matter(cfg, &d->facts))
+		held_gpus(node, d);
 	r = orh_plan_build(cfg, node->inv, node->gids, &d->facts, &d->plan, err);
 	if (r < 0)
 		return r;
-	/* rule 9: the plan again, with the NICs near the container's GPUs */
-	if (node->gpus && gpus_matter(cfg, &d->facts)) {
-		near_devices(cfg, node, d);
-		if (d->nic_near) {
-			d->facts.nic_near = d->nic_near;
-			d->facts.nic_why = d->nic_why;
-			orh_plan_free(&d->plan);
-			r = orh_plan_build(cfg, node->inv, node->gids, &d->facts, &d->plan, err);
-			if (r < 0)
-				return r;
-		}
-	}
 	push_all(&d->warnings, &d->plan.warnings);
 	if (d->facts.n_devs_dropped)
 		orh_strv_pushf(&d->warnings, "config.json: linux.devices lists more than %d "
@@ -284,8 +259,7 @@ int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct 
 
 void orh_decision_free(struct orh_decision *d)
 {
-	free(d->nic_near);
-	free(d->nic_why);
+	free(d->gpus_held);
 	if (d->have_plan) {
 		orh_plan_free(&d->plan);
 		orh_inventory_free(&d->inv);
