@@ -198,6 +198,21 @@ check_left_alone() {
 	check "$1: containerd's memlock $DEFAULT_MEMLOCK ($(seen memlock))" \
 		grep -qx "memlock $DEFAULT_MEMLOCK" <<<"$OUT"
 }
+# check_mlx5_2_only LABEL: the pod given uverbs2 (231:194) through CRI devices has that node
+# and rdma_cm, no other; the device cgroup allows uverbs2 and no other uverbs (its spec);
+# NCCL_IB_HCA names mlx5_2 only
+check_mlx5_2_only() {
+	check "$1: only uverbs2 and rdma_cm (saw: $(ib_nodes))" [ "$(ib_nodes)" = "rdma_cm uverbs2 " ]
+	check "$1: uverbs2 is 231:194 (e7:c2)" \
+		grep -qx "/dev/infiniband/uverbs2 character special file e7:c2" <<<"$OUT"
+	check "$1: the device cgroup allows uverbs2 (open: ENXIO)" \
+		grep -qx "/dev/infiniband/uverbs2 ENXIO" <<<"$OUT"
+	check "$1: the spec grants 231:194 and no other uverbs" \
+		jq_true '[.linux.resources.devices[] | select(.allow and .major == 231)]
+			| map("\(.minor):\(.access)") == ["194:rwm"]' "$(bundle_of "$CTR")/config.json"
+	check "$1: NCCL_IB_HCA names mlx5_2 only ($(seen conf:NCCL_IB_HCA))" \
+		grep -qx 'conf:NCCL_IB_HCA==mlx5_2:1' <<<"$OUT"
+}
 OPT_IN='.annotations["oci-rdma-hook/enable"] = "true"'
 DEV_UVERBS2=".devices = [{container_path: \"/dev/infiniband/uverbs2\",
 	host_path: \"$WORK/devplugin/uverbs2\", permissions: \"rwm\"}]"
@@ -250,17 +265,7 @@ end_pod
 # CRI devices, as the kubelet passes a device plugin's DeviceSpec
 run_pod device-uverbs2 $NODE_NET "$OPT_IN" "$DEV_UVERBS2"
 check "the node's uverbs2 is mlx5_2's" [ "$(uverbs_of seed mlx5_2)" = uverbs2 ]
-check "device-uverbs2: only uverbs2 and rdma_cm (saw: $(ib_nodes))" \
-	[ "$(ib_nodes)" = "rdma_cm uverbs2 " ]
-check "device-uverbs2: uverbs2 is 231:194 (e7:c2)" \
-	grep -qx "/dev/infiniband/uverbs2 character special file e7:c2" <<<"$OUT"
-check "device-uverbs2: the device cgroup allows uverbs2 (open: ENXIO)" \
-	grep -qx "/dev/infiniband/uverbs2 ENXIO" <<<"$OUT"
-check "device-uverbs2: NCCL_IB_HCA names mlx5_2 only ($(seen conf:NCCL_IB_HCA))" \
-	grep -qx 'conf:NCCL_IB_HCA==mlx5_2:1' <<<"$OUT"
-check "device-uverbs2: the spec grants 231:194 and no other uverbs" \
-	jq_true '[.linux.resources.devices[] | select(.allow and .major == 231)]
-		| map("\(.minor):\(.access)") == ["194:rwm"]' "$(bundle_of "$CTR")/config.json"
+check_mlx5_2_only device-uverbs2
 check "device-uverbs2: memlock 4 MiB ($(seen memlock))" grep -qx 'memlock 4096' <<<"$OUT"
 end_pod
 
@@ -304,10 +309,7 @@ run_pod k8s-annotated-only $NODE_NET "$OPT_IN"
 check_left_alone "k8s config, annotated, no device allocated"
 end_pod
 run_pod k8s-device $NODE_NET "" "$DEV_UVERBS2"
-check "k8s config, uverbs2 allocated: only uverbs2 and rdma_cm (saw: $(ib_nodes))" \
-	[ "$(ib_nodes)" = "rdma_cm uverbs2 " ]
-check "k8s config, uverbs2 allocated: NCCL_IB_HCA names mlx5_2 only ($(seen conf:NCCL_IB_HCA))" \
-	grep -qx 'conf:NCCL_IB_HCA==mlx5_2:1' <<<"$OUT"
+check_mlx5_2_only "k8s config, uverbs2 allocated"
 check "k8s config, uverbs2 allocated: memlock raised to $K8S_MEMLOCK ($(seen memlock))" \
 	grep -qx "memlock $K8S_MEMLOCK" <<<"$OUT"
 end_pod
