@@ -212,15 +212,51 @@ make_image_rootfs() {
 	printf '%s\n' "$IMG_CONF" >"$1/etc/nccl.conf"
 }
 
-# check_conf_has_plan LABEL: $OUT ("conf:" lines, see spec_edit_node) holds every setting
-# of $PLAN but NCCL_SOCKET_IFNAME (the container's network decides that one)
+# inside_ran: $OUT holds the "memlock ..." line that every $INSIDE prints (spec_edit_node's
+# "memlock N", the scripts' own "memlock SOFT HARD"): the container ran and its output was
+# captured. A container that never started, or whose output was lost, has no such line.
+inside_ran() {
+	grep -Eqx 'memlock ([0-9]+|unlimited)( ([0-9]+|unlimited))?' <<<"$OUT"
+}
+
+# check_ran LABEL: records whether $OUT is the output of a container that ran
+# (inside_ran), with its exit status, output and stderr when it is not. Every helper below
+# that looks at a container's output starts with it.
+check_ran() {
+	if inside_ran; then
+		ok "$1: the container ran (its memlock line is in the output)"
+	else
+		not_ok "$1: the container ran: no memlock line in its output (rc ${RC:-?}; output: '$(head -c 200 <<<"$OUT")'; stderr: '$(tail -c 300 <<<"${ERR:-}")')"
+	fi
+}
+
+# out_lacks GREP-ARG...: $OUT is the output of a container that ran (inside_ran) and no
+# line of it matches grep GREP-ARG... (an absence proves nothing about a container that
+# did not run)
+out_lacks() {
+	inside_ran && ! grep -q "$@" <<<"$OUT"
+}
+
+# out_is TEXT: $OUT is the output of a container that ran, and is TEXT
+out_is() {
+	inside_ran && [ "$OUT" = "$1" ]
+}
+
+# check_conf_has_plan LABEL: $OUT ("conf:" lines, see spec_edit_node) is a container's
+# that ran, and holds every setting of $PLAN but NCCL_SOCKET_IFNAME (the container's
+# network decides that one); an empty $PLAN, or one of NCCL_SOCKET_IFNAME alone, fails
 check_conf_has_plan() {
-	local missing="" line
+	check_ran "$1"
+	conf_has_plan "$1"
+}
+conf_has_plan() {
+	local missing="" line n=0
 	while IFS= read -r line; do
-		case $line in NCCL_SOCKET_IFNAME=*) continue ;; esac
+		case $line in "" | NCCL_SOCKET_IFNAME=*) continue ;; esac
+		n=$((n + 1))
 		grep -qxF "conf:$line" <<<"$OUT" || missing="$missing $line"
 	done <<<"$PLAN"
-	check "$1 (missing:${missing:- none})" [ -z "$missing" ]
+	check "$1 ($n settings of the plan; missing:${missing:- none})" [ "$n" -gt 0 -a -z "$missing" ]
 }
 
 # hooks_d DIR BINARY CONF FILE...: the shipped hooks.d files FILE (names without .json.in)
@@ -242,17 +278,25 @@ EOF
 	done
 }
 
+# out_env_is_the_users: $OUT is a container's that ran, and the only NCCL_* variable of
+# its PID 1 ("env:" lines) is the user's NCCL_IB_HCA=mine
+out_env_is_the_users() {
+	inside_ran && ! { grep '^env:' <<<"$OUT" | grep -qvx 'env:NCCL_IB_HCA=mine'; }
+}
+
 # check_spec_edit_inside: what a container started through a spec edit (precreate, the
-# shim) must show in $OUT (see spec_edit_node): the user's NCCL_IB_HCA=mine kept in PID 1's
-# environment and no variable of the plan added there; every other plan variable of $PLAN
-# in /etc/nccl.conf (where NCCL reads it, and processes started by exec too); the node's
-# 4 MiB memlock; and uverbs1, uverbs8 and rdma_cm with the node's numbers.
+# shim) must show in $OUT (see spec_edit_node): that it ran (check_ran); the user's
+# NCCL_IB_HCA=mine kept in PID 1's environment and no variable of the plan added there;
+# every other plan variable of $PLAN in /etc/nccl.conf (where NCCL reads it, and
+# processes started by exec too); the node's 4 MiB memlock; and uverbs1, uverbs8 and
+# rdma_cm with the node's numbers.
 check_spec_edit_inside() {
 	local n want
+	check_ran "spec edit"
 	check "the user's NCCL_IB_HCA survives" grep -qx 'env:NCCL_IB_HCA=mine' <<<"$OUT"
 	check "no variable of the plan in PID 1's environment (found: $(grep '^env:' <<<"$OUT" | grep -v '^env:NCCL_IB_HCA=mine' | tr '\n' ' '))" \
-		bash -c "! grep '^env:' <<<\"\$1\" | grep -qv '^env:NCCL_IB_HCA=mine$'" _ "$OUT"
-	check_conf_has_plan "/etc/nccl.conf has every plan variable"
+		out_env_is_the_users
+	conf_has_plan "/etc/nccl.conf has every plan variable"
 	check "memlock is the node's 4 MiB ($(grep '^memlock' <<<"$OUT"))" grep -qx 'memlock 4096' <<<"$OUT"
 	for n in uverbs1 uverbs8 rdma_cm; do
 		want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$n")
@@ -262,23 +306,26 @@ check_spec_edit_inside() {
 }
 
 # check_image_conf_kept WHAT: $OUT of a container of an image whose /etc/nccl.conf is
-# $IMG_CONF: the image's NCCL_IB_HCA is the one NCCL gets (in the file, alone, and not
-# beaten by PID 1's environment), its other lines are kept, and the plan's other settings
-# are added to the file.
+# $IMG_CONF: it ran (check_ran); the image's NCCL_IB_HCA is the one NCCL gets (in the
+# file, alone, and not beaten by PID 1's environment), its other lines are kept, and the
+# plan's other settings are added to the file.
 check_image_conf_kept() {
+	check_ran "$1"
 	check "$1: the image's NCCL_IB_HCA=image_hca stays, and is the only one in the file" \
 		[ "$(grep '^conf:NCCL_IB_HCA=' <<<"$OUT")" = "conf:NCCL_IB_HCA=image_hca" ]
 	check "$1: no NCCL_IB_HCA in PID 1's environment beats the image's file" \
-		bash -c "! grep -q '^env:NCCL_IB_HCA=' <<<\"\$1\"" _ "$OUT"
+		out_lacks '^env:NCCL_IB_HCA='
 	check "$1: the image's NCCL_DEBUG=WARN stays" grep -qx 'conf:NCCL_DEBUG=WARN' <<<"$OUT"
 	check "$1: the plan's NCCL_IB_GID_INDEX is added to the file" \
 		grep -qx "conf:$(grep '^NCCL_IB_GID_INDEX=' <<<"$PLAN")" <<<"$OUT"
 }
 
 # check_served LABEL / check_not_served LABEL: $OUT of $INSIDE (spec_edit_node) shows a
-# container given the plan (uverbs1 with the node's numbers, the plan's NCCL_IB_GID_INDEX
-# in /etc/nccl.conf, the node's memlock), or one left as it would be without oci-rdma-hook.
+# container that ran (check_ran) given the plan (uverbs1 with the node's numbers, the
+# plan's NCCL_IB_GID_INDEX in /etc/nccl.conf, the node's memlock), or one left as it would
+# be without oci-rdma-hook.
 check_served() {
+	check_ran "$1"
 	check "$1: /dev/infiniband/uverbs1 is there with the node's numbers" \
 		grep -qx "/dev/infiniband/uverbs1 character special file $(stat -c '%t:%T' "$WORK/node/dev/infiniband/uverbs1")" <<<"$OUT"
 	check "$1: /etc/nccl.conf has the plan's NCCL_IB_GID_INDEX" \
@@ -286,9 +333,9 @@ check_served() {
 	check "$1: memlock is the node's 4 MiB" grep -qx 'memlock 4096' <<<"$OUT"
 }
 check_not_served() {
-	check "$1: no NCCL setting and no RDMA device" \
-		bash -c "! grep -q -e 'NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
-	check "$1: the default memlock" bash -c "! grep -qx 'memlock 4096' <<<\"\$1\"" _ "$OUT"
+	check_ran "$1"
+	check "$1: no NCCL setting and no RDMA device" out_lacks -e 'NCCL_' -e infiniband
+	check "$1: the default memlock" out_lacks -x 'memlock 4096'
 }
 
 # podman_setup [PODMAN-OPTION...]: $PODMAN, a podman with its own storage under $WORK,
