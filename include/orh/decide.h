@@ -13,9 +13,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "orh/config.h"
 #include "orh/gpu.h"
 #include "orh/inventory.h"
+#include "orh/activation.h"
+#include "orh/config.h"
 #include "orh/oci.h"
 #include "orh/plan.h"
 #include "orh/util.h"

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "orh/activation.h"
 #include "orh/config.h"
 #include "orh/oci.h"
 #include "orh/spec.h"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orh/activation.h"
 #include "orh/oci.h"
 #include "orh/spec.h"
 

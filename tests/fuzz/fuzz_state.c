@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "orh/activation.h"
 #include "orh/oci.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

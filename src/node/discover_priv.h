@@ -31,8 +31,12 @@ static inline bool disc_plan_mode(const struct scan *sc)
 	return sc->opts->gid_scan == ORH_GIDS_PLAN;
 }
 
+/* ---- sysfs.c: reading sysfs, for every discovery file ---- */
+
 /* Add a warning to sc->warnings (control characters made '?': one line each). */
 void disc_warn(struct scan *sc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A read's error, as a warning says it ("value too long", strerror). */
+const char *disc_err_text(ssize_t r);
 /* Read one value; on failure return the error (no warning: callers decide). */
 ssize_t disc_read_value(struct scan *sc, int dirfd, const char *path, char *buf, size_t max);
 /* Read a value that must be there; warn naming <where>/<path> when it is not. */
@@ -51,6 +55,11 @@ bool disc_valid_name(const char *s, size_t max);
 int disc_read_gid(struct scan *sc, int dirfd, const char *prefix, const char *where,
 		  unsigned idx, bool need_ndev, struct orh_gid *g);
 
+/* The real path of <sysroot>/<rel>, relative to <sysroot>/sys
+ * ("devices/pci0000:1a/0000:1a:00.0"). -ENOENT when missing, -EXDEV when it leads outside
+ * <sysroot>/sys, -ENAMETOOLONG when it does not fit. */
+int disc_sysfs_path(const char *sysroot, const char *rel, char *out, size_t size);
+
 /* discover_gids.c: plan mode's GID source (see orh_inventory_gids). */
 struct orh_gid_source *disc_gids_open(const struct orh_discover_opts *opts, int root);
 struct orh_readbatch *disc_gids_batch(struct orh_gid_source *src);
@@ -61,11 +70,6 @@ void disc_gids_track(struct scan *sc, struct orh_port *p, int devfd, const char 
 /* A tracked RoCE port's net device: the ndev of its first used entry. */
 void disc_gids_netdev(struct scan *sc, struct orh_port *p, int devfd);
 void disc_gids_free(struct orh_gid_source *src);
-
-/* discover_gpu.c: the real path of <sysroot>/<rel>, relative to <sysroot>/sys
- * ("devices/pci0000:1a/0000:1a:00.0"). -ENOENT when missing, -EXDEV when it leads outside
- * <sysroot>/sys, -ENAMETOOLONG when it does not fit. */
-int disc_sysfs_path(const char *sysroot, const char *rel, char *out, size_t size);
 
 /* discover_chardev.c: the uverbs entries, umad/issm when opts->mad, and rdma_cm, of the
  * devices already in the inventory. rootname prefixes the paths in warnings. */

@@ -17,7 +17,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
+#include "orh/inventory.h"
+#include "orh/mount.h"
+#include "orh/netns.h"
+#include "orh/target.h"
 
 #define NL_BUF 32768
 

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "orh/activation.h"
 #include "orh/decide.h"
 #include "orh/gpu.h"
-#include "orh/apply.h"
 
 static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 {
@@ -14,80 +14,11 @@ static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 		orh_strv_push(dst, orh_xstrdup(src->v[i]));
 }
 
-/* Does the spec give the container GPUs (/dev/nvidiaN nodes, NVIDIA_VISIBLE_DEVICES)? */
-static bool names_gpus(const struct orh_container_facts *f)
-{
-	for (size_t i = 0; i < f->n_devs; i++)
-		if (f->devs[i].major == ORH_NVIDIA_MAJOR && f->devs[i].minor < 255)
-			return true;
-	return f->nvidia_visible;
-}
-
-/* A container that activation would serve, left out by request_scope = allocated: it
- * holds no uverbs node. Into d->why; false when that is not why. */
-static bool scope_why(const struct orh_decide_in *in, struct orh_decision *d, const char *asked)
-{
-	const struct orh_config *cfg = in->cfg;
-	const char *held = "no RDMA device node";
-
-	if (d->act != ORH_ACT_SKIP || cfg->request_scope != ORH_SCOPE_ALLOCATED ||
-	    orh_facts_hold_uverbs(&d->facts))
-		return false;
-	if (orh_facts_hold_rdma(&d->facts))
-		held = "no uverbs node (umad and issm nodes are no HCA)";
-	else if (names_gpus(&d->facts))
-		held = "no RDMA device node (GPUs alone give no NIC: rule 9 does not apply)";
-	if (d->asked)
-		snprintf(d->why, sizeof(d->why), "%s, but request_scope = allocated and it holds %s",
-			 asked, held);
-	else if (cfg->activation == ORH_ACTIVATE_ALWAYS)
-		snprintf(d->why, sizeof(d->why), "activation = always, but request_scope = "
-			 "allocated and the container holds %s", held);
-	else if (cfg->activation == ORH_ACTIVATE_DEVICES && orh_facts_hold_rdma(&d->facts))
-		snprintf(d->why, sizeof(d->why), "activation = devices, but request_scope = "
-			 "allocated and the container holds %s", held);
-	else
-		return false;
-	return true;
-}
-
-/* by: the field of the request that decides enable (orh_activation_enable_field), or
- * NULL */
-static void activation_why(const struct orh_decide_in *in, struct orh_decision *d,
-			   const char *by)
-{
-	bool env = by && !strcmp(by, ORH_ENV_ENABLE);
-	const char *asked = env ? "the container asked (" ORH_ENV_ENABLE "=true in process.env)"
-				: "the container asked (" ORH_ANNOTATION_ENABLE "=true)";
-	const char *w;
-
-	if (in->requested)
-		w = "the container was given a device of the CDI spec";
-	else if (d->facts.sandbox)
-		w = "a Kubernetes pod sandbox: never served";
-	else if (d->act == ORH_ACT_REQUESTED)
-		w = asked;
-	else if (d->act == ORH_ACT_DEFAULT && in->cfg->activation == ORH_ACTIVATE_DEVICES)
-		w = "activation = devices, and the container holds RDMA device nodes";
-	else if (d->act == ORH_ACT_DEFAULT)
-		w = !in->spec ? "a container on the host network" : "activation = always";
-	else if (by && !d->asked)
-		w = env ? "the container opted out (" ORH_ENV_ENABLE "=false in process.env)"
-			: "the container opted out (" ORH_ANNOTATION_ENABLE "=false)";
-	else if (scope_why(in, d, asked))
-		return;
-	else if (in->cfg->activation == ORH_ACTIVATE_DEVICES)
-		w = "activation = devices, and the container holds no RDMA device node";
-	else
-		w = "activation = annotation, and the container did not ask";
-	snprintf(d->why, sizeof(d->why), "%s", w);
-}
-
 /* Is a GPU subset possible at all (rule 9)? NVIDIA_VISIBLE_DEVICES, or /dev/nvidiaN nodes,
  * and no RDMA device of its own (rule 8 decides then). */
 static bool gpus_matter(const struct orh_config *cfg, const struct orh_container_facts *f)
 {
-	return cfg->nic_affinity != ORH_AFFINITY_NONE && !orh_facts_hold_rdma(f) && names_gpus(f);
+	return cfg->nic_affinity != ORH_AFFINITY_NONE && !orh_facts_hold_rdma(f) && orh_facts_name_gpus(f);
 }
 
 /* Which of the node's GPUs the container holds: its /dev/nvidiaN nodes when the spec
@@ -238,7 +169,7 @@ int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct 
 			return r;
 		}
 	}
-	activation_why(in, out, by);
+	orh_activation_why(in, out, by);
 	if (out->act == ORH_ACT_SKIP)
 		return 0;
 

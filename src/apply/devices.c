@@ -18,7 +18,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
+#include "orh/devices.h"
+#include "orh/mount.h"
+#include "orh/rootfs.h"
+#include "orh/target.h"
 #include "orh/atomic.h"
 
 /* Put a new entry (a character device, or an empty file as a mount point) at dfd/name,

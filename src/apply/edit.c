@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/apply.h"
+#include "orh/netns.h"
 #include "orh/commands.h"
 #include "orh/decide.h"
 #include "orh/edit.h"

@@ -20,7 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
+#include "orh/mount.h"
+#include "orh/ncclconf.h"
+#include "orh/rootfs.h"
+#include "orh/target.h"
 #include "orh/atomic.h"
 #include "orh/config.h"
 

@@ -10,6 +10,7 @@
  * added. Raw bpf() syscalls; no libbpf.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <stdio.h>
@@ -17,7 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
+#include "orh/cgroup.h"
+#include "orh/target.h"
 
 #define MAX_PROGS 64
 #define MAX_INSNS 65536

@@ -23,7 +23,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
+#include "orh/rootfs.h"
+#include "orh/target.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -35,7 +36,6 @@
 #define STATX_MNT_ID 0x00001000U
 #endif
 
-#define MOUNTINFO_MAX (4 * 1024 * 1024)
 
 void orh_target_close(struct orh_target *t)
 {
@@ -236,7 +236,7 @@ static int listed_as_mount_point(const struct orh_target *t, const char *path, b
 				 struct orh_err *err)
 {
 	_cleanup_free_ char *text = NULL;
-	int r = orh_target_read(t, "mountinfo", MOUNTINFO_MAX, &text, err);
+	int r = orh_target_read(t, "mountinfo", ORH_MOUNTINFO_MAX, &text, err);
 
 	if (r < 0)
 		return r;

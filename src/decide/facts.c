@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "orh/apply.h"
+#include "orh/rlimit.h"
 #include "orh/inventory.h"
 #include "orh/oci.h"
 
@@ -99,4 +99,12 @@ bool orh_facts_hold_rdma(const struct orh_container_facts *facts)
 bool orh_facts_hold_uverbs(const struct orh_container_facts *facts)
 {
 	return hold(facts, false);
+}
+
+bool orh_facts_name_gpus(const struct orh_container_facts *f)
+{
+	for (size_t i = 0; i < f->n_devs; i++)
+		if (f->devs[i].major == ORH_NVIDIA_MAJOR && f->devs[i].minor < 255)
+			return true;
+	return f->nvidia_visible;
 }

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "orh/apply.h"
+#include "orh/rlimit.h"
+#include "orh/target.h"
 #include "orh/config.h"
 
 bool orh_spec_has_rlimit(const json_t *spec, const char *type)

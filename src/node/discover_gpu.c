@@ -30,31 +30,6 @@
 #define VISIBLE_MAX 4096      /* NVIDIA_VISIBLE_DEVICES: 256 UUIDs fit */
 #define NV_MINOR_MAX 253      /* 254 is nvidia-modeset, 255 nvidiactl */
 
-int disc_sysfs_path(const char *sysroot, const char *rel, char *out, size_t size)
-{
-	const char *root = sysroot && *sysroot && strcmp(sysroot, "/") ? sysroot : "";
-	_cleanup_free_ char *base = orh_xasprintf("%s/sys", root);
-	_cleanup_free_ char *full = orh_xasprintf("%s/%s", root, rel);
-	_cleanup_free_ char *sysreal = NULL, *real = NULL;
-	size_t n;
-
-	out[0] = '\0';
-	sysreal = realpath(base, NULL);
-	if (!sysreal)
-		return -errno;
-	real = realpath(full, NULL);
-	if (!real)
-		return -errno;
-	n = strlen(sysreal);
-	if (strncmp(real, sysreal, n) || real[n] != '/')
-		return -EXDEV;
-	if (orh_strlcpy(out, real + n + 1, size) < 0) {
-		out[0] = '\0';
-		return -ENAMETOOLONG;
-	}
-	return 0;
-}
-
 static void __attribute__((format(printf, 2, 0))) vwarn(struct orh_strv *sv, const char *fmt,
 							   va_list ap)
 {
@@ -253,11 +228,6 @@ static ssize_t gread(struct gscan *gs, int dirfd, const char *path, char *buf, s
 	return orh_read_line_batch(&gs->batch, dirfd, path, buf, max);
 }
 
-static const char *err_text(ssize_t r)
-{
-	return r == -EFBIG ? "value too long" : strerror((int)-r);
-}
-
 /* vendor and class of a PCI function; false (and a warning when unreadable) otherwise */
 static bool read_ids(struct gscan *gs, int devfd, const char *where, unsigned *vendor,
 		     unsigned *cls)
@@ -267,7 +237,7 @@ static bool read_ids(struct gscan *gs, int devfd, const char *where, unsigned *v
 
 	if (r < 0 || orh_parse_hex_id(buf, vendor) < 0) {
 		warn(&gs->out->warnings, "skipping '%s/vendor': %s", where,
-		     r < 0 ? err_text(r) : "not a hex id");
+		     r < 0 ? disc_err_text(r) : "not a hex id");
 		return false;
 	}
 	if (*vendor != NVIDIA_VENDOR)
@@ -275,7 +245,7 @@ static bool read_ids(struct gscan *gs, int devfd, const char *where, unsigned *v
 	r = gread(gs, devfd, "class", buf, sizeof(buf));
 	if (r < 0 || orh_parse_hex_id(buf, cls) < 0) {
 		warn(&gs->out->warnings, "skipping '%s/class': %s", where,
-		     r < 0 ? err_text(r) : "not a hex id");
+		     r < 0 ? disc_err_text(r) : "not a hex id");
 		return false;
 	}
 	return true;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Path resolution inside a container's root filesystem, and bind mounts into its mount
- * namespace. Paths are never resolved to a string: every step is an fd.
+ * Path resolution inside a container's root filesystem (mount.c binds into its mount
+ * namespace). Paths are never resolved to a string: every step is an fd.
  *
  * A resolution may be tied to one mount (its mount id): the directory it hands back must
  * be on that mount, and a missing directory is made only inside a directory on that
@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
+#include "orh/rootfs.h"
 
 #define MAX_SYMLINKS 40
 #define MAX_DEPTH 128
@@ -55,7 +55,6 @@ static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t res
 /* ---- mounts ------------------------------------------------------------------- */
 
 #define FDINFO_MAX 1024
-#define MOUNTINFO_MAX (4 * 1024 * 1024)
 
 /* The mount id of fd from /proc/self/fdinfo (Linux 3.15), for kernels whose statx has
  * no STATX_MNT_ID (before 5.8), and with the walk, which stands for such kernels. */
@@ -109,35 +108,6 @@ static int check_mount(int fd, uint64_t mnt, const char *path, struct orh_err *e
 	if (id != mnt)
 		return orh_fail(err, EXDEV, "'/%s' is on another mount (a volume?)", path);
 	return 0;
-}
-
-int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
-			struct orh_err *err)
-{
-	_cleanup_free_ char *text = NULL;
-	char *line, *save = NULL;
-	int r;
-
-	r = orh_target_read(t, "mountinfo", MOUNTINFO_MAX, &text, err);
-	if (r < 0)
-		return r;
-	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER" */
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *f, *fsave = NULL;
-		unsigned long long id = 0;
-
-		f = strtok_r(line, " ", &fsave);
-		if (!f || orh_parse_uint(f, UINT64_MAX, &id) < 0 || id != mnt)
-			continue;
-		for (int i = 0; i < 5 && f; i++)
-			f = strtok_r(NULL, " ", &fsave);
-		*shared = false;
-		while (f && (f = strtok_r(NULL, " ", &fsave)) && strcmp(f, "-") != 0)
-			*shared = *shared || orh_startswith(f, "shared:");
-		return 0;
-	}
-	return orh_fail(err, ENOENT, "mount %" PRIu64 " is not in '/proc/%d/mountinfo'", mnt,
-			(int)t->pid);
 }
 
 /* ---- fallback: one component at a time ---------------------------------------- */
@@ -351,153 +321,5 @@ int orh_rootfs_devdir(int rootfd, int *out, struct orh_err *err)
 	if (fd < 0)
 		return orh_fail(err, errno, "opening the container's /dev: %m");
 	*out = fd;
-	return 0;
-}
-
-/* ---- bind mounts into the container's mount namespace ------------------------- */
-
-static ssize_t read_full(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, (char *)buf + got, len - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
-static bool write_full(int fd, const void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, (const char *)buf + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		done += (size_t)n;
-	}
-	return true;
-}
-
-int orh_run_in_child(int (*fn)(void *), void *arg, void *out, size_t out_size,
-		     int *child_rc, struct orh_err *err)
-{
-	int pipefd[2] = { -1, -1 };
-	int status = 0, code = 0;
-	bool ok;
-	pid_t child;
-
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return orh_fail(err, errno, "pipe: %m");
-	child = fork();
-	if (child < 0) {
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return orh_fail(err, errno, "fork: %m");
-	}
-	if (child == 0) {
-		int rc;
-
-		close(pipefd[0]);
-		rc = fn(arg);
-		if (!write_full(pipefd[1], &rc, sizeof(rc)) ||
-		    (out_size && !write_full(pipefd[1], out, out_size)))
-			_exit(2);
-		_exit(0);
-	}
-	close(pipefd[1]);
-	ok = read_full(pipefd[0], &code, sizeof(code)) == (ssize_t)sizeof(code) &&
-	     (!out_size || read_full(pipefd[0], out, out_size) == (ssize_t)out_size);
-	close(pipefd[0]);
-	while (waitpid(child, &status, 0) < 0) {
-		if (errno != EINTR)
-			return orh_fail(err, errno, "waitpid: %m");
-	}
-	if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return orh_fail(err, EIO, "helper child failed (status 0x%x)", status);
-	*child_rc = code;
-	return 0;
-}
-
-struct bind_args {
-	const struct orh_target *t;
-	int tree;
-	int target;
-};
-
-/* Enter the target's mount namespace: through its pidfd (Linux 5.8), or its ns/mnt,
- * opened through the /proc directory the hook holds (a reaped process has none). */
-static int enter_mntns(const struct orh_target *t)
-{
-	int fd, r;
-
-	if (t->pidfd >= 0 && setns(t->pidfd, CLONE_NEWNS) == 0)
-		return 0;
-	if (t->pidfd >= 0 && errno != EINVAL)
-		return -errno;
-	fd = openat(t->procfd, "ns/mnt", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = setns(fd, CLONE_NEWNS) < 0 ? -errno : 0;
-	close(fd);
-	return r;
-}
-
-/* Runs in the child: 0, or a negative step marker | errno. */
-static int bind_child(void *p)
-{
-	struct bind_args *a = p;
-	int r = enter_mntns(a->t);
-
-	if (r < 0)
-		return -(1 << 16 | -r);
-	if (syscall(SYS_move_mount, a->tree, "", a->target, "",
-		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		return -(2 << 16 | errno);
-	return 0;
-}
-
-int orh_bind_into_container(const struct orh_target *t, int src_fd, int target_fd,
-			    bool readonly, struct orh_err *err)
-{
-	_cleanup_close_ int tree = -1;
-	struct bind_args args;
-	int rc = 0, r;
-
-	tree = (int)syscall(SYS_open_tree, src_fd, "",
-			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-	if (tree < 0)
-		return orh_fail(err, errno, "cloning the bind source: %m");
-	if (readonly) {
-		struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
-
-		if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr,
-			    sizeof(attr)) < 0)
-			return orh_fail(err, errno, "making the bind mount read-only: %m");
-	}
-	args = (struct bind_args){ .t = t, .tree = tree, .target = target_fd };
-	r = orh_run_in_child(bind_child, &args, NULL, 0, &rc, err);
-	if (r < 0)
-		return orh_err_prefix(err, "bind mount into pid %d", (int)t->pid);
-	if (rc < 0) {
-		int e = (-rc) & 0xffff;
-
-		if (((-rc) >> 16) == 1 && e == ESRCH &&
-		    orh_target_alive(t, "its mount namespace was entered", err) < 0)
-			return -ESRCH;
-		return orh_fail(err, e, "%s: %s",
-				((-rc) >> 16) == 1 ? "setns into the container's mount namespace"
-						   : "move_mount onto the target",
-				strerror(e));
-	}
 	return 0;
 }

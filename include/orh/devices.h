@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The device nodes of the plan in a container's /dev (src/apply/devices.c).
+ */
+#ifndef ORH_DEVICES_H
+#define ORH_DEVICES_H
+
+#include <stdbool.h>
+
+#include "orh/plan.h"
+#include "orh/target.h"
+#include "orh/util.h"
+
+struct orh_devices_result {
+	unsigned created;   /* mknod'ed */
+	unsigned kept;      /* already present with the right type and numbers */
+	unsigned bound;     /* bind-mounted from the host (mknod gave EPERM) */
+	struct orh_strv warnings; /* device nodes found with other numbers; the caller frees */
+};
+
+/* Make each node in the container: mknod with the plan's numbers and mode; on EPERM
+ * bind-mount <host_root>/<path> after checking its st_rdev. The target is needed only for
+ * that bind mount. Existing correct nodes are left alone; a device node there with other
+ * numbers (the spec's, or the image's) is replaced, with a warning in res->warnings
+ * (filled on failure too). Nodes are made only on the mount of the container's /dev
+ * (orh_rootfs_devdir): a node whose directory is on another mount is kept when it is
+ * already right, and is otherwise an -EXDEV error. */
+int orh_devices_apply(int rootfd, const struct orh_target *t, const char *host_root,
+		      const struct orh_devnode *nodes, size_t n, struct orh_devices_result *res,
+		      struct orh_err *err);
+
+#endif

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The container's mounts (src/apply/mount.c): whether one propagates, and bind mounts
+ * into its mount namespace from a child.
+ */
+#ifndef ORH_MOUNT_H
+#define ORH_MOUNT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "orh/target.h"
+#include "orh/util.h"
+
+/* Is mount `mnt` of the target's mount namespace a shared one (/proc/<pid>/mountinfo
+ * "shared:N"), so that a mount made on it propagates to its peers, the host's included? */
+int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
+			struct orh_err *err);
+
+/* Run fn(arg) in a forked child and hand its int result, then out_size bytes of `out`
+ * (which fn fills in the child), back over a pipe. The child may setns; the parent's
+ * namespaces never change. -errno when the child could not be run or died; else 0 with
+ * *child_rc = fn's result. */
+int orh_run_in_child(int (*fn)(void *), void *arg, void *out, size_t out_size,
+		     int *child_rc, struct orh_err *err);
+
+/* Bind-mount the file behind src_fd (any fd; host mount namespace) onto the file behind
+ * target_fd (an O_PATH fd inside the container) in the mount namespace of the target
+ * (setns on its pidfd; its ns/mnt before Linux 5.8), from a forked child. With
+ * `readonly`, the new mount is read-only. */
+int orh_bind_into_container(const struct orh_target *t, int src_fd, int target_fd,
+			    bool readonly, struct orh_err *err);
+
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The container's /etc/nccl.conf: the plan's settings merged with the image's
+ * (src/apply/ncclconf.c).
+ */
+#ifndef ORH_NCCLCONF_H
+#define ORH_NCCLCONF_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "orh/plan.h"
+#include "orh/target.h"
+#include "orh/util.h"
+
+#define ORH_NCCL_CONF_MAX_BYTES (1024 * 1024)
+#define ORH_NCCL_MARK_BEGIN "# oci-rdma-hook begin: generated at container start, do not edit"
+#define ORH_NCCL_MARK_END "# oci-rdma-hook end"
+
+/* Merge env into the text of an existing /etc/nccl.conf (old may be NULL): every line of
+ * the image is kept except a block an earlier run wrote (a well-formed one only: the begin
+ * marker, NAME=VALUE lines, the end marker; a begin marker without its end, or any other
+ * line between the markers, makes the lines the image's), and
+ * NAME=VALUE is appended in a new block for each name the image does not define.
+ * Returns the new text (malloc'd, NUL-terminated); *n_added = lines appended. Entries
+ * with names or values that cannot be written as NCCL reads them are an error. */
+int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *env,
+		       size_t n_env, char **out, size_t *n_added, struct orh_err *err);
+
+struct orh_ncclconf_result {
+	size_t added;
+	bool bind_mounted;          /* read-only rootfs: generated file bound over it */
+	bool foreign;               /* ... over a file on another mount than the root's */
+	char generated[PATH_MAX];   /* the generated file outside the container, or "" */
+};
+
+/* Write the merged /etc/nccl.conf into the rootfs (temp file in /etc, renameat). With
+ * readonly (spec root.readonly) or on EROFS, the file is written to
+ * <state_dir>/nccl.conf, with the owner and the permission bits of the file it covers,
+ * and bind-mounted read-only over an existing /etc/nccl.conf in the mount namespace of
+ * the target. A symlink, FIFO or directory at /etc/nccl.conf is refused. Nothing is written on
+ * another mount than the root's: where /etc or the file is on one (a volume), an existing
+ * file is covered the same way unless that mount is shared, and no file is made there
+ * (-EXDEV). */
+int orh_ncclconf_apply(int rootfd, const struct orh_target *t, bool readonly,
+		       const char *state_dir, const struct orh_env_entry *env, size_t n_env,
+		       struct orh_ncclconf_result *res, struct orh_err *err);
+
+#endif
