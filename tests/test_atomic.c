@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for src/atomic.c: the replacement of a directory entry under a temporary name
+/* Unit tests for src/base/atomic.c: the replacement of a directory entry under a temporary name
  * (orh_replace_at) and the file writer built on it (orh_write_atomic). Failures of the
  * system calls are made with seccomp filters, in the test's own process. No root needed;
  * the device node case skips where mknod is not permitted. */

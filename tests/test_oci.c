@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for src/container/oci.c: OCI state and config.json parsing, activation. */
+/* Unit tests for src/decide/oci.c: OCI state and config.json parsing, activation. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>

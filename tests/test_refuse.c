@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for src/container/refuse.c: runc's log line and the refusing hook. */
+/* Unit tests for src/apply/refuse.c: runc's log line and the refusing hook. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -180,7 +180,7 @@ Test(sandbox, filter_allows_exactly_the_list)
 	}
 }
 
-/* What the live hook needs to hold the container's process (src/container/target.c)
+/* What the live hook needs to hold the container's process (src/apply/target.c)
  * and act on it. */
 Test(sandbox, filter_allows_what_the_hook_needs)
 {
@@ -286,7 +286,7 @@ Test(sandbox, pure_stages_hold_no_capability)
 Test(sandbox, hook_stage_keeps_only_its_capabilities)
 {
 	/* exactly these, of those held: NET_ADMIN and SYS_ADMIN are what the cgroup v2
-	 * grant's bpf(2) commands need on Linux 6.1 (src/sandbox.c); CAP_BPF is not kept */
+	 * grant's bpf(2) commands need on Linux 6.1 (src/base/sandbox.c); CAP_BPF is not kept */
 	static const cap_value_t want[] = {
 		CAP_MKNOD, CAP_CHOWN, CAP_FOWNER, CAP_DAC_OVERRIDE, CAP_SYS_ADMIN,
 		CAP_SYS_RESOURCE, CAP_SYS_PTRACE, CAP_SYS_CHROOT, CAP_NET_ADMIN,

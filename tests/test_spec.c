@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for src/container/spec.c and jsonu64.c: one test per rule of the edit. */
+/* Unit tests for src/apply/spec.c and jsonu64.c: one test per rule of the edit. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for src/container/target.c: which process the hook works on (the pure
+/* Unit tests for src/apply/target.c: which process the hook works on (the pure
  * judge, case by case), and holding it (a pid that exits is seen to exit; /proc reads go
  * through the process held). No root needed; the e2e suites test it on real processes
  * and runc (security.sh, faults.sh). */

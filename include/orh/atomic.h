@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Replacing one entry of a directory atomically (src/atomic.c): the new entry is made
+ * Replacing one entry of a directory atomically (src/base/atomic.c): the new entry is made
  * under a temporary name in the same directory, given its owner, mode and content, then
  * renamed over the old one, so that whoever looks at the name sees the old entry or the
  * complete new one, never a part. Every file and node the binary writes goes through it,

@@ -43,7 +43,7 @@ int orh_cmd_refuse(struct orh_ctx *ctx, int argc, char **argv);
 /* Runtime shim: argv holds the runtime's arguments (argv[0] = "runtime"). */
 int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv);
 int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv);
-/* Register the hook with a container engine (src/configure/). */
+/* Register the hook with a container engine (src/cmd/configure/). */
 int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv);
 
 /* An OCI hook entry {path, args, timeout} that runs this binary's `stage` with the

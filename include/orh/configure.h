@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * `oci-rdma-hook configure`: registering the hook with a container engine
- * (src/configure/). The engine code computes, from the text of the files it read, the
+ * (src/cmd/configure/). The engine code computes, from the text of the files it read, the
  * text each file must hold afterwards (struct orh_cfg_change); cmd_configure.c reads the
  * files, prints the changes (--dry-run) or writes them, and nothing else.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The one decision (src/container/decide.c): what a container on this node gets, for
+ * The one decision (src/decide/decide.c): what a container on this node gets, for
  * every way in — the live hook and its nccl-conf and cdi-* stages, precreate, the shim,
  * cdi, env and detect. Each caller hands in what it knows; the decision reads the node
  * (discovery, through the sysroot) and nothing of the container but what the caller's

@@ -2,7 +2,7 @@
 /*
  * The spec edit as the precreate hook and the runtime shim perform it: decide activation
  * from the spec's annotations and process.env, discover the node, build the plan for this container and
- * apply it to the spec (src/container/edit.c). The shim writes the result with
+ * apply it to the spec (src/apply/edit.c). The shim writes the result with
  * orh_write_atomic() (orh/atomic.h).
  */
 #ifndef ORH_EDIT_H

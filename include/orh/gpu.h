@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The node's NVIDIA GPUs (src/discover_gpu.c), the GPUs a container names in
- * NVIDIA_VISIBLE_DEVICES, and the RDMA devices nearest to them (src/affinity.c).
+ * The node's NVIDIA GPUs (src/node/discover_gpu.c), the GPUs a container names in
+ * NVIDIA_VISIBLE_DEVICES, and the RDMA devices nearest to them (src/decide/affinity.c).
  * Discovery reads through the sysroot like orh_discover(); the rest is pure.
  */
 #ifndef ORH_GPU_H

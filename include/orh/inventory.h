@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The node's RDMA inventory, as read from sysfs and the routing table.
- * Discovery (src/discover.c) fills it; nothing else writes it.
+ * Discovery (src/node/discover.c) fills it; nothing else writes it.
  */
 #ifndef ORH_INVENTORY_H
 #define ORH_INVENTORY_H

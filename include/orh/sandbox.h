@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Least privilege for the hook (src/sandbox.c): keep only the capabilities a stage
+ * Least privilege for the hook (src/base/sandbox.c): keep only the capabilities a stage
  * needs (capget/capset), and confine the process to the system calls the hook makes
- * (a seccomp allow-list that libseccomp compiles at build time, src/seccomp-gen.c;
+ * (a seccomp allow-list that libseccomp compiles at build time, src/base/seccomp-gen.c;
  * everything else fails with EPERM). Both are applied before the hook parses anything a
  * container supplied.
  */

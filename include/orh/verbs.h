@@ -2,7 +2,7 @@
 /*
  * detect --verbs: what rdma-core's libibverbs reports, compared with sysfs.
  *
- * Only oci-rdma-hook-verbs links libibverbs (src/verbs.c built with ORH_HAVE_VERBS): the
+ * Only oci-rdma-hook-verbs links libibverbs (src/node/verbs.c built with ORH_HAVE_VERBS): the
  * hook runs at every container start, and libibverbs brings libnl, whose constructors
  * would run there every time, before the hook confines itself. The hook's detect --verbs
  * executes that build (cmd_detect.c).

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The system calls the hook may make once it is confined (docs/security.md), by name.
- * One list for two readers: src/seccomp-gen.c compiles it into the BPF filter at build
- * time, src/sandbox.c hands it out through orh_seccomp_allowed(). Names that do not
+ * One list for two readers: src/base/seccomp-gen.c compiles it into the BPF filter at build
+ * time, src/base/sandbox.c hands it out through orh_seccomp_allowed(). Names that do not
  * exist on an architecture are left out of that architecture's filter.
  */
 #ifndef ORH_SECCOMP_ALLOW_H

@@ -617,34 +617,22 @@ static size_t hca_append(char *hca, size_t size, size_t len, const char *sep, co
 	return len + sl + dl + 1 + nl;
 }
 
-int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv,
-		   const struct orh_gid_reader *gids, const struct orh_container_facts *facts,
-		   struct orh_plan *plan, struct orh_err *err)
+/* Rule 3: NCCL_IB_HCA in exact form ("=" + the used ports), and the nodes of those
+ * ports. Returns how many ports it holds. */
+static size_t hca_and_nodes(const struct orh_config *cfg, struct orh_plan *plan, char *hca,
+			    size_t size)
 {
-	static const struct orh_gid_reader in_memory = { .entry = orh_gids_in_memory };
-	char hca[NCCL_MAX_HCA * (ORH_NAME_MAX + 8) + 2] = "=";
-	const char *ifname;
 	size_t n_hca = 0, hca_len = 1;
-	bool gid_from_container;
 
-	memset(plan, 0, sizeof(*plan));
-	choice_init(plan, inv);
-	choose_ports(cfg, inv, holds_any_uverbs(facts, inv), plan);
-	given_devices(facts, inv, plan);
-	one_fabric(cfg, plan);
-	choose_hca(cfg, gids ? gids : &in_memory, facts, plan);
-	near_gpus(cfg, facts, inv, plan);
-	gid_choose(plan, &gid_from_container);
-
-	/* Rule 3: NCCL_IB_HCA in exact form; the nodes of the ports in it. */
+	hca[0] = '=';
+	hca[1] = '\0';
 	for (size_t k = 0; k < plan->n_ports; k++) {
 		struct orh_port_choice *c = &plan->ports[k];
 		const struct orh_port *port = c->port;
 
 		if (!c->used)
 			continue;
-		hca_len = hca_append(hca, sizeof(hca), hca_len, n_hca ? "," : "", c->dev->name,
-				     port->num);
+		hca_len = hca_append(hca, size, hca_len, n_hca ? "," : "", c->dev->name, port->num);
 		n_hca++;
 		if (!c->reason[0])
 			snprintf(c->reason, sizeof(c->reason), "%s",
@@ -657,42 +645,39 @@ int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv
 				add_node(plan, &port->issm, 0600, ORH_CHARDEV_ISSM, c->dev);
 		}
 	}
-	/* Rule 7: nothing usable, nothing given. */
-	if (n_hca == 0) {
-		plan->preset = ORH_PRESET_NONE;
-		return 0;
-	}
-	if (inv->rdma_cm.present)
-		add_node(plan, &inv->rdma_cm, 0666, ORH_CHARDEV_RDMA_CM, NULL);
-	else
-		orh_strv_pushf(&plan->warnings, "no rdma_cm device (is the rdma_ucm module loaded?): "
-			       "librdmacm users will fail");
-	plan->set_memlock = true;
-	plan->memlock = cfg->memlock;
+	return n_hca;
+}
 
-	/* Env order: HCA, then rule 4, the socket, the preset, the config. */
-	env_set(plan, "NCCL_IB_HCA", hca, "rule 3: the usable ports, exact names");
-	gid_env(cfg, plan, gid_from_container);
+/* Rule 5: the socket interface: the config's, else the container network's default
+ * route's, else the node's. */
+static void socket_ifname(const struct orh_config *cfg, const struct orh_inventory *inv,
+			  const struct orh_container_facts *facts, struct orh_plan *plan)
+{
+	const char *ifname;
+	char v[IFNAMSIZ + 2];
 
-	/* Rule 5: the socket interface. */
 	if (cfg->socket_ifname)
 		ifname = cfg->socket_ifname;
 	else if (facts && facts->own_netns)
 		ifname = facts->netns_default_if;
 	else
 		ifname = inv->default_route_if;
-	if (ifname && ifname[0]) {
-		char v[IFNAMSIZ + 2];
-		snprintf(v, sizeof(v), "=%s", ifname);
-		env_set(plan, "NCCL_SOCKET_IFNAME", v,
-			cfg->socket_ifname ? "rule 5: config socket_ifname"
-			: facts && facts->own_netns ? "rule 5: the container network's default route"
-						    : "rule 5: the default route's interface");
-	} else {
+	if (!ifname || !ifname[0]) {
 		orh_strv_pushf(&plan->warnings, "no default route: NCCL_SOCKET_IFNAME left unset");
+		return;
 	}
+	snprintf(v, sizeof(v), "=%s", ifname);
+	env_set(plan, "NCCL_SOCKET_IFNAME", v,
+		cfg->socket_ifname ? "rule 5: config socket_ifname"
+		: facts && facts->own_netns ? "rule 5: the container network's default route"
+					    : "rule 5: the default route's interface");
+}
 
-	/* Rule 6: preset, then the config's own variables. */
+/* Rule 6: the preset (the container's pick, else the config's, else the hardware's), then
+ * the config's own variables. */
+static void preset_and_config(const struct orh_config *cfg,
+			      const struct orh_container_facts *facts, struct orh_plan *plan)
+{
 	if (facts && facts->has_preset)
 		plan->preset = facts->preset;
 	else
@@ -709,6 +694,41 @@ int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv
 		else
 			env_unset(plan, cfg->env[i].name);
 	}
+}
+
+int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv,
+		   const struct orh_gid_reader *gids, const struct orh_container_facts *facts,
+		   struct orh_plan *plan, struct orh_err *err)
+{
+	static const struct orh_gid_reader in_memory = { .entry = orh_gids_in_memory };
+	char hca[NCCL_MAX_HCA * (ORH_NAME_MAX + 8) + 2];
+	bool gid_from_container;
+
+	memset(plan, 0, sizeof(*plan));
+	choice_init(plan, inv);
+	choose_ports(cfg, inv, holds_any_uverbs(facts, inv), plan);
+	given_devices(facts, inv, plan);
+	one_fabric(cfg, plan);
+	choose_hca(cfg, gids ? gids : &in_memory, facts, plan);
+	near_gpus(cfg, facts, inv, plan);
+	gid_choose(plan, &gid_from_container);
+	/* Rule 7: nothing usable, nothing given. */
+	if (hca_and_nodes(cfg, plan, hca, sizeof(hca)) == 0) {
+		plan->preset = ORH_PRESET_NONE;
+		return 0;
+	}
+	if (inv->rdma_cm.present)
+		add_node(plan, &inv->rdma_cm, 0666, ORH_CHARDEV_RDMA_CM, NULL);
+	else
+		orh_strv_pushf(&plan->warnings, "no rdma_cm device (is the rdma_ucm module loaded?): "
+			       "librdmacm users will fail");
+	plan->set_memlock = true;
+	plan->memlock = cfg->memlock;
+	/* Env order: HCA, then rule 4, the socket, the preset, the config. */
+	env_set(plan, "NCCL_IB_HCA", hca, "rule 3: the usable ports, exact names");
+	gid_env(cfg, plan, gid_from_container);
+	socket_ifname(cfg, inv, facts, plan);
+	preset_and_config(cfg, facts, plan);
 	(void)err;
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the parts of discovery share (src/discover.c, src/discover_chardev.c): the state
+ * What the parts of discovery share (src/node/discover.c, src/node/discover_chardev.c): the state
  * of one scan and the helpers that read a value, list a directory and warn. Internal to
  * discovery; include/orh/inventory.h is its interface.
  */

@@ -2,7 +2,7 @@
 /*
  * no_openat2 COMMAND [ARGS...]: run COMMAND with openat2(2) failing with ENOSYS, the way
  * it fails on kernels older than 5.6, so that the component-walk fallback of
- * src/container/rootfs.c is what resolves paths. The filter is inherited across exec.
+ * src/apply/rootfs.c is what resolves paths. The filter is inherited across exec.
  */
 #include <errno.h>
 #include <seccomp.h>

@@ -80,6 +80,14 @@ plant_link() {
 fallback_used() {
 	[ "$1" != fallback ] || grep -q "without openat2" <<<"$HLOG"
 }
+# after PATTERN COMMAND...: the container's output ($OUT) has a line matching PATTERN (it
+# ran that far) and COMMAND succeeds; what a container that never ran left unchanged
+# proves nothing
+after() {
+	local pat=$1
+	shift
+	grep -q -- "$pat" <<<"$OUT" && "$@"
+}
 
 for mode in native fallback; do
 	# -- sanity: the hook does work on a clean rootfs in this mode
@@ -190,7 +198,7 @@ for how in abs rel; do
 	run_ctr "$WORK/rb-$how"
 	check "[runc] /etc/nccl.conf -> host file ($how): container starts (on_error=warn)" \
 		grep -qx started <<<"$OUT"
-	check "[runc] /etc/nccl.conf -> host file ($how): host untouched" host_untouched
+	check "[runc] /etc/nccl.conf -> host file ($how): host untouched" after '^started$' host_untouched
 	check "[runc] /etc/nccl.conf -> host file ($how): refusal logged" \
 		grep -q "a symlink" "$WORK/rb-$how/hook.log"
 done
@@ -198,7 +206,7 @@ plant_link abs "$WORK/host/etc" etc
 make_bundle "$WORK/rb-etc" "$WORK/r" "$WORK/node" "$WORK/hook.conf" 'cat /etc/nccl.conf' "$HOSTNET"
 run_ctr "$WORK/rb-etc"
 check "[runc] /etc -> host dir: the container sees its nccl.conf" grep -q "^NCCL_IB_HCA=" <<<"$OUT"
-check "[runc] /etc -> host dir: host untouched" host_untouched
+check "[runc] /etc -> host dir: host untouched" after '^NCCL_IB_HCA=' host_untouched
 
 
 # ---- through runc: a hook on its own container ----------------------------------------
@@ -256,7 +264,7 @@ for mode in native fallback; do
 	ctr $mode "$WORK/r" "$SHOW" "$(volume /vol rw)"
 	check "[runc $mode] /etc -> rw volume: the container starts" grep -qx started <<<"$OUT"
 	check "[runc $mode] /etc -> rw volume: nothing created in the volume" \
-		[ "$(vol_state)" = "$V0" ]
+		after '^started$' [ "$(vol_state)" = "$V0" ]
 	check "[runc $mode] /etc -> rw volume: the refusal names the file and the mount" \
 		grep -q "/etc/nccl.conf: .*another mount" <<<"$HLOG"
 	check "[runc $mode] the walk was used when forced" \
@@ -265,7 +273,7 @@ for mode in native fallback; do
 	fresh_vol; secret_conf "$VOL/nccl.conf"; V0=$(vol_state)
 	ctr $mode "$WORK/r" "$SHOW" "$(volume /vol rw)"
 	check "[runc $mode] /etc -> rw volume with nccl.conf: the host file is untouched" \
-		[ "$(vol_state)" = "$V0" ]
+		after '^started$' [ "$(vol_state)" = "$V0" ]
 	check "[runc $mode] /etc -> rw volume with nccl.conf: the container sees the settings" \
 		bash -c 'grep -qx "$2" <<<"$1" && grep -q "^NCCL_IB_HCA=" <<<"$1"' _ "$OUT" "$SECRET"
 	check "[runc $mode] /etc -> rw volume with nccl.conf: the copy keeps mode 600, root" \
@@ -276,9 +284,9 @@ for mode in native fallback; do
 	check "[runc $mode] /etc -> shared volume with nccl.conf: the container starts" \
 		grep -qx started <<<"$OUT"
 	check "[runc $mode] /etc -> shared volume with nccl.conf: the host file is untouched" \
-		[ "$(vol_state)" = "$V0" ]
+		after '^started$' [ "$(vol_state)" = "$V0" ]
 	check "[runc $mode] /etc -> shared volume with nccl.conf: no mount reached the host" \
-		bash -c '! grep -q " $1/" /proc/self/mountinfo' _ "$VOL"
+		after '^started$' bash -c '! grep -q " $1/" /proc/self/mountinfo' _ "$VOL"
 	check "[runc $mode] /etc -> shared volume with nccl.conf: the refusal is logged" \
 		grep -q "shared mount" <<<"$HLOG"
 
@@ -289,13 +297,13 @@ for mode in native fallback; do
 	fresh_vol; secret_conf "$VOL/nccl.conf"; V0=$(vol_state)
 	ctr $mode "$WORK/r" "$SHOW; grep -c ' /etc/nccl.conf ' /proc/self/mountinfo" "$FILEVOL"
 	check "[runc $mode] file volume at /etc/nccl.conf: the host file is untouched" \
-		[ "$(vol_state)" = "$V0" ]
+		after '^started$' [ "$(vol_state)" = "$V0" ]
 	check "[runc $mode] file volume at /etc/nccl.conf: the container sees the settings" \
 		bash -c 'grep -qx "$2" <<<"$1" && grep -q "^NCCL_IB_HCA=" <<<"$1"' _ "$OUT" "$SECRET"
 	check "[runc $mode] file volume at /etc/nccl.conf: still mounted, under the copy" \
 		[ "$(tail -1 <<<"$OUT")" = 2 ]
 	check "[runc $mode] file volume at /etc/nccl.conf: the image's file is left empty" \
-		[ ! -s "$WORK/r/etc/nccl.conf" ]
+		after '^NCCL_IB_HCA=' [ ! -s "$WORK/r/etc/nccl.conf" ]
 
 	# -- no tmpfs on /dev, /dev/infiniband a symlink into a volume: no node in the volume
 	for where in ib new/ib; do
@@ -304,7 +312,7 @@ for mode in native fallback; do
 		ctr $mode "$WORK/r" "echo started" "$NODEVTMPFS; $(volume /vol rw)"
 		what="[runc $mode] no /dev tmpfs, /dev/infiniband -> /vol/$where"
 		check "$what: the container starts" grep -qx started <<<"$OUT"
-		check "$what: nothing created in the volume" [ "$(vol_state)" = "$V0" ]
+		check "$what: nothing created in the volume" after '^started$' [ "$(vol_state)" = "$V0" ]
 		check "$what: the refusal is logged" grep -q "another mount" <<<"$HLOG"
 	done
 	# ... nodes that are already there, right, on another mount are kept (the host's
@@ -343,7 +351,7 @@ for mode in native fallback; do
 	check "[runc $mode] read-only volume at /etc, 0600 nccl.conf: uid 1000 cannot read it" \
 		no_secret "$OUT"
 	check "[runc $mode] read-only volume at /etc: the host file is untouched" \
-		[ "$(vol_state)" = "$V0" ]
+		after '^started$' [ "$(vol_state)" = "$V0" ]
 	check "[runc $mode] the walk was used when forced" \
 		[ $mode = native -o -n "$(grep "without openat2" <<<"$HLOG")" ]
 done
@@ -400,7 +408,7 @@ else
 fi
 
 # -- which process: only the container the runtime is creating from the bundle ----------
-# The state's pid is checked before anything is done (src/container/target.c): a host
+# The state's pid is checked before anything is done (src/apply/target.c): a host
 # process, another container, a process with a mount namespace of its own but without the
 # bundle's rootfs mounted in it, and a pid whose container is gone and whose number an
 # unrelated process took while the hook ran get nothing: not their devices cgroup, not

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cgroup v2 device grants (src/container/cgroup.c) against the kernel: a cgroup with a
+ * cgroup v2 device grants (src/apply/cgroup.c) against the kernel: a cgroup with a
  * runc-style BPF device program (allow /dev/null and /dev/zero, deny the rest), a process
  * in it, then orh_cgroup_grant() on that process: the granted node opens with ENXIO (no
  * driver behind the numbers), an ungranted one still fails with EPERM, and what the old

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The pure part of src/container/ncclconf.c: merging the plan into /etc/nccl.conf. */
+/* The pure part of src/apply/ncclconf.c: merging the plan into /etc/nccl.conf. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the engine files of src/configure/ share: reading a file into the list of files a
+ * What the engine files of src/cmd/configure/ share: reading a file into the list of files a
  * plan touches, TOML look-ups that name the file and line, drop-in directories, and the
  * node config's runtime block. Each engine_*.c computes one engine's changes.
  */
