@@ -66,9 +66,10 @@ grep -q '^NCCL_IB_HCA==mlx5_0:1,mlx5_1:1$' <<<"$out" && ! grep -q NCCL_IB_GID_IN
 "$HOOK" --sysroot "$mixed" env --explain 2>&1 >/dev/null | grep -q 'warning: no single GID index fits every port (mlx5_0:1=5, mlx5_1:1=3)' &&
 	ok "env --explain names the ports and indices" || not_ok "env --explain warning"
 
-# --explain goes to stderr only
-[ "$("$HOOK" --sysroot "$seed" env --explain 2>/dev/null)" == "$("$HOOK" --sysroot "$seed" env 2>/dev/null)" ] &&
-	ok "env --explain keeps stdout clean" || not_ok "env --explain keeps stdout clean"
+# --explain goes to stderr only (stdout: the plan, not empty on this node)
+out=$("$HOOK" --sysroot "$seed" env 2>/dev/null)
+[ -n "$out" ] && [ "$("$HOOK" --sysroot "$seed" env --explain 2>/dev/null)" == "$out" ] &&
+	ok "env --explain keeps stdout clean" || not_ok "env --explain keeps stdout clean" "env: '$out'"
 "$HOOK" --sysroot "$seed" env --explain 2>&1 >/dev/null | grep -q '^NCCL_IB_GID_INDEX=3  <- rule 4' &&
 	ok "env --explain gives the rule" || not_ok "env --explain gives the rule"
 
@@ -155,12 +156,27 @@ for f in "$SRC"/tests/nodes/*.json; do
 	t=$work/all/$n
 	python3 "$SRC/tests/mknode.py" "$f" "$t" >/dev/null || { not_ok "detect = env on $n: mknode"; continue; }
 	json=$("$HOOK" --sysroot "$t" detect --json 2>/dev/null)
-	check "detect = env on $n: the variables" "$("$HOOK" --sysroot "$t" env 2>/dev/null)" \
-		"$(jq -r '.env[] | "\(.name)=\(.value)"' <<<"$json")"
-	check "detect = env on $n: every port's choice" \
-		"$("$HOOK" --sysroot "$t" env --explain 2>&1 >/dev/null | grep -E '^# [^ ]+:[0-9]+ (used|left out): ')" \
-		"$(jq -r '.devices[] | .name as $d | .ports[] |
-			"# \($d):\(.port) \(if .used then "used" else "left out" end): \(.reason)"' <<<"$json")"
+	vars=$("$HOOK" --sysroot "$t" env 2>/dev/null)
+	ports=$("$HOOK" --sysroot "$t" env --explain 2>&1 >/dev/null | grep -E '^# [^ ]+:[0-9]+ (used|left out): ')
+	# two empty sides are alike whatever the commands did: where a side is empty (nordma:
+	# no port, no variable), both are shown to be, next to what proves each command ran
+	if [ -n "$vars" ]; then
+		check "detect = env on $n: the variables" "$vars" \
+			"$(jq -r '.env[] | "\(.name)=\(.value)"' <<<"$json")"
+	else
+		check "detect = env on $n: no variable on either side, and env --explain says why" \
+			"detect --json env: 0; env --explain: no usable RDMA port" \
+			"detect --json env: $(jq '.env | length' <<<"$json"); env --explain: $("$HOOK" --sysroot "$t" env --explain 2>&1 >/dev/null | sed -n 's/^# \(no usable RDMA port\): containers are left unchanged$/\1/p')"
+	fi
+	if [ -n "$ports" ]; then
+		check "detect = env on $n: every port's choice" "$ports" \
+			"$(jq -r '.devices[] | .name as $d | .ports[] |
+				"# \($d):\(.port) \(if .used then "used" else "left out" end): \(.reason)"' <<<"$json")"
+	else
+		check "detect = env on $n: no port on either side, under detect's table header" \
+			"detect --json ports: 0; detect: its header" \
+			"detect --json ports: $(jq '[.devices[].ports[]] | length' <<<"$json"); detect: $("$HOOK" --sysroot "$t" detect 2>/dev/null | grep -qE '^DEV +PORT +INDEX ' && echo its header)"
+	fi
 done
 
 # detect --verbs: no provider or driver here; it says so and carries on
@@ -179,11 +195,34 @@ else
 	not_ok "the hook links no libibverbs, no libnl and no libcap" "no symbols in $HOOK to look at"
 fi
 note=$("$HOOK" --sysroot "$seed" detect --json --verbs 2>/dev/null | jq -r '.verbs.note // .verbs.available')
-if [ -x "$(dirname "$HOOK")/oci-rdma-hook-verbs" ]; then
-	[[ "$note" != "no libibverbs in this binary"* ]] &&
-		ok "detect --json --verbs is answered by libibverbs, in oci-rdma-hook-verbs ($note)" ||
+# Whether this build makes oci-rdma-hook-verbs is its configuration (meson's targets, and
+# the option that decided it), not whether a file happens to be there.
+verbs_build=$(python3 -c 'import json, sys
+info = sys.argv[1] + "/meson-info/"
+opt = [o["value"] for o in json.load(open(info + "intro-buildoptions.json")) if o["name"] == "verbs"]
+built = any(t["name"] == "oci-rdma-hook-verbs" for t in json.load(open(info + "intro-targets.json")))
+print("yes" if built else "no", opt[0] if opt else "?")' "${ORH_BUILDDIR:-}" 2>/dev/null) ||
+	verbs_build="unknown ?"
+read -r verbs_built verbs_opt <<<"$verbs_build"
+case $verbs_built in
+yes)
+	if [ ! -x "$(dirname "$HOOK")/oci-rdma-hook-verbs" ]; then
+		not_ok "detect --json --verbs runs oci-rdma-hook-verbs" \
+			"the build is configured with it (-Dverbs=$verbs_opt, libibverbs found), but $(dirname "$HOOK")/oci-rdma-hook-verbs is not there"
+	elif [[ "$note" != "no libibverbs in this binary"* ]]; then
+		ok "detect --json --verbs is answered by libibverbs, in oci-rdma-hook-verbs ($note)"
+	else
 		not_ok "detect --json --verbs runs oci-rdma-hook-verbs" "$note"
-fi
+	fi
+	;;
+no)
+	ok "detect --json --verbs: # SKIP this build is configured without oci-rdma-hook-verbs (-Dverbs=$verbs_opt: libibverbs not found or disabled); the hook answers '$note'"
+	;;
+*)
+	not_ok "detect --json --verbs: the build's configuration cannot be read" \
+		"no meson-info under ORH_BUILDDIR='${ORH_BUILDDIR:-}' (run through meson test)"
+	;;
+esac
 mkdir "$work/alone" && cp "$HOOK" "$work/alone/oci-rdma-hook"
 out=$("$work/alone/oci-rdma-hook" --sysroot "$seed" detect --verbs 2>/dev/null); rc=$?
 [ $rc = 0 ] && grep -q '^libibverbs: no libibverbs in this binary, and no oci-rdma-hook-verbs (/' <<<"$out" &&
@@ -198,10 +237,12 @@ echo 1:11 >"$kmsg/sys/class/infiniband_verbs/uverbs2/dev"
 check "env: a device whose uverbs/dev reads 1:11 is not in NCCL_IB_HCA" \
 	"NCCL_IB_HCA==mlx5_1:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1" \
 	"$("$HOOK" --sysroot "$kmsg" env 2>/dev/null | grep '^NCCL_IB_HCA=')"
-"$HOOK" --sysroot "$kmsg" env --explain 2>&1 >/dev/null | grep -q "^warning: skipping '$kmsg/sys/class/infiniband_verbs/uverbs2/dev': 1:11 is not" &&
-	! "$HOOK" --sysroot "$kmsg" env --explain 2>&1 >/dev/null | grep -q '^# device .* c 1:11$' &&
+# (one run's explanation: its warning, its device lines, and none of them 1:11)
+out=$("$HOOK" --sysroot "$kmsg" env --explain 2>&1 >/dev/null)
+grep -q "^warning: skipping '$kmsg/sys/class/infiniband_verbs/uverbs2/dev': 1:11 is not" <<<"$out" &&
+	grep -q '^# device .* c 231:193$' <<<"$out" && ! grep -q '^# device .* c 1:11$' <<<"$out" &&
 	ok "env --explain: uverbs2/dev 1:11 refused with a warning, no 1:11 device" ||
-	not_ok "env --explain: uverbs2/dev 1:11"
+	not_ok "env --explain: uverbs2/dev 1:11" "$out"
 "$HOOK" --sysroot "$kmsg" detect --json 2>/dev/null |
 	jq -e '([.devices[] | select(.name == "mlx5_2") | .uverbs] == [null]) and
 	       ([.. | objects | select(.major? == 1)] | length == 0)' >/dev/null &&
@@ -229,14 +270,22 @@ spec "$work/renamed.json" '["PATH=/bin"]' \
 check "env --spec: devices are matched by number, not by path" \
 	"NCCL_IB_HCA==mlx5_3:1" "$("$HOOK" --sysroot "$seed" env --spec "$work/renamed.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
 spec "$work/sandbox.json" '["PATH=/bin"]' '[]' '{"io.kubernetes.cri.container-type":"sandbox","oci-rdma-hook/enable":"true"}'
-check "env --spec: a pod sandbox gets nothing" "" "$("$HOOK" --sysroot "$seed" env --spec "$work/sandbox.json" 2>/dev/null)"
+# (nothing, from a run that exited 0 and says why: a failed one prints nothing too)
+out=$("$HOOK" --sysroot "$seed" env --spec "$work/sandbox.json" 2>/dev/null); rc=$?
+why=$("$HOOK" --sysroot "$seed" env --explain --spec "$work/sandbox.json" 2>&1 >/dev/null |
+	grep -c '^# not activated: a Kubernetes pod sandbox')
+check "env --spec: a pod sandbox gets nothing (exit 0, and --explain says why)" "rc 0: '', why: 1" \
+	"rc $rc: '$out', why: $why"
 "$HOOK" --sysroot "$seed" env --explain --spec "$work/sandbox.json" 2>&1 |
 	grep -qx '# not activated: a Kubernetes pod sandbox: never served; the container is left unchanged' &&
 	ok "env --explain --spec: says why a sandbox is not served" || not_ok "env --explain --spec: sandbox"
 printf '[containers]\nactivation = devices\n' >"$work/devices.conf"
 spec "$work/plain.json" '["PATH=/bin"]' '[]' '{}'
-check "activation = devices: a container without RDMA nodes gets nothing" "" \
-	"$("$HOOK" --sysroot "$seed" --config "$work/devices.conf" env --spec "$work/plain.json" 2>/dev/null)"
+out=$("$HOOK" --sysroot "$seed" --config "$work/devices.conf" env --spec "$work/plain.json" 2>/dev/null); rc=$?
+why=$("$HOOK" --sysroot "$seed" --config "$work/devices.conf" env --explain --spec "$work/plain.json" 2>&1 |
+	grep -cx '# not activated: activation = devices, and the container holds no RDMA device node; the container is left unchanged')
+check "activation = devices: a container without RDMA nodes gets nothing (exit 0, and --explain says why)" \
+	"rc 0: '', why: 1" "rc $rc: '$out', why: $why"
 check "activation = devices: a container holding uverbs3 is served" "NCCL_IB_HCA==mlx5_3:1" \
 	"$("$HOOK" --sysroot "$seed" --config "$work/devices.conf" env --spec "$work/given.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
 "$HOOK" --sysroot "$seed" env --spec "$work/missing.json" >/dev/null 2>"$work/err"
@@ -291,14 +340,16 @@ seedgpu=$(node seed001-gpu)
 	        [6,4,"mlx5_7,mlx5_8"],[7,5,"mlx5_7,mlx5_8"]]' >/dev/null &&
 	ok "detect --json seed001-gpu: indexes in bus order, minors as the driver gave them" ||
 	not_ok "detect --json seed001-gpu"
-# a node without GPUs: no GPU section, an empty list
-! "$HOOK" --sysroot "$seed" detect 2>/dev/null | grep -q '^GPU ' &&
+# a node without GPUs: no GPU section, an empty list (in a detect that shows its devices)
+out=$("$HOOK" --sysroot "$seed" detect 2>/dev/null)
+grep -q '^mlx5_1 ' <<<"$out" && ! grep -q '^GPU ' <<<"$out" &&
 	[ "$("$HOOK" --sysroot "$seed" detect --json 2>/dev/null | jq -c .gpus)" == "[]" ] &&
 	ok "detect without GPUs: no GPU section" || not_ok "detect without GPUs"
 # the driver holds no GPU: one warning, no GPU rows
 rm -r "$dgx/proc/driver"
 out=$("$HOOK" --sysroot "$dgx" detect 2>&1 >/dev/null)
 grep -q "^warning: 8 NVIDIA GPU(s) in sysfs ('$dgx/sys/bus/pci/devices/0000:18:00.0', ...) but no '$dgx/proc/driver/nvidia/gpus'" <<<"$out" &&
+	"$HOOK" --sysroot "$dgx" detect 2>/dev/null | grep -q '^mlx5_0 ' &&
 	! "$HOOK" --sysroot "$dgx" detect 2>/dev/null | grep -q '^GPU ' &&
 	ok "detect: GPUs the driver does not hold get a warning" || not_ok "detect: driver not loaded" "$out"
 
