@@ -32,8 +32,13 @@ cfg() { "$HOOK" --config /etc/oci-rdma-hook/oci-rdma-hook.conf configure --shim 
 cfg_cmd() { cfg "$@"; }
 export -f cfg cfg_cmd
 export HOOK SHIM
-# snapshot DIR: every file under DIR with its content, for comparing trees byte for byte
-snapshot() { (cd "$1" && find . -type f | sort | xargs -r sha256sum); }
+# snapshot DIR: every file under DIR with its content, for comparing trees byte for byte;
+# it starts with the number of files, so that it is never empty (a DIR that cannot be
+# read gives a line naming it: two snapshots of nothing are not alike)
+snapshot() {
+	(cd "$1" && echo "$(find . -type f | wc -l) files" && find . -type f | sort | xargs -r sha256sum) ||
+		echo "no directory $1"
+}
 # toml FILE PYTHON: run PYTHON with t = the parsed file (tomllib)
 toml() { python3 -c "import sys, tomllib; t = tomllib.load(open(sys.argv[1], 'rb')); $2" "$1"; }
 
@@ -53,7 +58,8 @@ idempotent() {
 	check "$what: a second run changes nothing ($out)" \
 		bash -c '[ "$1" = "$(snapshot "$2")" ] && grep -q "nothing to change" <<<"$3"' _ \
 		"$before" "$root" "$out"
-	check "$what: and its --dry-run prints nothing" [ -z "$(cfg --root "$root" "$@" --dry-run 2>/dev/null)" ]
+	check "$what: and its --dry-run prints nothing (and exits 0)" \
+		bash -c 'out=$("$@" 2>/dev/null) && [ -z "$out" ]' _ cfg_cmd --root "$root" "$@" --dry-run
 }
 export -f snapshot
 
@@ -103,7 +109,8 @@ idempotent "containerd without a config" "$R" --engine containerd
 check "containerd config dump reads the new file" bash -c 'containerd --config "$1" config dump >/dev/null' _ "$R/etc/containerd/config.toml"
 check "the new file starts with version = 2" [ "$(head -n 1 "$R/etc/containerd/config.toml")" = "version = 2" ]
 cfg --root "$R" --engine containerd --undo >/dev/null 2>&1
-check "containerd without a config: --undo removes the file it made" [ -z "$(find "$R" -type f)" ]
+check "containerd without a config: --undo removes the file it made" \
+	bash -c '[ -d "$1" ] && [ -z "$(find "$1" -type f)" ]' _ "$R"
 
 # the GPU Operator's node: the default handler runs the NVIDIA runtime, which the shim
 # must then execute (a block of the node config); containerd 2.x's config version 3

@@ -162,8 +162,10 @@ for id in "../../../..$WORK/escape" "a/../../b" ".hidden" "$(printf 'x%.0s' $(se
 	check "id '${id:0:40}': no directory named after it under /run/oci-rdma-hook or $WORK" \
 		bash -c '[ ! -e "$1/escape" ] && [ -z "$(ls -A "$1/cwd")" ] && ! ls -a /run/oci-rdma-hook 2>/dev/null | grep -qx "$(basename "$2")"' \
 		_ "$WORK" "$id"
+	# (in the mount table of the stand-in container: its rootfs is mounted there)
 	check "id '${id:0:40}': nothing was mounted over the image file" \
-		bash -c '! grep -q " $1/etc/nccl.conf " "$2/direct.mountinfo"' _ "$WORK/r4" "$WORK/b4"
+		bash -c 'grep -q " $1 " "$2/direct.mountinfo" && ! grep -q " $1/etc/nccl.conf " "$2/direct.mountinfo"' \
+		_ "$WORK/r4" "$WORK/b4"
 	check "id '${id:0:40}': the refusal is logged" grep -q "read-only rootfs and no state directory (the container id cannot name one)" "$WORK/b4/direct.log"
 done
 check "the image's nccl.conf on the read-only rootfs is untouched" [ "$(cat "$WORK/r4/etc/nccl.conf")" = NCCL_DEBUG=WARN ]
@@ -273,13 +275,16 @@ comment_conf() { # FILE PAD: '# ', PAD x's, then NCCL_NET_PLUGIN = /opt/evil.so 
 	{ printf '[containers]\nactivation = always\n[env]\nNCCL_DEBUG = WARN\n# '
 	  printf 'x%.0s' $(seq "$2"); printf 'NCCL_NET_PLUGIN = /opt/evil.so\n'; } >"$1"
 }
-# what $INSIDE8 printed: /etc/nccl.conf, then "---", then PID 1's NCCL_* environment
+# what $INSIDE8 printed: /etc/nccl.conf, then "---", then PID 1's NCCL_* environment; a
+# container that ran printed the "---" line, and every check of its output needs it
 nccl_conf_of() { printf '%s\n' "${OUT%%---*}"; }
-no_plugin() { ! grep -q NCCL_NET_PLUGIN <<<"$OUT"; }
+ran8() { grep -qx -- --- <<<"$OUT"; }
+no_plugin() { ran8 && ! grep -q NCCL_NET_PLUGIN <<<"$OUT"; }
 started_with_plan() {
-	[ "$RC" = 0 ] && nccl_conf_of | grep -q "^NCCL_IB_HCA=" && nccl_conf_of | grep -qx "NCCL_DEBUG=WARN"
+	[ "$RC" = 0 ] && ran8 && nccl_conf_of | grep -q "^NCCL_IB_HCA=" &&
+		nccl_conf_of | grep -qx "NCCL_DEBUG=WARN"
 }
-started_unchanged() { [ "$RC" = 0 ] && [ -z "$(nccl_conf_of)" ] && untouched "$1"; }
+started_unchanged() { [ "$RC" = 0 ] && ran8 && [ -z "$(nccl_conf_of)" ] && untouched "$1"; }
 # precreate's output: one hook of ours that writes nccl.conf with that config (the bundle's
 # own live hook, so no nccl-conf beside it), process.env as the user gave it; and that
 # config's plan (what the hook writes) has NCCL_DEBUG=WARN and no NCCL_NET_PLUGIN
@@ -308,8 +313,10 @@ check "229-byte comment ending in NCCL_NET_PLUGIN, runc: the container starts wi
 	started_with_plan
 check "229-byte comment ending in NCCL_NET_PLUGIN, runc: the container gets no NCCL_NET_PLUGIN" \
 	no_plugin
+# (in the log of a hook that ran: it names the container)
 check "229-byte comment: the hook logs no config error" \
-	bash -c '! grep -q "longcomment.conf:" "$1"' _ "$WORK/b8/hook.log"
+	bash -c 'grep -q "container orh-e2e-$2-" "$1" && ! grep -q "longcomment.conf:" "$1"' _ \
+	"$WORK/b8/hook.log" "$$"
 HRC=0
 "$HOOK" --sysroot "$WORK/node" --config "$WORK/longcomment.conf" precreate \
 	<"$WORK/b8/config.json" >"$WORK/pre8.out" 2>/dev/null || HRC=$?
@@ -354,8 +361,9 @@ make_bundle "$WORK/b10" "$WORK/r10" "$WORK/kmsgnode" "$WORK/always.conf" \
 	"$HOSTNET; c['linux'].setdefault('devices', []).append({'path': '/dev/testkmsg', 'type': 'c', 'major': 1, 'minor': 11, 'fileMode': 0o600, 'uid': 0, 'gid': 0})"
 run_ctr "$WORK/b10"
 check "uverbs2/dev reads 1:11: the container starts (rc $RC)" [ "$RC" = 0 ]
+# (among the nodes of a container that ran and was given some: uverbs1's line)
 check "uverbs2/dev reads 1:11: no node under /dev/infiniband is 1:11" \
-	bash -c '! grep -q " 1:b$" <<<"$1"' _ "$OUT"
+	bash -c 'grep -qx "/dev/infiniband/uverbs1 e7:c1" <<<"$1" && ! grep -q " 1:b$" <<<"$1"' _ "$OUT"
 check "uverbs2/dev reads 1:11: /dev/infiniband/uverbs2 is not made" \
 	grep -qx "/dev/infiniband/uverbs2 ENOENT" <<<"$OUT"
 check "uverbs2/dev reads 1:11: no grant for 1:11 (the container cannot open /dev/kmsg's numbers)" \

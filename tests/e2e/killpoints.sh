@@ -129,7 +129,7 @@ while read -r name k; do
 		bad_rerun=$((bad_rerun + 1)); echo "# $name#$k: the run after the kill did not complete the work"
 	fi
 done <"$WORK/points"
-check "live hook: killed at each of the $npoints points ($killed by SIGKILL)" [ "$killed" = "$npoints" ]
+check "live hook: killed at each of the $npoints points ($killed by SIGKILL)" [ "$npoints" -gt 0 -a "$killed" = "$npoints" ]
 check "live hook: nccl.conf always the original or the complete file" [ "$bad_conf" = 0 ]
 check "live hook: every device node present has the right numbers and mode" [ "$bad_dev" = 0 ]
 check "live hook: nothing left outside the rootfs (bundle, $STATE_DIR)" [ "$bad_out" = 0 ]
@@ -174,7 +174,7 @@ while read -r name k; do
 		bad_post=$((bad_post + 1)); echo "# $name#$k: left outside the rootfs after poststop"
 	fi
 done <"$WORK/points"
-check "read-only rootfs: killed at each of the $npoints points ($killed by SIGKILL)" [ "$killed" = "$npoints" ]
+check "read-only rootfs: killed at each of the $npoints points ($killed by SIGKILL)" [ "$npoints" -gt 0 -a "$killed" = "$npoints" ]
 check "read-only rootfs: a mounted nccl.conf is always complete" [ "$bad_mount" = 0 ]
 check "read-only rootfs: the image's file never changes" [ "$bad_image" = 0 ]
 check "read-only rootfs: after poststop nothing is left under /run/oci-rdma-hook or in the bundle" [ "$bad_post" = 0 ]
@@ -218,7 +218,7 @@ while read -r name k; do
 	cmp -s "$WORK/s/config.json" "$WORK/s.full" || { bad_rerun=$((bad_rerun + 1)); echo "# $name#$k: rerun differs"; }
 	[ -z "$(ls -A "$WORK/s" | grep -vx config.json || true)" ] || stray_after=$((stray_after + 1))
 done <"$WORK/points"
-check "shim: killed at each of the $npoints points ($killed by SIGKILL)" [ "$killed" = "$npoints" ]
+check "shim: killed at each of the $npoints points ($killed by SIGKILL)" [ "$npoints" -gt 0 -a "$killed" = "$npoints" ]
 check "shim: config.json always the original or the complete edit" [ "$bad_json" = 0 ]
 check "shim: nothing but config.json's temporary file is ever left in the bundle" [ "$stray_bad" = 0 ]
 check "shim: a run after each kill gives the edit of one run" [ "$bad_rerun" = 0 ]

@@ -69,8 +69,9 @@ for i in $(seq 1 "$N"); do
 	else
 		[ "$good" -lt 3 ] && { echo "# container $i:"; sed 's/^/#   /' "$o" "$WORK/out/$i.err" | head -20; }
 	fi
-	[ -n "$first" ] || first=$o
-	cmp -s "$o" "$first" && same=$((same + 1))
+	# compared with the first report that has a memlock line: empty reports are not alike
+	[ -n "$first" ] || ! grep -q '^memlock ' "$o" || first=$o
+	[ -n "$first" ] && cmp -s "$o" "$first" && same=$((same + 1))
 done
 check "all $N containers ran" [ "$ran" = "$N" ]
 check "all $N containers got the right devices, ENXIO (cgroup allows), memlock and nccl.conf ($good good)" [ "$good" = "$N" ]

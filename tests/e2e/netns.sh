@@ -61,9 +61,12 @@ cp -a "$WORK/base" "$WORK/r3"
 make_bundle "$WORK/b3" "$WORK/r3" "$WORK/node" "$WORK/hook.conf" 'cat /etc/nccl.conf'
 run_ctr "$WORK/b3"
 check "own fresh namespace: the host GID index 3" grep -qx "NCCL_IB_GID_INDEX=3" <<<"$OUT"
+# (in the nccl.conf of a container that ran and got the plan: the GID index line)
 check "own fresh namespace: no host interface as NCCL_SOCKET_IFNAME" \
-	bash -c '! grep -q "^NCCL_SOCKET_IFNAME=" <<<"$1"' _ "$OUT"
+	bash -c 'grep -qx "NCCL_IB_GID_INDEX=3" <<<"$1" && ! grep -q "^NCCL_SOCKET_IFNAME=" <<<"$1"' _ "$OUT"
+# (in the log of a hook that ran: it names the container)
 check "own fresh namespace: the hook read it (logged nothing about a failure)" \
-	bash -c '! grep -q "network namespace" "$1"' _ "$WORK/b3/hook.log"
+	bash -c 'grep -q "container orh-e2e-$2-" "$1" && ! grep -q "network namespace" "$1"' _ \
+	"$WORK/b3/hook.log" "$$"
 
 finish
