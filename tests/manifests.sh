@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Checks of the Kubernetes examples in deploy/kubernetes/ (man oci-rdma-hook, KUBERNETES):
+# Checks of the Kubernetes examples in deploy/kubernetes/ (oci-rdma-hook-kubernetes(7)):
 # every YAML file parses; the RuntimeClass, the containerd and CRI-O runtime handlers that
 # `oci-rdma-hook configure` writes and the pods agree with each other and with the
 # installed path of the shim;
@@ -424,19 +424,21 @@ for engine in ("containerd", "CRI-O"):
 
 # ---- the man page points here -------------------------------------------------------------------
 man = open(os.path.join(src, "man", "oci-rdma-hook.8")).read()
-check("oci-rdma-hook(8) has a KUBERNETES section naming deploy/kubernetes",
-      re.search(r"^\.SH KUBERNETES$", man, re.M) is not None and "deploy/kubernetes" in man)
-check("oci-rdma-hook(8) registers the handler with configure (its snippets are configure's "
+kube = open(os.path.join(src, "man", "oci-rdma-hook-kubernetes.7")).read()
+check("oci-rdma-hook(8)'s KUBERNETES section points to oci-rdma-hook-kubernetes(7), which names "
+      "deploy/kubernetes",
+      re.search(r"^\.SH KUBERNETES$", man, re.M) is not None and
+      "oci\\-rdma\\-hook\\-kubernetes (7)" in man and "deploy/kubernetes" in kube)
+check("oci-rdma-hook-kubernetes(7) registers the handler with configure, oci-rdma-hook(8) shows "
+      "what it writes (its snippets are configure's "
       "--dry-run: tests/package.sh)",
-      "oci\\-rdma\\-hook configure \\-\\-engine containerd" in man and
+      "oci\\-rdma\\-hook configure \\-\\-engine containerd" in kube and
       'BinaryName = "/usr/bin/oci-rdma-runtime"' in man)
-kube = man[man.find(".SH KUBERNETES"):]
-kube = kube[:kube.find("\n.SH ", 1)]
-check("oci-rdma-hook(8), KUBERNETES: the example config's request_scope = allocated",
+check("oci-rdma-hook-kubernetes(7): the example config's request_scope = allocated",
       "request_scope = allocated" in kube)
 for name, pod in sorted(pods.items()):
     for res in limits_of(pod):
-        check("oci-rdma-hook(8), KUBERNETES: names pod %s's resource %s" % (name, res),
+        check("oci-rdma-hook-kubernetes(7): names pod %s's resource %s" % (name, res),
               res.replace("-", "\\-") in kube or res in kube)
 
 print("%d passed, %d failed" % (passed, failed))

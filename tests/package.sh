@@ -215,7 +215,8 @@ dpkg -L "$PKG" >"$WORK/files"
 for f in "$BIN" /usr/bin/oci-rdma-runtime /usr/libexec/oci-rdma-hook/oci-rdma-hook-verbs "$CONF" \
 	"$HOOKS_D/$PKG.json" "$HOOKS_D/$PKG-poststop.json" "$PRECREATE" \
 	/usr/share/man/man8/oci-rdma-hook.8.gz /usr/share/man/man8/oci-rdma-runtime.8.gz \
-	/usr/share/man/man5/oci-rdma-hook.conf.5.gz /usr/share/doc/$PKG/copyright; do
+	/usr/share/man/man5/oci-rdma-hook.conf.5.gz /usr/share/man/man7/oci-rdma-hook-kubernetes.7.gz \
+	/usr/share/doc/$PKG/copyright; do
 	check "dpkg -L lists $f" grep -qxF "$f" "$WORK/files"
 done
 check "nothing under /usr/local" bash -c '! grep -q "^/usr/local" "$1"' _ "$WORK/files"
