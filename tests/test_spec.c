@@ -105,7 +105,7 @@ Test(spec_apply, devices_added_with_owner_and_mode)
 	json_t *spec = spec_of(base_spec);
 	json_t *devs = NULL, *d = NULL;
 
-	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.devices, 3);
 	devs = json_object_get(path(spec, "linux", NULL), "devices");
 	cr_assert_eq(json_array_size(devs), 4);
@@ -134,7 +134,7 @@ Test(spec_apply, device_listed_by_path_is_kept)
 			       "\"type\":\"c\",\"major\":231,\"minor\":192,\"fileMode\":384}]}}");
 	json_t *devs = NULL, *d = NULL;
 
-	cr_assert_geq(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_geq(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.devices, 2);
 	devs = json_object_get(path(spec, "linux", NULL), "devices");
 	cr_assert_eq(json_array_size(devs), 3);
@@ -161,7 +161,7 @@ Test(spec_apply, device_listed_with_other_numbers_is_named)
 			       "\"major\":231,\"minor\":192}]}}");
 	json_t *d = NULL;
 
-	cr_assert_geq(orh_spec_apply(spec, &plan, &opts, NULL, &err), 0, "%s", err.msg);
+	cr_assert_geq(orh_spec_apply_plan(spec, &plan, &opts, NULL, &err), 0, "%s", err.msg);
 	cr_assert_eq(warnings.n, 2);
 	cr_assert(strstr(warnings.v[0], "'/dev/infiniband/uverbs1' as c 231:250"), "%s",
 		  warnings.v[0]);
@@ -173,7 +173,7 @@ Test(spec_apply, device_listed_with_other_numbers_is_named)
 	cr_assert_eq(ival(d, "minor"), 250, "the user's entry is not rewritten");
 	orh_strv_free(&warnings);
 	/* no warnings list: nothing to say it to, and nothing else changes */
-	cr_assert_geq(orh_spec_apply(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
+	cr_assert_geq(orh_spec_apply_plan(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
 	json_decref(spec);
 }
 
@@ -185,7 +185,7 @@ Test(spec_apply, allow_rules_after_deny_all)
 	json_t *spec = spec_of(base_spec);
 	json_t *rules = NULL, *r = NULL;
 
-	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.allow_rules, 3);
 	rules = json_object_get(path(spec, "linux", "resources"), "devices");
 	cr_assert_eq(json_array_size(rules), 4);
@@ -209,7 +209,7 @@ Test(spec_apply, resources_created_when_absent)
 	json_t *spec = spec_of("{}");
 	json_t *rules = NULL;
 
-	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
 	rules = json_object_get(path(spec, "linux", "resources"), "devices");
 	cr_assert_eq(json_array_size(rules), 3);
 	cr_assert_eq(json_array_size(json_object_get(path(spec, "linux", NULL), "devices")), 3);
@@ -224,7 +224,7 @@ Test(spec_apply, memlock_added)
 	json_t *spec = spec_of(base_spec);
 	json_t *rl = NULL;
 
-	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
 	cr_assert(ch.memlock);
 	rl = find_by(path(spec, "process", "rlimits"), "type", "RLIMIT_MEMLOCK");
 	cr_assert_not_null(rl);
@@ -241,7 +241,7 @@ Test(spec_apply, memlock_unlimited_is_written_as_uint64_max)
 	json_t *spec = spec_of("{\"process\":{}}");
 	char *s = NULL;
 
-	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
 	s = dump(spec);
 	cr_assert_not_null(strstr(s, "{\"type\":\"RLIMIT_MEMLOCK\",\"hard\":18446744073709551615,"
 				     "\"soft\":18446744073709551615}"), "%s", s);
@@ -259,7 +259,7 @@ Test(spec_apply, memlock_of_the_user_stands)
 			       "\"hard\":65536,\"soft\":65536}]}}");
 	json_t *rl = NULL;
 
-	cr_assert_geq(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_geq(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
 	cr_assert_not(ch.memlock);
 	rl = path(spec, "process", "rlimits");
 	cr_assert_eq(json_array_size(rl), 1);
@@ -275,7 +275,7 @@ Test(spec_apply, memlock_not_set_by_plan)
 	json_t *spec = spec_of(base_spec);
 
 	plan.set_memlock = false;
-	cr_assert_gt(orh_spec_apply(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
 	cr_assert_not(ch.memlock);
 	cr_assert_null(find_by(path(spec, "process", "rlimits"), "type", "RLIMIT_MEMLOCK"));
 	json_decref(spec);
@@ -313,7 +313,7 @@ Test(spec_apply, nccl_settings_go_through_the_hook_not_the_environment)
 	json_t *spec = spec_of(base_spec);
 	json_t *e = NULL;
 
-	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.hooks, 2);
 	e = path(spec, "process", "env");
 	cr_assert_eq(json_array_size(e), 2, "PID 1's environment is the user's alone");
@@ -340,7 +340,7 @@ Test(spec_apply, no_second_hook_where_ours_is_registered)
 			       "{\"path\":\"/usr/bin/oci-rdma-hook\",\"args\":[\"oci-rdma-hook\","
 			       "\"poststop\"]}]}}");
 
-	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.hooks, 0);
 	cr_assert_null(path(spec, "hooks", "createRuntime"));
 	cr_assert_eq(json_array_size(path(spec, "hooks", "poststop")), 2);
@@ -348,7 +348,7 @@ Test(spec_apply, no_second_hook_where_ours_is_registered)
 	/* another program's hook of the same stage does not count */
 	spec = spec_of("{\"hooks\":{\"createRuntime\":[{\"path\":\"/usr/bin/nvidia-ctk\","
 		       "\"args\":[\"nvidia-ctk\",\"hook\",\"createRuntime\"]}]}}");
-	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.hooks, 2);
 	cr_assert_eq(json_array_size(path(spec, "hooks", "createRuntime")), 2);
 	json_decref(nh);
@@ -366,7 +366,7 @@ Test(spec_apply, no_hook_without_nccl_settings)
 	json_t *spec = spec_of(base_spec);
 
 	plan.n_env = 0;
-	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.hooks, 0);
 	cr_assert_null(json_object_get(spec, "hooks"));
 	json_decref(nh);
@@ -385,7 +385,7 @@ Test(spec_apply, hooks_of_the_wrong_type_are_errors)
 	const char *text = "{\"hooks\":{\"createRuntime\":{}}}";
 	json_t *parsed = NULL;
 
-	cr_assert_eq(orh_spec_apply(spec, &plan, &opts, NULL, &err), -EINVAL);
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, &opts, NULL, &err), -EINVAL);
 	cr_assert_not_null(strstr(err.msg, "hooks.createRuntime"), "%s", err.msg);
 	memset(&err, 0, sizeof(err));
 	cr_assert_eq(orh_spec_parse(text, strlen(text), "c.json", &parsed, &err), -EINVAL);
@@ -415,7 +415,7 @@ Test(spec_apply, ipc_lock_when_configured)
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of(base_spec);
 
-	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.caps, 3);
 	cr_assert(has_cap(spec, "bounding"));
 	cr_assert(has_cap(spec, "effective"));
@@ -433,7 +433,7 @@ Test(spec_apply, ipc_lock_not_without_option)
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of(base_spec);
 
-	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.caps, 0);
 	cr_assert_not(has_cap(spec, "bounding"));
 	json_decref(spec);
@@ -447,7 +447,7 @@ Test(spec_apply, ipc_lock_never_creates_a_capability_set)
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of("{\"process\":{\"env\":[]}}");
 
-	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.caps, 0);
 	cr_assert_null(path(spec, "process", "capabilities"),
 		       "no capabilities object means the runtime keeps its default set");
@@ -465,7 +465,7 @@ Test(spec_apply, ipc_lock_with_null_process_changes_nothing)
 	char *s = NULL;
 
 	memset(&plan, 0, sizeof(plan));
-	cr_assert_eq(orh_spec_apply(spec, &plan, &opts, NULL, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, &opts, NULL, &err), 0, "%s", err.msg);
 	s = dump(spec);
 	cr_assert_str_eq(s, "{\"process\":null}");
 	free(s);
@@ -482,9 +482,9 @@ Test(spec_apply, idempotent)
 	json_t *spec = spec_of(base_spec);
 	char *once = NULL, *twice = NULL;
 
-	cr_assert_gt(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
 	once = dump(spec);
-	cr_assert_eq(orh_spec_apply(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, &opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.devices + ch.allow_rules + ch.hooks + ch.caps, 0);
 	cr_assert_not(ch.memlock);
 	twice = dump(spec);
@@ -505,7 +505,7 @@ Test(spec_apply, empty_plan_changes_nothing)
 	char *s = NULL;
 
 	memset(&plan, 0, sizeof(plan));
-	cr_assert_eq(orh_spec_apply(spec, &plan, &opts, NULL, &err), 0);
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, &opts, NULL, &err), 0);
 	s = dump(spec);
 	cr_assert_str_eq(s, "{\"ociVersion\":\"1.0.2\"}");
 	free(s);
@@ -518,7 +518,7 @@ Test(spec_apply, wrong_types_are_errors)
 	struct orh_err err = { 0 };
 	json_t *spec = json_pack("{s:{s:i}}", "linux", "devices", 3);
 
-	cr_assert_eq(orh_spec_apply(spec, &plan, NULL, NULL, &err), -EINVAL);
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, NULL, NULL, &err), -EINVAL);
 	cr_assert_not_null(strstr(err.msg, "linux.devices"), "%s", err.msg);
 	json_decref(spec);
 }

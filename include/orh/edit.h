@@ -20,18 +20,20 @@
 struct orh_edit_result {
 	enum orh_activation_result activation;
 	bool asked;                     /* it asked: orh_activation_asked() */
-	int edits;                      /* orh_spec_apply()'s count; 0: spec unchanged */
+	int edits;                      /* orh_spec_apply_plan()'s count; 0: spec unchanged */
 	struct orh_spec_changes changes;
 	enum orh_preset preset;         /* the plan's preset when activated */
 	struct orh_strv warnings;       /* discovery and plan warnings, for the driver's log */
 };
 
-/* Edit spec in place for this node. 0 with res->edits == 0 leaves spec untouched (not
- * activated, or no usable RDMA port). On an error the spec may be partly edited: the
- * caller must then use the original document. */
+/* Serve the container a spec describes, in the spec (precreate, the runtime shim): the
+ * decision (orh_decide), then its plan written into the spec (orh_spec_apply_plan). 0
+ * with res->edits == 0 leaves spec untouched (not activated, or no usable RDMA port). On
+ * an error the spec may be partly edited: the caller must then use the original
+ * document. */
 struct orh_ctx;
-int orh_spec_edit(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,
-		  struct orh_err *err);
+int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,
+		   struct orh_err *err);
 void orh_edit_result_free(struct orh_edit_result *res);
 /* Must a failed edit fail the container (config on_error = fail and it asked)? */
 bool orh_edit_must_fail(const struct orh_config *cfg, const struct orh_edit_result *res);

@@ -51,6 +51,8 @@ int orh_spec_load_file(const char *path, json_t **spec, struct orh_err *err);
 int orh_spec_parse(const char *buf, size_t len, const char *name, json_t **spec,
 		   struct orh_err *err);
 
+/* Does the spec's process.rlimits list `type` ("RLIMIT_MEMLOCK")? */
+bool orh_spec_has_rlimit(const json_t *spec, const char *type);
 /* The spec's process.env (NULL when absent). */
 const json_t *orh_spec_env(const json_t *spec);
 

@@ -25,8 +25,6 @@ struct orh_memlock_result {
 	uint64_t hard;
 };
 
-/* Does the spec's process.rlimits list `type` ("RLIMIT_MEMLOCK")? */
-bool orh_spec_has_rlimit(const json_t *spec, const char *type);
 /* Raise RLIMIT_MEMLOCK of the target to limit (ORH_MEMLOCK_UNLIMITED = infinity).
  * Never lowers a limit. prlimit() takes a number: the target is checked to be still
  * there after each call. */

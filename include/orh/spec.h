@@ -26,7 +26,7 @@ struct orh_spec_opts {
 	struct orh_strv *warnings; /* where to say what was kept that may not work; or NULL */
 };
 
-/* What orh_spec_apply() changed, for the log line of the driver. */
+/* What orh_spec_apply_plan() changed, for the log line of the driver. */
 struct orh_spec_changes {
 	unsigned devices;        /* linux.devices entries added */
 	unsigned allow_rules;    /* linux.resources.devices rules added */
@@ -56,8 +56,9 @@ struct orh_spec_changes {
  * Idempotent: applying the same plan twice gives the spec of one application.
  * Returns the number of edits (0: the spec is unchanged) or -errno; changes may be NULL.
  */
-int orh_spec_apply(json_t *spec, const struct orh_plan *plan, const struct orh_spec_opts *opts,
-		   struct orh_spec_changes *changes, struct orh_err *err);
+int orh_spec_apply_plan(json_t *spec, const struct orh_plan *plan,
+			const struct orh_spec_opts *opts, struct orh_spec_changes *changes,
+			struct orh_err *err);
 
 /*
  * Unsigned 64-bit integers. jansson integers are signed 64-bit, but config.json carries

@@ -79,8 +79,8 @@ static int netns_facts(void *arg, struct orh_container_facts *facts, struct orh_
 	return 0;
 }
 
-int orh_spec_edit(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,
-		  struct orh_err *err)
+int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,
+		   struct orh_err *err)
 {
 	json_t *nccl_hook = NULL, *poststop_hook = NULL;
 	struct netns_arg na = { .spec = spec, .warnings = &res->warnings };
@@ -117,7 +117,7 @@ int orh_spec_edit(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_resul
 	sopts.warnings = &res->warnings;
 	sopts.nccl_hook = nccl_hook;
 	sopts.poststop_hook = poststop_hook;
-	r = orh_spec_apply(spec, &d.plan, &sopts, &res->changes, err);
+	r = orh_spec_apply_plan(spec, &d.plan, &sopts, &res->changes, err);
 	if (r >= 0) {
 		res->edits = r;
 		r = 0;

@@ -13,23 +13,6 @@
 #include "orh/target.h"
 #include "orh/config.h"
 
-bool orh_spec_has_rlimit(const json_t *spec, const char *type)
-{
-	const json_t *rl = json_object_get(json_object_get(spec, "process"), "rlimits");
-	size_t i;
-	const json_t *e;
-
-	if (!json_is_array(rl))
-		return false;
-	json_array_foreach(rl, i, e) {
-		const char *t = json_string_value(json_object_get(e, "type"));
-
-		if (t && strcmp(t, type) == 0)
-			return true;
-	}
-	return false;
-}
-
 static uint64_t to_u64(rlim_t v)
 {
 	return v == RLIM_INFINITY ? UINT64_MAX : (uint64_t)v;

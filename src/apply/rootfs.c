@@ -123,6 +123,79 @@ static void walk_free(struct walk *w)
 		close(w->fds[--w->n]);
 }
 
+/* Take the next component of `rest` into comp and drop it from `rest`. 1: comp holds
+ * one; 0: nothing is left. */
+static int walk_next(char *rest, const char *path, char comp[NAME_MAX + 1], struct orh_err *err)
+{
+	char *p = rest, *slash;
+
+	while (*p == '/')
+		p++;
+	if (*p == '\0')
+		return 0;
+	slash = strchr(p, '/');
+	if ((slash ? (size_t)(slash - p) : strlen(p)) > NAME_MAX)
+		return orh_fail(err, ENAMETOOLONG, "resolving '%s': name too long", path);
+	snprintf(comp, NAME_MAX + 1, "%.*s", (int)(slash ? slash - p : (int)strlen(p)), p);
+	memmove(rest, slash ? slash : p + strlen(p), strlen(slash ? slash : "") + 1);
+	return 1;
+}
+
+/* Open comp in the directory on top of the stack without following it, into *out. With
+ * create, a missing comp is made first, only in a directory on mount mnt. */
+static int walk_open(const struct walk *w, const char *comp, const char *path, bool create,
+		     uint64_t mnt, int *out, struct orh_err *err)
+{
+	int dirfd = w->fds[w->n - 1];
+	int fd = -1, r = 0;
+
+	for (;;) {
+		fd = openat(dirfd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT || !create)
+			break;
+		r = check_mount(dirfd, mnt, path, err);
+		if (r == -EXDEV)
+			r = orh_fail(err, EXDEV,
+				     "resolving '/%s': '%s' is missing in a directory on "
+				     "another mount (a volume?); not creating it there",
+				     path, comp);
+		if (r < 0)
+			return r;
+		if (mkdirat(dirfd, comp, 0755) < 0 && errno != EEXIST)
+			return orh_fail(err, errno, "creating '%s' in '%s': %m", comp, path);
+	}
+	if (fd < 0)
+		return orh_fail(err, errno, "resolving '%s' at '%s': %m", path, comp);
+	*out = fd;
+	return 0;
+}
+
+/* fd is the symlink comp; it is closed here. Its target goes in front of what is left of
+ * the path (*rest), to be resolved against the stack; an absolute target empties the
+ * stack down to the root. */
+static int walk_link(struct walk *w, int fd, const char *comp, const char *path,
+		     unsigned *links, char **rest, struct orh_err *err)
+{
+	char target[PATH_MAX];
+	ssize_t len = readlinkat(fd, "", target, sizeof(target) - 1);
+	char *joined;
+
+	close(fd);
+	if (len < 0)
+		return orh_fail(err, errno, "reading link '%s' in '%s': %m", comp, path);
+	target[len] = '\0';
+	if (++*links > MAX_SYMLINKS)
+		return orh_fail(err, ELOOP, "resolving '%s': too many symlinks", path);
+	if (target[0] == '/') {
+		/* absolute: restart from the container's root */
+		walk_free(w);
+	}
+	joined = orh_xasprintf("%s/%s", target, *rest);
+	free(*rest);
+	*rest = joined;
+	return 0;
+}
+
 /* Resolve `path` from the root using a stack of directory fds; symlinks are read and
  * resolved against the stack, never followed by the kernel. With mnt, a directory is made
  * only in a directory on that mount, and the result must be on it. */
@@ -135,22 +208,15 @@ static int walk_resolve(int rootfd, const char *path, bool create, uint64_t mnt,
 	int r = 0;
 
 	for (;;) {
-		char *p = rest, *slash, comp[NAME_MAX + 1];
+		char comp[NAME_MAX + 1];
 		struct stat st;
-		int fd;
+		int fd = -1;
 
-		while (*p == '/')
-			p++;
-		if (*p == '\0')
-			break;
-		slash = strchr(p, '/');
-		if ((slash ? (size_t)(slash - p) : strlen(p)) > NAME_MAX) {
-			r = orh_fail(err, ENAMETOOLONG, "resolving '%s': name too long", path);
+		r = walk_next(rest, path, comp, err);
+		if (r < 0)
 			goto out;
-		}
-		snprintf(comp, sizeof(comp), "%.*s", (int)(slash ? slash - p : (int)strlen(p)), p);
-		memmove(rest, slash ? slash : p + strlen(p), strlen(slash ? slash : "") + 1);
-
+		if (r == 0)
+			break;
 		if (strcmp(comp, ".") == 0)
 			continue;
 		if (strcmp(comp, "..") == 0) {
@@ -162,54 +228,18 @@ static int walk_resolve(int rootfd, const char *path, bool create, uint64_t mnt,
 			r = orh_fail(err, ELOOP, "resolving '%s': too deep", path);
 			goto out;
 		}
-	again:
-		fd = openat(w.fds[w.n - 1], comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 && errno == ENOENT && create) {
-			r = check_mount(w.fds[w.n - 1], mnt, path, err);
-			if (r == -EXDEV)
-				r = orh_fail(err, EXDEV,
-					     "resolving '/%s': '%s' is missing in a directory on "
-					     "another mount (a volume?); not creating it there",
-					     path, comp);
-			if (r < 0)
-				goto out;
-			if (mkdirat(w.fds[w.n - 1], comp, 0755) < 0 && errno != EEXIST) {
-				r = orh_fail(err, errno, "creating '%s' in '%s': %m", comp, path);
-				goto out;
-			}
-			goto again;
-		}
-		if (fd < 0) {
-			r = orh_fail(err, errno, "resolving '%s' at '%s': %m", path, comp);
+		r = walk_open(&w, comp, path, create, mnt, &fd, err);
+		if (r < 0)
 			goto out;
-		}
 		if (fstat(fd, &st) < 0) {
 			r = orh_fail(err, errno, "stat of '%s' in '%s': %m", comp, path);
 			close(fd);
 			goto out;
 		}
 		if (S_ISLNK(st.st_mode)) {
-			char target[PATH_MAX];
-			ssize_t len = readlinkat(fd, "", target, sizeof(target) - 1);
-			char *joined;
-
-			close(fd);
-			if (len < 0) {
-				r = orh_fail(err, errno, "reading link '%s' in '%s': %m", comp, path);
+			r = walk_link(&w, fd, comp, path, &links, &rest, err);
+			if (r < 0)
 				goto out;
-			}
-			target[len] = '\0';
-			if (++links > MAX_SYMLINKS) {
-				r = orh_fail(err, ELOOP, "resolving '%s': too many symlinks", path);
-				goto out;
-			}
-			if (target[0] == '/') {
-				/* absolute: restart from the container's root */
-				walk_free(&w);
-			}
-			joined = orh_xasprintf("%s/%s", target, rest);
-			free(rest);
-			rest = joined;
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode)) {

@@ -323,8 +323,9 @@ static int add_ipc_lock(json_t *process, struct orh_spec_changes *ch, struct orh
 	return 0;
 }
 
-int orh_spec_apply(json_t *spec, const struct orh_plan *plan, const struct orh_spec_opts *opts,
-		   struct orh_spec_changes *changes, struct orh_err *err)
+int orh_spec_apply_plan(json_t *spec, const struct orh_plan *plan,
+			const struct orh_spec_opts *opts, struct orh_spec_changes *changes,
+			struct orh_err *err)
 {
 	struct orh_spec_changes ch;
 	json_t *process = NULL, *linux_ = NULL;

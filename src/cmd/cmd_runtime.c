@@ -169,7 +169,7 @@ static int edit_bundle(struct orh_ctx *ctx, const char *bundle, bool *fatal,
 	r = orh_spec_load_at(dirfd, "config.json", name, &spec, err);
 	if (r < 0)
 		return r;
-	r = orh_spec_edit(ctx, spec, &res, err);
+	r = orh_spec_serve(ctx, spec, &res, err);
 	if (r >= 0) {
 		for (size_t i = 0; i < res.warnings.n; i++)
 			orh_log(LOG_WARNING, "%s", res.warnings.v[i]);

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "orh/rlimit.h"
+#include "orh/oci.h"
 #include "orh/inventory.h"
 #include "orh/oci.h"
 

@@ -397,6 +397,23 @@ const json_t *orh_spec_env(const json_t *spec)
 	return json_is_null(env) ? NULL : env;
 }
 
+bool orh_spec_has_rlimit(const json_t *spec, const char *type)
+{
+	const json_t *rl = json_object_get(json_object_get(spec, "process"), "rlimits");
+	size_t i;
+	const json_t *e;
+
+	if (!json_is_array(rl))
+		return false;
+	json_array_foreach(rl, i, e) {
+		const char *t = json_string_value(json_object_get(e, "type"));
+
+		if (t && strcmp(t, type) == 0)
+			return true;
+	}
+	return false;
+}
+
 bool orh_spec_env_has(const json_t *spec, const char *name)
 {
 	const json_t *env = json_object_get(json_object_get(spec, "process"), "env");

@@ -2,7 +2,7 @@
 /*
  * Fuzz target: the bundle's config.json reader, the questions asked of it, and the spec
  * edit of precreate and the runtime shim. Each input is parsed, edited with a plan
- * (orh_spec_apply()), dumped, parsed and edited again:
+ * (orh_spec_apply_plan()), dumped, parsed and edited again:
  *  - every error carries a message, and a spec orh_spec_parse() accepted is always edited;
  *  - the dump is a JSON object that jansson reads strictly (no NUL escapes, no number it
  *    cannot hold), and that orh_spec_parse() accepts;
@@ -132,7 +132,7 @@ static void round_trip(const uint8_t *data, size_t size, unsigned sel)
 		return;
 	plan_of(sel, &plan, &opts);
 	before = dump(spec, &before_len);
-	r = orh_spec_apply(spec, &plan, &opts, NULL, &err);
+	r = orh_spec_apply_plan(spec, &plan, &opts, NULL, &err);
 	if (r < 0)
 		abort(); /* orh_spec_parse() checked every part the edit touches */
 	first = dump(spec, &first_len);
@@ -143,7 +143,7 @@ static void round_trip(const uint8_t *data, size_t size, unsigned sel)
 	if (!again)
 		abort(); /* the edited spec must be one the hook itself accepts */
 	memset(&err, 0, sizeof(err));
-	if (orh_spec_apply(again, &plan, &opts, NULL, &err) != 0)
+	if (orh_spec_apply_plan(again, &plan, &opts, NULL, &err) != 0)
 		abort(); /* not idempotent, or the edit refuses its own output */
 	second = dump(again, &second_len);
 	if (second_len != first_len || memcmp(second, first, first_len) != 0)
