@@ -194,7 +194,7 @@ seen() { grep "^$1" <<<"$OUT" | tr '\n' ' '; }
 # no RDMA node, and exactly the memlock containerd gives (a raise to any value fails it)
 check_left_alone() {
 	check "$1: no NCCL setting, no RDMA device ($(seen conf:NCCL_) $(ib_nodes))" \
-		bash -c "! grep -q -e 'NCCL_' -e infiniband <<<\"\$1\"" _ "$OUT"
+		out_lacks -e 'NCCL_' -e infiniband
 	check "$1: containerd's memlock $DEFAULT_MEMLOCK ($(seen memlock))" \
 		grep -qx "memlock $DEFAULT_MEMLOCK" <<<"$OUT"
 }
@@ -221,7 +221,7 @@ DEV_UVERBS2=".devices = [{container_path: \"/dev/infiniband/uverbs2\",
 PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
 run_pod annotated $NODE_NET "$OPT_IN"
 check_conf_has_plan "annotated: /etc/nccl.conf has every plan setting"
-check "annotated: no plan variable in PID 1's environment ($(seen env:))" [ -z "$(seen env:)" ]
+check "annotated: no plan variable in PID 1's environment ($(seen env:))" out_lacks '^env:'
 check "annotated: memlock raised to the node's 4 MiB ($(seen memlock))" \
 	grep -qx 'memlock 4096' <<<"$OUT"
 want="rdma_cm uverbs1 uverbs2 uverbs3 uverbs4 uverbs5 uverbs6 uverbs7 uverbs8 "
