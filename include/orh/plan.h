@@ -125,6 +125,10 @@ void orh_plan_near_gpus(enum orh_nic_affinity mode, const struct orh_plan *plan,
 void orh_plan_free(struct orh_plan *plan);
 /* True when the plan gives nothing (no usable device). */
 bool orh_plan_is_empty(const struct orh_plan *plan);
+/* Why an empty plan gives nothing: "no usable RDMA device on this node" (none at all), or
+ * "no usable RDMA port
+ * on this node (mlx5_0:1: <why it was left out>; ...)", the first four ports named. */
+void orh_plan_why_empty(const struct orh_plan *plan, char *out, size_t size);
 const struct orh_env_entry *orh_plan_env_get(const struct orh_plan *plan, const char *name);
 
 #endif

@@ -102,8 +102,18 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_resu
 	res->asked = d.asked;
 	res->activation = d.act;
 	push_all(&res->warnings, &d.warnings);
-	if (r < 0 || !d.have_plan || orh_plan_is_empty(&d.plan))
+	if (r < 0 || !d.have_plan)
 		goto out;
+	if (orh_plan_is_empty(&d.plan)) {
+		char why[ORH_ERR_MAX - 64];
+
+		/* a container that asked and gets nothing: an error, which on_error = fail
+		 * turns into a refusal (orh_edit_must_fail); others start as they are */
+		orh_plan_why_empty(&d.plan, why, sizeof(why));
+		if (d.act != ORH_ACT_SKIP && d.asked)
+			r = orh_fail(err, ENODEV, "%s", why);
+		goto out;
+	}
 	res->preset = d.plan.preset;
 	if (d.plan.n_env > 0) {
 		r = orh_self_hook(ctx, "nccl-conf", &nccl_hook, err);

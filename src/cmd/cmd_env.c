@@ -33,7 +33,13 @@ static void explain_plan(const struct orh_ctx *ctx, const struct orh_decision *d
 			plan->memlock == ORH_MEMLOCK_UNLIMITED ? "unlimited" : "set");
 	else if (d->memlock_user)
 		fprintf(stderr, "# memlock: the spec sets RLIMIT_MEMLOCK; left as given\n");
-	if (orh_plan_is_empty(plan))
+	if (orh_plan_is_empty(plan) && d->asked && ctx->cfg.on_error == ORH_ON_ERROR_FAIL)
+		fprintf(stderr, "# no usable RDMA port: the container asked, and on_error = fail "
+			"refuses it\n");
+	else if (orh_plan_is_empty(plan) && d->asked)
+		fprintf(stderr, "# no usable RDMA port: the container asked; it starts unchanged, "
+			"with a warning (on_error = warn)\n");
+	else if (orh_plan_is_empty(plan))
 		fprintf(stderr, "# no usable RDMA port: containers are left unchanged\n");
 	for (size_t i = 0; i < d->warnings.n; i++)
 		fprintf(stderr, "warning: %s\n", d->warnings.v[i]);

@@ -17,6 +17,7 @@
  * that asked for RDMA (oci-rdma-hook/enable=true, or OCI_RDMA_HOOK_ENABLE in process.env),
  * or, for the cdi-* stages, with the CDI device.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -108,15 +109,37 @@ static int read_state(struct hook *h, struct orh_err *err)
 	return orh_oci_state_parse(buf, len, &h->st, err);
 }
 
+/* The state directory's entries: the generated nccl.conf, and the temporary names a
+ * killed writer left for it (orh_replace_at's ".nccl.conf.orh-*"). */
+static void remove_state_files(const struct hook *h)
+{
+	int fd = open(h->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	DIR *dir;
+
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		if (errno != ENOENT)
+			orh_log(LOG_WARNING, "container %s: poststop: opening '%s': %m", cid(h),
+				h->state_dir);
+		return;
+	}
+	while ((de = readdir(dir))) {
+		if (strcmp(de->d_name, "nccl.conf") && !orh_startswith(de->d_name, ".nccl.conf.orh-"))
+			continue;
+		if (unlinkat(dirfd(dir), de->d_name, 0) < 0 && errno != ENOENT)
+			orh_log(LOG_WARNING, "container %s: poststop: removing '%s/%s': %m", cid(h),
+				h->state_dir, de->d_name);
+	}
+	closedir(dir);
+}
+
 static int poststop(struct hook *h)
 {
-	char path[PATH_MAX + 16];
-
 	if (!id_usable(h->st.id))
 		return ORH_EXIT_OK;
-	snprintf(path, sizeof(path), "%s/nccl.conf", h->state_dir);
-	if (unlinkat(AT_FDCWD, path, 0) < 0 && errno != ENOENT)
-		orh_log(LOG_WARNING, "container %s: poststop: removing '%s': %m", cid(h), path);
+	remove_state_files(h);
 	if (unlinkat(AT_FDCWD, h->state_dir, AT_REMOVEDIR) == 0)
 		orh_log(LOG_INFO, "container %s: poststop: removed '%s'", cid(h), h->state_dir);
 	else if (errno != ENOENT)
@@ -425,8 +448,15 @@ static int run(struct hook *h)
 		return ORH_EXIT_OK;
 	}
 	if (orh_plan_is_empty(&h->d.plan)) {
-		orh_log(LOG_INFO, "container %s: no usable RDMA device on this node; left unchanged",
-			cid(h));
+		char why[ORH_ERR_MAX - 64];
+
+		orh_plan_why_empty(&h->d.plan, why, sizeof(why));
+		/* a container that asked: on_error decides, as for a failed step */
+		if (h->act == ORH_ACT_REQUESTED) {
+			orh_fail(&err, ENODEV, "%s", why);
+			return failed_as(h, "the plan", &err, NEXT_NONE);
+		}
+		orh_log(LOG_INFO, "container %s: %s; left unchanged", cid(h), why);
 		return ORH_EXIT_OK;
 	}
 	return conf_only ? apply_conf_stage(h) : apply(h);

@@ -752,6 +752,32 @@ bool orh_plan_is_empty(const struct orh_plan *plan)
 	return plan->n_nodes == 0 && plan->n_env == 0 && !plan->set_memlock;
 }
 
+void orh_plan_why_empty(const struct orh_plan *plan, char *out, size_t size)
+{
+	size_t n = 0;
+	int w;
+
+	if (plan->n_ports == 0) {
+		snprintf(out, size, "no usable RDMA device on this node");
+		return;
+	}
+	w = snprintf(out, size, "no usable RDMA port on this node (");
+	n = w > 0 && (size_t)w < size ? (size_t)w : size - 1;
+	for (size_t k = 0; k < plan->n_ports && n + 1 < size; k++) {
+		const struct orh_port_choice *c = &plan->ports[k];
+
+		if (k == 4) {
+			w = snprintf(out + n, size - n, "; %zu more", plan->n_ports - k);
+			n += w > 0 && (size_t)w < size - n ? (size_t)w : size - n - 1;
+			break;
+		}
+		w = snprintf(out + n, size - n, "%s%s:%u: %s", k ? "; " : "", c->dev->name,
+			     c->port->num, c->reason[0] ? c->reason : "left out");
+		n += w > 0 && (size_t)w < size - n ? (size_t)w : size - n - 1;
+	}
+	snprintf(out + n, size - n, ")");
+}
+
 const struct orh_env_entry *orh_plan_env_get(const struct orh_plan *plan, const char *name)
 {
 	for (size_t i = 0; i < plan->n_env; i++)

@@ -79,4 +79,14 @@ check "on_error=fail: a refused container does not run (rc $RC)" \
 check "on_error=fail: ctr's error gives the reason (stderr: $ERR)" \
 	grep -q "annotation 'oci-rdma-hook/preset': unknown preset '../../x'" <<<"$ERR"
 
+# strict means strict: a container that asked and gets no usable port (the config's include
+# names none of the node's HCAs) is refused, with the reason in ctr's error
+printf '[node]\ninclude = mlx5_99\n' >>"$WORK/node.conf"
+make_rootfs "$WORK/rootfs-strict"
+ROOTFS=$WORK/rootfs-strict run_ctr_shim --annotation oci-rdma-hook/enable=true
+check "on_error=fail, asked, no usable port: refused, ctr's error says why (rc $RC: $ERR)" \
+	bash -c '[ "$1" != 0 ] && ! grep -q "^memlock" <<<"$2" &&
+		 grep -q "no usable RDMA port on this node (mlx5_0:1: not in the config.s include list" <<<"$3"' \
+	_ "$RC" "$OUT" "$ERR"
+
 finish

@@ -82,6 +82,17 @@ check "on_error=fail: a refused container does not run (rc $RC)" \
 	bash -c '[ "$1" != 0 ] && ! grep -q "^memlock" <<<"$2"' _ "$RC" "$OUT"
 check "on_error=fail: podman's error gives the reason (stderr: $ERR)" \
 	grep -q "precreate: annotation 'oci-rdma-hook/preset': unknown preset '../../x'" <<<"$ERR"
+# strict means strict: one that asked and gets no usable port (the config's include names
+# none of the node's HCAs) is refused with the reason; one that did not ask starts as it is
+printf '[node]\ninclude = mlx5_99\n' >>"$WORK/node.conf"
+run_podman --annotation oci-rdma-hook/enable=true
+check "on_error=fail, asked, no usable port: refused, and podman's error says why (rc $RC: $ERR)" \
+	bash -c '[ "$1" != 0 ] && ! grep -q "^memlock" <<<"$2" &&
+		 grep -q "no usable RDMA port on this node (mlx5_0:1: not in the config.s include list" <<<"$3"' \
+	_ "$RC" "$OUT" "$ERR"
+run_podman --annotation oci-rdma-hook/enable=false
+check "on_error=fail, no usable port, opted out: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_not_served "on_error=fail, no usable port, opted out"
 mv "$WORK/node.conf.saved" "$WORK/node.conf"
 
 # (e) every shipped hooks.d file: precreate sees the live createRuntime hook and poststop

@@ -63,6 +63,25 @@ stop_fake_ctr
 check "no /sys at all: exit 0" [ "$HRC" = 0 ]
 check "no /sys at all: 'no usable RDMA device' logged" grep -q "no usable RDMA device on this node; left unchanged" <<<"$HLOG"
 check "no /sys at all: container unchanged" [ ! -e "$WORK/r1/etc/nccl.conf" -a ! -e "$WORK/r1/dev/infiniband" ]
+# a container that asked for RDMA on that node: on_error = fail refuses it with the reason,
+# on_error = warn starts it with a warning; one that did not ask (above) starts as it is
+fresh r1f
+make_bundle "$WORK/b1f" "$WORK/r1f" "$WORK/empty" "$WORK/fail.conf" true "$HOSTNET; $ASK"
+fake_ctr "$WORK/r1f"
+hook_pid "$WORK/b1f" "$WORK/fail.conf" "$SLEEPER" "$WORK/empty"
+stop_fake_ctr
+check "no /sys at all, asked, on_error=fail: exit 1, the reason in the hook's error" \
+	bash -c '[ "$1" = 1 ] && grep -q "the plan: no usable RDMA device on this node; failing the container (on_error=fail)" <<<"$2"' \
+	_ "$HRC" "$HLOG"
+write_conf "$WORK/askwarn.conf" "[containers]
+activation = annotation"
+make_bundle "$WORK/b1w" "$WORK/r1f" "$WORK/empty" "$WORK/askwarn.conf" true "$HOSTNET; $ASK"
+fake_ctr "$WORK/r1f"
+hook_pid "$WORK/b1w" "$WORK/askwarn.conf" "$SLEEPER" "$WORK/empty"
+stop_fake_ctr
+check "no /sys at all, asked, on_error=warn: exit 0, a warning, container unchanged" \
+	bash -c '[ "$1" = 0 ] && grep -q "warning: .*no usable RDMA device on this node; the container starts unchanged" <<<"$2" &&
+		 [ ! -e "$3/etc/nccl.conf" ]' _ "$HRC" "$HLOG" "$WORK/r1f"
 RC1=0
 "$HOOK" --sysroot "$WORK/empty" --config "$WORK/warn.conf" env >"$WORK/empty.env" 2>&1 || RC1=$?
 check "no /sys at all: env prints nothing, exit 0" [ "$RC1" = 0 -a ! -s "$WORK/empty.env" ]

@@ -165,7 +165,8 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name)
 	return NULL;
 }
 
-/* The command line into req; ORH_EXIT_OK or ORH_EXIT_USAGE (after saying why). */
+/* The command line into req; ORH_EXIT_OK, -1 after --help printed the usage, or
+ * ORH_EXIT_USAGE (after saying why). */
 static int parse_args(int argc, char **argv, struct orh_configure_req *req, const char **root,
 		      bool *dry_run)
 {
@@ -192,6 +193,9 @@ static int parse_args(int argc, char **argv, struct orh_configure_req *req, cons
 			*dry_run = true;
 		} else if (!strcmp(argv[i], "--undo")) {
 			req->undo = true;
+		} else if (!strcmp(argv[i], "--help")) {
+			fputs(usage_text, stdout);
+			return -1;
 		} else {
 			fprintf(stderr, "oci-rdma-hook: configure: unknown or incomplete argument "
 				"'%s'\n%s", argv[i], usage_text);
@@ -231,7 +235,7 @@ int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv)
 
 	r = parse_args(argc, argv, &req, &rt.dir, &dry_run);
 	if (r != ORH_EXIT_OK)
-		return r;
+		return r < 0 ? ORH_EXIT_OK : r; /* -1: --help */
 	r = orh_configure_plan(&req, ctx->config_path, &rd, &files, &notes, &err);
 	for (size_t i = 0; r >= 0 && i < files.n; i++) {
 		const struct orh_cfg_file *f = &files.v[i];
