@@ -217,27 +217,38 @@ static int read_existing(int path_fd, char **text, size_t *len, struct orh_err *
 	return 0;
 }
 
-/* Give a new file the owner and the mode (bits in `keep`) of the file it stands for, or
- * root:root 0644 when there was none. */
-/* Write into /etc through a temporary file and renameat(), with the owner and the mode of
- * the file it replaces (old_st), or 0644 and the hook's own when there was none. -EROFS is
- * returned with err unset so that the caller can take the bind-mount path. */
-static int write_in_place(int etcfd, const char *text, const struct stat *old_st,
-			  struct orh_err *err)
+/* dirfd's nccl.conf replaced by text (orh_replace_at: a new file, renamed over the old
+ * entry), with the owner and the mode bits in `keep` of the file it stands for (old_st), or
+ * 0644 and the hook's own owner when there was none. *create_errno: why the temporary file
+ * could not be made, else 0. */
+static int replace_conf(int dirfd, const char *text, const struct stat *old_st, mode_t keep,
+			const char *what, int *create_errno, struct orh_err *err)
 {
 	struct orh_replace how = {
 		.type = S_IFREG,
-		.mode = old_st ? old_st->st_mode & 07777 : 0644,
+		.mode = old_st ? old_st->st_mode & keep : 0644,
 		.chown = old_st != NULL,
 		.uid = old_st ? old_st->st_uid : 0,
 		.gid = old_st ? old_st->st_gid : 0,
 		.data = text,
 		.len = strlen(text),
-		.what = "/etc/nccl.conf",
+		.what = what,
 	};
-	int r = orh_replace_at(etcfd, "nccl.conf", &how, err);
+	int r = orh_replace_at(dirfd, "nccl.conf", &how, err);
 
-	if (r < 0 && how.create_errno == EROFS) {
+	*create_errno = how.create_errno;
+	return r;
+}
+
+/* Write /etc/nccl.conf with the owner and the mode of the file it replaces. -EROFS is
+ * returned with err unset so that the caller can take the bind-mount path. */
+static int write_in_place(int etcfd, const char *text, const struct stat *old_st,
+			  struct orh_err *err)
+{
+	int create_errno = 0;
+	int r = replace_conf(etcfd, text, old_st, 07777, "/etc/nccl.conf", &create_errno, err);
+
+	if (r < 0 && create_errno == EROFS) {
 		orh_err_clear(err);
 		return -EROFS;
 	}
@@ -263,28 +274,19 @@ static int mkdir_host(const char *dir, struct orh_err *err)
 	return 0;
 }
 
-/* The generated copy in state_dir, made under a temporary name and renamed to
- * nccl.conf (orh_replace_at): the owner and the permission bits of the file it covers
- * (old_st), else root's and 0644. *out: the new file, opened to be bound. */
+/* The generated copy in state_dir: a new file each time (replace_conf), with the owner
+ * and the permission bits of the file it covers (old_st). *out: the new file, opened to be
+ * bound. */
 static int write_generated(const char *state_dir, const char *path, const char *text,
 			   const struct stat *old_st, int *out, struct orh_err *err)
 {
 	_cleanup_close_ int dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct orh_replace how = {
-		.type = S_IFREG,
-		.mode = old_st ? old_st->st_mode & 0777 : 0644,
-		.chown = old_st != NULL,
-		.uid = old_st ? old_st->st_uid : 0,
-		.gid = old_st ? old_st->st_gid : 0,
-		.data = text,
-		.len = strlen(text),
-		.what = path,
-	};
+	int create_errno = 0;
 	int r;
 
 	if (dirfd < 0)
 		return orh_fail(err, errno, "opening '%s': %m", state_dir);
-	r = orh_replace_at(dirfd, "nccl.conf", &how, err);
+	r = replace_conf(dirfd, text, old_st, 0777, path, &create_errno, err);
 	if (r < 0)
 		return r;
 	*out = openat(dirfd, "nccl.conf", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
