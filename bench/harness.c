@@ -263,28 +263,13 @@ static void usage(void)
 	exit(2);
 }
 
-int main(int argc, char **argv)
+/* The SPECs from argv[i] on, into specs; returns how many. Each "::" that ends a SPEC's
+ * ARGV is replaced by NULL. */
+static int parse_specs(int argc, char **argv, int i, struct spec *specs)
 {
-	struct spec specs[MAX_SPECS];
-	int n_specs = 0, rounds = 30, warmup = 3, min_rounds = 5, opt, done = 0;
-	double max_s = 0, start;
-	const char *raw = NULL;
-	int devnull;
+	int n_specs = 0;
 
-	if (argc > 3 && !strcmp(argv[1], "--rss-log"))
-		return rss_log(argv[2], argv + 3);
-	while ((opt = getopt(argc, argv, "+n:w:T:m:R:")) != -1) {
-		switch (opt) {
-		case 'n': rounds = atoi(optarg); break;
-		case 'w': warmup = atoi(optarg); break;
-		case 'T': max_s = atof(optarg); break;
-		case 'm': min_rounds = atoi(optarg); break;
-		case 'R': raw = optarg; break;
-		default: usage();
-		}
-	}
-	memset(specs, 0, sizeof(specs));
-	for (int i = optind; i < argc;) {
+	while (i < argc) {
 		struct spec *s;
 
 		if (n_specs == MAX_SPECS)
@@ -316,8 +301,12 @@ int main(int argc, char **argv)
 		if (s->argv[0][0] != '/')
 			die("%s: '%s' must be an absolute path", s->name, s->argv[0]);
 	}
-	if (n_specs == 0 || rounds < 1)
-		usage();
+	return n_specs;
+}
+
+/* Every @vs=NAME names another SPEC. */
+static void check_vs(const struct spec *specs, int n_specs)
+{
 	for (int k = 0; k < n_specs; k++) {
 		bool found = false;
 
@@ -326,16 +315,15 @@ int main(int argc, char **argv)
 		if (specs[k].vs && !found)
 			die("%s: @vs=%s names no other command", specs[k].name, specs[k].vs);
 	}
-	for (int k = 0; k < n_specs; k++) {
-		specs[k].round_t = calloc((size_t)rounds, sizeof(double));
-		specs[k].round_c = calloc((size_t)rounds, sizeof(double));
-		if (!specs[k].round_t || !specs[k].round_c)
-			die("out of memory");
-	}
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0)
-		die("/dev/null: %s", strerror(errno));
-	signal(SIGPIPE, SIG_IGN);
+}
+
+/* The warmup rounds, then up to `rounds` measured ones (fewer with max_s, once min_rounds
+ * are done); returns how many were measured. */
+static int measure(struct spec *specs, int n_specs, int rounds, int warmup, double max_s,
+		   int min_rounds, int devnull)
+{
+	double start;
+	int done = 0;
 
 	for (int r = 0; r < warmup; r++)
 		for (int k = 0; k < n_specs; k++) {
@@ -360,27 +348,36 @@ int main(int argc, char **argv)
 		if (max_s > 0 && done >= min_rounds && (now_us() - start) / 1e6 > max_s)
 			break;
 	}
+	return done;
+}
 
-	if (raw) {
-		FILE *f = fopen(raw, "w");
-		if (f) {
-			for (int k = 0; k < n_specs; k++)
-				for (size_t i = 0; i < specs[k].n_t; i++)
-					fprintf(f, "%s\t%.1f\t%.1f\n", specs[k].name, specs[k].t[i],
-						specs[k].c[i]);
-			fclose(f);
-		}
+/* -R RAWFILE: every sample, "NAME\tWALL_US\tCPU_US". */
+static void write_raw(const char *raw, const struct spec *specs, int n_specs)
+{
+	FILE *f = fopen(raw, "w");
+
+	if (f) {
+		for (int k = 0; k < n_specs; k++)
+			for (size_t i = 0; i < specs[k].n_t; i++)
+				fprintf(f, "%s\t%.1f\t%.1f\n", specs[k].name, specs[k].t[i],
+					specs[k].c[i]);
+		fclose(f);
 	}
+}
+
+/* The "cmd" lines, then the "vs" lines: each SPEC against the first, then each @vs. */
+static void print_results(const struct spec *specs, int n_specs, int done)
+{
 	for (int k = 0; k < n_specs; k++) {
-		struct spec *s = &specs[k];
+		const struct spec *s = &specs[k];
 
 		printf("cmd name=%s runs=%zu rounds=%d median_us=%.1f p10_us=%.1f p90_us=%.1f "
 		       "mad_us=%.1f min_us=%.1f cpu_median_us=%.1f cpu_p10_us=%.1f cpu_p90_us=%.1f "
 		       "rss_kb=%ld\n",
-		       s->name, s->n_t, done, quantile(s->t, s->n_t, 0.5), quantile(s->t, s->n_t, 0.1),
-		       quantile(s->t, s->n_t, 0.9), mad(s->t, s->n_t), quantile(s->t, s->n_t, 0),
-		       quantile(s->c, s->n_t, 0.5), quantile(s->c, s->n_t, 0.1),
-		       quantile(s->c, s->n_t, 0.9), s->rss_kb);
+		       s->name, s->n_t, done, quantile(s->t, s->n_t, 0.5),
+		       quantile(s->t, s->n_t, 0.1), quantile(s->t, s->n_t, 0.9), mad(s->t, s->n_t),
+		       quantile(s->t, s->n_t, 0), quantile(s->c, s->n_t, 0.5),
+		       quantile(s->c, s->n_t, 0.1), quantile(s->c, s->n_t, 0.9), s->rss_kb);
 	}
 	for (int k = 1; k < n_specs; k++) {
 		printf("vs name=%s base=%s", specs[k].name, specs[0].name);
@@ -397,5 +394,47 @@ int main(int argc, char **argv)
 			print_paired("cpu_", specs[k].round_c, specs[j].round_c, done);
 			putchar('\n');
 		}
+}
+
+int main(int argc, char **argv)
+{
+	struct spec specs[MAX_SPECS];
+	int n_specs = 0, rounds = 30, warmup = 3, min_rounds = 5, opt, done = 0;
+	double max_s = 0;
+	const char *raw = NULL;
+	int devnull;
+
+	if (argc > 3 && !strcmp(argv[1], "--rss-log"))
+		return rss_log(argv[2], argv + 3);
+	while ((opt = getopt(argc, argv, "+n:w:T:m:R:")) != -1) {
+		switch (opt) {
+		case 'n': rounds = atoi(optarg); break;
+		case 'w': warmup = atoi(optarg); break;
+		case 'T': max_s = atof(optarg); break;
+		case 'm': min_rounds = atoi(optarg); break;
+		case 'R': raw = optarg; break;
+		default: usage();
+		}
+	}
+	memset(specs, 0, sizeof(specs));
+	n_specs = parse_specs(argc, argv, optind, specs);
+	if (n_specs == 0 || rounds < 1)
+		usage();
+	check_vs(specs, n_specs);
+	for (int k = 0; k < n_specs; k++) {
+		specs[k].round_t = calloc((size_t)rounds, sizeof(double));
+		specs[k].round_c = calloc((size_t)rounds, sizeof(double));
+		if (!specs[k].round_t || !specs[k].round_c)
+			die("out of memory");
+	}
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0)
+		die("/dev/null: %s", strerror(errno));
+	signal(SIGPIPE, SIG_IGN);
+
+	done = measure(specs, n_specs, rounds, warmup, max_s, min_rounds, devnull);
+	if (raw)
+		write_raw(raw, specs, n_specs);
+	print_results(specs, n_specs, done);
 	return 0;
 }

@@ -23,6 +23,7 @@
 
 #define MAX_PROGS 64
 #define MAX_INSNS 65536
+#define VERIFIER_LOG_SIZE 65536
 #define PROC_CGROUP_MAX (64 * 1024)
 #define MOUNTINFO_MAX (4 * 1024 * 1024)
 
@@ -246,48 +247,56 @@ static bool reloadable(const struct bpf_insn *in, size_t n)
 	return true;
 }
 
-static int replace_prog(int cgfd, uint32_t id, uint32_t attach_flags,
-			const struct orh_devnode *nodes, size_t n, bool *replaced,
-			struct orh_err *err)
+/* Open the attached program `id` as *fd. */
+static int prog_open(uint32_t id, int *fd, struct orh_err *err)
 {
 	union bpf_attr attr;
-	struct bpf_prog_info info;
-	_cleanup_close_ int oldfd = -1;
-	_cleanup_close_ int newfd = -1;
-	_cleanup_free_ struct bpf_insn *prog = NULL;
-	_cleanup_free_ char *log = NULL;
-	size_t np, nold;
 
 	memset(&attr, 0, sizeof(attr));
 	attr.prog_id = id;
 	attr.open_flags = 0;
-	oldfd = sys_bpf(BPF_PROG_GET_FD_BY_ID, &attr);
-	if (oldfd < 0)
+	*fd = sys_bpf(BPF_PROG_GET_FD_BY_ID, &attr);
+	if (*fd < 0)
 		return orh_fail(err, errno, "opening device program id %u: %m", id);
-	if (fcntl(oldfd, F_SETFD, FD_CLOEXEC) < 0)
+	if (fcntl(*fd, F_SETFD, FD_CLOEXEC) < 0)
 		return orh_fail(err, errno, "fcntl: %m");
+	return 0;
+}
+
+/* How many instructions the kernel gives back for the program open as fd: *nold. */
+static int prog_len(int fd, uint32_t id, size_t *nold, struct orh_err *err)
+{
+	struct bpf_prog_info info;
+	union bpf_attr attr;
 
 	memset(&info, 0, sizeof(info));
 	memset(&attr, 0, sizeof(attr));
-	attr.info.bpf_fd = (uint32_t)oldfd;
+	attr.info.bpf_fd = (uint32_t)fd;
 	attr.info.info_len = sizeof(info);
 	attr.info.info = (uint64_t)(uintptr_t)&info;
 	if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr) < 0)
 		return orh_fail(err, errno, "reading device program id %u: %m", id);
-	nold = info.xlated_prog_len / sizeof(struct bpf_insn);
-	if (nold == 0 || nold > MAX_INSNS)
+	*nold = info.xlated_prog_len / sizeof(struct bpf_insn);
+	if (*nold == 0 || *nold > MAX_INSNS)
 		return orh_fail(err, EPERM,
 				"device program id %u: its instructions cannot be read (%zu)", id,
-				nold);
-	np = 6 + 5 * n;
-	prog = orh_xcalloc(np + nold, sizeof(*prog));
-	build_prefix(nodes, n, prog);
+				*nold);
+	return 0;
+}
+
+/* Read the nold instructions of the program open as fd into `out`, and check that they
+ * can be loaded again as they are. */
+static int prog_insns(int fd, uint32_t id, struct bpf_insn *out, size_t nold,
+		      struct orh_err *err)
+{
+	struct bpf_prog_info info;
+	union bpf_attr attr;
 
 	memset(&info, 0, sizeof(info));
 	info.xlated_prog_len = (uint32_t)(nold * sizeof(struct bpf_insn));
-	info.xlated_prog_insns = (uint64_t)(uintptr_t)(prog + np);
+	info.xlated_prog_insns = (uint64_t)(uintptr_t)out;
 	memset(&attr, 0, sizeof(attr));
-	attr.info.bpf_fd = (uint32_t)oldfd;
+	attr.info.bpf_fd = (uint32_t)fd;
 	attr.info.info_len = sizeof(info);
 	attr.info.info = (uint64_t)(uintptr_t)&info;
 	if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr) < 0)
@@ -295,38 +304,51 @@ static int replace_prog(int cgfd, uint32_t id, uint32_t attach_flags,
 				id);
 	if (info.xlated_prog_len != nold * sizeof(struct bpf_insn))
 		return orh_fail(err, EAGAIN, "device program id %u changed while read", id);
-	if (!reloadable(prog + np, nold))
+	if (!reloadable(out, nold))
 		return orh_fail(err, EOPNOTSUPP,
 				"device program id %u uses maps, calls or blinded constants; "
 				"cannot extend it",
 				id);
-	/* already extended for exactly these nodes (a second run) */
-	if (nold >= np && memcmp(prog, prog + np, np * sizeof(*prog)) == 0)
-		return 0;
+	return 0;
+}
 
-	log = orh_xcalloc(1, 65536);
+/* Load the cnt instructions of prog as a device program, *fd; the verifier's log goes to
+ * `log` (log_size bytes, zeroed) and into the error message. */
+static int prog_load(const struct bpf_insn *prog, size_t cnt, char *log, uint32_t log_size,
+		     int *fd, struct orh_err *err)
+{
+	union bpf_attr attr;
+
 	memset(&attr, 0, sizeof(attr));
 	attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
 	attr.insns = (uint64_t)(uintptr_t)prog;
-	attr.insn_cnt = (uint32_t)(np + nold);
+	attr.insn_cnt = (uint32_t)cnt;
 	attr.license = (uint64_t)(uintptr_t) "Apache";
 	attr.log_buf = (uint64_t)(uintptr_t)log;
-	attr.log_size = 65536;
+	attr.log_size = log_size;
 	attr.log_level = 1;
 	attr.expected_attach_type = BPF_CGROUP_DEVICE;
-	newfd = sys_bpf(BPF_PROG_LOAD, &attr);
-	if (newfd < 0 && errno == ENOSPC) {
+	*fd = sys_bpf(BPF_PROG_LOAD, &attr);
+	if (*fd < 0 && errno == ENOSPC) {
 		/* the verifier log did not fit: load again without it */
 		attr.log_buf = 0;
 		attr.log_size = 0;
 		attr.log_level = 0;
-		newfd = sys_bpf(BPF_PROG_LOAD, &attr);
+		*fd = sys_bpf(BPF_PROG_LOAD, &attr);
 	}
-	if (newfd < 0)
+	if (*fd < 0)
 		return orh_fail(err, errno, "loading the extended device program: %m%s%.300s",
 				log[0] ? "; verifier: " : "", log);
-	if (fcntl(newfd, F_SETFD, FD_CLOEXEC) < 0)
+	if (fcntl(*fd, F_SETFD, FD_CLOEXEC) < 0)
 		return orh_fail(err, errno, "fcntl: %m");
+	return 0;
+}
+
+/* Attach newfd to the cgroup in place of oldfd (program `id`). */
+static int prog_attach_over(int cgfd, uint32_t id, uint32_t attach_flags, int oldfd,
+			    int newfd, struct orh_err *err)
+{
+	union bpf_attr attr;
 
 	memset(&attr, 0, sizeof(attr));
 	attr.target_fd = (uint32_t)cgfd;
@@ -342,6 +364,45 @@ static int replace_prog(int cgfd, uint32_t id, uint32_t attach_flags,
 	if (sys_bpf(BPF_PROG_ATTACH, &attr) < 0)
 		return orh_fail(err, errno, "attaching the extended device program over id %u: %m",
 				id);
+	return 0;
+}
+
+/* Replace the attached program `id` by a copy with the prefix for nodes in front of its
+ * instructions, and set *replaced; a program that already is such a copy is left as it is. */
+static int replace_prog(int cgfd, uint32_t id, uint32_t attach_flags,
+			const struct orh_devnode *nodes, size_t n, bool *replaced,
+			struct orh_err *err)
+{
+	_cleanup_close_ int oldfd = -1;
+	_cleanup_close_ int newfd = -1;
+	_cleanup_free_ struct bpf_insn *prog = NULL;
+	_cleanup_free_ char *log = NULL;
+	size_t np = 0, nold = 0;
+	int r;
+
+	r = prog_open(id, &oldfd, err);
+	if (r < 0)
+		return r;
+	r = prog_len(oldfd, id, &nold, err);
+	if (r < 0)
+		return r;
+	np = 6 + 5 * n;
+	prog = orh_xcalloc(np + nold, sizeof(*prog));
+	build_prefix(nodes, n, prog);
+	r = prog_insns(oldfd, id, prog + np, nold, err);
+	if (r < 0)
+		return r;
+	/* already extended for exactly these nodes (a second run) */
+	if (nold >= np && memcmp(prog, prog + np, np * sizeof(*prog)) == 0)
+		return 0;
+
+	log = orh_xcalloc(1, VERIFIER_LOG_SIZE);
+	r = prog_load(prog, np + nold, log, VERIFIER_LOG_SIZE, &newfd, err);
+	if (r < 0)
+		return r;
+	r = prog_attach_over(cgfd, id, attach_flags, oldfd, newfd, err);
+	if (r < 0)
+		return r;
 	*replaced = true;
 	return 0;
 }

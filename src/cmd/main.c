@@ -126,6 +126,54 @@ static int load_config(struct orh_ctx *ctx, const char *config, const char *sysr
 	return ORH_EXIT_OK;
 }
 
+/* Called as oci-rdma-runtime: the runtime shim. argv is the runtime's; the config comes
+ * from the shim's own environment (set by the node operator in the runtime's registration). */
+static int shim_main(int argc, char **argv)
+{
+	struct orh_ctx ctx = { 0 };
+	int r;
+
+	orh_log_open("oci-rdma-runtime", true);
+	r = load_config(&ctx, getenv("OCI_RDMA_HOOK_CONFIG"), getenv("OCI_RDMA_HOOK_SYSROOT"),
+			true);
+	if (r == ORH_EXIT_OK)
+		r = orh_cmd_runtime(&ctx, argc, argv);
+	orh_config_free(&ctx.cfg);
+	return r;
+}
+
+/* The options before COMMAND, from argv[*i] on; *i is left on the first argument that is
+ * not one. Returns -1 to go on, or the exit code when main is done (--help, --version, an
+ * unknown or incomplete option). */
+static int parse_options(int argc, char **argv, int *i, const char **config,
+			 const char **sysroot)
+{
+	for (; *i < argc && argv[*i][0] == '-'; (*i)++) {
+		const char *a = argv[*i];
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return ORH_EXIT_OK;
+		} else if (!strcmp(a, "--version")) {
+			puts("oci-rdma-hook " ORH_VERSION);
+			return ORH_EXIT_OK;
+		} else if (!strcmp(a, "--config") && *i + 1 < argc) {
+			*config = argv[++*i];
+		} else if (!strncmp(a, "--config=", 9)) {
+			*config = a + 9;
+		} else if (!strcmp(a, "--sysroot") && *i + 1 < argc) {
+			*sysroot = argv[++*i];
+		} else if (!strncmp(a, "--sysroot=", 10)) {
+			*sysroot = a + 10;
+		} else {
+			fprintf(stderr, "oci-rdma-hook: unknown or incomplete option '%s'\n", a);
+			usage(stderr);
+			return ORH_EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	struct orh_ctx ctx = { 0 };
@@ -135,39 +183,12 @@ int main(int argc, char **argv)
 	int i = 1, r;
 
 	base = base ? base + 1 : argv[0] ? argv[0] : "";
-	if (!strcmp(base, "oci-rdma-runtime")) {
-		/* Runtime shim: argv is the runtime's; the config comes from the shim's own
-		 * environment (set by the node operator in the runtime's registration). */
-		orh_log_open("oci-rdma-runtime", true);
-		r = load_config(&ctx, getenv("OCI_RDMA_HOOK_CONFIG"), getenv("OCI_RDMA_HOOK_SYSROOT"),
-				true);
-		if (r == ORH_EXIT_OK)
-			r = orh_cmd_runtime(&ctx, argc, argv);
-		orh_config_free(&ctx.cfg);
-		return r;
-	}
+	if (!strcmp(base, "oci-rdma-runtime"))
+		return shim_main(argc, argv);
 
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage(stdout);
-			return ORH_EXIT_OK;
-		} else if (!strcmp(argv[i], "--version")) {
-			puts("oci-rdma-hook " ORH_VERSION);
-			return ORH_EXIT_OK;
-		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-			config = argv[++i];
-		} else if (!strncmp(argv[i], "--config=", 9)) {
-			config = argv[i] + 9;
-		} else if (!strcmp(argv[i], "--sysroot") && i + 1 < argc) {
-			sysroot = argv[++i];
-		} else if (!strncmp(argv[i], "--sysroot=", 10)) {
-			sysroot = argv[i] + 10;
-		} else {
-			fprintf(stderr, "oci-rdma-hook: unknown or incomplete option '%s'\n", argv[i]);
-			usage(stderr);
-			return ORH_EXIT_USAGE;
-		}
-	}
+	r = parse_options(argc, argv, &i, &config, &sysroot);
+	if (r >= 0)
+		return r;
 	if (i >= argc) {
 		usage(stderr);
 		return ORH_EXIT_USAGE;

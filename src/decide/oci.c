@@ -161,8 +161,8 @@ int orh_oci_state_parse(const char *buf, size_t len, struct orh_oci_state *st,
 	return 0;
 }
 
-/* Check the type of the parts of a spec this project reads or edits, so that the
- * appliers can rely on them. */
+/* parent.key, when present and not null: an array whose elements are all of want_type
+ * (strings without a NUL byte). */
 static int check_array_of(const json_t *parent, const char *key, const char *name,
 			  const char *field, json_type want_type, struct orh_err *err)
 {
@@ -200,84 +200,80 @@ static int check_opt_object(const json_t *parent, const char *key, const char *n
 	return 0;
 }
 
-static int check_spec(const json_t *spec, const char *name, struct orh_err *err)
+/* process: its env, rlimits and capability sets. */
+static int check_process(const json_t *process, const char *name, struct orh_err *err)
 {
 	static const char *const capsets[] = { "bounding", "effective", "permitted",
 					       "inheritable", "ambient" };
-	static const char *const hook_lists[] = { "createRuntime", "prestart", "poststop" };
-	const json_t *process = NULL, *linux_ = NULL, *caps = NULL, *res = NULL;
-	const json_t *ann = NULL, *hooks = NULL;
+	const json_t *caps = NULL;
+	int r;
+
+	r = check_array_of(process, "env", name, "process.env", JSON_STRING, err);
+	if (r < 0)
+		return r;
+	r = check_array_of(process, "rlimits", name, "process.rlimits", JSON_OBJECT, err);
+	if (r < 0)
+		return r;
+	r = check_opt_object(process, "capabilities", name, "process.capabilities", &caps, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; caps && i < ORH_ARRAY_SIZE(capsets); i++) {
+		char field[64];
+
+		snprintf(field, sizeof(field), "process.capabilities.%s", capsets[i]);
+		r = check_array_of(caps, capsets[i], name, field, JSON_STRING, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* linux: its devices, namespaces (with their type and path) and resources.devices. */
+static int check_linux(const json_t *linux_, const char *name, struct orh_err *err)
+{
+	const json_t *res = NULL;
 	size_t i = 0;
 	json_t *e = NULL;
 	int r;
 
-	r = check_opt_object(spec, "process", name, "process", &process, err);
+	r = check_array_of(linux_, "devices", name, "linux.devices", JSON_OBJECT, err);
 	if (r < 0)
 		return r;
-	if (process) {
-		r = check_array_of(process, "env", name, "process.env", JSON_STRING, err);
-		if (r < 0)
-			return r;
-		r = check_array_of(process, "rlimits", name, "process.rlimits", JSON_OBJECT, err);
-		if (r < 0)
-			return r;
-		r = check_opt_object(process, "capabilities", name, "process.capabilities",
-				     &caps, err);
-		if (r < 0)
-			return r;
-		for (i = 0; caps && i < ORH_ARRAY_SIZE(capsets); i++) {
-			char field[64];
+	r = check_array_of(linux_, "namespaces", name, "linux.namespaces", JSON_OBJECT, err);
+	if (r < 0)
+		return r;
+	json_array_foreach(json_object_get(linux_, "namespaces"), i, e) {
+		const char *s = NULL;
+		char field[64];
 
-			snprintf(field, sizeof(field), "process.capabilities.%s", capsets[i]);
-			r = check_array_of(caps, capsets[i], name, field, JSON_STRING, err);
-			if (r < 0)
-				return r;
-		}
+		snprintf(field, sizeof(field), "linux.namespaces[%zu].type", i);
+		r = opt_string(e, "type", name, field, &s, err);
+		if (r < 0)
+			return r;
+		snprintf(field, sizeof(field), "linux.namespaces[%zu].path", i);
+		r = opt_string(e, "path", name, field, &s, err);
+		if (r < 0)
+			return r;
 	}
-
-	r = check_opt_object(spec, "linux", name, "linux", &linux_, err);
+	r = check_opt_object(linux_, "resources", name, "linux.resources", &res, err);
 	if (r < 0)
 		return r;
-	if (linux_) {
-		r = check_array_of(linux_, "devices", name, "linux.devices", JSON_OBJECT, err);
-		if (r < 0)
-			return r;
-		r = check_array_of(linux_, "namespaces", name, "linux.namespaces", JSON_OBJECT,
+	if (res) {
+		r = check_array_of(res, "devices", name, "linux.resources.devices", JSON_OBJECT,
 				   err);
 		if (r < 0)
 			return r;
-		json_array_foreach(json_object_get(linux_, "namespaces"), i, e) {
-			const char *s = NULL;
-			char field[64];
-
-			snprintf(field, sizeof(field), "linux.namespaces[%zu].type", i);
-			r = opt_string(e, "type", name, field, &s, err);
-			if (r < 0)
-				return r;
-			snprintf(field, sizeof(field), "linux.namespaces[%zu].path", i);
-			r = opt_string(e, "path", name, field, &s, err);
-			if (r < 0)
-				return r;
-		}
-		r = check_opt_object(linux_, "resources", name, "linux.resources", &res, err);
-		if (r < 0)
-			return r;
-		if (res) {
-			r = check_array_of(res, "devices", name, "linux.resources.devices",
-					   JSON_OBJECT, err);
-			if (r < 0)
-				return r;
-		}
 	}
+	return 0;
+}
 
-	ann = json_object_get(spec, "annotations");
-	if (ann && !json_is_null(ann)) {
-		r = check_annotations(ann, name, "annotations", err);
-		if (r < 0)
-			return r;
-	}
+/* hooks: the lists the spec edit adds its hooks to. */
+static int check_hooks(const json_t *spec, const char *name, struct orh_err *err)
+{
+	static const char *const hook_lists[] = { "createRuntime", "prestart", "poststop" };
+	const json_t *hooks = NULL;
+	int r;
 
-	/* the spec edit adds its hooks to these lists */
 	r = check_opt_object(spec, "hooks", name, "hooks", &hooks, err);
 	if (r < 0)
 		return r;
@@ -290,6 +286,38 @@ static int check_spec(const json_t *spec, const char *name, struct orh_err *err)
 			return r;
 	}
 	return 0;
+}
+
+/* Check the type of the parts of a spec this project reads or edits, so that the
+ * appliers can rely on them. */
+static int check_spec(const json_t *spec, const char *name, struct orh_err *err)
+{
+	const json_t *process = NULL, *linux_ = NULL, *ann = NULL;
+	int r;
+
+	r = check_opt_object(spec, "process", name, "process", &process, err);
+	if (r < 0)
+		return r;
+	if (process) {
+		r = check_process(process, name, err);
+		if (r < 0)
+			return r;
+	}
+	r = check_opt_object(spec, "linux", name, "linux", &linux_, err);
+	if (r < 0)
+		return r;
+	if (linux_) {
+		r = check_linux(linux_, name, err);
+		if (r < 0)
+			return r;
+	}
+	ann = json_object_get(spec, "annotations");
+	if (ann && !json_is_null(ann)) {
+		r = check_annotations(ann, name, "annotations", err);
+		if (r < 0)
+			return r;
+	}
+	return check_hooks(spec, name, err);
 }
 
 int orh_spec_parse(const char *buf, size_t len, const char *name, json_t **spec,
