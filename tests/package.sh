@@ -219,9 +219,10 @@ for f in "$BIN" /usr/bin/oci-rdma-runtime /usr/libexec/oci-rdma-hook/oci-rdma-ho
 	/usr/share/doc/$PKG/copyright; do
 	check "dpkg -L lists $f" grep -qxF "$f" "$WORK/files"
 done
-check "nothing under /usr/local" bash -c '! grep -q "^/usr/local" "$1"' _ "$WORK/files"
+# (of a list that holds the binary: an empty one would pass both)
+check "nothing under /usr/local" bash -c 'grep -qxF "$2" "$1" && ! grep -q "^/usr/local" "$1"' _ "$WORK/files" "$BIN"
 check "the package's files are on disk" bash -c \
-	'while read -r f; do [ -e "$f" ] || [ -L "$f" ] || exit 1; done <"$1"' _ "$WORK/files"
+	'grep -qxF "$2" "$1" && while read -r f; do [ -e "$f" ] || [ -L "$f" ] || exit 1; done <"$1"' _ "$WORK/files" "$BIN"
 check "oci-rdma-runtime is a link to oci-rdma-hook" [ "$(readlink -f /usr/bin/oci-rdma-runtime)" = "$BIN" ]
 check "$BIN is statically linked" bash -c '! ldd "$1" >/dev/null 2>&1' _ "$BIN"
 check "detect --verbs is answered by libibverbs (oci-rdma-hook-verbs)" bash -c \
@@ -342,7 +343,9 @@ for t in $E2E; do
 		echo "# e2e $t skipped: $(grep '^SKIP' "$WORK/e2e-$t.log")"
 	else
 		[ $rc = 0 ] || grep -E '^not ok|FAIL' "$WORK/e2e-$t.log" | sed 's/^/#   /'
-		check "tests/e2e/$t.sh passes with HOOK=$BIN (rc=$rc)" [ $rc = 0 ]
+		# (a script that checked nothing passes nothing: it must report a check that passed)
+		check "tests/e2e/$t.sh passes with HOOK=$BIN (rc=$rc)" \
+			bash -c '[ "$1" = 0 ] && grep -qE "^# [1-9][0-9]* passed, 0 failed" "$2"' _ "$rc" "$WORK/e2e-$t.log"
 	fi
 done
 
@@ -356,8 +359,9 @@ check "after purge dpkg does not know the package" bash -c '! dpkg-query -W "$1"
 	[ "$(dpkg-query -W -f="\${db:Status-Status}" "$1")" = not-installed ]' _ "$PKG"
 check "after purge /etc/oci-rdma-hook is gone" [ ! -e /etc/oci-rdma-hook ]
 check "after purge none of the package's files is left" bash -c \
-	'while read -r f; do [ -d "$f" ] && continue; [ -e "$f" ] || [ -L "$f" ] && exit 1; done <"$1"; exit 0' \
-	_ "$WORK/files"
+	'grep -qxF "$2" "$1" || exit 1
+	 while read -r f; do [ -d "$f" ] && continue; [ -e "$f" ] || [ -L "$f" ] && exit 1; done <"$1"; exit 0' \
+	_ "$WORK/files" "$BIN"
 check "after purge the hooks.d files are gone" \
 	bash -c '[ -z "$(ls "$1" "$2" 2>/dev/null | grep oci-rdma)" ]' _ "$HOOKS_D" "$(dirname "$PRECREATE")"
 INSTALLED=0
