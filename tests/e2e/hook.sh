@@ -150,7 +150,9 @@ check "OCI_RDMA_HOOK_ENABLE=yes, on_error=fail: the container does not start" \
 check "... the log names the process.env entry" \
 	grep -q "process.env entry 'OCI_RDMA_HOOK_ENABLE': value 'yes' is neither 'true' nor 'false'" \
 	"$WORK/b3g/hook.log"
-check "... no nccl.conf in the rootfs" [ ! -e "$WORK/rootfs3/etc/nccl.conf" ]
+check "... no nccl.conf in the rootfs (of a hook that ran and refused)" \
+	bash -c 'grep -q "process.env entry .OCI_RDMA_HOOK_ENABLE." "$1" && [ ! -e "$2" ]' _ \
+	"$WORK/b3g/hook.log" "$WORK/rootfs3/etc/nccl.conf"
 # a Kubernetes pod sandbox (the pause container) is never served, even with
 # activation = always and the annotation asking; containerd's and CRI-O's marks
 for ann in "'io.kubernetes.cri.container-type': 'sandbox'" "'io.kubernetes.cri-o.ContainerType': 'sandbox'"; do
@@ -161,7 +163,9 @@ for ann in "'io.kubernetes.cri.container-type': 'sandbox'" "'io.kubernetes.cri-o
 	OUT=$(tail -n +2 "$WORK/out3s")
 	check "pod sandbox ($ann): starts" [ "$(head -1 "$WORK/out3s")" = 0 ]
 	check_unchanged "pod sandbox ($ann)" "$WORK/rootfs3"
-	check "pod sandbox ($ann): config.json byte for byte" cmp -s "$WORK/b3s.before" "$WORK/b3s/config.json"
+	check "pod sandbox ($ann): config.json byte for byte (the container ran)" \
+		bash -c 'grep -q "^memlock " <<<"$1" && cmp -s "$2" "$3"' _ "$OUT" "$WORK/b3s.before" \
+		"$WORK/b3s/config.json"
 	check "pod sandbox ($ann): the log says why" grep -q "a Kubernetes pod sandbox" "$WORK/b3s/hook.log"
 done
 
@@ -192,8 +196,9 @@ check "read-only rootfs: starts" [ "$RC" = 0 ]
 check "read-only rootfs: image line kept" grep -qx "NCCL_DEBUG=WARN" <<<"$OUT"
 check "read-only rootfs: plan values visible" grep -q "^NCCL_IB_HCA=" <<<"$OUT"
 check "read-only rootfs: the mounted file is read-only" grep -qx READ-ONLY <<<"$OUT"
-check "read-only rootfs: image file on the host untouched" \
-	[ "$(sha256sum <"$WORK/rootfs6/etc/nccl.conf")" = "$sum6" ]
+check "read-only rootfs: image file on the host untouched (the container ran)" \
+	bash -c 'grep -qx READ-ONLY <<<"$1" && [ "$(sha256sum <"$2")" = "$3" ]' _ "$OUT" \
+	"$WORK/rootfs6/etc/nccl.conf" "$sum6"
 check "read-only rootfs: logged as bind-mounted" grep -q "bind-mounted from /run/oci-rdma-hook/" "$WORK/b6/hook.log"
 # the file the log names (a run that wrote none names none, and fails here)
 gen6=$(sed -n 's#.*bind-mounted from \(/run/oci-rdma-hook/[^ ,;]*\).*#\1#p' "$WORK/b6/hook.log" | head -1)
@@ -254,7 +259,9 @@ if mount --bind "$WORK/rootfs10" "$WORK/rootfs10" &&
 	check "EROFS: starts" [ "$RC" = 0 ]
 	check "EROFS: image line and plan values visible" \
 		bash -c 'grep -qx NCCL_DEBUG=WARN <<<"$1" && grep -q "^NCCL_IB_HCA=" <<<"$1"' _ "$OUT"
-	check "EROFS: image file untouched" [ "$(cat "$WORK/rootfs10/etc/nccl.conf")" = NCCL_DEBUG=WARN ]
+	check "EROFS: image file untouched (the container saw the plan)" \
+		bash -c 'grep -q "^NCCL_IB_HCA=" <<<"$1" && [ "$(cat "$2")" = NCCL_DEBUG=WARN ]' _ "$OUT" \
+		"$WORK/rootfs10/etc/nccl.conf"
 	check "EROFS: the generated file was bind-mounted" grep -q "bind-mounted from" "$WORK/b10/hook.log"
 	umount "$WORK/rootfs10"
 else
