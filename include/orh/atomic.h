@@ -7,8 +7,10 @@
  * none is written in place: the runtime shim's config.json, `cdi --output` and
  * configure's files (orh_write_atomic), the container's /etc/nccl.conf, the copy of it
  * generated under /run/oci-rdma-hook (a new file each time: a copy mounted into a
- * container keeps its content), and every device node. (seccomp-gen, the build tool
- * that runs on the build machine, writes its header aside and renames it too.)
+ * container keeps its content), and every device node. Two writes are no replacement: an
+ * empty /etc/nccl.conf made with O_EXCL as a mount point where there is none, and the line
+ * the runtime shim appends to runc's --log. (seccomp-gen, the build tool that runs on the
+ * build machine, writes its header aside and renames it too.)
  */
 #ifndef ORH_ATOMIC_H
 #define ORH_ATOMIC_H

@@ -60,7 +60,8 @@ struct orh_flag {
 };
 int orh_parse_flags(int argc, char **argv, const struct orh_flag *flags, size_t n);
 
-/* Logging for command drivers: stderr and, for hook stages, syslog. */
+/* Logging for command drivers (src/base/log.c): stderr and, for the container paths (hook
+ * stages, precreate, the runtime shim), syslog. */
 void orh_log_open(const char *ident, bool use_syslog);
 void orh_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

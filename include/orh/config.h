@@ -59,8 +59,10 @@ enum orh_fabric {
 };
 
 enum orh_on_error {
-	ORH_ON_ERROR_WARN = 0,     /* log and start the container unchanged */
-	ORH_ON_ERROR_FAIL,         /* fail containers that asked for RDMA (annotation) */
+	ORH_ON_ERROR_WARN = 0,     /* log and start the container: a failed step is skipped, the
+				    * others still run */
+	ORH_ON_ERROR_FAIL,         /* fail containers that asked for RDMA (the annotation, or
+				    * OCI_RDMA_HOOK_ENABLE with request_env) */
 };
 
 struct orh_env_setting {

@@ -2,8 +2,8 @@
 /*
  * `oci-rdma-hook configure`: registering the hook with a container engine
  * (src/cmd/configure/). The engine code computes, from the text of the files it read, the
- * text each file must hold afterwards (struct orh_cfg_change); cmd_configure.c reads the
- * files, prints the changes (--dry-run) or writes them, and nothing else.
+ * text each file must hold afterwards (struct orh_cfg_file: new, remove); cmd_configure.c
+ * reads the files, prints the changes (--dry-run) or writes them, and nothing else.
  *
  * Engine configs are TOML (containerd, CRI-O, podman) or JSON (docker). Debian has no C
  * TOML library, and an edit must keep every other line and comment of an operator's file,

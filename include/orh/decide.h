@@ -50,7 +50,8 @@ struct orh_decision {
 	bool have_plan;                   /* the node was read: inv and plan are the decision's */
 	/* facts.user_memlock: the user's limit wins, plan.set_memlock is false */
 	bool memlock_user;
-	/* discovery's warnings, then the plan's, then the decision's own */
+	/* the activation's warnings, then discovery's (the inventory's, then the GPUs'), then
+	 * the plan's, then the decision's own */
 	struct orh_strv warnings;
 	/* on failure, the step: "the request" (a bad oci-rdma-hook/ annotation or
 	 * OCI_RDMA_HOOK_ variable), "container" (the callback), "discovery" */

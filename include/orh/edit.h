@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The spec edit as the precreate hook and the runtime shim perform it: decide activation
- * from the spec's annotations and process.env, discover the node, build the plan for this container and
- * apply it to the spec (src/apply/edit.c). The shim writes the result with
+ * The spec edit as the precreate hook and the runtime shim perform it: the decision
+ * (orh_decide: activation from the spec's annotations and process.env, the node read, the
+ * plan for this container), then its plan written into the spec (src/apply/edit.c). The shim writes the result with
  * orh_write_atomic() (orh/atomic.h).
  */
 #ifndef ORH_EDIT_H
@@ -23,13 +23,14 @@ struct orh_edit_result {
 	int edits;                      /* orh_spec_apply_plan()'s count; 0: spec unchanged */
 	struct orh_spec_changes changes;
 	enum orh_preset preset;         /* the plan's preset when activated */
-	struct orh_strv warnings;       /* discovery and plan warnings, for the driver's log */
+	struct orh_strv warnings;       /* the decision's warnings and the network namespace's,
+					 * for the driver's log */
 };
 
 /* Serve the container a spec describes, in the spec (precreate, the runtime shim): the
  * decision (orh_decide), then its plan written into the spec (orh_spec_apply_plan). 0
- * with res->edits == 0 leaves spec untouched (not activated, or no usable RDMA port). On
- * an error the spec may be partly edited: the caller must then use the original
+ * with res->edits == 0 leaves spec untouched (not activated, or no usable RDMA port for a
+ * container that did not ask; one that asked gets -ENODEV with the reason). On an error the spec may be partly edited: the caller must then use the original
  * document. */
 struct orh_ctx;
 int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,

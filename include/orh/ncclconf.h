@@ -34,12 +34,13 @@ struct orh_ncclconf_result {
 	char generated[PATH_MAX];   /* the generated file outside the container, or "" */
 };
 
-/* Write the merged /etc/nccl.conf into the rootfs (temp file in /etc, renameat). With
- * readonly (spec root.readonly) or on EROFS, the file is written to
- * <state_dir>/nccl.conf, with the owner and the permission bits of the file it covers,
- * and bind-mounted read-only over an existing /etc/nccl.conf in the mount namespace of
- * the target. A symlink, FIFO or directory at /etc/nccl.conf is refused. Nothing is written on
- * another mount than the root's: where /etc or the file is on one (a volume), an existing
+/* Write the merged /etc/nccl.conf into the rootfs (orh_replace_at: a temporary file in
+ * /etc, renamed over the old one); a file that already holds the merged text is left as it
+ * is. With readonly (spec root.readonly) or on EROFS, a new <state_dir>/nccl.conf is made
+ * the same way, with the owner and the permission bits of the file it covers, and
+ * bind-mounted read-only over /etc/nccl.conf in the mount namespace of the target (an
+ * empty file is made as the mount point where there is none). Anything but a regular file
+ * at /etc/nccl.conf is refused. Nothing is written on another mount than the root's: where /etc or the file is on one (a volume), an existing
  * file is covered the same way unless that mount is shared, and no file is made there
  * (-EXDEV). */
 int orh_ncclconf_apply(int rootfd, const struct orh_target *t, bool readonly,

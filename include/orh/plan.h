@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The plan: what a container on this node gets. A pure function of
- * (node config, inventory, container facts). Appliers apply it and nothing else.
+ * The plan: what a container on this node gets (src/decide/plan.c). A function of the
+ * node config, the inventory (and the GID entries its reader gives) and the container's
+ * facts. Appliers apply it and nothing else.
  */
 #ifndef ORH_PLAN_H
 #define ORH_PLAN_H
@@ -35,7 +36,7 @@ struct orh_container_facts {
 	char netns_default_if[IFNAMSIZ];    /* that namespace's default route interface */
 	const struct in_addr *addrs;        /* IPv4 addresses held in that namespace */
 	size_t n_addrs;
-	bool has_preset;                    /* the container picked a preset (annotation) */
+	bool has_preset;                    /* the container picked a preset (its request) */
 	enum orh_preset preset;
 	/* the character devices the spec gives it already (linux.devices: a device plugin,
 	 * docker --device, CDI), by number: rule 8 */
@@ -126,8 +127,8 @@ void orh_plan_free(struct orh_plan *plan);
 /* True when the plan gives nothing (no usable device). */
 bool orh_plan_is_empty(const struct orh_plan *plan);
 /* Why an empty plan gives nothing: "no usable RDMA device on this node" (none at all), or
- * "no usable RDMA port
- * on this node (mlx5_0:1: <why it was left out>; ...)", the first four ports named. */
+ * "no usable RDMA port on this node (mlx5_0:1: <why it was left out>; ...)", the first
+ * four ports named. */
 void orh_plan_why_empty(const struct orh_plan *plan, char *out, size_t size);
 const struct orh_env_entry *orh_plan_env_get(const struct orh_plan *plan, const char *name);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * How the reason for refusing a container reaches what the engine shows (src/container/
+ * How the reason for refusing a container reaches what the engine shows (src/apply/
  * refuse.c). Syslog has every refusal; these make the engine's own error carry it too:
  *   - the runtime shim appends it to runc's --log file in runc's format: containerd (and
  *     so docker and ctr) report the last error of that file;

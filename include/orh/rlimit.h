@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * RLIMIT_MEMLOCK of the container's process, and the spec's rlimits
- * (src/apply/rlimit.c).
+ * RLIMIT_MEMLOCK of the container's process (src/apply/rlimit.c).
  */
 #ifndef ORH_RLIMIT_H
 #define ORH_RLIMIT_H
@@ -14,8 +13,9 @@
 #include "orh/util.h"
 
 enum orh_memlock_outcome {
-	ORH_MEMLOCK_RAISED = 0,   /* soft and hard set to the plan's limit */
-	ORH_MEMLOCK_SOFT_ONLY,    /* hard limit could not be raised (EPERM): soft = hard */
+	ORH_MEMLOCK_RAISED = 0,   /* soft and hard raised to the plan's limit (a higher one kept) */
+	ORH_MEMLOCK_SOFT_ONLY,    /* hard limit could not be raised (EPERM): soft raised to the
+				   * plan's limit, at most to the hard one */
 	ORH_MEMLOCK_ALREADY,      /* the limits were already at least the plan's */
 };
 

@@ -16,7 +16,7 @@
 #include "orh/util.h"
 
 enum orh_stage_privs {
-	ORH_PRIVS_NONE = 0,   /* pure work: detect/env/precreate/cdi — no capability at all */
+	ORH_PRIVS_NONE = 0,   /* no capability at all: detect, env, precreate, refuse, cdi */
 	ORH_PRIVS_HOOK,       /* the live hook: mknod, chown, mount, setns, cgroup, bpf, rlimit */
 };
 

@@ -7,7 +7,8 @@
  *   - a function that fails fills a struct orh_err with a message that names what it was
  *     doing ("reading '/sys/.../state'"); callers on the way up may prepend context with
  *     orh_err_prefix();
- *   - only main() and the command drivers log; helpers never print.
+ *   - only main(), the command drivers and precreate's refusal (orh_precreate_refuse) log;
+ *     helpers never print.
  */
 #ifndef ORH_UTIL_H
 #define ORH_UTIL_H
@@ -93,7 +94,7 @@ bool orh_strv_contains(const struct orh_strv *sv, const char *s);
  *
  * orh_read_file_at() reads at most max-1 bytes of dirfd/path (path relative to dirfd,
  * or absolute when dirfd is AT_FDCWD) into buf and NUL-terminates it. A file that holds
- * max-1 bytes or more is reported as -EFBIG (the size limit is part of the contract:
+ * more than max-1 bytes is reported as -EFBIG (the size limit is part of the contract:
  * every value the hook reads is bounded). Returns the number of bytes read or -errno.
  * It never follows a FIFO into a block: files are opened O_NONBLOCK and must be
  * regular files or sysfs attributes.
@@ -103,7 +104,7 @@ ssize_t orh_read_file_at(int dirfd, const char *path, char *buf, size_t max);
 /* Many small reads in a row (discovery): the files are opened O_NOATIME where the
  * kernel allows it, and their descriptors are closed together, with close_range() over
  * runs of consecutive numbers, when the batch fills or is flushed. Otherwise as
- * orh_read_file_at(), with one trailing newline and the blanks around the value stripped.
+ * orh_read_file_at(), with the white space around the value stripped.
  * A zeroed struct is an empty batch. */
 struct orh_readbatch {
 	int fds[64];
