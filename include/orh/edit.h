@@ -2,8 +2,8 @@
 /*
  * The spec edit as the precreate hook and the runtime shim perform it: the decision
  * (orh_decide: activation from the spec's annotations and process.env, the node read, the
- * plan for this container), then its plan written into the spec (src/apply/edit.c). The shim writes the result with
- * orh_write_atomic() (orh/atomic.h).
+ * plan for this container), then its plan written into the spec (src/apply/edit.c). The
+ * shim writes the result with orh_write_atomic() (orh/atomic.h).
  */
 #ifndef ORH_EDIT_H
 #define ORH_EDIT_H
@@ -30,8 +30,8 @@ struct orh_edit_result {
 /* Serve the container a spec describes, in the spec (precreate, the runtime shim): the
  * decision (orh_decide), then its plan written into the spec (orh_spec_apply_plan). 0
  * with res->edits == 0 leaves spec untouched (not activated, or no usable RDMA port for a
- * container that did not ask; one that asked gets -ENODEV with the reason). On an error the spec may be partly edited: the caller must then use the original
- * document. */
+ * container that did not ask; one that asked gets -ENODEV with the reason). On an error
+ * the spec may be partly edited: the caller must then use the original document. */
 struct orh_ctx;
 int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,
 		   struct orh_err *err);

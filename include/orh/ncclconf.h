@@ -40,9 +40,9 @@ struct orh_ncclconf_result {
  * the same way, with the owner and the permission bits of the file it covers, and
  * bind-mounted read-only over /etc/nccl.conf in the mount namespace of the target (an
  * empty file is made as the mount point where there is none). Anything but a regular file
- * at /etc/nccl.conf is refused. Nothing is written on another mount than the root's: where /etc or the file is on one (a volume), an existing
- * file is covered the same way unless that mount is shared, and no file is made there
- * (-EXDEV). */
+ * at /etc/nccl.conf is refused. Nothing is written on another mount than the root's:
+ * where /etc or the file is on one (a volume), an existing file is covered the same way
+ * unless that mount is shared, and no file is made there (-EXDEV). */
 int orh_ncclconf_apply(int rootfd, const struct orh_target *t, bool readonly,
 		       const char *state_dir, const struct orh_env_entry *env, size_t n_env,
 		       struct orh_ncclconf_result *res, struct orh_err *err);

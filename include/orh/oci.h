@@ -57,16 +57,17 @@ bool orh_spec_has_rlimit(const json_t *spec, const char *type);
 const json_t *orh_spec_env(const json_t *spec);
 
 /* The facts a spec gives about its container (include/orh/plan.h): linux.devices
- * character devices, NVIDIA_VISIBLE_DEVICES, whether it is a Kubernetes pod sandbox
- * (annotation io.kubernetes.cri.container-type or io.kubernetes.cri-o.ContainerType
- * "sandbox"; state_annotations are used when the spec has none). Only fields of *facts
+ * character devices, NVIDIA_VISIBLE_DEVICES, process.rlimits' RLIMIT_MEMLOCK, whether it
+ * is a Kubernetes pod sandbox (annotation io.kubernetes.cri.container-type or
+ * io.kubernetes.cri-o.ContainerType "sandbox"; state_annotations are used when the spec
+ * has none). Only fields of *facts
  * that the spec decides are written. */
 void orh_container_facts_read(const json_t *spec, const json_t *state_annotations,
 			      struct orh_container_facts *facts);
-/* Does the container hold a device node of RDMA's numbers (uverbs, umad, issm)? */
+/* Does the container hold a device node of RDMA's fixed numbers (uverbs, umad, issm)? */
 bool orh_facts_hold_rdma(const struct orh_container_facts *facts);
-/* Does it hold a uverbs node (an HCA's verbs device, what rule 8 limits the plan to)?
- * What request_scope = allocated asks of a container it serves. */
+/* Does it hold a uverbs node of the fixed numbers (an HCA's verbs device, what rule 8
+ * limits the plan to)? What request_scope = allocated asks of a container it serves. */
 bool orh_facts_hold_uverbs(const struct orh_container_facts *facts);
 /* Does the spec give the container GPUs (/dev/nvidiaN nodes, NVIDIA_VISIBLE_DEVICES)? */
 bool orh_facts_name_gpus(const struct orh_container_facts *facts);

@@ -240,8 +240,9 @@ static int replace_conf(int dirfd, const char *text, const struct stat *old_st, 
 	return r;
 }
 
-/* Write /etc/nccl.conf with the owner and the mode of the file it replaces. -EROFS is
- * returned with err unset so that the caller can take the bind-mount path. */
+/* Replace /etc/nccl.conf (replace_conf: a new file renamed over it, never written in place)
+ * with the owner and the mode of the file it replaces, or 0644 when there was none. -EROFS
+ * is returned with err unset so that the caller can take the bind-mount path. */
 static int write_in_place(int etcfd, const char *text, const struct stat *old_st,
 			  struct orh_err *err)
 {

@@ -78,8 +78,8 @@ static int add_device(json_t *devices, const char *name, json_t *nodes)
 }
 
 /* The createRuntime hook every CDI container of our kind gets: the memlock of the plan
- * (CDI has no rlimit edit) and /etc/nccl.conf, written in the container's own network
- * namespace (cmd_hook.c). */
+ * (CDI has no rlimit edit) and /etc/nccl.conf, its NCCL_SOCKET_IFNAME from the container's
+ * own network namespace (cmd_hook.c). */
 static int cdi_hook(const struct orh_ctx *ctx, json_t **out, struct orh_err *err)
 {
 	int r = orh_self_hook(ctx, "cdi-createRuntime", out, err);

@@ -13,9 +13,10 @@
  *
  * Failure policy (config [containers] on_error): "warn" logs a failed step and goes on
  * with the others (device nodes, device cgroup, memlock and /etc/nccl.conf do not depend
- * on each other), then exits 0; "fail" exits 1 at the first failed step for containers
- * that asked for RDMA (oci-rdma-hook/enable=true, or OCI_RDMA_HOOK_ENABLE in process.env),
- * or, for the cdi-* stages, with the CDI device.
+ * on each other; none runs once the container's process is gone), then exits 0; "fail"
+ * exits 1 at the first failed step for containers that asked for RDMA
+ * (oci-rdma-hook/enable=true, or OCI_RDMA_HOOK_ENABLE in process.env), or, for the cdi-*
+ * stages, with the CDI device.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -211,8 +212,10 @@ static int apply_memlock(const struct hook *h, char *text, size_t size, struct o
 	return 0;
 }
 
-/* The /etc/nccl.conf step alone (nccl-conf, cdi-createRuntime), and the memlock step
- * before it for the cdi-* stages; one line saying what was done. */
+/* The stages of one or two steps: nccl-conf writes /etc/nccl.conf alone, cdi-createRuntime
+ * applies memlock and then writes /etc/nccl.conf (under on_error = warn a failed memlock
+ * step does not stop it), cdi-memlock applies memlock alone; one line saying what was
+ * done. */
 static int apply_conf_stage(struct hook *h)
 {
 	struct orh_ncclconf_result nres;
@@ -335,7 +338,7 @@ static int step_memlock(struct hook *h, struct applied *a, struct orh_err *err)
 	return apply_memlock(h, a->memlock, sizeof(a->memlock), err);
 }
 
-/* no state directory for an id that cannot be a directory name */
+/* The /etc/nccl.conf step; no state directory for an id that cannot be a directory name. */
 static int step_ncclconf(struct hook *h, struct applied *a, struct orh_err *err)
 {
 	return orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,

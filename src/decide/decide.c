@@ -14,8 +14,8 @@ static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 		orh_strv_push(dst, orh_xstrdup(src->v[i]));
 }
 
-/* Is a GPU subset possible at all (rule 9)? NVIDIA_VISIBLE_DEVICES, or /dev/nvidiaN nodes,
- * and no RDMA device of its own (rule 8 decides then). */
+/* Is a GPU subset possible at all (rule 9)? nic_affinity not none, NVIDIA_VISIBLE_DEVICES
+ * or /dev/nvidiaN nodes, and no RDMA device of its own (rule 8 decides then). */
 static bool gpus_matter(const struct orh_config *cfg, const struct orh_container_facts *f)
 {
 	return cfg->nic_affinity != ORH_AFFINITY_NONE && !orh_facts_hold_rdma(f) && orh_facts_name_gpus(f);

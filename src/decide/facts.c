@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What a container's spec says it was given (include/orh/oci.h): the device nodes in
- * linux.devices, the GPUs of NVIDIA_VISIBLE_DEVICES, and whether it is a Kubernetes pod
- * sandbox. Pure: a function of the parsed spec.
+ * linux.devices, the GPUs of NVIDIA_VISIBLE_DEVICES, whether it sets RLIMIT_MEMLOCK, and
+ * whether it is a Kubernetes pod sandbox. Pure: a function of the parsed spec (and the
+ * state's annotations).
  */
 #include <string.h>
 

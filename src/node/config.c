@@ -96,7 +96,7 @@ void orh_config_free(struct orh_config *cfg)
 /*
  * libinih reads each line into a buffer of a fixed size (INI_MAX_LINE, 200 bytes in
  * Debian's build) and parses what did not fit as a line of its own: the tail of a long
- * comment became a key. It reads through line_reader() instead, which hands it one whole
+ * comment would become a key. It reads through line_reader() instead, which hands it one whole
  * line at a time and stops the parse at a line that does not fit, so that every line is
  * parsed whole or refused, naming its number. It also drops each line's leading blanks:
  * libinih would take an indented line as more value for the key above it (and repeat

@@ -100,7 +100,7 @@ static bool devnum_checked(struct scan *sc, const char *rootname, int dirfd, con
 }
 
 /* <ent><file> into path, by hand where it fits (the usual case, once for every entry);
- * snprintf's truncation otherwise, as before. */
+ * snprintf's truncation otherwise. */
 static void ent_path(char *path, size_t size, const char *ent, const char *file)
 {
 	size_t n = strlen(ent), f = strlen(file);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the parts of discovery share (src/node/discover.c, src/node/discover_chardev.c): the state
- * of one scan and the helpers that read a value, list a directory and warn. Internal to
- * discovery; include/orh/inventory.h is its interface.
+ * What the parts of discovery share (discover.c, discover_chardev.c, discover_gids.c,
+ * discover_gpu.c): the state of one scan and the helpers of sysfs.c that read a value, list
+ * a directory and warn. Internal to discovery; include/orh/inventory.h is its interface.
  */
 #ifndef ORH_DISCOVER_PRIV_H
 #define ORH_DISCOVER_PRIV_H

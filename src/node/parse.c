@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Parsers for the values sysfs and /proc/net/route hold. Pure; fuzzed. */
+/* Parsers for the values sysfs, /proc/net/route and /proc/devices hold. Pure; fuzzed. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>

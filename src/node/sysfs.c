@@ -3,8 +3,9 @@
  * Reading sysfs for discovery (discover_priv.h): bounded reads of a value, with a warning
  * naming the file when it cannot be read, directory listings, link names, one GID entry,
  * and where a sysfs path leads. discover.c, discover_chardev.c, discover_gids.c and
- * discover_gpu.c read through these and call no one of each other's but discover.c, which
- * drives the others.
+ * discover_gpu.c read through these; of each other's functions, only discover.c calls
+ * discover_chardev.c's and discover_gids.c's (discover_gpu.c is read on its own:
+ * orh_discover_gpus).
  */
 #include <dirent.h>
 #include <errno.h>
