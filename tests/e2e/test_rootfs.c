@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * src/apply/rootfs.c: resolution inside a root never leaves it, with openat2, with
- * the component walk (openat2 made to fail with ENOSYS by a seccomp
- * filter (as on kernels before 5.6). Needs no root, except the tests of resolution tied
+ * src/apply/rootfs.c: resolution inside a root never leaves it, with openat2 and with
+ * the component walk (openat2 made to fail with ENOSYS by a seccomp filter, as on kernels
+ * before 5.6). Needs no root, except the tests of resolution tied
  * to a mount, which mount a tmpfs in a mount namespace of their own (skipped without
  * root).
  */
