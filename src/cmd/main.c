@@ -11,6 +11,7 @@
 
 #include "orh-config.h"
 #include "orh/commands.h"
+#include "orh/install.h"
 #include "orh/sandbox.h"
 
 static void usage(FILE *f)
@@ -32,6 +33,8 @@ static void usage(FILE *f)
 	      "  configure --engine E [...]  register with containerd, crio, docker or podman\n"
 	      "                              (--engine-config, --handler, --shim, --runtime,\n"
 	      "                              --root, --dry-run, --undo)\n"
+	      "  install --root DIR [...]    the installer image's entrypoint: install under DIR,\n"
+	      "                              configure the engine, undo it all on SIGTERM\n"
 	      "\n"
 	      "Options:\n"
 	      "  --config FILE   node config (default " ORH_DEFAULT_CONFIG ")\n"
@@ -68,6 +71,7 @@ static const struct command commands[] = {
 	{ "runtime", orh_cmd_runtime, true, CONFINE_NONE },
 	{ "cdi", orh_cmd_cdi, false, CONFINE_CAPS },
 	{ "configure", orh_cmd_configure, false, CONFINE_NONE },
+	{ "install", orh_cmd_install, false, CONFINE_NONE },
 };
 
 static int passthrough(int in, int out)

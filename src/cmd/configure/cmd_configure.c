@@ -18,6 +18,7 @@
 #include "orh/atomic.h"
 #include "orh/commands.h"
 #include "orh/configure.h"
+#include "orh/install.h"
 
 #define ORH_ENGINE_CONFIG_MAX_BYTES (1024 * 1024)
 
@@ -263,4 +264,31 @@ int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv)
 	orh_strv_free(&notes);
 	return r < 0 ? (err.code == EINVAL || err.code == EEXIST ? ORH_EXIT_USAGE : ORH_EXIT_FAIL)
 		     : ORH_EXIT_OK;
+}
+
+/* What `install` runs: the plan for req with every file read under root ("" for /), then
+ * each change written there. changed gets the host path of each file written or removed. */
+int orh_configure_under(const char *root, const struct orh_configure_req *req,
+			const char *node_config, struct orh_strv *changed, struct orh_strv *notes,
+			struct orh_err *err)
+{
+	struct orh_cfg_files files = { 0 };
+	struct root rt = { .dir = root };
+	struct orh_cfg_reader rd = { .read = read_under, .list = list_under,
+				     .executable = executable_under, .arg = &rt };
+	int r;
+
+	r = orh_configure_plan(req, node_config, &rd, &files, notes, err);
+	for (size_t i = 0; r >= 0 && i < files.n; i++) {
+		const struct orh_cfg_file *f = &files.v[i];
+
+		if (!f->new && !f->remove)
+			continue;
+		r = apply(&rt, f, err);
+		if (r >= 0)
+			orh_strv_pushf(changed, "%s %s", f->remove ? "removed" :
+				       f->old ? "changed" : "created", f->path);
+	}
+	orh_cfg_files_free(&files);
+	return r;
 }

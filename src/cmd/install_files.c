@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What `install` adds under a host root, and its removal (include/orh/install.h). Each
+ * directory made, file or link written is recorded in the manifest before the next step,
+ * so that an undo, also one after a killed installer, removes what was added and nothing
+ * that was there before.
+ *
+ * The manifest is text: "engine NAME HANDLER CONFIG" ("-": the engine's default config)
+ * once configure has run, then one line per entry, "KIND PATH", in the order added.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "orh/atomic.h"
+#include "orh/install.h"
+
+#define INST_MANIFEST_MAX_BYTES (1024 * 1024)
+#define INST_COMPARE_MAX_BYTES (256 * 1024 * 1024)
+
+void orh_inst_free(struct orh_inst_manifest *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].path);
+	free(m->v);
+	free(m->engine);
+	free(m->handler);
+	free(m->engine_config);
+	memset(m, 0, sizeof(*m));
+}
+
+bool orh_inst_has(const struct orh_inst_manifest *m, const char *path)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->v[i].path, path))
+			return true;
+	return false;
+}
+
+static void add_entry(struct orh_inst_manifest *m, char kind, const char *path)
+{
+	m->v = orh_xgrow(m->v, m->n + 1, sizeof(*m->v));
+	m->v[m->n++] = (struct orh_inst_entry){ .kind = kind, .path = orh_xstrdup(path) };
+}
+
+static int parse_line(struct orh_inst_manifest *m, char *line, unsigned no, struct orh_err *err)
+{
+	char *a = NULL, *b = NULL, *c = NULL;
+
+	if (!*line || line[0] == '#')
+		return 0;
+	if (!strncmp(line, "engine ", 7)) {
+		a = line + 7;
+		b = strchr(a, ' ');
+		c = b ? strchr(b + 1, ' ') : NULL;
+		if (!c)
+			return orh_fail(err, EINVAL, "%s:%u: an engine line without its three values",
+					ORH_INSTALL_MANIFEST, no);
+		*b++ = '\0';
+		*c++ = '\0';
+		m->engine = orh_xstrdup(a);
+		m->handler = orh_xstrdup(b);
+		m->engine_config = strcmp(c, "-") ? orh_xstrdup(c) : NULL;
+		return 0;
+	}
+	if (!strchr("dflc", line[0]) || line[1] != ' ' || line[2] != '/')
+		return orh_fail(err, EINVAL, "%s:%u: not 'KIND /PATH'", ORH_INSTALL_MANIFEST, no);
+	add_entry(m, line[0], line + 2);
+	return 0;
+}
+
+int orh_inst_load(const char *root, struct orh_inst_manifest *m, struct orh_err *err)
+{
+	_cleanup_free_ char *p = orh_xasprintf("%s" ORH_INSTALL_MANIFEST, root);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+	_cleanup_free_ char *text = NULL;
+	char *line = NULL, *next = NULL;
+	size_t len = 0;
+	unsigned no = 0;
+	int r = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0)
+		return orh_fail(err, errno, "opening '%s': %s", p, strerror(errno));
+	r = orh_read_fd_all(fd, INST_MANIFEST_MAX_BYTES, &text, &len);
+	if (r < 0)
+		return orh_fail(err, r, "reading '%s': %s", p, strerror(-r));
+	for (line = text; r >= 0 && line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		r = parse_line(m, line, ++no, err);
+	}
+	if (r < 0)
+		orh_inst_free(m);
+	return r;
+}
+
+/* mkdir -p of the host directory dir under root; each directory made is recorded. */
+static int make_dirs(const char *root, struct orh_inst_manifest *m, const char *dir,
+		     struct orh_err *err)
+{
+	_cleanup_free_ char *p = orh_xasprintf("%s%s/", root, dir);
+	size_t skip = strlen(root);
+
+	for (char *q = p + skip + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = '\0';
+		if (mkdir(p, 0755) == 0)
+			add_entry(m, 'd', p + skip);
+		else if (errno != EEXIST)
+			return orh_fail(err, errno, "creating '%s': %s", p, strerror(errno));
+		*q = '/';
+	}
+	return 0;
+}
+
+static char *manifest_text(const struct orh_inst_manifest *m)
+{
+	char *text = orh_xstrdup("# oci-rdma-hook install: what it added under this root, "
+				 "removed in reverse order by its undo\n");
+
+	if (m->engine) {
+		char *t = orh_xasprintf("%sengine %s %s %s\n", text, m->engine, m->handler,
+					m->engine_config ? m->engine_config : "-");
+		free(text);
+		text = t;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		char *t = orh_xasprintf("%s%c %s\n", text, m->v[i].kind, m->v[i].path);
+		free(text);
+		text = t;
+	}
+	return text;
+}
+
+/* dirfd of the host path's directory under root, and its last component in *name. */
+static int open_parent(const char *root, const char *path, const char **name, struct orh_err *err)
+{
+	_cleanup_free_ char *p = orh_xasprintf("%s%s", root, path);
+	char *slash = strrchr(p, '/');
+	int fd = -1;
+
+	*name = strrchr(path, '/') + 1;
+	*slash = '\0';
+	fd = open(*p ? p : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return orh_fail(err, errno, "opening '%s': %s", *p ? p : "/", strerror(errno));
+	return fd;
+}
+
+int orh_inst_save(const char *root, struct orh_inst_manifest *m, struct orh_err *err)
+{
+	_cleanup_free_ char *dir = orh_xstrdup(ORH_INSTALL_MANIFEST);
+	_cleanup_free_ char *text = NULL;
+	_cleanup_close_ int dirfd = -1;
+	const char *name = NULL;
+	int r;
+
+	*strrchr(dir, '/') = '\0';
+	r = make_dirs(root, m, dir, err);
+	if (r < 0)
+		return r;
+	text = manifest_text(m);
+	dirfd = open_parent(root, ORH_INSTALL_MANIFEST, &name, err);
+	if (dirfd < 0)
+		return dirfd;
+	r = orh_write_atomic(dirfd, name, text, strlen(text), 0644, err);
+	return r < 0 ? orh_err_prefix(err, "writing %s%s", root, ORH_INSTALL_MANIFEST) : 0;
+}
+
+/* Does dirfd/name hold exactly data? */
+static bool same_content(int dirfd, const char *name, const char *data, size_t len)
+{
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	_cleanup_free_ char *old = NULL;
+	size_t n = 0;
+
+	if (fd < 0 || orh_read_fd_all(fd, INST_COMPARE_MAX_BYTES, &old, &n) < 0)
+		return false;
+	return n == len && !memcmp(old, data, len);
+}
+
+int orh_inst_put(const char *root, struct orh_inst_manifest *m, char kind, const char *path,
+		 const char *data, size_t len, unsigned mode, const char **what,
+		 struct orh_err *err)
+{
+	_cleanup_free_ char *dir = orh_xstrdup(path);
+	_cleanup_close_ int dirfd = -1;
+	const char *name = NULL;
+	bool ours = orh_inst_has(m, path);
+	struct stat st;
+	int r;
+
+	*strrchr(dir, '/') = '\0';
+	r = *dir ? make_dirs(root, m, dir, err) : 0;
+	if (r < 0)
+		return r;
+	dirfd = open_parent(root, path, &name, err);
+	if (dirfd < 0)
+		return dirfd;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* there before, or the node config: never rewritten */
+		*what = "kept";
+		if (ours && kind != 'c' && same_content(dirfd, name, data, len) &&
+		    (st.st_mode & 07777) == mode)
+			*what = "unchanged";
+		if (!ours || kind == 'c' || !strcmp(*what, "unchanged"))
+			return orh_inst_save(root, m, err);
+		/* a file of our own with other content: the new one, with the image's mode */
+		*what = "updated";
+		if (unlinkat(dirfd, name, 0) < 0)
+			return orh_fail(err, errno, "removing '%s%s': %s", root, path, strerror(errno));
+	} else {
+		*what = "created";
+		add_entry(m, kind, path);
+	}
+	r = orh_inst_save(root, m, err);
+	if (r >= 0)
+		r = orh_write_atomic(dirfd, name, data, len, mode, err);
+	return r < 0 ? orh_err_prefix(err, "writing '%s%s'", root, path) : 0;
+}
+
+int orh_inst_link(const char *root, struct orh_inst_manifest *m, const char *path,
+		  const char *target, const char **what, struct orh_err *err)
+{
+	_cleanup_close_ int dirfd = -1;
+	const char *name = NULL;
+	char old[4096] = "";
+	ssize_t n;
+	int r;
+
+	dirfd = open_parent(root, path, &name, err);
+	if (dirfd < 0)
+		return dirfd;
+	n = readlinkat(dirfd, name, old, sizeof(old) - 1);
+	if (n >= 0 || errno != ENOENT) {
+		if (n >= 0)
+			old[n] = '\0';
+		*what = orh_inst_has(m, path) && n >= 0 && !strcmp(old, target) ? "unchanged"
+										 : "kept";
+		return 0;
+	}
+	*what = "created";
+	add_entry(m, 'l', path);
+	r = orh_inst_save(root, m, err);
+	if (r >= 0 && symlinkat(target, dirfd, name) < 0)
+		r = orh_fail(err, errno, "linking '%s%s' to '%s': %s", root, path, target,
+			     strerror(errno));
+	return r;
+}
+
+/* Remove one entry; an edited node config is kept. */
+static int remove_one(const char *root, const struct orh_inst_entry *e, const char *conf,
+		      size_t conf_len, struct orh_strv *done, struct orh_err *err)
+{
+	_cleanup_close_ int dirfd = -1;
+	const char *name = NULL;
+
+	dirfd = open_parent(root, e->path, &name, err);
+	if (dirfd < 0)
+		return dirfd == -ENOENT ? 0 : dirfd;
+	if (e->kind == 'c' && !same_content(dirfd, name, conf, conf_len) &&
+	    faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		orh_strv_pushf(done, "kept %s (edited)", e->path);
+		return 0;
+	}
+	if (unlinkat(dirfd, name, e->kind == 'd' ? AT_REMOVEDIR : 0) == 0) {
+		orh_strv_pushf(done, "removed %s", e->path);
+		return 0;
+	}
+	if (errno == ENOENT)
+		return 0;
+	if (e->kind == 'd' && (errno == ENOTEMPTY || errno == EEXIST)) {
+		orh_strv_pushf(done, "kept %s (not empty)", e->path);
+		return 0;
+	}
+	return orh_fail(err, errno, "removing '%s%s': %s", root, e->path, strerror(errno));
+}
+
+int orh_inst_remove_all(const char *root, struct orh_inst_manifest *m, const char *conf_default,
+			size_t conf_len, struct orh_strv *done, struct orh_err *err)
+{
+	struct orh_inst_entry man = { .kind = 'f', .path = (char *)ORH_INSTALL_MANIFEST };
+	struct orh_err e2 = { 0 };
+	int r = 0, r2;
+
+	for (size_t i = m->n; i-- > 0;) {
+		if (m->v[i].kind == 'd')
+			continue;
+		r2 = remove_one(root, &m->v[i], conf_default, conf_len, done, r < 0 ? &e2 : err);
+		r = r < 0 ? r : r2;
+	}
+	r2 = remove_one(root, &man, NULL, 0, done, r < 0 ? &e2 : err);
+	r = r < 0 ? r : r2;
+	for (size_t i = m->n; i-- > 0;) {
+		if (m->v[i].kind != 'd')
+			continue;
+		r2 = remove_one(root, &m->v[i], NULL, 0, done, r < 0 ? &e2 : err);
+		r = r < 0 ? r : r2;
+	}
+	return r;
+}
