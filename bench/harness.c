@@ -21,7 +21,7 @@
  *
  * Output, one line per SPEC and one per pairing with the first SPEC (the baseline) or with
  * the SPEC an @vs names:
- *   cmd name=N runs=R median_us=.. p10_us=.. p90_us=.. mad_us=.. min_us=..
+ *   cmd name=N runs=R rounds=D median_us=.. p10_us=.. p90_us=.. mad_us=.. min_us=..
  *       cpu_median_us=.. cpu_p10_us=.. cpu_p90_us=.. rss_kb=..
  *   vs name=N base=B ratio=.. ratio_p10=.. ratio_p90=.. ratio_ci_lo=.. ratio_ci_hi=..
  *       diff_us=.. diff_p10_us=.. diff_p90_us=.. and the same of CPU time, cpu_ratio=.. ...

@@ -16,7 +16,8 @@
 #include "orh/oci.h"
 #include "orh/spec.h"
 
-/* jansson >= 2.9 provides json_auto_t (json_decref on scope exit). */
+/* json_decref on scope exit, through the json_decrefp that jansson >= 2.9 provides for its
+ * json_auto_t. */
 #define _cleanup_json_ __attribute__((cleanup(json_decrefp)))
 
 static int load_json(const char *buf, size_t len, size_t max, size_t flags,
