@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The node's RDMA inventory, as read from sysfs and the routing table.
- * Discovery (src/node/discover.c) fills it; nothing else writes it.
+ * Discovery (src/node/discover.c) fills it; after that only the GID source it owns is
+ * written, as the planner's reader reads entries (orh_inventory_gids).
  */
 #ifndef ORH_INVENTORY_H
 #define ORH_INVENTORY_H
@@ -62,7 +63,8 @@ struct orh_port {
 	char phys_state_text[32];    /* "LinkUp" */
 	enum orh_link_layer link_layer;
 	char rate[64];               /* "200 Gb/sec (4X HDR)", empty when unreadable */
-	char netdev[IFNAMSIZ];       /* the port's net device (first GID's ndev, else device/net/) */
+	char netdev[IFNAMSIZ];       /* the port's net device (first GID's ndev, else
+				      * device/net/) */
 	unsigned gid_tbl_len;        /* number of entries in gids/ (0: unknown, plan mode) */
 	struct orh_gid *gids;        /* entries in use, ascending index: the whole table
 				      * (ORH_GIDS_ALL); none in plan mode, where entries are
@@ -180,7 +182,7 @@ unsigned long orh_inventory_reads(const struct orh_inventory *inv);
 int orh_gids_in_memory(void *arg, const struct orh_port *p, unsigned idx, struct orh_gid *g,
 		       struct orh_strv *warnings);
 
-/* Does this GID match `want` (type, family, not link-local, not zero)? */
+/* Is g an IPv6 link-local address (fe80::/10)? */
 bool orh_gid_is_link_local(const struct orh_gid *g);
 
 /* Value parsers (pure; exported for tests and fuzzers). All return 0 or -EINVAL. */

@@ -63,7 +63,7 @@ struct orh_devnode {
 	char path[64];      /* ORH_DEV_DIR + name: "/dev/infiniband/uverbs0" */
 	unsigned major;
 	unsigned minor;
-	unsigned mode;      /* 0666 */
+	unsigned mode;      /* 0666; umad and issm 0600 */
 	enum orh_chardev_kind kind;
 	const struct orh_device *owner; /* the device it belongs to (in the inventory);
 					 * NULL for rdma_cm, which every device shares */

@@ -9,8 +9,8 @@
  * number (prlimit) the pidfd's process is checked to be still there
  * (pidfd_send_signal(pidfd, 0)). A process keeps its number until it is reaped, and is
  * found through its pidfd until then: so what was read or done by number between
- * pidfd_open and a successful check was its own. Namespaces are entered through the
- * pidfd itself (setns).
+ * pidfd_open and a successful check was its own. A mount namespace is entered through
+ * the pidfd itself (setns, mount.c), or through its ns/mnt before Linux 5.8.
  *
  * Which process: see orh_target_judge() and docs/security.md.
  */

@@ -236,8 +236,9 @@ ssize_t orh_read_line_batch(struct orh_readbatch *b, int dirfd, const char *path
 	return strip_line(buf, read_bounded(fd, buf, max));
 }
 
-/* Wait until fd can be read (data or its end) or the deadline (CLOCK_MONOTONIC, in ms; a
- * negative deadline waits forever) has passed: 0, -ETIMEDOUT or -errno. */
+/* Wait until fd can be read (data or its end) or the deadline (CLOCK_MONOTONIC, in ms)
+ * has passed: 0, -ETIMEDOUT or -errno. A negative deadline returns 0 at once: the read
+ * itself then waits. */
 static int wait_readable(int fd, int64_t deadline_ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -274,7 +275,7 @@ static ssize_t read_within(int fd, void *buf, size_t n, int64_t deadline_ms)
 		if (r >= 0)
 			return r;
 		/* EAGAIN: a non-blocking fd that poll() said was readable; with no
-		 * deadline, nothing polls, and the caller gets it as before */
+		 * deadline nothing polls, and the caller gets -EAGAIN */
 		if (errno != EINTR && (errno != EAGAIN || deadline_ms < 0))
 			return -errno;
 	}
