@@ -41,7 +41,8 @@ struct orh_toml {
 /* Scan text (name is used in messages: "NAME:LINE: ..."). 0 or -EINVAL. */
 int orh_toml_scan(const char *text, const char *name, struct orh_toml *out, struct orh_err *err);
 void orh_toml_free(struct orh_toml *t);
-/* The last entry whose key is exactly key (segments joined by ORH_TOML_SEP), else NULL. */
+/* The last entry with a value (no table header) whose key is exactly key (segments joined
+ * by ORH_TOML_SEP), else NULL. */
 const struct orh_toml_entry *orh_toml_get(const struct orh_toml *t, const char *key);
 /* The first entry whose key is key or lies under it, else NULL. */
 const struct orh_toml_entry *orh_toml_find_under(const struct orh_toml *t, const char *key);

@@ -127,8 +127,9 @@ int cfg_shim_runtime(const struct orh_cfg_reader *rd, const char *name, char **o
 }
 
 /* The node config's runtime block for this engine: in place when the shim must execute
- * `runtime` (an absolute path) rather than the runc it finds itself (runtime NULL);
- * removed otherwise and on --undo. */
+ * `runtime` rather than the runc it finds itself (runtime NULL), unless the operator's own
+ * lines set a runtime other than runc (a note says so, and nothing is written); removed
+ * otherwise and on --undo. */
 int cfg_node_runtime(const struct orh_configure_req *req, const char *node_config,
 			const struct orh_cfg_reader *rd, const char *runtime,
 			struct orh_cfg_files *files, struct orh_strv *notes, struct orh_err *err)
