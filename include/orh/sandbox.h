@@ -20,8 +20,8 @@ enum orh_stage_privs {
 	ORH_PRIVS_HOOK,       /* the live hook: mknod, chown, mount, setns, cgroup, bpf, rlimit */
 };
 
-/* Keep exactly the capabilities of `stage` in the effective, permitted and inheritable
- * sets (clearing the ambient set) and set no_new_privs. Not having one of them (an
+/* Keep exactly the capabilities of `stage` in the effective and permitted sets, empty the
+ * inheritable and ambient sets, and set no_new_privs. Not having one of them (an
  * unprivileged test run) is not an error: the set only ever shrinks. */
 int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err);
 
