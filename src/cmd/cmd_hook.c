@@ -442,7 +442,7 @@ static int run(struct hook *h)
 		return failed_as(h, !strcmp(h->d.step, "container") ? h->step : h->d.step, &err,
 				 NEXT_NONE);
 	/* a request the decision ignored; what discovery skipped (a refused device number
-	 * among it), then the plan's own */
+	 * among it) and the GPUs' reading; the plan's; then the decision's own (memlock) */
 	for (size_t i = 0; i < h->d.warnings.n; i++)
 		orh_log(LOG_WARNING, "container %s: %s", cid(h), h->d.warnings.v[i]);
 	if (h->act == ORH_ACT_SKIP) {
