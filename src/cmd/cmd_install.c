@@ -378,6 +378,10 @@ static int undo(struct inst_opts *o, struct orh_inst_manifest *m, const char *co
 	return r;
 }
 
+static void on_signal(int sig)
+{
+}
+
 static int wait_for_stop(sigset_t *set)
 {
 	int sig = 0;
@@ -407,6 +411,9 @@ int orh_cmd_install(struct orh_ctx *ctx, int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
+	/* a handler, too: as a container's PID 1 it gets no signal left at SIG_DFL */
+	sigaction(SIGTERM, &(struct sigaction){ .sa_handler = on_signal }, NULL);
+	sigaction(SIGINT, &(struct sigaction){ .sa_handler = on_signal }, NULL);
 	r = orh_inst_load(o.root, &m, &err);
 	if (r >= 0 && !o.uninstall) {
 		r = put_files(&o, &m, ctx->config_path, &err);
