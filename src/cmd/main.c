@@ -44,7 +44,8 @@ static void usage(FILE *f)
 }
 
 enum confine {
-	CONFINE_NONE,    /* the runtime shim: it executes the real runtime, fully privileged */
+	CONFINE_NONE,    /* the runtime shim (it executes the real runtime, fully privileged),
+			  * configure and install (they write the engines' files) */
 	CONFINE_CAPS,    /* no capability at all */
 	CONFINE_FILTER,  /* no capability, and the seccomp allow-list */
 	CONFINE_HOOK,    /* the hook's capabilities, and the seccomp allow-list */
