@@ -4,8 +4,8 @@
  * under a temporary name in the same directory, given its owner, mode and content, then
  * renamed over the old one, so that whoever looks at the name sees the old entry or the
  * complete new one, never a part. Every file and node the binary writes goes through it,
- * none is written in place: the runtime shim's config.json, `cdi --output` and
- * configure's files (orh_write_atomic), the container's /etc/nccl.conf, the copy of it
+ * none is written in place: the runtime shim's config.json, `cdi --output`, configure's
+ * and install's files (orh_write_atomic), the container's /etc/nccl.conf, the copy of it
  * generated under /run/oci-rdma-hook (a new file each time: a copy mounted into a
  * container keeps its content), and every device node. Two writes are no replacement: an
  * empty /etc/nccl.conf made with O_EXCL as a mount point where there is none, and the line
