@@ -189,12 +189,29 @@ tr "\0" "\n" </proc/1/environ | grep "^NCCL_" | sed "s/^/env /"
 [ -f /etc/nccl.conf ] && sed "s/^/conf /" /etc/nccl.conf
 true'
 
+# ORH_VM_FAKE (run.sh passes it in OUTDIR/env): a hang made on purpose as the third container
+# starts, to show that the host's watchdog ends the boot: stall (this script waits forever,
+# the guest stays up), freeze (every process stops, the heartbeat too), lockup (a soft
+# lockup line as the kernel writes it, then a wait forever), panic (a real kernel panic)
+fake_hang() {
+	case ${ORH_VM_FAKE:-} in
+	stall) sleep infinity ;;
+	freeze) kill -STOP -1; kill -STOP $$ ;;
+	lockup)
+		echo "<0>watchdog: BUG: soft lockup - CPU#1 stuck for 23s! [runc:$$] (ORH_VM_FAKE=lockup)" >/dev/kmsg
+		sleep infinity
+		;;
+	panic) echo c >/proc/sysrq-trigger ;;
+	esac
+}
+
 run_n=0
 # runc_run BUNDLE [RUNTIME...]: run to completion; stdout in $OUT, stderr in $ERR, $RC
 runc_run() {
 	local b=$1
 	shift
 	run_n=$((run_n + 1))
+	[ "$run_n" = 3 ] && fake_hang
 	RC=0
 	OUT=$(cd "$b" && "${@:-runc}" run "orh-vm-$run_n" 2>$W/err-$run_n </dev/null) || RC=$?
 	ERR=$(cat $W/err-$run_n)
