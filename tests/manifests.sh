@@ -427,6 +427,43 @@ for engine in ("containerd", "CRI-O"):
     check("%s, the package's defaults: a pod that asks for nothing gets every HCA of the node"
           % engine, rc_ == 0 and hca == ALL_PORTS, (rc_, out, err))
 
+# ---- the installer DaemonSet (installer.yaml) and the node label it has set ---------------------
+dss = [d for d in every if d["kind"] == "DaemonSet"]
+check("exactly one DaemonSet, apps/v1", len(dss) == 1 and dss[0].get("apiVersion") == "apps/v1",
+      [d["metadata"]["name"] for d in dss])
+tpl = (dss[0] if dss else {}).get("spec", {}).get("template", {})
+pspec = tpl.get("spec", {})
+ctrs = pspec.get("containers", [])
+c0 = ctrs[0] if ctrs else {}
+check("the DaemonSet's selector matches its pod template's labels",
+      bool(dss) and dss[0]["spec"].get("selector", {}).get("matchLabels", {}).items() <=
+      tpl.get("metadata", {}).get("labels", {}).items())
+check("the DaemonSet has a nodeSelector", bool(pspec.get("nodeSelector")), pspec.get("nodeSelector"))
+host_vols = [v["name"] for v in pspec.get("volumes", [])
+             if v.get("hostPath", {}).get("path") == "/"]
+check("the host's / is mounted at /host (the entrypoint's --root)",
+      any(m.get("mountPath") == "/host" and m.get("name") in host_vols
+          for m in c0.get("volumeMounts", [])), c0.get("volumeMounts"))
+args = c0.get("args", [])
+ds_handler = args[args.index("--handler") + 1] if "--handler" in args[:-1] else "rdma"
+check("the installer registers the RuntimeClass's handler (%s)" % handler, ds_handler == handler,
+      ds_handler)
+sc = c0.get("securityContext", {})
+check("the installer is not privileged: every capability dropped, SYS_CHROOT alone added",
+      not sc.get("privileged") and sc.get("capabilities", {}).get("drop") == ["ALL"] and
+      sc.get("capabilities", {}).get("add", []) == ["SYS_CHROOT"], sc)
+check("the installer sees the engine's PID (hostPID) and has no API token",
+      pspec.get("hostPID") is True and pspec.get("automountServiceAccountToken") is False)
+install_h = open(os.path.join(src, "include", "orh", "install.h")).read()
+label = re.search(r'#define ORH_INSTALL_LABEL "([^"]+)"', install_h)
+label = label.group(1) if label else None
+check("the RuntimeClass selects the nodes by the label the installer's feature file sets (%s=%s)"
+      % (label, handler), (rc.get("scheduling") or {}).get("nodeSelector") == {label: handler},
+      (rc.get("scheduling") or {}).get("nodeSelector"))
+build_sh = open(os.path.join(src, "deploy", "installer", "build-image.sh")).read()
+check("the installer image is FROM scratch, its entrypoint install --root /host",
+      "FROM scratch" in build_sh and '"install", "--root", "/host"]' in build_sh)
+
 # ---- the man page points here -------------------------------------------------------------------
 man = open(os.path.join(src, "man", "oci-rdma-hook.8")).read()
 kube = open(os.path.join(src, "man", "oci-rdma-hook-kubernetes.7")).read()

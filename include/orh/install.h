@@ -19,9 +19,10 @@
 
 /* The manifest, as the host knows it (under the root). */
 #define ORH_INSTALL_MANIFEST "/var/lib/oci-rdma-hook/install.manifest"
-/* The node-feature-discovery feature file that labels the node: its local source turns
- * the line "oci-rdma-hook-runtime=HANDLER" into the node label
- * feature.node.kubernetes.io/oci-rdma-hook-runtime=HANDLER. */
+/* The node-feature-discovery feature file that labels the node: NFD's local source turns
+ * its line "feature.node.kubernetes.io/oci-rdma-hook-runtime=HANDLER" into that node
+ * label, and drops the label when the file goes. */
+#define ORH_INSTALL_LABEL "feature.node.kubernetes.io/oci-rdma-hook-runtime"
 #define ORH_INSTALL_FEATURE_FILE "/etc/kubernetes/node-feature-discovery/features.d/oci-rdma-hook"
 
 /* One thing install added. */

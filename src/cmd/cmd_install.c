@@ -319,7 +319,8 @@ static void print_lines(const char *prefix, struct orh_strv *lines)
 static int configure_engine(const struct inst_opts *o, struct orh_inst_manifest *m,
 			    const char *conf, struct orh_err *err)
 {
-	_cleanup_free_ char *label = orh_xasprintf("oci-rdma-hook-runtime=%s\n", o->req.handler);
+	_cleanup_free_ char *label = orh_xasprintf(ORH_INSTALL_LABEL "=%s\n",
+						  o->req.handler);
 	struct orh_strv changed = { 0 }, notes = { 0 };
 	const char *what = NULL;
 	int r;

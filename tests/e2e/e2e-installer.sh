@@ -100,7 +100,7 @@ check "the node config is the default one" cmp "$CRI_SRC/conf/oci-rdma-hook.conf
 check "the hooks.d files name the installed binary" \
 	jq -e --arg b "$BINDIR/oci-rdma-hook" '.hook.path == $b' "$H$HOOKS_DIR/oci-rdma-hook.json"
 check "the node-feature-discovery feature file labels the node" \
-	grep -qx 'oci-rdma-hook-runtime=rdma' "$H/etc/kubernetes/node-feature-discovery/features.d/oci-rdma-hook"
+	grep -qx 'feature.node.kubernetes.io/oci-rdma-hook-runtime=rdma' "$H/etc/kubernetes/node-feature-discovery/features.d/oci-rdma-hook"
 check "containerd's config has the handler rdma, BinaryName the copied shim" \
 	grep -qxF "  BinaryName = \"$SHIM\"" "$H/etc/containerd/config.toml"
 check "no containerd was listening: the installer says it reads the config at its start" \
