@@ -10,7 +10,10 @@
 #     handler (tests/cri/cri.py): the copied shim serves it (the plan's settings inside);
 #   - a second install over the first, after the node config was edited, changes nothing;
 #   - SIGTERM (docker stop) undoes it: the host root is the original byte for byte, the
-#     edited node config (and the directories holding it) left in place.
+#     edited node config (and the directories holding it) left in place;
+#   - with the host's PID namespace (the DaemonSet's hostPID) and a containerd listening on
+#     the host root's socket, the installer finds its PID from the socket and sends SIGHUP;
+#     --uninstall then undoes that install.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/e2e-containerd-lib.sh"
 CRI_SRC=${ORH_SRCDIR:-$HERE/../..}
@@ -41,6 +44,7 @@ stop_all() {
 		umount -R "$WORK"/cri/state/* 2>/dev/null || true
 	fi
 	docker rm -f "$INST" >/dev/null 2>&1 || true
+	[ -z "${CD2_PID:-}" ] || kill -9 "$CD2_PID" 2>/dev/null || true
 	stop_daemons
 }
 trap 'rc=$?; stop_all; cleanup_work $rc' EXIT
@@ -169,5 +173,45 @@ check "the host root is the original byte for byte, apart from the edited config
 check "containerd's config is the original, byte for byte" \
 	bash -c 'grep -q "config.toml$" "$1" && grep "config.toml$" "$1" | grep "^[0-9a-f]" |
 		diff - <(cd "$2" && sha256sum ./etc/containerd/config.toml)' _ "$WORK/orig.snap" "$H"
+
+# ---- the engine signalled: a containerd listening on the host root's socket ---------------
+# (the DaemonSet's hostPID: the PID behind the socket is one of the installer's namespace).
+# containerd does not handle SIGHUP: it exits (status 129), for its service manager to
+# start it again on the new config.
+H2=$WORK/host2
+mkdir -p "$H2/etc/containerd" "$H2/run/containerd" "$WORK/cd2"
+cat >"$H2/etc/containerd/config.toml" <<EOF
+version = 2
+root = "$WORK/cd2/root"
+state = "$WORK/cd2/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$H2/run/containerd/containerd.sock"
+[ttrpc]
+  address = "$H2/run/containerd/containerd.sock.ttrpc"
+[debug]
+  address = "$WORK/cd2/debug.sock"
+EOF
+containerd --config "$H2/etc/containerd/config.toml" >"$WORK/cd2/containerd.log" 2>&1 &
+CD2_PID=$!
+wait_for 30 ctr -a "$H2/run/containerd/containerd.sock" version ||
+	cant_run "containerd on host2 did not start: $(tail -5 "$WORK/cd2/containerd.log")"
+RC=0
+docker run --rm --network none --pid host -v "$H2:/host" "$IMAGE" --once \
+	>"$WORK/signal.log" 2>&1 || RC=$?
+check "install --once with containerd running exits 0 (rc $RC)" [ "$RC" = 0 ]
+check "it sent SIGHUP to containerd's PID ($CD2_PID), found behind its socket" \
+	grep -qx "note: sent SIGHUP to pid $CD2_PID (behind /run/containerd/containerd.sock)" \
+	"$WORK/signal.log"
+CD2_RC=0
+wait_for 10 bash -c '! kill -0 "$1"' _ "$CD2_PID" || true
+wait "$CD2_PID" 2>/dev/null || CD2_RC=$?
+check "containerd exited on SIGHUP (status $CD2_RC: 129), to be started again" [ "$CD2_RC" = 129 ]
+RC=0
+docker run --rm --network none --pid host -v "$H2:/host" "$IMAGE" --uninstall \
+	>"$WORK/uninstall.log" 2>&1 || RC=$?
+check "install --uninstall with no containerd running: exit 0, the manifest gone (rc $RC)" \
+	bash -c '[ "$1" = 0 ] && grep -q "^removed /var/lib/oci-rdma-hook/install.manifest$" "$2" &&
+		[ ! -e "$3/var/lib/oci-rdma-hook" ]' _ "$RC" "$WORK/uninstall.log" "$H2"
 
 finish
