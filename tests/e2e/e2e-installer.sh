@@ -19,13 +19,18 @@
 CRI_SRC=${ORH_SRCDIR:-$HERE/../..}
 . "$CRI_SRC/tests/cri/lib.sh"
 need_root_runc
-command -v dockerd >/dev/null 2>&1 || cant_run "dockerd (docker.io) not installed"
-command -v docker >/dev/null 2>&1 || cant_run "docker client not installed"
+# The image needs the static binary; a build without it (the sanitizer pass: -Dstatic=false)
+# runs the same steps with the binary itself, the image's files under $WORK/imgroot (--from)
+IMAGE_MODE=true
+file_is_static "$HOOK" || IMAGE_MODE=false
+if $IMAGE_MODE; then
+	command -v dockerd >/dev/null 2>&1 || cant_run "dockerd (docker.io) not installed"
+	command -v docker >/dev/null 2>&1 || cant_run "docker client not installed"
+fi
 command -v ctr >/dev/null 2>&1 || cant_run "ctr (containerd) not installed"
 command -v jq >/dev/null 2>&1 || cant_run "jq not installed"
 [ -x "${PAUSE:-}" ] || cant_run "PAUSE (the static tests/cri/pause.c) not built"
 [ -n "${ORH_BUILDDIR:-}" ] || cant_run "ORH_BUILDDIR not set"
-file_is_static "$HOOK" || cant_run "$HOOK is not static (-Dstatic=true): no image FROM scratch"
 CRI_PY=$(cri_py) ||
 	cant_run "no python3 with grpc and grpc_tools (python3-grpcio, python3-grpc-tools)"
 
@@ -43,7 +48,8 @@ stop_all() {
 		done
 		umount -R "$WORK"/cri/state/* 2>/dev/null || true
 	fi
-	docker rm -f "$INST" >/dev/null 2>&1 || true
+	! $IMAGE_MODE || docker rm -f "$INST" >/dev/null 2>&1 || true
+	[ -z "${INST_PID:-}" ] || kill -9 "$INST_PID" 2>/dev/null || true
 	[ -z "${CD2_PID:-}" ] || kill -9 "$CD2_PID" 2>/dev/null || true
 	stop_daemons
 }
@@ -57,24 +63,67 @@ H=$WORK/host
 # the shim as the engine on this machine finds it: in the scratch host root
 SHIM=$H$BINDIR/oci-rdma-runtime
 
-# ---- a private dockerd builds the image ----------------------------------------------------
-start_containerd "$WORK/unused.conf" "$WORK/unused"
-D=$WORK/docker
-mkdir -p "$D"
-export DOCKER_HOST=unix://$D/docker.sock
-dockerd --data-root "$D/data" --exec-root "$D/exec" --pidfile "$D/docker.pid" \
-	-H "$DOCKER_HOST" --containerd "$CD_SOCK" --storage-driver vfs --bridge none \
-	--iptables=false --ip-masq=false --exec-opt native.cgroupdriver=cgroupfs \
-	>"$D/dockerd.log" 2>&1 &
-DAEMON_PIDS+=($!)
-wait_for 60 docker version || cant_run "dockerd did not start: $(tail -5 "$D/dockerd.log")"
-IMAGE=$("$CRI_SRC/deploy/installer/build-image.sh" "$ORH_BUILDDIR" "orh-e2e-installer:$$" \
-	2>"$WORK/build.err") || { not_ok "build-image.sh: $(cat "$WORK/build.err")"; finish || exit 1; }
-check "the image is built, its entrypoint install --root /host" \
-	eval '[ "$(docker image inspect -f "{{json .Config.Entrypoint}}" "$IMAGE")" = \
-		"[\"$BINDIR/oci-rdma-hook\",\"install\",\"--root\",\"/host\"]" ]'
-LAYERS=$(docker image inspect -f '{{len .RootFS.Layers}}' "$IMAGE" 2>&1 || true)
-check "the image is FROM scratch: one layer, its COPY (layers: $LAYERS)" [ "$LAYERS" = 1 ]
+# ---- the installer: the image run by a private dockerd, or the binary itself ---------------
+# inst_start HOST ARG...: the installer in the background on HOST (its /host)
+# inst_log: its output so far; inst_stop: SIGTERM, its exit status in $INST_RC
+# inst_once HOST ARG...: a second installer, run to its end, its output on stdout
+INST_PID=""
+if $IMAGE_MODE; then
+	start_containerd "$WORK/unused.conf" "$WORK/unused"
+	D=$WORK/docker
+	mkdir -p "$D"
+	export DOCKER_HOST=unix://$D/docker.sock
+	dockerd --data-root "$D/data" --exec-root "$D/exec" --pidfile "$D/docker.pid" \
+		-H "$DOCKER_HOST" --containerd "$CD_SOCK" --storage-driver vfs --bridge none \
+		--iptables=false --ip-masq=false --exec-opt native.cgroupdriver=cgroupfs \
+		>"$D/dockerd.log" 2>&1 &
+	DAEMON_PIDS+=($!)
+	wait_for 60 docker version || cant_run "dockerd did not start: $(tail -5 "$D/dockerd.log")"
+	IMAGE=$("$CRI_SRC/deploy/installer/build-image.sh" "$ORH_BUILDDIR" "orh-e2e-installer:$$" \
+		2>"$WORK/build.err") || { not_ok "build-image.sh: $(cat "$WORK/build.err")"; finish || exit 1; }
+	check "the image is built, its entrypoint install --root /host" \
+		eval '[ "$(docker image inspect -f "{{json .Config.Entrypoint}}" "$IMAGE")" = \
+			"[\"$BINDIR/oci-rdma-hook\",\"install\",\"--root\",\"/host\"]" ]'
+	LAYERS=$(docker image inspect -f '{{len .RootFS.Layers}}' "$IMAGE" 2>&1 || true)
+	check "the image is FROM scratch: one layer, its COPY (layers: $LAYERS)" [ "$LAYERS" = 1 ]
+
+	inst_start() {
+		local h=$1
+		shift
+		docker run -d --name "$INST" --network none -v "$h:/host" "$IMAGE" "$@" >/dev/null
+	}
+	inst_log() { docker logs "$INST" 2>&1; }
+	inst_stop() {
+		docker stop -t 30 "$INST" >/dev/null
+		INST_RC=$(docker inspect -f '{{.State.ExitCode}}' "$INST")
+	}
+	inst_once() {
+		local h=$1
+		shift
+		docker run --rm --network none --pid host -v "$h:/host" "$IMAGE" "$@" 2>&1
+	}
+else
+	DESTDIR=$WORK/imgroot meson install -C "$ORH_BUILDDIR" --no-rebuild --quiet >/dev/null ||
+		cant_run "meson install into $WORK/imgroot failed"
+	inst_start() {
+		local h=$1
+		shift
+		"$HOOK" install --root "$h" --from "$WORK/imgroot" "$@" >"$WORK/inst.out" 2>&1 &
+		INST_PID=$!
+	}
+	inst_log() { cat "$WORK/inst.out"; }
+	inst_stop() {
+		INST_RC=0
+		kill -TERM "$INST_PID"
+		wait "$INST_PID" || INST_RC=$?
+		INST_PID=""
+	}
+	inst_once() {
+		local h=$1
+		shift
+		"$HOOK" install --root "$h" --from "$WORK/imgroot" "$@" 2>&1
+	}
+fi
 
 # ---- the scratch host root: a containerd config, and a file of the node's own ------------
 CD=$WORK/cri
@@ -93,11 +142,11 @@ snapshot() {
 snapshot "$H" >"$WORK/orig.snap"
 
 # ---- install ------------------------------------------------------------------------------
-docker run -d --name "$INST" --network none -v "$H:/host" "$IMAGE" --shim "$SHIM" >/dev/null ||
-	{ not_ok "docker run of the installer"; finish || exit 1; }
+installed() { inst_log | grep -qx "installed; waiting for SIGTERM to undo it"; }
+inst_start "$H" --shim "$SHIM" || { not_ok "the installer's start"; finish || exit 1; }
 check "the installer says it is installed and waits" \
-	wait_for 30 bash -c 'docker logs "$1" 2>&1 | grep -qx "installed; waiting for SIGTERM to undo it"' _ "$INST"
-docker logs "$INST" >"$WORK/install.log" 2>&1
+	wait_for 30 installed
+inst_log >"$WORK/install.log"
 check "the binary is the built one" cmp "$HOOK" "$H$BINDIR/oci-rdma-hook"
 check "oci-rdma-runtime links to it" [ "$(readlink "$SHIM")" = oci-rdma-hook ]
 check "the node config is the default one" cmp "$CRI_SRC/conf/oci-rdma-hook.conf" "$H$CONF"
@@ -148,8 +197,7 @@ echo '# edited by the operator' >>"$H$CONF"
 cp "$H$CONF" "$WORK/edited.conf"
 snapshot "$H" >"$WORK/installed.snap"
 RC=0
-docker run --rm --network none -v "$H:/host" "$IMAGE" --shim "$SHIM" --once \
-	>"$WORK/second.log" 2>&1 || RC=$?
+inst_once "$H" --shim "$SHIM" --once >"$WORK/second.log" || RC=$?
 check "a second install exits 0 (rc $RC: $(tail -2 "$WORK/second.log" | tr '\n' ' '))" [ "$RC" = 0 ]
 check "it found the files installed (unchanged lines) and wrote no engine file" \
 	bash -c 'grep -q "^unchanged .*/oci-rdma-hook$" "$1" && ! grep -Eq "^(created|changed|removed) /" "$1"' \
@@ -158,10 +206,9 @@ check "it changed nothing under the host root, the edited config kept" \
 	diff "$WORK/installed.snap" <(snapshot "$H")
 
 # ---- SIGTERM undoes it ----------------------------------------------------------------------
-docker stop -t 30 "$INST" >/dev/null
-docker logs "$INST" >"$WORK/undo.log" 2>&1
-check "the installer exited 0 after SIGTERM" \
-	[ "$(docker inspect -f '{{.State.ExitCode}}' "$INST")" = 0 ]
+inst_stop
+inst_log >"$WORK/undo.log"
+check "the installer exited 0 after SIGTERM (status $INST_RC)" [ "$INST_RC" = 0 ]
 check "it says it undid the installation" grep -q '^signal 15: undoing the installation' "$WORK/undo.log"
 check "the edited node config is kept, as edited" cmp "$WORK/edited.conf" "$H$CONF"
 # what may differ from the original: the edited config and the directories holding it
@@ -197,8 +244,7 @@ CD2_PID=$!
 wait_for 30 ctr -a "$H2/run/containerd/containerd.sock" version ||
 	cant_run "containerd on host2 did not start: $(tail -5 "$WORK/cd2/containerd.log")"
 RC=0
-docker run --rm --network none --pid host -v "$H2:/host" "$IMAGE" --once \
-	>"$WORK/signal.log" 2>&1 || RC=$?
+inst_once "$H2" --once >"$WORK/signal.log" || RC=$?
 check "install --once with containerd running exits 0 (rc $RC)" [ "$RC" = 0 ]
 check "it sent SIGHUP to containerd's PID ($CD2_PID), found behind its socket" \
 	grep -qx "note: sent SIGHUP to pid $CD2_PID (behind /run/containerd/containerd.sock)" \
@@ -208,8 +254,7 @@ wait_for 10 bash -c '! kill -0 "$1"' _ "$CD2_PID" || true
 wait "$CD2_PID" 2>/dev/null || CD2_RC=$?
 check "containerd exited on SIGHUP (status $CD2_RC: 129), to be started again" [ "$CD2_RC" = 129 ]
 RC=0
-docker run --rm --network none --pid host -v "$H2:/host" "$IMAGE" --uninstall \
-	>"$WORK/uninstall.log" 2>&1 || RC=$?
+inst_once "$H2" --uninstall >"$WORK/uninstall.log" || RC=$?
 check "install --uninstall with no containerd running: exit 0, the manifest gone (rc $RC)" \
 	bash -c '[ "$1" = 0 ] && grep -q "^removed /var/lib/oci-rdma-hook/install.manifest$" "$2" &&
 		[ ! -e "$3/var/lib/oci-rdma-hook" ]' _ "$RC" "$WORK/uninstall.log" "$H2"
