@@ -39,6 +39,13 @@ cleanup_faults() {
 }
 trap 'rc=$?; cleanup_faults; cleanup_work $rc' EXIT
 fresh() { rm -rf "$WORK/$1"; cp -a "$WORK/base" "$WORK/$1"; }
+# said PATTERN COMMAND...: the hook's stderr ($HLOG) holds PATTERN, and COMMAND succeeds:
+# what a run left unchanged is checked beside the reason that run gave
+said() {
+	local pat=$1
+	shift
+	grep -q -- "$pat" <<<"$HLOG" && "$@"
+}
 
 # hook_pid BUNDLE CONF PID [SYSROOT] [PREFIX...]: createRuntime for PID (a stand-in
 # container, fake_ctr, or a pid that is gone); HRC, HLOG
@@ -62,7 +69,8 @@ hook_pid "$WORK/b1" "$WORK/warn.conf" "$SLEEPER" "$WORK/empty"
 stop_fake_ctr
 check "no /sys at all: exit 0" [ "$HRC" = 0 ]
 check "no /sys at all: 'no usable RDMA device' logged" grep -q "no usable RDMA device on this node; left unchanged" <<<"$HLOG"
-check "no /sys at all: container unchanged" [ ! -e "$WORK/r1/etc/nccl.conf" -a ! -e "$WORK/r1/dev/infiniband" ]
+check "no /sys at all: container unchanged" \
+	said "no usable RDMA device" [ ! -e "$WORK/r1/etc/nccl.conf" -a ! -e "$WORK/r1/dev/infiniband" ]
 # a container that asked for RDMA on that node: on_error = fail refuses it with the reason,
 # on_error = warn starts it with a warning; one that did not ask (above) starts as it is
 fresh r1f
@@ -155,7 +163,8 @@ hook_pid "$WORK/b3" "$WORK/warn.conf" "$gone"
 check "exited pid, on_error=warn: exit 0" [ "$HRC" = 0 ]
 check "exited pid: the failed step and the reason are logged" \
 	grep -q "container process: pid $gone: no such process; the container starts unchanged (on_error=warn)" <<<"$HLOG"
-check "exited pid: nothing written" [ ! -e "$WORK/r3/etc/nccl.conf" -a ! -e "$WORK/r3/dev/infiniband" ]
+check "exited pid: nothing written" \
+	said "pid $gone: no such process" [ ! -e "$WORK/r3/etc/nccl.conf" -a ! -e "$WORK/r3/dev/infiniband" ]
 make_bundle "$WORK/b3f" "$WORK/r3" "$WORK/node" "$WORK/fail.conf" true "$HOSTNET; $ASK"
 hook_pid "$WORK/b3f" "$WORK/fail.conf" "$gone"
 check "exited pid, on_error=fail, asked: exit 1, logged" \
@@ -223,7 +232,7 @@ check "refused device directory, on_error=warn: exit 0, the step and its reason 
 	bash -c '[ "$1" = 0 ] && grep -q "device nodes: .*the container starts without this step, the others still run" <<<"$2"' \
 	_ "$HRC" "$HLOG"
 check "refused device directory: the image's file is left as it was" \
-	[ "$(cat "$WORK/r4d/dev/infiniband")" = "not a directory" ]
+	said "device nodes: " [ "$(cat "$WORK/r4d/dev/infiniband")" = "not a directory" ]
 check "refused device directory: memlock and /etc/nccl.conf are still done" \
 	bash -c 'grep -q "^NCCL_IB_HCA=" "$1/etc/nccl.conf" && grep -q "memlock .*raised" <<<"$2" &&
 		 grep -q "device nodes: failed;" <<<"$2"' _ "$WORK/r4d" "$HLOG"
@@ -252,10 +261,13 @@ check "full /run: the file and ENOSPC are named in the log" \
 	grep -q "/etc/nccl.conf: .*/run/oci-rdma-hook/orh-fault-$$-b5.*No space left on device; the container starts without this step, the others still run" <<<"$HLOG"
 # (in the mount table of the stand-in container, which has its rootfs mounted)
 check "full /run: nothing is mounted over the image's file" \
+	said "No space left on device" \
 	bash -c 'grep -q " $1 " "/proc/$2/mountinfo" && ! grep -q " $1/etc/nccl.conf " "/proc/$2/mountinfo"' \
 	_ "$WORK/r5" "$SLEEPER"
-check "full /run: the image's file is untouched" [ "$(cat "$WORK/r5/etc/nccl.conf")" = NCCL_DEBUG=WARN ]
-check "full /run: nothing left in the real /run/oci-rdma-hook" [ ! -e "/run/oci-rdma-hook/orh-fault-$$-b5" ]
+check "full /run: the image's file is untouched" \
+	said "No space left on device" [ "$(cat "$WORK/r5/etc/nccl.conf")" = NCCL_DEBUG=WARN ]
+check "full /run: nothing left in the real /run/oci-rdma-hook" \
+	said "No space left on device" [ ! -e "/run/oci-rdma-hook/orh-fault-$$-b5" ]
 make_bundle "$WORK/b5f" "$WORK/r5" "$WORK/node" "$WORK/fail.conf" true \
 	"$HOSTNET; c['root']['readonly'] = True; $ASK"
 hook_pid "$WORK/b5f" "$WORK/fail.conf" "$SLEEPER" "$WORK/node" unshare -m --propagation private sh -c "$FULL"

@@ -70,6 +70,14 @@ conf_is_plan_only() {
 	done <"$1/etc/nccl.conf"
 	[ "$(grep -vc '^#' "$1/etc/nccl.conf")" = "$(wc -l <"$WORK/plan.env")" ]
 }
+# said PATTERN TEXT COMMAND...: TEXT (what a run of the hook wrote on stderr) holds PATTERN,
+# and COMMAND succeeds. What a run left unchanged proves something only of a run that
+# happened: each "nothing done" is checked beside the reason that run gave.
+said() {
+	local pat=$1 text=$2
+	shift 2
+	grep -q -- "$pat" <<<"$text" && "$@"
+}
 host_listing() {
 	(cd "$WORK" && find . -path ./direct -prune -o -print |
 		grep -v -e '/direct.log$' -e '/direct.mountinfo$' | sort)
@@ -84,14 +92,17 @@ hook_direct "$WORK/b1" "$WORK/always.conf"
 check "preset=../../x: on_error=warn exits 0" [ "$HRC" = 0 ]
 check "preset=../../x: refused as an unknown preset, naming the annotation" \
 	grep -q "annotation 'oci-rdma-hook/preset': unknown preset '../../x'" <<<"$HLOG"
-check "preset=../../x: the container is left unchanged" untouched "$WORK/r1"
-check "preset=../../x: no file appeared anywhere under the work dir" [ "$(host_listing)" = "$before" ]
+check "preset=../../x: the container is left unchanged" \
+	said "unknown preset '../../x'" "$HLOG" untouched "$WORK/r1"
+check "preset=../../x: no file appeared anywhere under the work dir" \
+	said "unknown preset '../../x'" "$HLOG" [ "$(host_listing)" = "$before" ]
 make_bundle "$WORK/b1f" "$WORK/r1" "$WORK/node" "$WORK/failmode.conf" true \
 	"$HOSTNET; c['annotations'] = {'oci-rdma-hook/enable': 'true', 'oci-rdma-hook/preset': '/usr/lib/x.so'}"
 hook_direct "$WORK/b1f" "$WORK/failmode.conf"
 check "preset=/usr/lib/x.so with on_error=fail and enable=true: exit 1" [ "$HRC" = 1 ]
 check "preset=/usr/lib/x.so: the error names the annotation" grep -q "unknown preset '/usr/lib/x.so'" <<<"$HLOG"
-check "preset=/usr/lib/x.so: the container is left unchanged" untouched "$WORK/r1"
+check "preset=/usr/lib/x.so: the container is left unchanged" \
+	said "unknown preset '/usr/lib/x.so'" "$HLOG" untouched "$WORK/r1"
 
 # ---- 2. 1 MiB annotations ----------------------------------------------------------
 fresh r2
@@ -101,8 +112,10 @@ hook_direct "$WORK/b2" "$WORK/always.conf"
 check "1 MiB oci-rdma-hook/preset: exit 0 within 10 s" [ "$HRC" = 0 -a "$HSECS" -le 10 ]
 check "1 MiB oci-rdma-hook/preset: refused as not acceptable" \
 	grep -q "annotation 'oci-rdma-hook/preset': value is not acceptable" <<<"$HLOG"
-check "1 MiB oci-rdma-hook/preset: not echoed into the log (log < 4 KiB)" [ "${#HLOG}" -lt 4096 ]
-check "1 MiB oci-rdma-hook/preset: the container is left unchanged" untouched "$WORK/r2"
+check "1 MiB oci-rdma-hook/preset: not echoed into the log (log < 4 KiB)" \
+	said "value is not acceptable" "$HLOG" [ "${#HLOG}" -lt 4096 ]
+check "1 MiB oci-rdma-hook/preset: the container is left unchanged" \
+	said "value is not acceptable" "$HLOG" untouched "$WORK/r2"
 fresh r2b
 make_bundle "$WORK/b2b" "$WORK/r2b" "$WORK/node" "$WORK/always.conf" true \
 	"$HOSTNET; c['annotations'] = {'org.example/blob': 'A' * (1 << 20), 'oci-rdma-hook/enable': 'true'}"
@@ -118,8 +131,9 @@ hook_direct "$WORK/b3" "$WORK/always.conf"
 check "hostile process.env: the hook succeeds" [ "$HRC" = 0 ]
 check "hostile process.env: nccl.conf holds exactly the plan lines and '='-free comments" \
 	conf_is_plan_only "$WORK/r3"
-check "hostile process.env: no NCCL_NET_PLUGIN/LD_PRELOAD/NCCL_NET line in nccl.conf" \
-	bash -c '! grep -Eq "^(NCCL_NET_PLUGIN|LD_PRELOAD|NCCL_NET)=" "$1/etc/nccl.conf"' _ "$WORK/r3"
+check "hostile process.env: no NCCL_NET_PLUGIN/LD_PRELOAD/NCCL_NET line in nccl.conf (which holds the plan)" \
+	bash -c 'grep -q "^NCCL_IB_HCA=" "$1/etc/nccl.conf" &&
+		! grep -Eq "^(NCCL_NET_PLUGIN|LD_PRELOAD|NCCL_NET)=" "$1/etc/nccl.conf"' _ "$WORK/r3"
 # the shim: the user's entries are kept byte for byte; only whole plan entries are added
 cp "$WORK/b3/config.json" "$WORK/b3/config.orig"
 SRC=0
@@ -135,6 +149,9 @@ assert new["process"]["env"] == old["process"]["env"], "process.env changed"
 # the bundle registers the live hook itself: the edit adds no nccl-conf beside it
 hooks = [h["args"][-1] for h in new.get("hooks", {}).get("createRuntime", [])]
 assert hooks.count("createRuntime") + hooks.count("nccl-conf") == 1, hooks
+# and the shim did edit it: the plan's device nodes are there
+assert "/dev/infiniband/uverbs1" in [d.get("path") for d in new["linux"].get("devices", [])], \
+    "the shim did not edit config.json"
 EOF
 # '=' in a value the operator set is written as NCCL reads it (split at the first '=')
 write_conf "$WORK/eq.conf" "[containers]
@@ -160,6 +177,7 @@ for id in "../../../..$WORK/escape" "a/../../b" ".hidden" "$(printf 'x%.0s' $(se
 	HRC=$(head -1 "$WORK/b4/res")
 	check "id '${id:0:40}': exit 0" [ "$HRC" = 0 ]
 	check "id '${id:0:40}': no directory named after it under /run/oci-rdma-hook or $WORK" \
+		said "no state directory (the container id cannot name one)" "$(cat "$WORK/b4/direct.log")" \
 		bash -c '[ ! -e "$1/escape" ] && [ -z "$(ls -A "$1/cwd")" ] && ! ls -a /run/oci-rdma-hook 2>/dev/null | grep -qx "$(basename "$2")"' \
 		_ "$WORK" "$id"
 	# (in the mount table of the stand-in container: its rootfs is mounted there)
@@ -168,7 +186,9 @@ for id in "../../../..$WORK/escape" "a/../../b" ".hidden" "$(printf 'x%.0s' $(se
 		_ "$WORK/r4" "$WORK/b4"
 	check "id '${id:0:40}': the refusal is logged" grep -q "read-only rootfs and no state directory (the container id cannot name one)" "$WORK/b4/direct.log"
 done
-check "the image's nccl.conf on the read-only rootfs is untouched" [ "$(cat "$WORK/r4/etc/nccl.conf")" = NCCL_DEBUG=WARN ]
+check "the image's nccl.conf on the read-only rootfs is untouched" \
+	said "no state directory (the container id cannot name one)" "$(cat "$WORK/b4/direct.log")" \
+	[ "$(cat "$WORK/r4/etc/nccl.conf")" = NCCL_DEBUG=WARN ]
 
 # ---- 5. OCI state over 1 MiB, and a stdin that never ends -------------------------------
 fresh r5
@@ -182,7 +202,8 @@ timeout 30 "$HOOK" --sysroot "$WORK/node" --config "$WORK/always.conf" createRun
 stop_fake_ctr
 check "state of $(stat -c %s "$WORK/bigstate.json") bytes (> 1 MiB): exit 0" [ "$HRC" = 0 ]
 check "state > 1 MiB: a clear error" grep -q "reading the OCI state from stdin: File too large; nothing done" "$WORK/b5/big.log"
-check "state > 1 MiB: nothing done" untouched "$WORK/r5"
+check "state > 1 MiB: nothing done" said "File too large; nothing done" "$(cat "$WORK/b5/big.log")" \
+	untouched "$WORK/r5"
 for src in "yes" "cat /dev/zero" "cat /dev/urandom"; do
 	HRC=0
 	t0=$(date +%s)
@@ -218,13 +239,15 @@ for how in silent partial drip; do
 	check "stdin left open ($how): the error names the state read and its bound" \
 		grep -q "createRuntime: reading the OCI state from stdin: stdin still open after 5 seconds" \
 		"$WORK/b5/open.log"
-	check "stdin left open ($how): nothing done" untouched "$WORK/r5"
+	check "stdin left open ($how): nothing done" \
+		said "stdin still open after 5 seconds" "$(cat "$WORK/b5/open.log")" untouched "$WORK/r5"
 done
 HRC=0
 yes 2>/dev/null | timeout 60 "$HOOK" --config "$WORK/always.conf" precreate >"$WORK/pre.out" 2>"$WORK/pre.log" || HRC=$?
 check "never-ending stdin (precreate): exit 1 (podman gets no config), not a timeout" [ "$HRC" = 1 ]
 check "never-ending stdin (precreate): a clear error" grep -q "precreate: reading config.json from stdin: File too large" "$WORK/pre.log"
-check "never-ending stdin (precreate): nothing written to stdout" [ ! -s "$WORK/pre.out" ]
+check "never-ending stdin (precreate): nothing written to stdout" \
+	said "File too large" "$(cat "$WORK/pre.log")" [ ! -s "$WORK/pre.out" ]
 
 # ---- 6. config.json over 16 MiB ---------------------------------------------------------
 fresh r6
@@ -235,14 +258,18 @@ hook_direct "$WORK/b6" "$WORK/always.conf"
 check "config.json of $size6 bytes (> 16 MiB), hook: exit 0" [ "$HRC" = 0 ]
 check "config.json > 16 MiB, hook: a clear error naming the file" \
 	grep -q "$WORK/b6/config.json': $size6 bytes, more than the limit of 16777216" <<<"$HLOG"
-check "config.json > 16 MiB, hook: nothing done" untouched "$WORK/r6"
+check "config.json > 16 MiB, hook: nothing done" \
+	said "more than the limit of 16777216" "$HLOG" untouched "$WORK/r6"
 sum6=$(sha256sum <"$WORK/b6/config.json")
 SRC=0
 OCI_RDMA_HOOK_CONFIG="$WORK/shim.conf" OCI_RDMA_HOOK_SYSROOT="$WORK/node" \
 	"$WORK/oci-rdma-runtime" create --bundle "$WORK/b6" x >/dev/null 2>&1 || SRC=$?
 check "config.json > 16 MiB, shim: the runtime is executed (exit 0)" [ "$SRC" = 0 ]
-check "config.json > 16 MiB, shim: config.json byte for byte unchanged" [ "$(sha256sum <"$WORK/b6/config.json")" = "$sum6" ]
-check "config.json > 16 MiB, shim: no temporary file left" [ -z "$(ls -A "$WORK/b6" | grep orh)" ]
+# (the shim says why on syslog only during create: that it went on to the runtime shows it ran)
+check "config.json > 16 MiB, shim: config.json byte for byte unchanged" \
+	bash -c '[ "$1" = 0 ] && [ "$(sha256sum <"$2")" = "$3" ]' _ "$SRC" "$WORK/b6/config.json" "$sum6"
+check "config.json > 16 MiB, shim: no temporary file left" \
+	bash -c '[ "$1" = 0 ] && [ -z "$(ls -A "$2" | grep orh)" ]' _ "$SRC" "$WORK/b6"
 HRC=0
 timeout 60 "$HOOK" --config "$WORK/always.conf" precreate <"$WORK/b6/config.json" >"$WORK/pre6.out" 2>"$WORK/pre6.log" || HRC=$?
 check "config.json > 16 MiB, precreate: exit 1 with a clear error" \
@@ -260,7 +287,8 @@ make_bundle "$WORK/b7" "$WORK/r7" "$WORK/node" "$WORK/big.conf" true "$HOSTNET"
 hook_direct "$WORK/b7" "$WORK/big.conf"
 check "config file > 256 KiB, hook: exit 0, container left unchanged" \
 	bash -c '[ "$1" = 0 ] && grep -q "larger than 262144 bytes; container left unchanged" <<<"$2"' _ "$HRC" "$HLOG"
-check "config file > 256 KiB, hook: nothing done" untouched "$WORK/r7"
+check "config file > 256 KiB, hook: nothing done" \
+	said "larger than 262144 bytes" "$HLOG" untouched "$WORK/r7"
 HRC=0
 "$HOOK" --config "$WORK/big.conf" precreate <"$WORK/b7/config.json" >"$WORK/pre7.out" 2>/dev/null || HRC=$?
 check "config file > 256 KiB, precreate: the spec passes through unchanged" \

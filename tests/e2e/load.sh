@@ -59,7 +59,8 @@ ran=0 good=0 same=0
 first=""
 for i in $(seq 1 "$N"); do
 	[ -f "$WORK/out/$i.rc" ] || continue
-	ran=$((ran + 1))
+	# (ran: runc ran its process to the end, exit 0; a refused start is no run)
+	[ "$(cat "$WORK/out/$i.rc")" != 0 ] || ran=$((ran + 1))
 	o="$WORK/out/$i.out"
 	if [ "$(cat "$WORK/out/$i.rc")" = 0 ] &&
 		[ "$(sed -n '/^---$/q;p' "$o")" = "$(cat "$WORK/expected.head")" ] &&
@@ -73,18 +74,24 @@ for i in $(seq 1 "$N"); do
 	[ -n "$first" ] || ! grep -q '^memlock ' "$o" || first=$o
 	[ -n "$first" ] && cmp -s "$o" "$first" && same=$((same + 1))
 done
-check "all $N containers ran" [ "$ran" = "$N" ]
+check "all $N containers ran (exit 0: $ran)" [ "$ran" = "$N" ]
 check "all $N containers got the right devices, ENXIO (cgroup allows), memlock and nccl.conf ($good good)" [ "$good" = "$N" ]
 check "all $N containers report the same" [ "$same" = "$N" ]
 check "the whole run took at most ${BUDGET}s (${secs}s)" [ "$secs" -le "$BUDGET" ]
-check "the shared image's nccl.conf is untouched" [ "$(sha256sum <"$WORK/rootfs/etc/nccl.conf")" = "$sum0" ]
+# what is unchanged or gone afterwards, of a run in which containers got the plan (a file
+# generated for each and bind-mounted, a cgroup, a mount: nothing of a run that did not
+# happen would be left either)
+check "the shared image's nccl.conf is untouched" \
+	[ "$good" -gt 0 -a "$(sha256sum <"$WORK/rootfs/etc/nccl.conf")" = "$sum0" ]
 
 # nothing is left
-check "no container of the run is left" [ -z "$(runc list -q | grep "^$PREFIX-")" ]
+check "no container of the run is left" [ "$good" -gt 0 -a -z "$(runc list -q | grep "^$PREFIX-")" ]
 check "no cgroup of the run is left (v1 hierarchies and the unified one)" \
-	bash -c '[ -z "$(find /sys/fs/cgroup -maxdepth 3 -type d -name "$1-*" 2>/dev/null)" ]' _ "$PREFIX"
+	bash -c '[ "$2" -gt 0 ] && [ -z "$(find /sys/fs/cgroup -maxdepth 3 -type d -name "$1-*" 2>/dev/null)" ]' _ \
+	"$PREFIX" "$good"
 check "nothing of the run is left under /run/oci-rdma-hook" \
-	bash -c '! ls -A /run/oci-rdma-hook 2>/dev/null | grep -q "^$1-"' _ "$PREFIX"
-check "no mount of the run is left" bash -c '! grep -q "$1" /proc/self/mountinfo' _ "$WORK"
+	bash -c '[ "$2" -gt 0 ] && ! ls -A /run/oci-rdma-hook 2>/dev/null | grep -q "^$1-"' _ "$PREFIX" "$good"
+check "no mount of the run is left" \
+	bash -c '[ "$2" -gt 0 ] && ! grep -q "$1" /proc/self/mountinfo' _ "$WORK" "$good"
 
 finish
