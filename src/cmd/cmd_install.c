@@ -151,7 +151,7 @@ static bool exists_under(const char *root, const char *path)
 	_cleanup_free_ char *p = orh_xasprintf("%s%s", root, path);
 	struct stat st;
 
-	return path && lstat(p, &st) == 0;
+	return lstat(p, &st) == 0;
 }
 
 /* The engine named, else the first whose config or socket is under root. */
@@ -278,7 +278,7 @@ static int put_file(const struct inst_opts *o, struct orh_inst_manifest *m, char
 		r = orh_inst_put(o->root, m, kind == 'b' ? 'f' : kind, path, data, len, mode,
 				 &what, err);
 	if (r >= 0)
-		printf("%s %s%s\n", what, o->root, path);
+		printf("%s %s\n", what, path);
 	return r;
 }
 
@@ -293,7 +293,7 @@ static int put_files(const struct inst_opts *o, struct orh_inst_manifest *m, con
 		r = orh_inst_link(o->root, m, ORH_BINDIR "/oci-rdma-runtime", "oci-rdma-hook",
 				  &what, err);
 	if (r >= 0)
-		printf("%s %s%s\n", what, o->root, ORH_BINDIR "/oci-rdma-runtime");
+		printf("%s %s\n", what, ORH_BINDIR "/oci-rdma-runtime");
 	if (r >= 0)
 		r = put_file(o, m, 'c', conf, 0644, err);
 	if (r >= 0)
@@ -341,7 +341,7 @@ static int configure_engine(const struct inst_opts *o, struct orh_inst_manifest 
 		r = orh_inst_put(o->root, m, 'f', ORH_INSTALL_FEATURE_FILE, label, strlen(label),
 				 0644, &what, err);
 	if (r >= 0)
-		printf("%s %s%s\n", what, o->root, ORH_INSTALL_FEATURE_FILE);
+		printf("%s %s\n", what, ORH_INSTALL_FEATURE_FILE);
 	return r;
 }
 
@@ -352,6 +352,7 @@ static int undo(struct inst_opts *o, struct orh_inst_manifest *m, const char *co
 	_cleanup_free_ char *src = orh_xasprintf("%s%s", o->from, conf);
 	_cleanup_free_ char *dflt = NULL;
 	struct orh_strv changed = { 0 }, notes = { 0 };
+	struct orh_err noconf = { 0 };
 	size_t len = 0;
 	int r = 0;
 
@@ -370,7 +371,7 @@ static int undo(struct inst_opts *o, struct orh_inst_manifest *m, const char *co
 		print_lines("note: ", &notes);
 	}
 	/* without the image's config, every node config counts as edited and stays */
-	if (r >= 0 && read_source(src, &dflt, &len, err) < 0)
+	if (r >= 0 && read_source(src, &dflt, &len, &noconf) < 0)
 		dflt = NULL, len = 0;
 	if (r >= 0)
 		r = orh_inst_remove_all(o->root, m, dflt ? dflt : "", dflt ? len : 1, &changed,
