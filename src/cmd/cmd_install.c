@@ -46,15 +46,17 @@ struct inst_opts {
 	bool once, uninstall;
 };
 
-/* What each engine is found by (its config, or its socket), its socket and its unit. */
+/* What each engine is found by (its config, or its socket), its socket and its unit. The
+ * sockets are named under /run: /var/run is often an absolute link to /run, which under
+ * the root would lead out of it. */
 static const struct {
 	const char *name, *config, *socket, *unit;
 	enum restart_mode restart;
 } engines[] = {
 	{ "containerd", "/etc/containerd/config.toml", "/run/containerd/containerd.sock",
 	  "containerd", RESTART_SIGNAL },
-	{ "crio", "/etc/crio/crio.conf", "/var/run/crio/crio.sock", "crio", RESTART_SYSTEMD },
-	{ "docker", "/etc/docker/daemon.json", "/var/run/docker.sock", "docker", RESTART_SIGNAL },
+	{ "crio", "/etc/crio/crio.conf", "/run/crio/crio.sock", "crio", RESTART_SYSTEMD },
+	{ "docker", "/etc/docker/daemon.json", "/run/docker.sock", "docker", RESTART_SIGNAL },
 	{ "podman", "/etc/containers/containers.conf", NULL, NULL, RESTART_NONE },
 };
 

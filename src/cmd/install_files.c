@@ -46,6 +46,13 @@ static void add_entry(struct orh_inst_manifest *m, char kind, const char *path)
 	m->v[m->n++] = (struct orh_inst_entry){ .kind = kind, .path = orh_xstrdup(path) };
 }
 
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && !strcmp(s + n - t, tail);
+}
+
 static int parse_line(struct orh_inst_manifest *m, char *line, unsigned no, struct orh_err *err)
 {
 	char *a = NULL, *b = NULL, *c = NULL;
@@ -66,8 +73,11 @@ static int parse_line(struct orh_inst_manifest *m, char *line, unsigned no, stru
 		m->engine_config = strcmp(c, "-") ? orh_xstrdup(c) : NULL;
 		return 0;
 	}
-	if (!strchr("dflc", line[0]) || line[1] != ' ' || line[2] != '/')
-		return orh_fail(err, EINVAL, "%s:%u: not 'KIND /PATH'", ORH_INSTALL_MANIFEST, no);
+	if (!line[0] || !strchr("dflc", line[0]) || line[1] != ' ' || line[2] != '/' ||
+	    strstr(line, "/../") || strstr(line, "/./") || strstr(line, "//") ||
+	    ends_with(line, "/..") || ends_with(line, "/."))
+		return orh_fail(err, EINVAL, "%s:%u: not 'KIND /PATH' (a path without '.', '..' "
+				"or empty components)", ORH_INSTALL_MANIFEST, no);
 	add_entry(m, line[0], line + 2);
 	return 0;
 }
