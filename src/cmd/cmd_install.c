@@ -420,9 +420,10 @@ int orh_cmd_install(struct orh_ctx *ctx, int argc, char **argv)
 	sigaction(SIGINT, &(struct sigaction){ .sa_handler = on_signal }, NULL);
 	r = orh_inst_load(o.root, &m, &err);
 	if (r >= 0 && !o.uninstall) {
-		r = put_files(&o, &m, ctx->config_path, &err);
+		/* the engine first: nothing is put on a host where none is found */
+		r = m.engine ? same_engine(&o, &m, &err) : find_engine(&o, &err);
 		if (r >= 0)
-			r = m.engine ? same_engine(&o, &m, &err) : find_engine(&o, &err);
+			r = put_files(&o, &m, ctx->config_path, &err);
 		if (r >= 0)
 			r = configure_engine(&o, &m, ctx->config_path, &err);
 	}
