@@ -80,6 +80,10 @@ plant_link() {
 fallback_used() {
 	[ "$1" != fallback ] || grep -q "without openat2" <<<"$HLOG"
 }
+# ran COMMAND...: the last hook_direct run logged a line naming its container (it read the
+# state and went to work), and COMMAND succeeds: an attack "left the host untouched" only
+# when the hook ran against it
+ran() { grep -q "container orh-sec-$$-$N: " <<<"$HLOG" && "$@"; }
 # after PATTERN COMMAND...: the container's output ($OUT) has a line matching PATTERN (it
 # ran that far) and COMMAND succeeds; what a container that never ran left unchanged
 # proves nothing
@@ -102,7 +106,7 @@ for mode in native fallback; do
 	for how in abs rel; do
 		plant_link $how "$WORK/host/etc" etc
 		hook_direct "$WORK/r" $mode
-		check "[$mode] /etc -> host dir ($how): host untouched" host_untouched
+		check "[$mode] /etc -> host dir ($how): host untouched" ran host_untouched
 		check "[$mode] /etc -> host dir ($how): the write stayed in the rootfs" \
 			[ -f "$WORK/r$WORK/host/etc/nccl.conf" ]
 	done
@@ -111,18 +115,18 @@ for mode in native fallback; do
 	for how in abs rel; do
 		plant_link $how "$WORK/host/file" etc/nccl.conf
 		hook_direct "$WORK/r" $mode
-		check "[$mode] /etc/nccl.conf -> host file ($how): host untouched" host_untouched
+		check "[$mode] /etc/nccl.conf -> host file ($how): host untouched" ran host_untouched
 		check "[$mode] /etc/nccl.conf -> host file ($how): refused as a symlink" \
 			grep -q "a symlink" <<<"$HLOG"
 		check "[$mode] /etc/nccl.conf -> host file ($how): the link is left as it was" \
-			[ -L "$WORK/r/etc/nccl.conf" ]
+			ran [ -L "$WORK/r/etc/nccl.conf" ]
 	done
 
 	# -- /dev/infiniband is a symlink out of the rootfs
 	for how in abs rel; do
 		plant_link $how "$WORK/host/dev" dev/infiniband
 		hook_direct "$WORK/r" $mode
-		check "[$mode] /dev/infiniband -> host dir ($how): host untouched" host_untouched
+		check "[$mode] /dev/infiniband -> host dir ($how): host untouched" ran host_untouched
 		check "[$mode] /dev/infiniband -> host dir ($how): nodes stayed in the rootfs" \
 			[ -c "$WORK/r$WORK/host/dev/uverbs1" ]
 	done
@@ -130,14 +134,14 @@ for mode in native fallback; do
 	# -- a FIFO or a directory at /etc/nccl.conf
 	fresh_rootfs; mkfifo "$WORK/r/etc/nccl.conf"
 	hook_direct "$WORK/r" $mode
-	check "[$mode] FIFO at /etc/nccl.conf: the hook returns (no hang)" [ "$HRC" != 124 ]
+	check "[$mode] FIFO at /etc/nccl.conf: the hook returns (no hang)" ran [ "$HRC" != 124 ]
 	check "[$mode] FIFO at /etc/nccl.conf: refused" grep -q "a FIFO" <<<"$HLOG"
-	check "[$mode] FIFO at /etc/nccl.conf: still a FIFO" [ -p "$WORK/r/etc/nccl.conf" ]
+	check "[$mode] FIFO at /etc/nccl.conf: still a FIFO" ran [ -p "$WORK/r/etc/nccl.conf" ]
 	fresh_rootfs; mkdir "$WORK/r/etc/nccl.conf"
 	hook_direct "$WORK/r" $mode
 	check "[$mode] directory at /etc/nccl.conf: refused" grep -q "a directory" <<<"$HLOG"
 	check "[$mode] directory at /etc/nccl.conf: left empty" \
-		[ -d "$WORK/r/etc/nccl.conf" -a -z "$(ls -A "$WORK/r/etc/nccl.conf")" ]
+		ran [ -d "$WORK/r/etc/nccl.conf" -a -z "$(ls -A "$WORK/r/etc/nccl.conf")" ]
 
 	# -- symlinks swapped in a loop while the hook runs
 	fresh_rootfs
@@ -185,9 +189,9 @@ EOF
 	done
 	kill $SWAPPER 2>/dev/null || true
 	wait $SWAPPER 2>/dev/null || true
-	check "[$mode] $races hook runs against swapping symlinks: host untouched" host_untouched
+	check "[$mode] $races hook runs against swapping symlinks: host untouched" ran host_untouched
 	check "[$mode] swapping symlinks: no device node leaked to the host dir" \
-		[ -z "$(ls -A "$WORK/host/dev")" ]
+		ran [ -z "$(ls -A "$WORK/host/dev")" ]
 	check "[$mode] the swap was live: $saw_link of $races runs met the symlink" [ "$saw_link" -gt 0 ]
 done
 
@@ -480,6 +484,13 @@ hook_for() {
 	HLOG=$(cat "$b/which.log")
 }
 rootfs_untouched() { [ ! -e "$1/etc/nccl.conf" ] && [ ! -e "$1/dev/infiniband" ]; }
+# ran_for BUNDLE COMMAND...: the last hook_for run on BUNDLE logged a line naming its
+# container, and COMMAND succeeds (what a hook that never ran left alone proves nothing)
+ran_for() {
+	local b=$1
+	shift
+	grep -q "container orh-sec-$$-$(basename "$b"): " <<<"$HLOG" && "$@"
+}
 
 if grep -q " $DEVCG .* - cgroup .*devices" /proc/self/mountinfo; then
 
@@ -491,13 +502,14 @@ if grep -q " $DEVCG .* - cgroup .*devices" /proc/self/mountinfo; then
 	hook_for "$VICTIM" "$WORK/wh" "$WORK/hook.conf"
 	check "[which] a host process: exit 0 (on_error=warn)" [ "$HRC" = 0 ]
 	check "[which] a host process: its devices cgroup and memlock untouched" \
-		facts_kept "$VICTIM" "$before"
-	check "[which] a host process: nothing in the bundle's rootfs" rootfs_untouched "$WORK/r"
+		ran_for "$WORK/wh" facts_kept "$VICTIM" "$before"
+	check "[which] a host process: nothing in the bundle's rootfs" \
+		ran_for "$WORK/wh" rootfs_untouched "$WORK/r"
 	check "[which] a host process: refused, naming the pid and what did not match" \
 		grep -q "container process: pid $VICTIM is not the container of this bundle: it shares the hook's mount namespace and root" <<<"$HLOG"
 	make_bundle "$WORK/whf" "$WORK/r" "$WORK/node" "$WORK/fail.conf" true "$HOSTNET; $ASK"
 	hook_for "$VICTIM" "$WORK/whf" "$WORK/fail.conf"
-	check "[which] a host process, on_error=fail, asked: exit 1, untouched" \
+	check "[which] a host process, on_error=fail, asked: exit 1, untouched" ran_for "$WORK/whf" \
 		bash -c '[ "$1" = 1 ] && [ "$2" = "$3" ]' _ "$HRC" "$(facts "$VICTIM")" "$before"
 	stop_victim
 
@@ -506,9 +518,9 @@ if grep -q " $DEVCG .* - cgroup .*devices" /proc/self/mountinfo; then
 	before=$(facts "$VICTIM")
 	hook_for "$VICTIM" "$WORK/wh" "$WORK/hook.conf"
 	check "[which] a process in a mount namespace of its own: devices cgroup and memlock untouched" \
-		facts_kept "$VICTIM" "$before"
+		ran_for "$WORK/wh" facts_kept "$VICTIM" "$before"
 	check "[which] a process in a mount namespace of its own: nothing in the rootfs" \
-		rootfs_untouched "$WORK/r"
+		ran_for "$WORK/wh" rootfs_untouched "$WORK/r"
 	check "[which] a process in a mount namespace of its own: refused, the rootfs is not mounted there" \
 		grep -q "pid $VICTIM is not the container of this bundle: root.path '$WORK/r' is not a mount point in its mount namespace" <<<"$HLOG"
 	stop_victim
@@ -527,11 +539,12 @@ if grep -q " $DEVCG .* - cgroup .*devices" /proc/self/mountinfo; then
 		fresh_rootfs
 		hook_for "$OTHER" "$WORK/wh" "$WORK/hook.conf"
 		check "[which] another container: its devices cgroup and memlock untouched" \
-			facts_kept "$OTHER" "$before"
-		check "[which] another container: nothing in its rootfs or its /dev" \
+			ran_for "$WORK/wh" facts_kept "$OTHER" "$before"
+		check "[which] another container: nothing in its rootfs or its /dev" ran_for "$WORK/wh" \
 			bash -c '[ ! -e "$1/etc/nccl.conf" ] && [ ! -e "/proc/$2/root/dev/infiniband" ]' \
 			_ "$WORK/other" "$OTHER"
-		check "[which] another container: nothing in the bundle's rootfs" rootfs_untouched "$WORK/r"
+		check "[which] another container: nothing in the bundle's rootfs" \
+			ran_for "$WORK/wh" rootfs_untouched "$WORK/r"
 		check "[which] another container: refused, its root is not the bundle's root.path" \
 			grep -q "pid $OTHER is not the container of this bundle: its root is not root.path '$WORK/r'" <<<"$HLOG"
 	else
@@ -564,10 +577,11 @@ if grep -q " $DEVCG .* - cgroup .*devices" /proc/self/mountinfo; then
 			[ "$in_time" = yes -a "$(cat "/proc/$P/comm" 2>/dev/null)" = sleep ]
 		check "[which] reused pid: exit 0 (on_error=warn)" [ "$(cat "$WORK/wh/which.rc")" = 0 ]
 		check "[which] reused pid: the victim's devices cgroup and memlock untouched" \
-			facts_kept "$P" "$before"
+			ran_for "$WORK/wh" facts_kept "$P" "$before"
 		check "[which] reused pid: the hook saw the container go, naming the pid" \
 			grep -q "pid $P exited while" <<<"$HLOG"
-		check "[which] reused pid: no nccl.conf written after it" [ ! -e "$WORK/r/etc/nccl.conf" ]
+		check "[which] reused pid: no nccl.conf written after it" \
+			ran_for "$WORK/wh" [ ! -e "$WORK/r/etc/nccl.conf" ]
 		stop_victim
 	else
 		not_ok "[which] reused pid: needs strace and pid_at (\$PID_AT)"
