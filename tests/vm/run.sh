@@ -14,8 +14,9 @@ SRC=$(cd "$HERE/../.." && pwd)
 BUILD=$(cd "${1:-${ORH_BUILDDIR:-$SRC/build-test}}" && pwd)
 CACHE=${ORH_VM_CACHE:-/var/cache/oci-rdma-hook-vm}
 MODES=${ORH_VM_MODES:-v2 v1}
-# a boot: about 20 s to a shell under TCG; the checks take the rest
-BOOT_TIMEOUT=${ORH_VM_TIMEOUT:-450}
+# a boot: about 20 s to a shell under TCG; the checks take the rest, 2 to 4 minutes on an idle
+# machine, 6 and more on a loaded one. The watchdog ends a stuck guest long before this.
+BOOT_TIMEOUT=${ORH_VM_TIMEOUT:-900}
 # The watchdog (watch_guest): the guest's console goes to a file, which it reads every second.
 # A line the kernel writes when it locks up or hangs ends the boot LOCKUP_GRACE seconds later
 # (time for the stack traces that follow it to reach the console); so does a console with no
