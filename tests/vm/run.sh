@@ -148,7 +148,7 @@ watch_guest() {
 	return 0
 }
 
-# show_console CONSOLE: its lines from 40 before the first lockup line (or its last 150
+# show_console CONSOLE: its lines from 20 before the first lockup line (or its last 150
 # lines), at most 400, without rxe's "speed is unknown" warnings
 show_console() {
 	awk -v re="$LOCKUP_RE" '!/speed is unknown, defaulting to/ {
@@ -156,7 +156,7 @@ show_console() {
 		if (!first && $0 ~ re) first = n
 	}
 	END {
-		from = first ? (first > 40 ? first - 40 : 1) : (n > 150 ? n - 149 : 1)
+		from = first ? (first > 20 ? first - 20 : 1) : (n > 150 ? n - 149 : 1)
 		to = first ? from + 399 : n
 		for (i = from; i <= to && i <= n; i++) print "# console: " l[i]
 	}' "$1"
@@ -192,15 +192,7 @@ for mode in $MODES; do
 	watch_guest $! "$con" "$out" "$WORK/monitor-$mode"
 	secs=$(($(date +%s) - start))
 	echo "# cgroup $mode: the console stood still at most ${max_silent}s, the test output ${max_stall}s"
-	if [ -n "$verdict" ]; then
-		echo "# cgroup $mode: the watchdog ended the boot after ${secs}s: $verdict"
-		show_console "$con"
-		echo "# the guest's log, its last lines:"
-		tail -n 30 "$out/guest.log" 2>/dev/null | sed 's/^/# guest.log: /'
-		echo "not ok - cgroup $mode: $verdict" >>"$out/result.tap"
-	elif [ -n "${ORH_VM_SHOW_CONSOLE:-}" ] || [ ! -s "$out/result.tap" ]; then
-		sed 's/^/# console: /' "$con"
-	fi
+	[ -n "$verdict" ] && echo "not ok - cgroup $mode: $verdict" >>"$out/result.tap"
 	[ -s "$out/result.tap" ] || echo "not ok - cgroup $mode: the guest wrote no results" >"$out/result.tap"
 	grep -qx '# guest done' "$out/result.tap" ||
 		echo "not ok - cgroup $mode: the guest script did not finish" >>"$out/result.tap"
@@ -208,6 +200,17 @@ for mode in $MODES; do
 	p=$(grep -c '^ok - ' "$out/result.tap" || true)
 	f=$(grep -c '^not ok - ' "$out/result.tap" || true)
 	echo "# cgroup $mode: $p passed, $f failed, ${secs}s"
+	# what the guest was doing, then its console, last: where a log's tail is shown
+	if [ -n "$verdict" ]; then
+		echo "# cgroup $mode: the watchdog ended the boot after ${secs}s: $verdict"
+		echo "# the guest's log, its last lines:"
+		tail -n 30 "$out/guest.log" 2>/dev/null | sed 's/^/# guest.log: /'
+		show_console "$con"
+	elif [ -n "${ORH_VM_SHOW_CONSOLE:-}" ]; then
+		sed 's/^/# console: /' "$con"
+	elif [ "$f" != 0 ]; then
+		show_console "$con"
+	fi
 	[ -n "${ORH_VM_KEEP:-}" ] && cp -r "$out" "$WORK/console-$mode.log" "${ORH_VM_KEEP}/"
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
