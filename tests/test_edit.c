@@ -57,6 +57,11 @@ static void ctx_init(struct orh_ctx *ctx, enum orh_activation activation, const 
 	ctx->config_explicit = true;
 }
 
+static void ctx_fini(struct orh_ctx *ctx)
+{
+	orh_config_free(&ctx->cfg);
+}
+
 static json_t *parse(const char *text)
 {
 	json_error_t jerr;
@@ -167,6 +172,7 @@ Test(edit, a_served_spec_gets_the_plan)
 	orh_edit_result_free(&res);
 	json_decref(env);
 	json_decref(spec);
+	ctx_fini(&ctx);
 }
 
 Test(edit, a_second_edit_changes_nothing)
@@ -188,6 +194,7 @@ Test(edit, a_second_edit_changes_nothing)
 	orh_edit_result_free(&res);
 	json_decref(once);
 	json_decref(spec);
+	ctx_fini(&ctx);
 }
 
 /* orh_spec_serve leaves text's spec as it was; its activation and result code */
@@ -217,6 +224,7 @@ Test(edit, a_spec_not_served_is_left_as_it_was)
 	cr_assert_eq(res.activation, ORH_ACT_SKIP, "not asked, under activation = annotation");
 	orh_edit_result_free(&res);
 
+	ctx_fini(&ctx);
 	ctx_init(&ctx, ORH_ACTIVATE_ALWAYS, root);
 	cr_assert_eq(left_alone(&ctx, SPEC("\"oci-rdma-hook/enable\":\"false\"", ""), &res, &err),
 		     0, "%s", err.msg);
@@ -226,11 +234,13 @@ Test(edit, a_spec_not_served_is_left_as_it_was)
 
 	/* activated, on a node with nothing to give */
 	fixture_make_node(nordma, sizeof(nordma), "orh-edit-nordma", "nordma");
+	ctx_fini(&ctx);
 	ctx_init(&ctx, ORH_ACTIVATE_ALWAYS, nordma);
 	cr_assert_eq(left_alone(&ctx, SPEC("", ""), &res, &err), 0, "%s", err.msg);
 	cr_assert_eq(res.activation, ORH_ACT_DEFAULT);
 	orh_edit_result_free(&res);
 	fixture_remove_node(nordma);
+	ctx_fini(&ctx);
 }
 
 Test(edit, a_bad_request_is_an_error_that_fails_only_under_on_error_fail)
@@ -247,6 +257,7 @@ Test(edit, a_bad_request_is_an_error_that_fails_only_under_on_error_fail)
 	ctx.cfg.on_error = ORH_ON_ERROR_FAIL;
 	cr_assert(orh_edit_must_fail(&ctx.cfg, &res));
 	orh_edit_result_free(&res);
+	ctx_fini(&ctx);
 }
 
 Test(edit, the_containers_network_namespace)
@@ -271,6 +282,7 @@ Test(edit, the_containers_network_namespace)
 					       "{\"type\":\"network\"}]"), &res, &err), 0);
 	cr_assert(strstr(err.msg, "linux.namespaces"), "%s", err.msg);
 	orh_edit_result_free(&res);
+	ctx_fini(&ctx);
 }
 
 Test(edit, what_the_spec_holds_already_is_kept)
@@ -300,4 +312,5 @@ Test(edit, what_the_spec_holds_already_is_kept)
 	orh_edit_result_free(&res);
 	json_decref(user);
 	json_decref(spec);
+	ctx_fini(&ctx);
 }

@@ -22,9 +22,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct orh_devnode nodes[] = {
-	{ "/dev/infiniband/uverbs1", 231, 193, 0666 },
-	{ "/dev/infiniband/rdma_cm", 10, 58, 0666 },
-	{ "/dev/infiniband/uverbs8", 231, 200, 0666 },
+	{ "/dev/infiniband/uverbs1", 231, 193, 0666, ORH_CHARDEV_UVERBS, NULL },
+	{ "/dev/infiniband/rdma_cm", 10, 58, 0666, ORH_CHARDEV_RDMA_CM, NULL },
+	{ "/dev/infiniband/uverbs8", 231, 200, 0666, ORH_CHARDEV_UVERBS, NULL },
 };
 
 static char n_hca[] = "NCCL_IB_HCA", v_hca[] = "=mlx5_1:1,mlx5_2:1";
