@@ -202,6 +202,10 @@ Test(config, env_names_and_values)
 	cr_assert(orh_env_value_allowed("=mlx5_1:1,mlx5_2:1"));
 	cr_assert_not(orh_env_value_allowed("a\nNCCL_X=1"));
 	cr_assert_not(orh_env_value_allowed("a\rb"));
+	/* where each goes: NCCL's own to /etc/nccl.conf, the others to the environment */
+	cr_assert(orh_env_nccl_reads("NCCL_IB_HCA"));
+	cr_assert_not(orh_env_nccl_reads("UCX_TLS"));
+	cr_assert_not(orh_env_nccl_reads("NCCLX_A"));
 }
 
 Test(config, file_of_exactly_the_limit_is_read)

@@ -325,6 +325,44 @@ Test(spec_apply, nccl_settings_go_through_the_hook_not_the_environment)
 	json_decref(spec);
 }
 
+/* Settings NCCL does not read (UCX_*) go into PID 1's environment, unless the image or
+ * the user set them; NCCL's own never do. A second edit adds nothing. */
+Test(spec_apply, other_settings_go_into_the_environment)
+{
+	static struct orh_env_entry mixed[] = {
+		{ "NCCL_IB_HCA", "=mlx5_0:1", "rule 3" },
+		{ "UCX_TLS", "rc,sm", "node.conf:7" },
+		{ "UCX_NET_DEVICES", "mlx5_0:1", "node.conf:8" },
+	};
+	struct orh_plan plan = test_plan(1 << 20);
+	struct orh_spec_changes ch;
+	struct orh_err err = { 0 };
+	json_t *spec = spec_of("{\"process\":{\"env\":[\"PATH=/bin\",\"UCX_NET_DEVICES=all\"]}}");
+	json_t *once = NULL, *e = NULL;
+
+	plan.env = mixed;
+	plan.n_env = ORH_ARRAY_SIZE(mixed);
+	plan.n_nodes = 0;
+	plan.set_memlock = false;
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 1, "%s", err.msg);
+	cr_assert_eq(ch.env, 1);
+	e = path(spec, "process", "env");
+	cr_assert_eq(json_array_size(e), 3);
+	cr_assert_str_eq(json_string_value(json_array_get(e, 1)), "UCX_NET_DEVICES=all",
+			 "the user's value stands");
+	cr_assert_str_eq(json_string_value(json_array_get(e, 2)), "UCX_TLS=rc,sm");
+	once = json_deep_copy(spec);
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert(json_equal(spec, once));
+	json_decref(once);
+	json_decref(spec);
+	/* a spec without process.env gets one */
+	spec = spec_of("{\"process\":{\"args\":[\"sh\"]}}");
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 2, "%s", err.msg);
+	cr_assert_eq(json_array_size(path(spec, "process", "env")), 2);
+	json_decref(spec);
+}
+
 /* podman's hooks.d adds the live hook and poststop before precreate runs: the edit then
  * adds neither, whichever options and stage the registered entries name */
 Test(spec_apply, no_second_hook_where_ours_is_registered)

@@ -112,6 +112,11 @@ int orh_preset_from_string(const char *s, enum orh_preset *p);
 const char *orh_preset_name(enum orh_preset p);
 /* Is NAME one the config may set (NCCL_* or UCX_*, [A-Z0-9_]+)? */
 bool orh_env_name_allowed(const char *name);
+/* Does NCCL itself read NAME (NCCL_*)? The others the config may set (UCX_*) are read by
+ * their own libraries from the process environment: the spec-edit paths put them into
+ * PID 1's environment, and /etc/nccl.conf holds them only where the environment cannot be
+ * changed (the live hook, CDI), for NCCL to export into its own process. */
+bool orh_env_nccl_reads(const char *name);
 /* Is VALUE acceptable in /etc/nccl.conf and in an environment (no newline, CR, NUL,
  * at most 1023 bytes)? */
 bool orh_env_value_allowed(const char *value);

@@ -33,6 +33,7 @@ struct orh_spec_changes {
 	bool memlock;            /* process.rlimits RLIMIT_MEMLOCK added */
 	unsigned hooks;          /* hooks (nccl-conf, poststop) added */
 	unsigned caps;           /* capability sets CAP_IPC_LOCK was added to */
+	unsigned env;            /* process.env entries added (settings NCCL does not read) */
 };
 
 /*
@@ -46,10 +47,13 @@ struct orh_spec_changes {
  *    has no RLIMIT_MEMLOCK entry;
  *  - hooks.createRuntime: opts->nccl_hook, and hooks.poststop: opts->poststop_hook, when
  *    the plan has NCCL settings, unless one of our hooks is there for that stage already
- *    (podman's hooks.d adds the live createRuntime hook and poststop). The settings are
- *    never put into process.env: the hook writes them into /etc/nccl.conf, where the
- *    container's own environment and the image's own file win, and where processes started
- *    with exec find them too;
+ *    (podman's hooks.d adds the live createRuntime hook and poststop). NCCL's own settings
+ *    (NCCL_*) are never put into process.env: the hook writes them into /etc/nccl.conf,
+ *    where the container's own environment and the image's own file win, and where
+ *    processes started with exec find them too;
+ *  - process.env: "NAME=VALUE" for each setting NCCL does not read itself (UCX_*:
+ *    orh_env_nccl_reads), whose readers look only in the environment, unless process.env
+ *    sets NAME already (the image's or the user's value stands);
  *  - CAP_IPC_LOCK in process.capabilities.{bounding,effective,permitted} when
  *    opts->add_ipc_lock and the spec has a capabilities object (a spec without one keeps
  *    every capability of the runtime's default and is left alone).

@@ -195,6 +195,59 @@ static int add_memlock(json_t *process, const struct orh_plan *plan,
 	return 0;
 }
 
+/* Is `name` set in process.env (an entry "NAME=...")? */
+static bool env_has(const json_t *env, const char *name)
+{
+	size_t n = strlen(name), k = 0;
+	json_t *e = NULL;
+
+	json_array_foreach(env, k, e) {
+		const char *s = json_string_value(e);
+
+		if (s && strncmp(s, name, n) == 0 && s[n] == '=')
+			return true;
+	}
+	return false;
+}
+
+static bool wants_env(const struct orh_plan *plan)
+{
+	for (size_t i = 0; i < plan->n_env; i++)
+		if (!orh_env_nccl_reads(plan->env[i].name) && plan->env[i].value)
+			return true;
+	return false;
+}
+
+/* The settings NCCL does not read itself (UCX_*) go into PID 1's environment, where their
+ * readers look; a variable the image or the user set is kept as it is. */
+static int add_env(json_t *process, const struct orh_plan *plan, struct orh_spec_changes *ch,
+		   struct orh_err *err)
+{
+	json_t *env = NULL;
+	int r;
+
+	for (size_t i = 0; i < plan->n_env; i++) {
+		const struct orh_env_entry *v = &plan->env[i];
+		char *line = NULL;
+
+		if (orh_env_nccl_reads(v->name) || !v->value)
+			continue;
+		r = child(process, "env", JSON_ARRAY, &env, "process.env", err);
+		if (r < 0)
+			return r;
+		if (env_has(env, v->name))
+			continue;
+		if (asprintf(&line, "%s=%s", v->name, v->value) < 0)
+			return orh_fail(err, ENOMEM, "config.json: adding to 'process.env'");
+		r = append(env, json_string(line), "process.env", err);
+		free(line);
+		if (r < 0)
+			return r;
+		ch->env++;
+	}
+	return 0;
+}
+
 /* Is e one of our own hooks for one of `stages` (its last argument)? The binary is named
  * oci-rdma-hook (path or args[0]); the stage is the last argument, after any options. */
 static bool our_hook(const json_t *e, const char *const *stages)
@@ -356,6 +409,14 @@ int orh_spec_apply_plan(json_t *spec, const struct orh_plan *plan,
 		if (r < 0)
 			return r;
 	}
+	if (wants_env(plan)) {
+		r = child(spec, "process", JSON_OBJECT, &process, "process", err);
+		if (r < 0)
+			return r;
+		r = add_env(process, plan, &ch, err);
+		if (r < 0)
+			return r;
+	}
 	r = add_hooks(spec, plan, opts, &ch, err);
 	if (r < 0)
 		return r;
@@ -373,5 +434,5 @@ int orh_spec_apply_plan(json_t *spec, const struct orh_plan *plan,
 	}
 	if (changes)
 		*changes = ch;
-	return (int)(ch.devices + ch.allow_rules + ch.memlock + ch.hooks + ch.caps);
+	return (int)(ch.devices + ch.allow_rules + ch.memlock + ch.hooks + ch.caps + ch.env);
 }

@@ -20,8 +20,12 @@ static void explain_plan(const struct orh_ctx *ctx, const struct orh_decision *d
 	fprintf(stderr, "# activated: %s\n", d->why);
 	fprintf(stderr, "# preset: %s\n", orh_preset_name(plan->preset));
 	for (size_t i = 0; i < plan->n_env; i++)
-		fprintf(stderr, "%s=%s  <- %s\n", plan->env[i].name, plan->env[i].value,
-			plan->env[i].source);
+		fprintf(stderr, "%s=%s  <- %s  -> %s\n", plan->env[i].name, plan->env[i].value,
+			plan->env[i].source,
+			orh_env_nccl_reads(plan->env[i].name)
+				? "/etc/nccl.conf"
+				: "PID 1's environment (shim, precreate); /etc/nccl.conf only, with "
+				  "a warning (live hook, CDI)");
 	for (size_t i = 0; i < plan->n_ports; i++)
 		fprintf(stderr, "# %s:%u %s: %s\n", plan->ports[i].dev->name, plan->ports[i].port->num,
 			plan->ports[i].used ? "used" : "left out", plan->ports[i].reason);

@@ -212,6 +212,50 @@ static int apply_memlock(const struct hook *h, char *text, size_t size, struct o
 	return 0;
 }
 
+/* Is NAME set in the spec's process.env? */
+static bool spec_env_has(const struct hook *h, const char *name)
+{
+	const json_t *env = json_object_get(json_object_get(h->spec, "process"), "env");
+	size_t n = strlen(name), k = 0;
+	const json_t *e = NULL;
+
+	json_array_foreach(env, k, e) {
+		const char *s = json_string_value(e);
+
+		if (s && strncmp(s, name, n) == 0 && s[n] == '=')
+			return true;
+	}
+	return false;
+}
+
+/* The settings of /etc/nccl.conf, into out (n_env entries of the plan at most). NCCL's own
+ * (NCCL_*) always; the others (UCX_*: orh_env_nccl_reads) only where the container's
+ * environment could not be given them: the nccl-conf stage follows a spec edit that put
+ * them into PID 1's environment. The live hook and the cdi-* stages write them there,
+ * where NCCL exports them into its own process as it starts, and warn for each one the
+ * container's environment lacks: other readers do not look in /etc/nccl.conf. */
+static size_t conf_settings(const struct hook *h, struct orh_env_entry *out)
+{
+	bool edited = !strcmp(h->stage, "nccl-conf");
+	size_t n = 0;
+
+	for (size_t i = 0; i < h->d.plan.n_env; i++) {
+		const struct orh_env_entry *v = &h->d.plan.env[i];
+
+		if (!orh_env_nccl_reads(v->name) && edited)
+			continue;
+		if (!orh_env_nccl_reads(v->name) && !spec_env_has(h, v->name))
+			orh_log(LOG_WARNING,
+				"container %s: %s: %s (%s) is not in the container's environment: "
+				"a hook cannot change the environment of a started process; "
+				"/etc/nccl.conf holds it, which NCCL exports into its own process "
+				"only (the runtime shim and precreate put it into the environment)",
+				cid(h), h->stage, v->name, v->source);
+		out[n++] = *v;
+	}
+	return n;
+}
+
 /* The stages of one or two steps: nccl-conf writes /etc/nccl.conf alone, cdi-createRuntime
  * applies memlock and then writes /etc/nccl.conf (under on_error = warn a failed memlock
  * step does not stop it), cdi-memlock applies memlock alone; one line saying what was
@@ -220,6 +264,8 @@ static int apply_conf_stage(struct hook *h)
 {
 	struct orh_ncclconf_result nres;
 	struct orh_err err = { 0 };
+	_cleanup_free_ struct orh_env_entry *settings = NULL;
+	size_t n_settings = 0;
 	char memlock[192] = "";
 	bool conf = strcmp(h->stage, "cdi-memlock") != 0;
 
@@ -230,11 +276,13 @@ static int apply_conf_stage(struct hook *h)
 		snprintf(memlock, sizeof(memlock), "memlock: failed");
 	}
 	memset(&nres, 0, sizeof(nres));
+	settings = orh_xcalloc(h->d.plan.n_env + 1, sizeof(*settings));
+	n_settings = conf ? conf_settings(h, settings) : 0;
 	/* a CDI container given one device holds only its node: the plan (rule 8) names only
 	 * that device's ports */
 	if (conf && orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,
-				       h->state_dir[0] ? h->state_dir : NULL, h->d.plan.env,
-				       h->d.plan.n_env, &nres, &err) < 0)
+				       h->state_dir[0] ? h->state_dir : NULL, settings,
+				       n_settings, &nres, &err) < 0)
 		return failed(h, "/etc/nccl.conf", &err);
 	if (!conf)
 		orh_log(LOG_INFO, "container %s: %s: %s", cid(h), h->stage,
@@ -341,9 +389,13 @@ static int step_memlock(struct hook *h, struct applied *a, struct orh_err *err)
 /* The /etc/nccl.conf step; no state directory for an id that cannot be a directory name. */
 static int step_ncclconf(struct hook *h, struct applied *a, struct orh_err *err)
 {
+	_cleanup_free_ struct orh_env_entry *settings =
+		orh_xcalloc(h->d.plan.n_env + 1, sizeof(*settings));
+	size_t n = conf_settings(h, settings);
+
 	return orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,
-				  h->state_dir[0] ? h->state_dir : NULL, h->d.plan.env,
-				  h->d.plan.n_env, &a->nres, err);
+				  h->state_dir[0] ? h->state_dir : NULL, settings, n, &a->nres,
+				  err);
 }
 
 /* The live hook's steps. None depends on another: under on_error = warn a failed one is

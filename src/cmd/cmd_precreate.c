@@ -23,10 +23,11 @@ static void log_result(const struct orh_edit_result *res, const char *what)
 	if (res->edits > 0)
 		orh_log(LOG_INFO,
 			"%s: %u device(s), %u cgroup rule(s), memlock %s, %u hook(s) added (NCCL "
-			"settings go to /etc/nccl.conf), CAP_IPC_LOCK added to %u set(s)",
+			"settings go to /etc/nccl.conf), %u other setting(s) added to the "
+			"environment, CAP_IPC_LOCK added to %u set(s)",
 			what, res->changes.devices, res->changes.allow_rules,
 			res->changes.memlock ? "set" : "unchanged", res->changes.hooks,
-			res->changes.caps);
+			res->changes.env, res->changes.caps);
 }
 
 int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv)

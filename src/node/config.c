@@ -49,6 +49,11 @@ bool orh_env_name_allowed(const char *name)
 	return true;
 }
 
+bool orh_env_nccl_reads(const char *name)
+{
+	return orh_startswith(name, "NCCL_");
+}
+
 bool orh_env_value_allowed(const char *value)
 {
 	size_t n = strlen(value);
