@@ -30,5 +30,9 @@ int orh_run_in_child(int (*fn)(void *), void *arg, void *out, size_t out_size,
  * `readonly`, the new mount is read-only. */
 int orh_bind_into_container(const struct orh_target *t, int src_fd, int target_fd,
 			    bool readonly, struct orh_err *err);
+/* The same with the mount attributes attr_set (MOUNT_ATTR_RDONLY, _NOSUID, _NODEV,
+ * _NOEXEC: mount_setattr(2)) set on the new mount. */
+int orh_bind_into_container_attr(const struct orh_target *t, int src_fd, int target_fd,
+				 uint64_t attr_set, struct orh_err *err);
 
 #endif

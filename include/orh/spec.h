@@ -34,6 +34,8 @@ struct orh_spec_changes {
 	unsigned hooks;          /* hooks (nccl-conf, poststop) added */
 	unsigned caps;           /* capability sets CAP_IPC_LOCK was added to */
 	unsigned env;            /* process.env entries added (settings NCCL does not read) */
+	unsigned sysfs;          /* mounts added over /sys/class/infiniband* (the sysfs
+				  * view of the devices given: orh/sysview.h) */
 };
 
 /*

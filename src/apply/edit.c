@@ -3,6 +3,7 @@
  * The spec edit shared by `precreate` and the runtime shim (include/orh/edit.h).
  */
 #include <errno.h>
+#include <limits.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "orh/inventory.h"
 #include "orh/plan.h"
 #include "orh/sandbox.h"
+#include "orh/sysview.h"
 
 static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 {
@@ -79,6 +81,47 @@ static int netns_facts(void *arg, struct orh_container_facts *facts, struct orh_
 	return 0;
 }
 
+/* A container given some of the node's devices sees only those in sysfs: the view's
+ * directory made on the host, its bind mounts added to the spec. One that cannot be made
+ * is a warning: the container still gets the devices. Returns the mounts added. */
+static int add_sysview(const struct orh_ctx *ctx, json_t *spec, const struct orh_plan *plan,
+		       struct orh_edit_result *res)
+{
+	struct orh_sysview_probe probe = orh_sysview_host_probe();
+	struct orh_sysview v;
+	struct orh_err e = { 0 };
+	char dir[PATH_MAX];
+	int r = orh_sysview_read(ctx->sysroot, &v, &e);
+
+	if (r < 0)
+		goto out;
+	orh_sysview_decide(&v, plan);
+	if (!v.subset)
+		goto out;
+	if (snprintf(dir, sizeof(dir), "%s/%s", ORH_SYSVIEW_DIR, v.id) >= (int)sizeof(dir)) {
+		r = orh_fail(&e, ENAMETOOLONG, "'%s' is too long", ORH_SYSVIEW_DIR);
+		goto out;
+	}
+	/* the mounts first: a container whose /sys will not have the classes needs no
+	 * directory */
+	r = orh_sysview_spec_mounts(spec, &v, dir, &probe, &e);
+	if (r > 0 && orh_sysview_build(&v, ORH_SYSVIEW_DIR, dir, sizeof(dir), &e) < 0) {
+		json_t *mounts = json_object_get(spec, "mounts");
+
+		for (int i = 0; i < r; i++)
+			json_array_remove(mounts, json_array_size(mounts) - 1);
+		r = -1;
+	}
+	if (r >= 0)
+		res->changes.sysfs = (unsigned)r;
+out:
+	if (r < 0)
+		orh_strv_pushf(&res->warnings, "the sysfs view of the devices given is not made "
+			       "(/sys/class/infiniband* show every device of the node): %s", e.msg);
+	orh_sysview_free(&v);
+	return r < 0 ? 0 : r;
+}
+
 int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,
 		   struct orh_err *err)
 {
@@ -129,7 +172,7 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_resu
 	sopts.poststop_hook = poststop_hook;
 	r = orh_spec_apply_plan(spec, &d.plan, &sopts, &res->changes, err);
 	if (r >= 0) {
-		res->edits = r;
+		res->edits = r + add_sysview(ctx, spec, &d.plan, res);
 		r = 0;
 	}
 out:

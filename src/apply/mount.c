@@ -164,6 +164,13 @@ static int bind_child(void *p)
 int orh_bind_into_container(const struct orh_target *t, int src_fd, int target_fd,
 			    bool readonly, struct orh_err *err)
 {
+	return orh_bind_into_container_attr(t, src_fd, target_fd,
+					    readonly ? MOUNT_ATTR_RDONLY : 0, err);
+}
+
+int orh_bind_into_container_attr(const struct orh_target *t, int src_fd, int target_fd,
+				 uint64_t attr_set, struct orh_err *err)
+{
 	_cleanup_close_ int tree = -1;
 	struct bind_args args;
 	int rc = 0, r;
@@ -172,12 +179,13 @@ int orh_bind_into_container(const struct orh_target *t, int src_fd, int target_f
 			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (tree < 0)
 		return orh_fail(err, errno, "cloning the bind source: %m");
-	if (readonly) {
-		struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+	if (attr_set) {
+		struct mount_attr attr = { .attr_set = attr_set };
 
 		if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr,
 			    sizeof(attr)) < 0)
-			return orh_fail(err, errno, "making the bind mount read-only: %m");
+			return orh_fail(err, errno, "setting the bind mount's flags%s: %m",
+					attr_set == MOUNT_ATTR_RDONLY ? " (read-only)" : "");
 	}
 	args = (struct bind_args){ .t = t, .tree = tree, .target = target_fd };
 	r = orh_run_in_child(bind_child, &args, NULL, 0, &rc, err);

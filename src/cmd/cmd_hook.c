@@ -11,9 +11,13 @@
  * /etc/nccl.conf; cdi-memlock, which CDI specs of earlier versions name, the memlock step
  * alone.
  *
+ * A container given some of the node's devices gets a view of /sys/class/infiniband*
+ * that shows only those (the last step; orh/sysview.h).
+ *
  * Failure policy (config [containers] on_error): "warn" logs a failed step and goes on
- * with the others (device nodes, device cgroup, memlock and /etc/nccl.conf do not depend
- * on each other; none runs once the container's process is gone), then exits 0; "fail"
+ * with the others (device nodes, device cgroup, memlock, /etc/nccl.conf and the sysfs
+ * view do not depend on each other; none runs once the container's process is gone),
+ * then exits 0; "fail"
  * exits 1 at the first failed step for containers that asked for RDMA
  * (oci-rdma-hook/enable=true, or OCI_RDMA_HOOK_ENABLE in process.env), or, for the cdi-*
  * stages, with the CDI device.
@@ -33,6 +37,7 @@
 #include "orh/oci.h"
 #include "orh/plan.h"
 #include "orh/sandbox.h"
+#include "orh/sysview.h"
 
 #ifndef ORH_RUN_DIR
 #define ORH_RUN_DIR "/run/oci-rdma-hook"
@@ -351,9 +356,10 @@ struct applied {
 	struct orh_devices_result dres;
 	struct orh_cgroup_result cres;
 	struct orh_ncclconf_result nres;
+	struct orh_sysview_result vres;
 	char memlock[192];
 	bool userns;
-	bool failed[4]; /* by step, in the order of steps[] */
+	bool failed[5]; /* by step, in the order of steps[] */
 };
 
 static int step_devices(struct hook *h, struct applied *a, struct orh_err *err)
@@ -398,6 +404,32 @@ static int step_ncclconf(struct hook *h, struct applied *a, struct orh_err *err)
 				  err);
 }
 
+/* A container given some of the node's devices sees only those in /sys/class/infiniband,
+ * infiniband_verbs and infiniband_mad (orh/sysview.h): the view's directory, mounted over
+ * each of them that its /sys has. One given every device is left as it is. */
+static int step_sysview(struct hook *h, struct applied *a, struct orh_err *err)
+{
+	struct orh_sysview v;
+	char dir[PATH_MAX];
+	int r = orh_sysview_read(h->ctx->sysroot, &v, err);
+
+	if (r < 0)
+		return r;
+	orh_sysview_decide(&v, &h->d.plan);
+	if (v.subset) {
+		r = orh_sysview_build(&v, ORH_SYSVIEW_DIR, dir, sizeof(dir), err);
+		if (r == 0)
+			r = orh_sysview_mount(&h->target, h->rootfd, &v, dir, &a->vres, err);
+		if (r == 0)
+			orh_log(LOG_INFO, "container %s: sysfs view: %zu of %zu devices; %u of "
+				"/sys/class/infiniband* covered from '%s' (%u not in its /sys)",
+				cid(h), v.kept_devs, v.all_devs, a->vres.mounted, dir,
+				a->vres.missing);
+	}
+	orh_sysview_free(&v);
+	return r;
+}
+
 /* The live hook's steps. None depends on another: under on_error = warn a failed one is
  * skipped and the rest still run, unless the container's process is gone. */
 static const struct {
@@ -408,6 +440,7 @@ static const struct {
 	{ "device cgroup", step_cgroup },
 	{ "memlock", step_memlock },
 	{ "/etc/nccl.conf", step_ncclconf },
+	{ "sysfs view", step_sysview },
 };
 
 static int apply(struct hook *h)

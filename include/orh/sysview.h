@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The container's view of the RDMA classes of sysfs: /sys/class/infiniband,
+ * /sys/class/infiniband_verbs and /sys/class/infiniband_mad. A container given some of
+ * the node's devices sees only those: each class directory is covered by a read-only
+ * directory holding, for each entry kept, a symlink of the host's name and relative target
+ * (../../devices/..., which resolves in the container's own /sys), and copies of the
+ * class's regular files (abi_version). A container given every device sees the host's
+ * directories unchanged.
+ *   reading the host's entries  orh_sysview_read()    src/node/sysclass.c
+ *   which entries are kept      orh_sysview_decide()  src/decide/sysview.c (pure)
+ *   the directory, the mounts   orh_sysview_build(), orh_sysview_mount(),
+ *                               orh_sysview_spec_mounts()  src/apply/sysview.c
+ */
+#ifndef ORH_SYSVIEW_H
+#define ORH_SYSVIEW_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "orh/inventory.h"
+#include "orh/plan.h"
+#include "orh/target.h"
+#include "orh/util.h"
+
+#define ORH_SYSVIEW_N_CLASSES 3
+/* "infiniband", "infiniband_verbs", "infiniband_mad" */
+extern const char *const orh_sysview_classes[ORH_SYSVIEW_N_CLASSES];
+
+/* Entries and files a class directory may hold before it is refused (a node holds far
+ * fewer: 2 per port for infiniband_mad). */
+#define ORH_SYSVIEW_MAX_ENTRIES 4096
+#define ORH_SYSVIEW_MAX_FILES 16
+#define ORH_SYSVIEW_FILE_MAX_BYTES 4096
+
+/* One symlink of a class directory. */
+struct orh_sysview_link {
+	char name[ORH_NAME_MAX];     /* "mlx5_0", "uverbs0", "umad1" */
+	char ibdev[ORH_NAME_MAX];    /* the device it belongs to: the name itself for
+				      * infiniband, its "ibdev" file for the others (empty
+				      * when unreadable) */
+	char target[PATH_MAX];       /* the symlink's target, as the host has it */
+	bool keep;                   /* orh_sysview_decide(): the container sees it */
+};
+
+/* One regular file of a class directory (abi_version). */
+struct orh_sysview_file {
+	char name[ORH_NAME_MAX];
+	char *data;
+	size_t len;
+};
+
+struct orh_sysview_class {
+	bool present;                /* the host has this class directory */
+	struct orh_sysview_link *links;
+	size_t n_links;
+	struct orh_sysview_file *files;
+	size_t n_files;
+};
+
+struct orh_sysview {
+	struct orh_sysview_class cls[ORH_SYSVIEW_N_CLASSES];
+	/* orh_sysview_decide(): some entry is left out, so the container gets the view */
+	bool subset;
+	size_t kept_devs, all_devs;  /* entries of infiniband kept, and there */
+	char id[17];                 /* what is kept, hashed (hex): the directory's name */
+};
+
+/* Read the three class directories under <sysroot>/sys/class: each symlink's name and
+ * target (and the ibdev file of the verbs and mad entries), each regular file. A missing
+ * class is not present; other entries (a directory) are skipped. -errno, naming the path,
+ * only when a directory cannot be listed or holds too much. */
+int orh_sysview_read(const char *sysroot, struct orh_sysview *v, struct orh_err *err);
+/* Which entries the container sees: those of the devices the plan gives it (the owners of
+ * its device nodes). Sets keep, subset, the counts and id. Reads nothing. */
+void orh_sysview_decide(struct orh_sysview *v, const struct orh_plan *plan);
+void orh_sysview_free(struct orh_sysview *v);
+
+/* Where the views are made: one directory per view, named by its id, shared by every
+ * container that gets the same view (made once, never changed: its name is its content;
+ * kept until the host's /run is emptied). A name no container id can have (a state
+ * directory's: cmd_hook.c). */
+#ifndef ORH_SYSVIEW_DIR
+#define ORH_SYSVIEW_DIR "/run/oci-rdma-hook/.sysfs"
+#endif
+
+/* Make the view's directory under base (made when missing): base/<id>/<class>/ for each
+ * class the host has, read-only (directories 0555, files 0444), made under a temporary
+ * name and renamed into place; one that exists already is used as it is. dir gets its
+ * path. */
+int orh_sysview_build(const struct orh_sysview *v, const char *base, char *dir, size_t size,
+		      struct orh_err *err);
+
+struct orh_sysview_result {
+	unsigned mounted;            /* class directories covered */
+	unsigned missing;            /* classes the container's /sys lacks: nothing to hide */
+};
+
+/* The live hook: bind dir/<class> read-only (nosuid, nodev, noexec) over each class
+ * directory the container's /sys has, in its mount namespace. A class directory on a
+ * shared mount is refused (the mount would reach its peers, the host's included). */
+int orh_sysview_mount(const struct orh_target *t, int rootfd, const struct orh_sysview *v,
+		      const char *dir, struct orh_sysview_result *res, struct orh_err *err);
+
+/* The spec edit: a bind mount {destination /sys/class/<class>, source dir/<class>,
+ * options bind, ro, nosuid, nodev, noexec} appended to the spec's mounts for each class
+ * the container's /sys will have: the last mount of the spec at or above that path is a
+ * sysfs whose host /sys/class/<class> exists, or a bind whose source holds the rest of the
+ * path (probe->exists says whether a host path exists). A spec that mounts that
+ * destination already is left so. Returns the number of mounts added, or -errno. */
+struct orh_sysview_probe {
+	bool (*exists)(void *arg, const char *host_path);
+	void *arg;
+};
+int orh_sysview_spec_mounts(json_t *spec, const struct orh_sysview *v, const char *dir,
+			    const struct orh_sysview_probe *probe, struct orh_err *err);
+/* The probe of the running host: stat(2). */
+struct orh_sysview_probe orh_sysview_host_probe(void);
+
+#endif

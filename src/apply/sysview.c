@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A container's view of the RDMA classes of sysfs (include/orh/sysview.h), applied: the
+ * view's directory on the host, its bind mounts into a live container, or into a spec.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "orh/mount.h"
+#include "orh/rootfs.h"
+#include "orh/sysview.h"
+
+static int mkdir_p(const char *dir, struct orh_err *err)
+{
+	char path[PATH_MAX];
+
+	if (orh_strlcpy(path, dir, sizeof(path)) < 0)
+		return orh_fail(err, ENAMETOOLONG, "'%s' is too long", dir);
+	for (char *p = path + 1;; p++) {
+		if (*p && *p != '/')
+			continue;
+		char c = *p;
+
+		*p = '\0';
+		if (mkdirat(AT_FDCWD, path, 0755) < 0 && errno != EEXIST)
+			return orh_fail(err, errno, "creating '%s': %m", path);
+		if (!c)
+			return 0;
+		*p = c;
+	}
+}
+
+/* One class directory of the view, in the directory dfd: the kept symlinks, the files. */
+static int fill_class(int dfd, const char *dir, const struct orh_sysview_class *c,
+		      struct orh_err *err)
+{
+	for (size_t i = 0; i < c->n_links; i++)
+		if (c->links[i].keep && symlinkat(c->links[i].target, dfd, c->links[i].name) < 0)
+			return orh_fail(err, errno, "creating '%s/%s': %m", dir, c->links[i].name);
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct orh_sysview_file *f = &c->files[i];
+		_cleanup_close_ int fd =
+			openat(dfd, f->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			       0444);
+
+		if (fd < 0 || orh_write_all(fd, f->data, f->len) < 0)
+			return orh_fail(err, errno, "writing '%s/%s': %m", dir, f->name);
+	}
+	return 0;
+}
+
+/* Remove a temporary view that lost the race to another (a directory of directories of
+ * symlinks and files). */
+static void remove_tree(int parent, const char *name)
+{
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0)
+		return;
+	fchmod(fd, 0755);
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno == EISDIR)
+			remove_tree(dirfd(d), de->d_name);
+	}
+	closedir(d);
+	unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+static int fill_view(int tmpfd, const char *tmp, const struct orh_sysview *v,
+		     struct orh_err *err)
+{
+	for (size_t k = 0; k < ORH_SYSVIEW_N_CLASSES; k++) {
+		const char *name = orh_sysview_classes[k];
+		_cleanup_close_ int cfd = -1;
+		int r;
+
+		if (!v->cls[k].present)
+			continue;
+		if (mkdirat(tmpfd, name, 0755) < 0)
+			return orh_fail(err, errno, "creating '%s/%s': %m", tmp, name);
+		cfd = openat(tmpfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0)
+			return orh_fail(err, errno, "opening '%s/%s': %m", tmp, name);
+		r = fill_class(cfd, tmp, &v->cls[k], err);
+		if (r < 0)
+			return r;
+		if (fchmod(cfd, 0555) < 0)
+			return orh_fail(err, errno, "making '%s/%s' read-only: %m", tmp, name);
+	}
+	return 0;
+}
+
+int orh_sysview_build(const struct orh_sysview *v, const char *base, char *dir, size_t size,
+		      struct orh_err *err)
+{
+	_cleanup_close_ int basefd = -1;
+	_cleanup_close_ int tmpfd = -1;
+	char tmp[32];
+	struct stat st;
+	int r;
+
+	if (snprintf(dir, size, "%s/%s", base, v->id) >= (int)size)
+		return orh_fail(err, ENAMETOOLONG, "'%s' is too long", base);
+	r = mkdir_p(base, err);
+	if (r < 0)
+		return r;
+	basefd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (basefd < 0)
+		return orh_fail(err, errno, "opening '%s': %m", base);
+	if (fstatat(basefd, v->id, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		return 0; /* made before: its name is its content */
+	snprintf(tmp, sizeof(tmp), ".tmp-%d", (int)getpid());
+	remove_tree(basefd, tmp); /* one a killed run of this pid left */
+	if (mkdirat(basefd, tmp, 0755) < 0)
+		return orh_fail(err, errno, "creating '%s/%s': %m", base, tmp);
+	tmpfd = openat(basefd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	r = tmpfd < 0 ? orh_fail(err, errno, "opening '%s/%s': %m", base, tmp)
+		      : fill_view(tmpfd, base, v, err);
+	if (r == 0 && renameat(basefd, tmp, basefd, v->id) < 0 && errno != EEXIST &&
+	    errno != ENOTEMPTY)
+		r = orh_fail(err, errno, "renaming '%s/%s' to '%s': %m", base, tmp, dir);
+	remove_tree(basefd, tmp); /* gone when renamed; else another run made it first */
+	return r;
+}
+
+/* ---- the live hook ---------------------------------------------------------------- */
+
+#define VIEW_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)
+
+static int mount_class(const struct orh_target *t, int rootfd, const char *dir,
+		       const char *name, struct orh_sysview_result *res, struct orh_err *err)
+{
+	_cleanup_close_ int target = -1;
+	_cleanup_close_ int src = -1;
+	_cleanup_free_ char *path = orh_xasprintf("/sys/class/%s", name);
+	_cleanup_free_ char *from = orh_xasprintf("%s/%s", dir, name);
+	struct orh_err look = { 0 };
+	uint64_t mnt = 0;
+	bool shared = true;
+	int r;
+
+	r = orh_rootfs_dir(rootfd, path, false, ORH_MOUNT_ANY, &target, &look);
+	if (r == -ENOENT || r == -ENOTDIR) {
+		res->missing++; /* the container's /sys has no such class: nothing to hide */
+		return 0;
+	}
+	if (r < 0)
+		return orh_fail(err, -r, "%s", look.msg);
+	r = orh_fd_mount_id(target, &mnt);
+	if (r < 0)
+		return orh_fail(err, -r, "reading the mount of %s: %s", path, strerror(-r));
+	r = orh_mount_is_shared(t, mnt, &shared, err);
+	if (r < 0)
+		return r;
+	if (shared)
+		return orh_fail(err, EXDEV, "%s is on a shared mount: a mount over it would "
+					    "reach the mount's peers, the host's included", path);
+	src = open(from, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (src < 0)
+		return orh_fail(err, errno, "opening '%s': %m", from);
+	r = orh_bind_into_container_attr(t, src, target, VIEW_ATTRS, err);
+	if (r < 0)
+		return orh_err_prefix(err, "mounting '%s' over %s", from, path);
+	res->mounted++;
+	return 0;
+}
+
+int orh_sysview_mount(const struct orh_target *t, int rootfd, const struct orh_sysview *v,
+		      const char *dir, struct orh_sysview_result *res, struct orh_err *err)
+{
+	memset(res, 0, sizeof(*res));
+	for (size_t k = 0; k < ORH_SYSVIEW_N_CLASSES; k++) {
+		int r;
+
+		if (!v->cls[k].present)
+			continue;
+		r = mount_class(t, rootfd, dir, orh_sysview_classes[k], res, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- the spec edit ----------------------------------------------------------------- */
+
+static bool is_bind(const json_t *m)
+{
+	const char *type = json_string_value(json_object_get(m, "type"));
+	const json_t *o = NULL;
+	size_t i = 0;
+
+	if (type && !strcmp(type, "bind"))
+		return true;
+	json_array_foreach(json_object_get(m, "options"), i, o) {
+		const char *s = json_string_value(o);
+
+		if (s && (!strcmp(s, "bind") || !strcmp(s, "rbind")))
+			return true;
+	}
+	return false;
+}
+
+/* How far dest ("/sys/class") leads to path ("/sys/class/infiniband"): the length of
+ * dest when it is path or a directory above it, else 0. */
+static size_t above(const char *dest, const char *path)
+{
+	size_t n = strlen(dest);
+
+	while (n > 1 && dest[n - 1] == '/')
+		n--;
+	if (strncmp(dest, path, n) != 0 || (path[n] && path[n] != '/' && n > 1))
+		return 0;
+	return n;
+}
+
+/* Will the container's /sys have path? Decided by the last mount at or above it. */
+static bool will_have(const json_t *mounts, const char *path,
+		      const struct orh_sysview_probe *probe, bool *mounted_there)
+{
+	const json_t *m = NULL, *last = NULL;
+	size_t i = 0, last_n = 0;
+
+	*mounted_there = false;
+	json_array_foreach(mounts, i, m) {
+		const char *dest = json_string_value(json_object_get(m, "destination"));
+		size_t n = dest ? above(dest, path) : 0;
+
+		if (!n)
+			continue;
+		if (!path[n])
+			*mounted_there = true;
+		last = m;
+		last_n = n;
+	}
+	if (!last || *mounted_there)
+		return false;
+	const char *type = json_string_value(json_object_get(last, "type"));
+	const char *src = json_string_value(json_object_get(last, "source"));
+	_cleanup_free_ char *host = NULL;
+
+	if (is_bind(last) && src && src[0] == '/')
+		host = orh_xasprintf("%s%s", src, path + last_n);
+	else if (type && !strcmp(type, "sysfs"))
+		host = orh_xasprintf("%s", path);
+	return host && probe->exists(probe->arg, host);
+}
+
+int orh_sysview_spec_mounts(json_t *spec, const struct orh_sysview *v, const char *dir,
+			    const struct orh_sysview_probe *probe, struct orh_err *err)
+{
+	json_t *mounts = json_object_get(spec, "mounts");
+	int added = 0;
+
+	if (!json_is_array(mounts))
+		return mounts && !json_is_null(mounts)
+			       ? orh_fail(err, EINVAL, "config.json: field 'mounts' is not an array")
+			       : 0;
+	for (size_t k = 0; k < ORH_SYSVIEW_N_CLASSES; k++) {
+		_cleanup_free_ char *path = orh_xasprintf("/sys/class/%s", orh_sysview_classes[k]);
+		_cleanup_free_ char *src = orh_xasprintf("%s/%s", dir, orh_sysview_classes[k]);
+		bool there = false;
+		json_t *m = NULL;
+
+		if (!v->cls[k].present || !will_have(mounts, path, probe, &there))
+			continue;
+		m = json_pack("{s:s, s:s, s:s, s:[s, s, s, s, s]}", "destination", path, "type",
+			      "bind", "source", src, "options", "bind", "ro", "nosuid", "nodev",
+			      "noexec");
+		if (!m || json_array_append_new(mounts, m) < 0)
+			return orh_fail(err, ENOMEM, "config.json: adding to 'mounts'");
+		added++;
+	}
+	return added;
+}
+
+static bool host_exists(void *arg, const char *path)
+{
+	struct stat st;
+
+	(void)arg;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+struct orh_sysview_probe orh_sysview_host_probe(void)
+{
+	return (struct orh_sysview_probe){ .exists = host_exists, .arg = NULL };
+}
