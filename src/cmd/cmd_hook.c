@@ -7,8 +7,8 @@
  * registers: the edit put the devices, grants and memlock into the spec, and this stage
  * writes /etc/nccl.conf alone. cdi-createRuntime is the one the CDI spec (cmd_cdi.c)
  * carries: for every container given a device of the spec's kind (that request is the
- * activation) it applies the memlock step (CDI has no rlimit edit) and writes
- * /etc/nccl.conf; cdi-memlock, which CDI specs of earlier versions name, the memlock step
+ * activation) it applies the memlock step (CDI has no rlimit edit) and the sysfs view,
+ * and writes /etc/nccl.conf; cdi-memlock, which CDI specs of earlier versions name, the memlock step
  * alone.
  *
  * A container given some of the node's devices gets a view of /sys/class/infiniband*
@@ -261,13 +261,41 @@ static size_t conf_settings(const struct hook *h, struct orh_env_entry *out)
 	return n;
 }
 
-/* The stages of one or two steps: nccl-conf writes /etc/nccl.conf alone, cdi-createRuntime
- * applies memlock and then writes /etc/nccl.conf (under on_error = warn a failed memlock
- * step does not stop it), cdi-memlock applies memlock alone; one line saying what was
- * done. */
+/* A container given some of the node's devices sees only those in /sys/class/infiniband,
+ * infiniband_verbs and infiniband_mad (orh/sysview.h): the view's directory, mounted over
+ * each of them that its /sys has. One given every device is left as it is. */
+static int apply_sysview(struct hook *h, struct orh_sysview_result *vres, struct orh_err *err)
+{
+	struct orh_sysview v;
+	char dir[PATH_MAX];
+	int r = orh_sysview_read(h->ctx->sysroot, &v, err);
+
+	memset(vres, 0, sizeof(*vres));
+	if (r < 0)
+		return r;
+	orh_sysview_decide(&v, &h->d.plan);
+	if (v.subset) {
+		r = orh_sysview_build(&v, ORH_SYSVIEW_DIR, dir, sizeof(dir), err);
+		if (r == 0)
+			r = orh_sysview_mount(&h->target, h->rootfd, &v, dir, vres, err);
+		if (r == 0)
+			orh_log(LOG_INFO, "container %s: %s: sysfs view: %zu of %zu devices; %u of "
+				"/sys/class/infiniband* covered from '%s' (%u not in its /sys)",
+				cid(h), h->stage, v.kept_devs, v.all_devs, vres->mounted, dir,
+				vres->missing);
+	}
+	orh_sysview_free(&v);
+	return r;
+}
+
+/* The stages of one to three steps: nccl-conf writes /etc/nccl.conf alone,
+ * cdi-createRuntime applies memlock and the sysfs view and then writes /etc/nccl.conf
+ * (under on_error = warn a failed step does not stop the next), cdi-memlock applies
+ * memlock alone; one line saying what was done. */
 static int apply_conf_stage(struct hook *h)
 {
 	struct orh_ncclconf_result nres;
+	struct orh_sysview_result vres;
 	struct orh_err err = { 0 };
 	_cleanup_free_ struct orh_env_entry *settings = NULL;
 	size_t n_settings = 0;
@@ -280,6 +308,10 @@ static int apply_conf_stage(struct hook *h)
 			return ORH_EXIT_FAIL;
 		snprintf(memlock, sizeof(memlock), "memlock: failed");
 	}
+	/* a container given one device of the CDI spec sees only it in sysfs */
+	if (!strcmp(h->stage, "cdi-createRuntime") && apply_sysview(h, &vres, &err) < 0 &&
+	    failed(h, "sysfs view", &err) == ORH_EXIT_FAIL)
+		return ORH_EXIT_FAIL;
 	memset(&nres, 0, sizeof(nres));
 	settings = orh_xcalloc(h->d.plan.n_env + 1, sizeof(*settings));
 	n_settings = conf ? conf_settings(h, settings) : 0;
@@ -404,30 +436,9 @@ static int step_ncclconf(struct hook *h, struct applied *a, struct orh_err *err)
 				  err);
 }
 
-/* A container given some of the node's devices sees only those in /sys/class/infiniband,
- * infiniband_verbs and infiniband_mad (orh/sysview.h): the view's directory, mounted over
- * each of them that its /sys has. One given every device is left as it is. */
 static int step_sysview(struct hook *h, struct applied *a, struct orh_err *err)
 {
-	struct orh_sysview v;
-	char dir[PATH_MAX];
-	int r = orh_sysview_read(h->ctx->sysroot, &v, err);
-
-	if (r < 0)
-		return r;
-	orh_sysview_decide(&v, &h->d.plan);
-	if (v.subset) {
-		r = orh_sysview_build(&v, ORH_SYSVIEW_DIR, dir, sizeof(dir), err);
-		if (r == 0)
-			r = orh_sysview_mount(&h->target, h->rootfd, &v, dir, &a->vres, err);
-		if (r == 0)
-			orh_log(LOG_INFO, "container %s: sysfs view: %zu of %zu devices; %u of "
-				"/sys/class/infiniband* covered from '%s' (%u not in its /sys)",
-				cid(h), v.kept_devs, v.all_devs, a->vres.mounted, dir,
-				a->vres.missing);
-	}
-	orh_sysview_free(&v);
-	return r;
+	return apply_sysview(h, &a->vres, err);
 }
 
 /* The live hook's steps. None depends on another: under on_error = warn a failed one is

@@ -1,13 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # End-to-end: the sysfs view of a device subset, and the [env] settings NCCL does not
-# read. A container given one device of the sample node (rule 8: its spec holds uverbs1)
-# lists only that device's entries in /sys/class/infiniband, infiniband_verbs and
-# infiniband_mad, with the host's relative targets, on read-only mounts: through the live hook
-# (runc), the runtime shim (containerd) and the precreate hook (podman). A container given
-# every device sees the host's entries, with no mount over them. This host's kernel has no
-# RDMA class in its sysfs: each container gets the sample node's /sys/class bound over its
-# own (what the host's /sys would show), read-only, and the view goes over that.
+# read. A container given one device of the sample node (rule 8: its spec holds uverbs1;
+# or a CDI request for one) lists only that device's entries in /sys/class/infiniband,
+# infiniband_verbs and infiniband_mad, with the host's relative targets, on read-only
+# mounts: through the live hook (runc), the runtime shim (containerd), the precreate hook
+# (podman) and the CDI spec's hook (podman). A container given every device sees the
+# host's entries, with no mount over them. This host's kernel has no RDMA class in its
+# sysfs: each container gets the sample node's /sys/class bound over its own (what the
+# host's /sys would show), read-only, and the view goes over that.
 # The config's UCX_TLS reaches PID 1's environment through the shim and precreate; the
 # live hook writes it into /etc/nccl.conf and its log says the environment lacks it.
 . "$(dirname "$0")/lib.sh"
@@ -129,6 +130,22 @@ if command -v podman >/dev/null 2>&1; then
 	run_podman -v "$CLASS:/sys/class:ro"
 	check "podman precreate, every device: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
 	check_view "podman precreate, every device" all
+	# a CDI request for one device (the CDI spec's createRuntime hook), without precreate
+	CDI_FILE=/var/run/cdi/oci-rdma-hook-e2e-sysview-$$.json
+	if mkdir -p /var/run/cdi && ! grep -qs '"rdma.oci-rdma-hook.io/hca"' /var/run/cdi/*.json /etc/cdi/*.json; then
+		trap 'rc=$?; rm -f "$CDI_FILE"; stop_daemons; cleanup_work $rc' EXIT
+		"$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" cdi --output "$CDI_FILE"
+		podman_setup
+		run_podman -v "$CLASS:/sys/class:ro" --device rdma.oci-rdma-hook.io/hca=mlx5_1
+		check "CDI, one device: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+		check_view "CDI, mlx5_1 requested" mlx5_1
+		run_podman -v "$CLASS:/sys/class:ro" --device rdma.oci-rdma-hook.io/hca=all
+		check "CDI, every device: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+		check_view "CDI, every device" all
+		rm -f "$CDI_FILE"
+	else
+		not_ok "a CDI spec of the kind rdma.oci-rdma-hook.io/hca is there already: the CDI cases did not run"
+	fi
 else
 	not_ok "podman is not installed: the precreate cases did not run"
 fi
