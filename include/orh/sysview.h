@@ -96,11 +96,13 @@ int orh_sysview_build(const struct orh_sysview *v, const char *base, char *dir, 
 struct orh_sysview_result {
 	unsigned mounted;            /* class directories covered */
 	unsigned missing;            /* classes the container's /sys lacks: nothing to hide */
+	unsigned already;            /* covered by this view already (a spec mount of it) */
 };
 
 /* The live hook: bind dir/<class> read-only (nosuid, nodev, noexec) over each class
- * directory the container's /sys has, in its mount namespace. A class directory on a
- * shared mount is refused (the mount would reach its peers, the host's included). */
+ * directory the container's /sys has, in its mount namespace, unless that is the view's
+ * own directory already (the spec edit mounted it). A class directory on a shared mount
+ * is refused (the mount would reach its peers, the host's included). */
 int orh_sysview_mount(const struct orh_target *t, int rootfd, const struct orh_sysview *v,
 		      const char *dir, struct orh_sysview_result *res, struct orh_err *err);
 

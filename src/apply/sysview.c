@@ -150,6 +150,7 @@ static int mount_class(const struct orh_target *t, int rootfd, const char *dir,
 	_cleanup_free_ char *path = orh_xasprintf("/sys/class/%s", name);
 	_cleanup_free_ char *from = orh_xasprintf("%s/%s", dir, name);
 	struct orh_err look = { 0 };
+	struct stat sst, tst;
 	uint64_t mnt = 0;
 	bool shared = true;
 	int r;
@@ -173,6 +174,11 @@ static int mount_class(const struct orh_target *t, int rootfd, const char *dir,
 	src = open(from, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (src < 0)
 		return orh_fail(err, errno, "opening '%s': %m", from);
+	if (fstat(src, &sst) == 0 && fstat(target, &tst) == 0 && sst.st_dev == tst.st_dev &&
+	    sst.st_ino == tst.st_ino) {
+		res->already++; /* the spec's mount of this view (precreate before this hook) */
+		return 0;
+	}
 	r = orh_bind_into_container_attr(t, src, target, VIEW_ATTRS, err);
 	if (r < 0)
 		return orh_err_prefix(err, "mounting '%s' over %s", from, path);

@@ -280,9 +280,9 @@ static int apply_sysview(struct hook *h, struct orh_sysview_result *vres, struct
 			r = orh_sysview_mount(&h->target, h->rootfd, &v, dir, vres, err);
 		if (r == 0)
 			orh_log(LOG_INFO, "container %s: %s: sysfs view: %zu of %zu devices; %u of "
-				"/sys/class/infiniband* covered from '%s' (%u not in its /sys)",
-				cid(h), h->stage, v.kept_devs, v.all_devs, vres->mounted, dir,
-				vres->missing);
+				"/sys/class/infiniband* covered from '%s' (%u already, %u not in "
+				"its /sys)", cid(h), h->stage, v.kept_devs, v.all_devs,
+				vres->mounted, dir, vres->already, vres->missing);
 	}
 	orh_sysview_free(&v);
 	return r;

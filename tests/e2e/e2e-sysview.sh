@@ -130,6 +130,13 @@ if command -v podman >/dev/null 2>&1; then
 	run_podman -v "$CLASS:/sys/class:ro"
 	check "podman precreate, every device: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
 	check_view "podman precreate, every device" all
+	# every shipped hooks.d file: precreate mounts the view, the live createRuntime hook
+	# finds it there and mounts nothing more
+	hooks_d "$WORK/hooks.d" "$HOOK" "$WORK/node.conf" oci-rdma-hook oci-rdma-hook-poststop
+	run_podman -v "$CLASS:/sys/class:ro" --device "$WORK/node/dev/infiniband/uverbs1:/dev/infiniband/uverbs1"
+	check "podman, every hooks.d file, one device given: runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+	check_view "podman, every hooks.d file, uverbs1 given (one mount per class directory)" mlx5_1
+	rm -f "$WORK"/hooks.d/*
 	# a CDI request for one device (the CDI spec's createRuntime hook), without precreate
 	CDI_FILE=/var/run/cdi/oci-rdma-hook-e2e-sysview-$$.json
 	if mkdir -p /var/run/cdi && ! grep -qs '"rdma.oci-rdma-hook.io/hca"' /var/run/cdi/*.json /etc/cdi/*.json; then
