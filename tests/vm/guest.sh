@@ -443,6 +443,65 @@ $COUT")" = 2 ]
 check "ib_write_bw: the client exits 0 (rc $CRC)" [ "$CRC" = 0 ]
 check "ib_write_bw: a bandwidth line for 200 writes of 65536 bytes" grep -Eq '^ *65536 +200 ' <<<"$COUT"
 
+# ---- 5b. the sysfs view: a container given rxe0 sees only rxe0 --------------------------------------
+section "the sysfs view: a container given rxe0 of the node's two devices (rxe1 is down, the plan leaves it out)"
+# the entries of the three class directories that name rxe0 (its own, its uverbs and umad
+# nodes), and the class files: what the container must list, no more
+VIEW_HOST=$(ls /sys/class/infiniband | tr '\n' ' ')
+VIEW_WANT=$(for c in infiniband infiniband_verbs infiniband_mad; do
+	for e in /sys/class/$c/*; do
+		if [ -L "$e" ]; then
+			if [ $c = infiniband ]; then d=${e##*/}; else d=$(cat "$e/ibdev"); fi
+			[ "$d" = rxe0 ] || continue
+		fi
+		echo "sys $c/${e##*/}"
+	done
+done)
+check "the node lists rxe0 and rxe1 in /sys/class/infiniband ($VIEW_HOST)" [ "$VIEW_HOST" = "rxe0 rxe1 " ]
+VIEW_CLASSES=$(ls -d /sys/class/infiniband /sys/class/infiniband_verbs /sys/class/infiniband_mad 2>/dev/null | wc -l)
+SYSVIEW='echo "memlock soft $(ulimit -Sl) hard $(ulimit -Hl)"
+for c in infiniband infiniband_verbs infiniband_mad; do for e in /sys/class/$c/*; do echo "sys $c/${e##*/}"; done; done
+ibv_devices 2>&1 | sed -n "3,\$ s/^[[:space:]]*\([^[:space:]]*\).*/ibv_devices \1/p"
+ibv_devinfo -d rxe0 2>&1 | grep -E "hca_id|state:" | tr -d "\t" | sed "s/ *(.*//"
+for g in /sys/class/infiniband/*/ports/*/gids/*; do v=$(cat "$g" 2>/dev/null) && [ "$v" != 0000:0000:0000:0000:0000:0000:0000:0000 ] && echo "gid ${g#/sys/class/infiniband/}"; done | cut -d/ -f1 | sort -u
+true'
+# check_view WAY: $OUT of SYSVIEW in a container given rxe0
+check_view() {
+	local way=$1
+	check "$way: starts (rc $RC: $(tail -c 300 <<<"$ERR"))" [ "$RC" = 0 ]
+	check "$way: the container ran" grep -q "^memlock soft" <<<"$OUT"
+	check "$way: /sys/class/infiniband* list rxe0's entries only ($(grep "^sys " <<<"$OUT" | tr '\n' ' '))" \
+		[ -n "$VIEW_WANT" -a "$(grep "^sys " <<<"$OUT")" = "$VIEW_WANT" ]
+	check "$way: ibv_devices lists rxe0 alone ($(grep ^ibv_devices <<<"$OUT" | tr '\n' ' '))" \
+		[ "$(grep ^ibv_devices <<<"$OUT")" = "ibv_devices rxe0" ]
+	check "$way: ibv_devinfo -d rxe0 shows it PORT_ACTIVE" \
+		bash -c 'grep -A1 -x "hca_id:rxe0" <<<"$1" | grep -qx "state:PORT_ACTIVE"' _ "$OUT"
+	check "$way: a show_gids-style read of /sys/class/infiniband/*/ports/*/gids/* names rxe0 alone ($(grep ^gid <<<"$OUT" | tr '\n' ' '))" \
+		[ "$(grep ^gid <<<"$OUT")" = "gid rxe0" ]
+}
+bundle $W/v-hook "$SYSVIEW" "$OPT_IN"
+with_hook $W/v-hook
+runc_run $W/v-hook
+echo "$OUT"
+sed 's/^/# hook: /' $W/v-hook/hook.log | tee -a "$TAP"
+check_view "sysfs view (runc live hook)"
+check "sysfs view (runc live hook): the hook covered the node's $VIEW_CLASSES class directories" \
+	grep -q "sysfs view: 1 of 2 devices; $VIEW_CLASSES of /sys/class/infiniband\* covered" $W/v-hook/hook.log
+bundle $W/v-shim "$SYSVIEW" "$OPT_IN"
+runc_run $W/v-shim $W/oci-rdma-runtime
+echo "$OUT"
+check_view "sysfs view (runtime shim)"
+check "the node still lists rxe0 and rxe1 in /sys/class/infiniband" \
+	[ "$(ls /sys/class/infiniband | tr '\n' ' ')" = "rxe0 rxe1 " ]
+pair view "ls /sys/class/infiniband | sed 's/^/sys /'; timeout 40 rping -s -a 10.0.3.15 -C 2 -v" \
+	"ls /sys/class/infiniband | sed 's/^/sys /'; timeout 30 rping -c -a 10.0.3.15 -C 2 -v"
+check "sysfs view: rping between two containers that see only rxe0 (rc $CRC)" \
+	[ "$CRC" = 0 -a "$(grep -c "ping data: rdma-ping" <<<"$COUT")" = 2 ]
+check "sysfs view: both containers of the rping listed rxe0 alone" \
+	[ "$(grep "^sys " <<<"$SOUT
+$COUT")" = "sys rxe0
+sys rxe0" ]
+
 # ---- 6. per-container GIDs, as CNI makes them ---------------------------------------------------
 section "per-container GIDs: a macvlan of eth1 in each container's network namespace"
 for i in 1 2; do
@@ -472,64 +531,6 @@ if [ "$CRC" = 0 ]; then
 else
 	echo "# note: rping between the namespaces: rc $CRC: $(tail -3 <<<"$COUT" | tr '\n' ' ')" | tee -a "$TAP"
 fi
-
-# ---- 7. the sysfs view: a container given rxe0 sees only rxe0 ---------------------------------------
-section "the sysfs view: a container given rxe0 of the node's two devices (rxe1 is down, the plan leaves it out)"
-# the entries of the three class directories that name rxe0 (its own, its uverbs and umad
-# nodes), and the class files: what the container must list, no more
-VIEW_HOST=$(ls /sys/class/infiniband | tr '\n' ' ')
-VIEW_WANT=$(for c in infiniband infiniband_verbs infiniband_mad; do
-	for e in /sys/class/$c/*; do
-		if [ -L "$e" ]; then
-			if [ $c = infiniband ]; then d=${e##*/}; else d=$(cat "$e/ibdev"); fi
-			[ "$d" = rxe0 ] || continue
-		fi
-		echo "sys $c/${e##*/}"
-	done
-done)
-check "the node lists rxe0 and rxe1 in /sys/class/infiniband ($VIEW_HOST)" [ "$VIEW_HOST" = "rxe0 rxe1 " ]
-SYSVIEW='echo "memlock soft $(ulimit -Sl) hard $(ulimit -Hl)"
-for c in infiniband infiniband_verbs infiniband_mad; do for e in /sys/class/$c/*; do echo "sys $c/${e##*/}"; done; done
-ibv_devices 2>&1 | awk "NR > 2 { print \"ibv_devices \" \$1 }"
-ibv_devinfo -d rxe0 2>&1 | grep -E "hca_id|state:" | tr -d "\t" | sed "s/ *(.*//"
-for g in /sys/class/infiniband/*/ports/*/gids/*; do v=$(cat "$g" 2>/dev/null) && [ "$v" != 0000:0000:0000:0000:0000:0000:0000:0000 ] && echo "gid ${g#/sys/class/infiniband/}"; done | cut -d/ -f1 | sort -u
-true'
-# check_view WAY: $OUT of SYSVIEW in a container given rxe0
-check_view() {
-	local way=$1
-	check "$way: starts (rc $RC: $(tail -c 300 <<<"$ERR"))" [ "$RC" = 0 ]
-	check "$way: the container ran" grep -q "^memlock soft" <<<"$OUT"
-	check "$way: /sys/class/infiniband* list rxe0's entries only ($(grep "^sys " <<<"$OUT" | tr '\n' ' '))" \
-		[ -n "$VIEW_WANT" -a "$(grep "^sys " <<<"$OUT")" = "$VIEW_WANT" ]
-	check "$way: ibv_devices lists rxe0 alone ($(grep ^ibv_devices <<<"$OUT" | tr '\n' ' '))" \
-		[ "$(grep ^ibv_devices <<<"$OUT")" = "ibv_devices rxe0" ]
-	check "$way: ibv_devinfo -d rxe0 shows it PORT_ACTIVE" \
-		bash -c 'grep -A1 -x "hca_id:rxe0" <<<"$1" | grep -qx "state:PORT_ACTIVE"' _ "$OUT"
-	check "$way: a show_gids-style read of /sys/class/infiniband/*/ports/*/gids/* names rxe0 alone ($(grep ^gid <<<"$OUT" | tr '\n' ' '))" \
-		[ "$(grep ^gid <<<"$OUT")" = "gid rxe0" ]
-}
-bundle $W/v-hook "$SYSVIEW" "$OPT_IN"
-with_hook $W/v-hook
-runc_run $W/v-hook
-echo "$OUT"
-sed 's/^/# hook: /' $W/v-hook/hook.log | tee -a "$TAP"
-check_view "sysfs view (runc live hook)"
-check "sysfs view (runc live hook): the hook covered the three class directories" \
-	grep -q "sysfs view: 1 of 2 devices; 3 of /sys/class/infiniband\* covered" $W/v-hook/hook.log
-bundle $W/v-shim "$SYSVIEW" "$OPT_IN"
-runc_run $W/v-shim $W/oci-rdma-runtime
-echo "$OUT"
-check_view "sysfs view (runtime shim)"
-check "the node still lists rxe0 and rxe1 in /sys/class/infiniband" \
-	[ "$(ls /sys/class/infiniband | tr '\n' ' ')" = "rxe0 rxe1 " ]
-pair view "ls /sys/class/infiniband | sed 's/^/sys /'; timeout 40 rping -s -a 10.0.3.15 -C 2 -v" \
-	"ls /sys/class/infiniband | sed 's/^/sys /'; timeout 30 rping -c -a 10.0.3.15 -C 2 -v"
-check "sysfs view: rping between two containers that see only rxe0 (rc $CRC)" \
-	[ "$CRC" = 0 -a "$(grep -c "ping data: rdma-ping" <<<"$COUT")" = 2 ]
-check "sysfs view: both containers of the rping listed rxe0 alone" \
-	[ "$(grep "^sys " <<<"$SOUT
-$COUT")" = "sys rxe0
-sys rxe0" ]
 
 # ---- 8. faults: rdma link delete while containers start -------------------------------------------
 section "faults: rdma link delete of rxe0 while containers start"
