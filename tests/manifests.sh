@@ -20,8 +20,11 @@ BUILD=${ORH_BUILDDIR:?run through meson test}
 work=$(mktemp -d /tmp/orh-manifests.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-python3 -c 'import yaml, tomllib' 2>/dev/null || {
-	echo "not ok - python3 with yaml and tomllib (python3-yaml: tests/setup-debian.sh installs it)"
+# TOML: Python's tomllib (3.11), or on 3.10 (Ubuntu 22.04) tomli, its source (python3-tomli)
+python3 -c 'import yaml
+try: import tomllib
+except ImportError: import tomli' 2>/dev/null || {
+	echo "not ok - python3 with yaml, and tomllib (3.11) or tomli (python3-yaml, python3-tomli: tests/setup-debian.sh installs them)"
 	exit 1
 }
 python3 "$SRC/tests/mknode.py" "$SRC/tests/nodes/dgx-h100.json" "$work/node" >/dev/null ||
@@ -34,7 +37,11 @@ if ! meson introspect --installed "$BUILD" >"$work/installed.json" ||
 fi
 
 python3 - "$HOOK" "$SRC" "$work" <<'EOF'
-import glob, json, os, re, subprocess, sys, tomllib, yaml
+import glob, json, os, re, subprocess, sys, yaml
+try:
+    import tomllib
+except ImportError:  # Python 3.10: tomli, the same parser under the same interface
+    import tomli as tomllib
 
 hook, src, work = sys.argv[1:4]
 kdir = os.path.join(src, "deploy", "kubernetes")
