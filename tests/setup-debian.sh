@@ -18,6 +18,10 @@ packages=(
 	python3-grpcio python3-grpc-tools containernetworking-plugins
 	# the Debian package (debian/, tests/package.sh): build, lint, man -w
 	build-essential debhelper dpkg-dev lintian man-db
+	# the RPM package (rpm/, tests/package-rpm.sh): rpmbuild, rpmlint, rpm --root
+	rpm rpmlint
+	# tests/manifests.sh on Python 3.10 (no tomllib)
+	python3-tomli
 	# the VM lane (tests/vm): Debian's kernel under qemu, soft-RoCE, verbs tools
 	qemu-system-x86 cpio kmod ibverbs-providers rdmacm-utils perftest
 	# diagnostics and benchmark
