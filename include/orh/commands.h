@@ -32,6 +32,8 @@ struct orh_ctx {
 
 int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv);
 int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv);
+/* The records of the containers served (orh/record.h): a table, or one. */
+int orh_cmd_inspect(struct orh_ctx *ctx, int argc, char **argv);
 /* Live hook stages: createRuntime, prestart, poststop; nccl-conf (the hook the spec edit
  * registers: only /etc/nccl.conf); cdi-createRuntime (the hook a CDI spec carries: the
  * memlock step and /etc/nccl.conf) and cdi-memlock (older CDI specs: the memlock step).

@@ -21,6 +21,7 @@ static void usage(FILE *f)
 	      "Commands:\n"
 	      "  detect [--json] [--verbs]   the node's RDMA inventory and what the plan uses\n"
 	      "  env [--explain] [--spec F]  the NAME=VALUE lines a container on this node gets\n"
+	      "  inspect [ID] [--json]       the records of the containers served (--run-dir DIR)\n"
 	      "  createRuntime | prestart    OCI hook: give the container devices, memlock, NCCL settings\n"
 	      "  poststop                    OCI hook: clean up\n"
 	      "  nccl-conf                   OCI hook the spec edit adds: only /etc/nccl.conf\n"
@@ -61,6 +62,7 @@ struct command {
 static const struct command commands[] = {
 	{ "detect", orh_cmd_detect, false, CONFINE_CAPS },
 	{ "env", orh_cmd_env, false, CONFINE_FILTER },
+	{ "inspect", orh_cmd_inspect, false, CONFINE_CAPS },
 	{ "createRuntime", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "prestart", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "poststop", orh_cmd_hook, true, CONFINE_HOOK },

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The record of what was done for one container (src/apply/record.c): a JSON object that
+ * the stage serving it writes to <run dir>/<id>/record.json and `inspect` reads. Building
+ * it and the checks of the container's own context are pure (values in, JSON or a
+ * verdict out); writing it and sweeping the run dir are not.
+ */
+#ifndef ORH_RECORD_H
+#define ORH_RECORD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "orh/decide.h"
+#include "orh/util.h"
+
+#define ORH_RECORD_FILE "record.json"
+/* The record format's version (the "version" field). */
+#define ORH_RECORD_VERSION 1
+/* The least RLIMIT_MEMLOCK a container's process needs for RDMA, unless the node config
+ * sets a smaller memlock (the operator's number then): two of NCCL's 4 MiB buffers
+ * (NCCL_BUFFSIZE's default), one connection's send and receive, are registered. */
+#define ORH_MEMLOCK_NEED ((uint64_t)8 << 20)
+/* A state directory with no record, older than this, is swept. */
+#define ORH_RECORD_ORPHAN_SECONDS 600
+/* The most state directories one sweep looks at. */
+#define ORH_RECORD_SWEEP_MAX 256
+
+/* What one stage did, as the record holds it. The strings are the caller's. */
+struct orh_record_in {
+	const char *id;
+	const char *stage;              /* createRuntime, prestart, nccl-conf, cdi-createRuntime */
+	const char *edited_by;          /* nccl-conf: "spec edit" (precreate or the shim); NULL */
+	long pid;
+	unsigned long long start_time;  /* /proc/<pid>/stat field 22; 0: unknown */
+	const struct orh_decision *d;   /* the decision (act, why, facts, plan, warnings) */
+	const char *netns_if;           /* the container's default route interface, or "" */
+	/* device nodes: created, already there, bound; -1: the step did not run */
+	long nodes_created, nodes_kept, nodes_bound;
+	const char *nodes_error;        /* the step's error, or NULL */
+	const char *cgroup;             /* "granted", "not used", "failed: ...", NULL: not run */
+	/* memlock of the container's process before and after (UINT64_MAX: unlimited);
+	 * memlock_known false: not read */
+	bool memlock_known;
+	uint64_t memlock_soft_before, memlock_hard_before;
+	uint64_t memlock_soft_after, memlock_hard_after;
+	const char *memlock;            /* what the step did ("raised", ...), NULL: not run */
+	/* the spec's own: linux.devices entries under /dev/infiniband, and its RLIMIT_MEMLOCK
+	 * (for the spec-edit paths, what the edit put there) */
+	long spec_devices;              /* -1: not read */
+	bool spec_memlock_set;
+	uint64_t spec_memlock;
+	/* /etc/nccl.conf: how many settings were added, whether a copy was bind-mounted (from
+	 * where), which of the image's lines were kept */
+	const char *conf;               /* "written", "failed: ...", NULL: not written */
+	size_t conf_added;
+	const char *conf_bound_from;    /* "" or the copy's path */
+	const struct orh_strv *conf_kept;
+	const struct orh_strv *warnings; /* the stage's own, after the decision's */
+	/* per step: name and monotonic milliseconds; total */
+	const char *step_names[8];
+	double step_ms[8];
+	size_t n_steps;
+	double total_ms;
+};
+
+/* The record as JSON (a new reference). */
+json_t *orh_record_build(const struct orh_record_in *in);
+
+/* Item 3's checks, each on values read: a warning into out and true when it fails. */
+/* The memlock that RDMA needs in this container: ORH_MEMLOCK_NEED, or the plan's
+ * memlock where that is smaller. */
+uint64_t orh_record_memlock_need(const struct orh_plan *plan);
+bool orh_check_memlock(uint64_t soft, uint64_t need, char *out, size_t size);
+/* The container has its own network namespace with addresses, the plan uses RoCE ports,
+ * and none of them has a GID of the wanted kind for one of its addresses. */
+bool orh_check_gid(const struct orh_decision *d, char *out, size_t size);
+/* The container was given devices (rule 8) and every port of those is not ACTIVE. */
+bool orh_check_ports_down(const struct orh_decision *d, char *out, size_t size);
+/* GPUDirect RDMA: the container holds GPUs; peermem: /sys/module/nvidia_peermem exists;
+ * dmabuf: the kernel is 5.12 or newer (kernel "X.Y..."). */
+bool orh_check_gpudirect(bool holds_gpus, bool peermem, const char *kernel, char *out,
+			 size_t size);
+
+/* RLIMIT_MEMLOCK from the text of /proc/<pid>/limits: 0 or -EINVAL. */
+int orh_limits_memlock(const char *text, uint64_t *soft, uint64_t *hard);
+/* Field 22 (starttime) of the text of /proc/<pid>/stat: 0 or -EINVAL. */
+int orh_stat_start_time(const char *text, unsigned long long *out);
+
+/* Write rec to <state_dir>/record.json (0644 root's file, atomically); the directory is
+ * made (0700) where missing. 0 or -errno with err filled. */
+int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *err);
+/* Remove the state directories under run_dir whose container no longer exists: its
+ * record's pid is gone or has another start time (proc: "/proc" or a fake tree); one
+ * without a record, older than ORH_RECORD_ORPHAN_SECONDS. skip_id is never removed.
+ * Only directories, never through a symlink, and only the entries the hook makes in
+ * them. Returns how many were removed. */
+int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id);
+/* Is the container of record rec alive (its pid has the recorded start time)? */
+bool orh_record_alive(const json_t *rec, const char *proc);
+
+#endif

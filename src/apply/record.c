@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The record of what was done for one container (orh/record.h): built from values, the
+ * checks of the container's own context, the parsing of /proc/<pid>/limits and stat, the
+ * atomic write, and the sweep of the state directories of containers that are gone.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "orh/atomic.h"
+#include "orh/record.h"
+
+static json_t *limit_json(uint64_t v)
+{
+	return v == UINT64_MAX ? json_string("unlimited") : json_integer((json_int_t)v);
+}
+
+static const char *act_name(enum orh_activation_result a)
+{
+	return a == ORH_ACT_REQUESTED ? "requested" : a == ORH_ACT_DEFAULT ? "default" : "skip";
+}
+
+static json_t *strv_json(const struct orh_strv *sv)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; sv && i < sv->n; i++)
+		json_array_append_new(a, json_string(sv->v[i]));
+	return a;
+}
+
+/* The plan: the HCAs used, the GID index per port, the socket interface, each port's
+ * reason, the nodes and the memlock it sets. */
+static json_t *plan_json(const struct orh_decision *d, const char *netns_if)
+{
+	const struct orh_plan *p = &d->plan;
+	const struct orh_env_entry *ifname = orh_plan_env_get(p, "NCCL_SOCKET_IFNAME");
+	json_t *ports = json_array(), *nodes = json_array(), *o;
+
+	for (size_t i = 0; i < p->n_ports; i++) {
+		const struct orh_port_choice *c = &p->ports[i];
+
+		o = json_pack("{s:s, s:I, s:s, s:b, s:s}", "hca", c->dev->name,
+			      "port", (json_int_t)c->port->num, "state", c->port->state_text,
+			      "used", c->used, "reason", c->reason);
+		if (c->gid_index >= 0) {
+			json_object_set_new(o, "gid_index", json_integer(c->gid_index));
+			json_object_set_new(o, "gid_from_container",
+					    json_boolean(c->gid_from_container));
+		}
+		json_array_append_new(ports, o);
+	}
+	for (size_t i = 0; i < p->n_nodes; i++)
+		json_array_append_new(nodes, json_string(p->nodes[i].path));
+	o = json_pack("{s:o, s:o, s:s, s:s}", "ports", ports, "nodes", nodes,
+		      "preset", orh_preset_name(p->preset),
+		      "socket_ifname", ifname ? ifname->value : "");
+	json_object_set_new(o, "netns_default_if", json_string(netns_if ? netns_if : ""));
+	if (p->set_memlock)
+		json_object_set_new(o, "memlock", limit_json(p->memlock));
+	return o;
+}
+
+/* The character devices the spec gave the container (rule 8), by number. */
+static json_t *given_json(const struct orh_container_facts *f)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < f->n_devs; i++) {
+		char s[32];
+
+		snprintf(s, sizeof(s), "%u:%u", f->devs[i].major, f->devs[i].minor);
+		json_array_append_new(a, json_string(s));
+	}
+	return a;
+}
+
+static json_t *steps_json(const struct orh_record_in *in)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < in->n_steps && i < ORH_ARRAY_SIZE(in->step_names); i++)
+		json_object_set_new(o, in->step_names[i], json_real(in->step_ms[i]));
+	return o;
+}
+
+static void set_nodes(json_t *rec, const struct orh_record_in *in)
+{
+	if (in->nodes_error)
+		json_object_set_new(rec, "nodes", json_pack("{s:s}", "error", in->nodes_error));
+	else if (in->nodes_created >= 0)
+		json_object_set_new(rec, "nodes",
+				    json_pack("{s:I, s:I, s:I}", "created",
+					      (json_int_t)in->nodes_created, "kept",
+					      (json_int_t)in->nodes_kept, "bound",
+					      (json_int_t)in->nodes_bound));
+}
+
+static void set_memlock(json_t *rec, const struct orh_record_in *in)
+{
+	json_t *m = json_object();
+
+	if (in->memlock)
+		json_object_set_new(m, "step", json_string(in->memlock));
+	if (in->memlock_known) {
+		json_object_set_new(m, "before", json_pack("{s:o, s:o}",
+			"soft", limit_json(in->memlock_soft_before),
+			"hard", limit_json(in->memlock_hard_before)));
+		json_object_set_new(m, "after", json_pack("{s:o, s:o}",
+			"soft", limit_json(in->memlock_soft_after),
+			"hard", limit_json(in->memlock_hard_after)));
+	}
+	if (in->spec_memlock_set)
+		json_object_set_new(m, "in_spec", limit_json(in->spec_memlock));
+	json_object_set_new(rec, "memlock", m);
+}
+
+static void set_conf(json_t *rec, const struct orh_record_in *in)
+{
+	json_t *c;
+
+	if (!in->conf)
+		return;
+	c = json_pack("{s:s, s:s, s:I}", "path", "/etc/nccl.conf", "result", in->conf,
+		      "added", (json_int_t)in->conf_added);
+	if (in->conf_bound_from && *in->conf_bound_from)
+		json_object_set_new(c, "bind_mounted_from", json_string(in->conf_bound_from));
+	json_object_set_new(c, "image_lines_kept", strv_json(in->conf_kept));
+	json_object_set_new(rec, "nccl_conf", c);
+}
+
+json_t *orh_record_build(const struct orh_record_in *in)
+{
+	const struct orh_decision *d = in->d;
+	json_t *rec, *warn;
+
+	rec = json_pack("{s:i, s:s, s:s, s:I, s:I}", "version", ORH_RECORD_VERSION,
+			"id", in->id ? in->id : "", "stage", in->stage,
+			"pid", (json_int_t)in->pid, "start_time", (json_int_t)in->start_time);
+	if (in->edited_by)
+		json_object_set_new(rec, "edited_by", json_string(in->edited_by));
+	json_object_set_new(rec, "activation", json_pack("{s:s, s:s, s:b}", "result",
+				act_name(d->act), "why", d->why, "asked", d->asked));
+	json_object_set_new(rec, "given_devices", given_json(&d->facts));
+	if (in->spec_devices >= 0)
+		json_object_set_new(rec, "spec_devices", json_integer(in->spec_devices));
+	if (d->have_plan)
+		json_object_set_new(rec, "plan", plan_json(d, in->netns_if));
+	set_nodes(rec, in);
+	if (in->cgroup)
+		json_object_set_new(rec, "cgroup", json_string(in->cgroup));
+	set_memlock(rec, in);
+	set_conf(rec, in);
+	warn = strv_json(&d->warnings);
+	for (size_t i = 0; in->warnings && i < in->warnings->n; i++)
+		json_array_append_new(warn, json_string(in->warnings->v[i]));
+	json_object_set_new(rec, "warnings", warn);
+	json_object_set_new(rec, "time_ms", json_pack("{s:f, s:o}", "total", in->total_ms,
+						      "steps", steps_json(in)));
+	return rec;
+}
+
+uint64_t orh_record_memlock_need(const struct orh_plan *plan)
+{
+	if (plan && plan->set_memlock && plan->memlock < ORH_MEMLOCK_NEED)
+		return plan->memlock;
+	return ORH_MEMLOCK_NEED;
+}
+
+bool orh_check_memlock(uint64_t soft, uint64_t need, char *out, size_t size)
+{
+	if (soft >= need)
+		return false;
+	snprintf(out, size,
+		 "memlock of the container's process is %" PRIu64 " bytes, below the %" PRIu64
+		 " that RDMA needs here (a hard limit the hook cannot raise: rootless, or "
+		 "capped by the engine or the spec); registering NCCL's buffers fails",
+		 soft, need);
+	return true;
+}
+
+bool orh_check_gid(const struct orh_decision *d, char *out, size_t size)
+{
+	const struct orh_plan *p = &d->plan;
+	bool roce = false;
+
+	if (!d->facts.own_netns || d->facts.n_addrs == 0)
+		return false;
+	for (size_t i = 0; i < p->n_ports; i++) {
+		if (!p->ports[i].used || p->ports[i].port->link_layer != ORH_LL_ETHERNET)
+			continue;
+		roce = true;
+		if (p->ports[i].gid_from_container)
+			return false;
+	}
+	if (!roce)
+		return false;
+	snprintf(out, size,
+		 "no RoCE port has a GID of the wanted kind for an address of the container's "
+		 "network namespace (its interface %s): RDMA traffic cannot use its address",
+		 d->facts.netns_default_if[0] ? d->facts.netns_default_if : "unknown");
+	return true;
+}
+
+/* Is dev one of those the spec gives, by its uverbs node's number? */
+static bool dev_given(const struct orh_container_facts *f, const struct orh_device *dev)
+{
+	for (size_t i = 0; dev->uverbs.present && i < f->n_devs; i++)
+		if (f->devs[i].major == dev->uverbs.major && f->devs[i].minor == dev->uverbs.minor)
+			return true;
+	return false;
+}
+
+bool orh_check_ports_down(const struct orh_decision *d, char *out, size_t size)
+{
+	const struct orh_plan *p = &d->plan;
+	size_t given = 0;
+	int n = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < p->n_ports; i++) {
+		const struct orh_port *port = p->ports[i].port;
+
+		if (!dev_given(&d->facts, p->ports[i].dev))
+			continue;
+		given++;
+		if (port->state == ORH_PORT_ACTIVE)
+			return false;
+		if (n >= 0 && (size_t)n < size)
+			n += snprintf(out + n, size - n, "%s%s:%u %s", n ? "; " : "every port of the "
+				      "devices the container was given is down: ",
+				      p->ports[i].dev->name, port->num,
+				      port->state_text[0] ? port->state_text : "unreadable");
+	}
+	if (!given)
+		out[0] = '\0';
+	return given > 0;
+}
+
+bool orh_check_gpudirect(bool holds_gpus, bool peermem, const char *kernel, char *out,
+			 size_t size)
+{
+	unsigned major = 0, minor = 0;
+
+	if (!holds_gpus || peermem)
+		return false;
+	if (kernel && sscanf(kernel, "%u.%u", &major, &minor) == 2 &&
+	    (major > 5 || (major == 5 && minor >= 12)))
+		return false;
+	snprintf(out, size,
+		 "GPUDirect RDMA unavailable: the container holds GPUs, the nvidia_peermem "
+		 "module is not loaded and the kernel (%s) is older than 5.12 (no dma-buf "
+		 "for RDMA): NCCL copies through host memory",
+		 kernel && *kernel ? kernel : "unknown");
+	return true;
+}
+
+static int parse_limit(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!strncmp(s, "unlimited", 9)) {
+		*v = UINT64_MAX;
+		return 9;
+	}
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	return (int)(end - s);
+}
+
+int orh_limits_memlock(const char *text, uint64_t *soft, uint64_t *hard)
+{
+	const char *l = text ? strstr(text, "\nMax locked memory") : NULL;
+	int n;
+
+	if (!l)
+		return -EINVAL;
+	l += strlen("\nMax locked memory");
+	l += strspn(l, " ");
+	n = parse_limit(l, soft);
+	if (n < 0)
+		return -EINVAL;
+	l += n;
+	l += strspn(l, " ");
+	return parse_limit(l, hard) < 0 ? -EINVAL : 0;
+}
+
+int orh_stat_start_time(const char *text, unsigned long long *out)
+{
+	/* the command (field 2) may hold spaces and ')': fields 3.. follow its last ')' */
+	const char *p = text ? strrchr(text, ')') : NULL;
+
+	if (!p)
+		return -EINVAL;
+	p++;
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EINVAL;
+	}
+	return sscanf(p, " %llu", out) == 1 ? 0 : -EINVAL;
+}
+
+int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *err)
+{
+	_cleanup_free_ char *text = json_dumps(rec, JSON_INDENT(2) | JSON_SORT_KEYS);
+	_cleanup_close_ int dirfd = -1;
+	struct orh_replace how = { .type = S_IFREG, .mode = 0644 };
+
+	if (!text)
+		return orh_fail(err, ENOMEM, "formatting the record");
+	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
+		return orh_fail(err, errno, "making '%s': %m", state_dir);
+	dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0)
+		return orh_fail(err, errno, "opening '%s': %m", state_dir);
+	how.data = text;
+	how.len = strlen(text);
+	how.what = ORH_RECORD_FILE;
+	return orh_replace_at(dirfd, ORH_RECORD_FILE, &how, err);
+}
+
+/* The start time of pid under proc; 0 when it is gone or unreadable. */
+static unsigned long long start_time_of(const char *proc, long pid)
+{
+	char path[PATH_MAX], buf[1024];
+	unsigned long long t = 0;
+
+	snprintf(path, sizeof(path), "%s/%ld/stat", proc, pid);
+	if (orh_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) < 0 ||
+	    orh_stat_start_time(buf, &t) < 0)
+		return 0;
+	return t;
+}
+
+bool orh_record_alive(const json_t *rec, const char *proc)
+{
+	json_int_t pid = json_integer_value(json_object_get(rec, "pid"));
+	json_int_t st = json_integer_value(json_object_get(rec, "start_time"));
+
+	if (pid <= 0)
+		return false;
+	return start_time_of(proc, (long)pid) == (unsigned long long)st && st != 0;
+}
+
+/* The entries the hook makes in a state directory, and their writers' temporaries. */
+static bool ours(const char *name)
+{
+	static const char *const files[] = { "nccl.conf", ORH_RECORD_FILE, "decision.json" };
+
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(files); i++) {
+		size_t n = strlen(files[i]);
+
+		if (!strcmp(name, files[i]) ||
+		    (name[0] == '.' && !strncmp(name + 1, files[i], n) &&
+		     orh_startswith(name + 1 + n, ".orh-")))
+			return true;
+	}
+	return false;
+}
+
+/* Remove dirfd/name, a state directory: its entries that are ours, then itself (it stays
+ * where anything else is in it). */
+static bool remove_state_dir(int runfd, const char *name)
+{
+	int fd = openat(runfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	DIR *dir;
+
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while ((de = readdir(dir)))
+		if (ours(de->d_name))
+			unlinkat(dirfd(dir), de->d_name, 0);
+	closedir(dir);
+	return unlinkat(runfd, name, AT_REMOVEDIR) == 0;
+}
+
+/* Is the state directory dirfd/name stale: its record's container gone, or no record
+ * and older than ORH_RECORD_ORPHAN_SECONDS? */
+static bool stale(int runfd, const char *name, const char *proc)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	json_t *rec;
+	bool gone;
+	int fd;
+
+	if (fstatat(runfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid())
+		return false;
+	snprintf(path, sizeof(path), "%s/" ORH_RECORD_FILE, name);
+	fd = openat(runfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT && time(NULL) - st.st_mtime > ORH_RECORD_ORPHAN_SECONDS;
+	rec = json_loadfd(fd, 0, NULL);
+	close(fd);
+	gone = rec && !orh_record_alive(rec, proc);
+	json_decref(rec);
+	return gone;
+}
+
+int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id)
+{
+	int fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int removed = 0, seen = 0;
+	struct dirent *de;
+	DIR *dir;
+
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while ((de = readdir(dir)) && seen < ORH_RECORD_SWEEP_MAX) {
+		if (de->d_name[0] == '.' || (skip_id && !strcmp(de->d_name, skip_id)))
+			continue;
+		seen++;
+		if (stale(dirfd(dir), de->d_name, proc) && remove_state_dir(dirfd(dir), de->d_name))
+			removed++;
+	}
+	closedir(dir);
+	return removed;
+}

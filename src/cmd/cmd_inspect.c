@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * oci-rdma-hook inspect [ID] [--json] [--run-dir DIR]: the records of the containers the
+ * hook served (orh/record.h), as a table, or one (ID or a unique prefix of it) in full.
+ * First it sweeps the state directories of containers that no longer exist.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "orh/commands.h"
+#include "orh/record.h"
+
+#ifndef ORH_RUN_DIR
+#define ORH_RUN_DIR "/run/oci-rdma-hook"
+#endif
+
+static json_t *load_record(const char *run_dir, const char *id)
+{
+	char path[PATH_MAX];
+	json_t *rec;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s/" ORH_RECORD_FILE, run_dir, id);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	rec = json_loadfd(fd, 0, NULL);
+	close(fd);
+	return rec;
+}
+
+/* The HCAs the plan uses, comma-separated. */
+static void hcas(const json_t *rec, char *out, size_t size)
+{
+	const json_t *ports = json_object_get(json_object_get(rec, "plan"), "ports"), *p;
+	size_t i, n = 0;
+
+	out[0] = '\0';
+	json_array_foreach(ports, i, p) {
+		if (!json_is_true(json_object_get(p, "used")) || n >= size)
+			continue;
+		n += snprintf(out + n, size - n, "%s%s:%lld", n ? "," : "",
+			      json_string_value(json_object_get(p, "hca")),
+			      (long long)json_integer_value(json_object_get(p, "port")));
+	}
+	if (!out[0])
+		snprintf(out, size, "-");
+}
+
+static void limit_text(const json_t *v, char *out, size_t size)
+{
+	if (json_is_string(v))
+		snprintf(out, size, "%s", json_string_value(v));
+	else if (json_is_integer(v))
+		snprintf(out, size, "%lld", (long long)json_integer_value(v));
+	else
+		snprintf(out, size, "-");
+}
+
+static void row(const json_t *rec, const char *proc)
+{
+	const json_t *act = json_object_get(rec, "activation");
+	const json_t *after = json_object_get(json_object_get(rec, "memlock"), "after");
+	char h[256], ml[32];
+
+	hcas(rec, h, sizeof(h));
+	limit_text(json_object_get(after, "soft"), ml, sizeof(ml));
+	printf("%-16.16s %-18s %-10s %-24s %-12s %-8zu %s\n",
+	       json_string_value(json_object_get(rec, "id")),
+	       json_string_value(json_object_get(rec, "stage")),
+	       json_string_value(json_object_get(act, "result")), h, ml,
+	       json_array_size(json_object_get(rec, "warnings")),
+	       orh_record_alive(rec, proc) ? "yes" : "no");
+}
+
+/* The ids of the state directories under run_dir, sorted by name (json array). */
+static json_t *list_ids(const char *run_dir)
+{
+	DIR *dir = opendir(run_dir);
+	json_t *ids = json_array();
+	struct dirent *de;
+
+	while (dir && (de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			json_array_append_new(ids, json_string(de->d_name));
+	if (dir)
+		closedir(dir);
+	return ids;
+}
+
+/* The one id that id_or_prefix is, or a prefix of: its index in ids, -1 none, -2 many. */
+static int find_id(const json_t *ids, const char *want)
+{
+	size_t i, n = strlen(want);
+	const json_t *v;
+	int found = -1;
+
+	json_array_foreach(ids, i, v) {
+		if (!strcmp(json_string_value(v), want))
+			return (int)i;
+		if (!strncmp(json_string_value(v), want, n))
+			found = found == -1 ? (int)i : -2;
+	}
+	return found;
+}
+
+static int show_one(const char *run_dir, const json_t *ids, const char *want, bool as_json,
+		    const char *proc)
+{
+	int k = find_id(ids, want);
+	json_t *rec;
+
+	if (k < 0) {
+		fprintf(stderr, "oci-rdma-hook: inspect: %s container id '%s' in '%s'\n",
+			k == -1 ? "no record of a" : "more than one record for the", want,
+			run_dir);
+		return ORH_EXIT_FAIL;
+	}
+	rec = load_record(run_dir, json_string_value(json_array_get(ids, (size_t)k)));
+	if (!rec) {
+		fprintf(stderr, "oci-rdma-hook: inspect: '%s/%s/" ORH_RECORD_FILE
+			"': missing or not JSON\n", run_dir,
+			json_string_value(json_array_get(ids, (size_t)k)));
+		return ORH_EXIT_FAIL;
+	}
+	json_object_set_new(rec, "alive", json_boolean(orh_record_alive(rec, proc)));
+	if (!as_json)
+		row(rec, proc);
+	json_dumpf(rec, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+	putchar('\n');
+	json_decref(rec);
+	return ORH_EXIT_OK;
+}
+
+static int show_all(const char *run_dir, const json_t *ids, bool as_json, const char *proc)
+{
+	json_t *all = json_array(), *v;
+	size_t i;
+
+	if (!as_json)
+		printf("%-16s %-18s %-10s %-24s %-12s %-8s %s\n", "ID", "WAY IN", "ACTIVATED",
+		       "HCAS", "MEMLOCK", "WARNINGS", "ALIVE");
+	json_array_foreach(ids, i, v) {
+		json_t *rec = load_record(run_dir, json_string_value(v));
+
+		if (!rec)
+			continue;
+		json_object_set_new(rec, "alive", json_boolean(orh_record_alive(rec, proc)));
+		if (!as_json)
+			row(rec, proc);
+		json_array_append_new(all, rec);
+	}
+	if (as_json) {
+		json_dumpf(all, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+		putchar('\n');
+	}
+	json_decref(all);
+	return ORH_EXIT_OK;
+}
+
+int orh_cmd_inspect(struct orh_ctx *ctx, int argc, char **argv)
+{
+	const char *run_dir = ORH_RUN_DIR, *id = NULL, *proc = "/proc";
+	bool as_json = false;
+	json_t *ids;
+	int rc;
+
+	(void)ctx;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			as_json = true;
+		else if (!strcmp(argv[i], "--run-dir") && i + 1 < argc)
+			run_dir = argv[++i];
+		else if (argv[i][0] != '-' && !id)
+			id = argv[i];
+		else {
+			fprintf(stderr, "oci-rdma-hook: inspect: unknown or incomplete argument "
+				"'%s'\n", argv[i]);
+			return ORH_EXIT_USAGE;
+		}
+	}
+	orh_record_sweep(run_dir, proc, NULL);
+	ids = list_ids(run_dir);
+	rc = id ? show_one(run_dir, ids, id, as_json, proc) : show_all(run_dir, ids, as_json, proc);
+	json_decref(ids);
+	return rc;
+}
