@@ -104,9 +104,12 @@ R2=$(build 2 "$WORK/src1") || fatal "rpmbuild -bb release 2" "$WORK/build-2.log"
 R3=$(build 3 "$WORK/src2") || fatal "rpmbuild -bb release 3 (changed default config)" "$WORK/build-3.log"
 ok "releases 2 and 3 built (3 with a changed default config)"
 
-# rpmlint fails (rc != 0) on an error; rpm/oci-rdma-hook.rpmlintrc filters, with its
-# reasons, what is so on purpose. Its warnings are shown.
-rpmlint -r "$SRC/rpm/$PKG.rpmlintrc" "$R1" "$SPEC" >"$WORK/rpmlint.log" 2>&1
+# rpmlint (configured by rpm/rpmlint.toml) fails (rc != 0) on an error;
+# rpm/oci-rdma-hook.rpmlintrc filters, with its reasons, what is so on purpose. Its
+# warnings are shown: unstripped binaries (rpmbuild on RHEL strips them into the debuginfo
+# package), static binaries that are not PIE, libibverbs' and libnl's resolver calls linked
+# into oci-rdma-hook-verbs, tags that this rpmlint's defaults expect and RHEL's do not.
+rpmlint -c "$SRC/rpm/rpmlint.toml" -r "$SRC/rpm/$PKG.rpmlintrc" "$R1" "$SPEC" >"$WORK/rpmlint.log" 2>&1
 lint_rc=$?
 sed 's/^/# rpmlint: /' "$WORK/rpmlint.log"
 check "rpmlint reports no error (rc $lint_rc)" bash -c \
