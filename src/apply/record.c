@@ -133,7 +133,8 @@ static void set_conf(json_t *rec, const struct orh_record_in *in)
 		      "added", (json_int_t)in->conf_added);
 	if (in->conf_bound_from && *in->conf_bound_from)
 		json_object_set_new(c, "bind_mounted_from", json_string(in->conf_bound_from));
-	json_object_set_new(c, "image_lines_kept", strv_json(in->conf_kept));
+	if (in->conf_kept)
+		json_object_set_new(c, "image_lines_kept", strv_json(in->conf_kept));
 	json_object_set_new(rec, "nccl_conf", c);
 }
 
@@ -316,10 +317,19 @@ int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *e
 	_cleanup_free_ char *text = json_dumps(rec, JSON_INDENT(2) | JSON_SORT_KEYS);
 	_cleanup_close_ int dirfd = -1;
 	struct orh_replace how = { .type = S_IFREG, .mode = 0644 };
+	char parent[PATH_MAX];
+	char *slash;
 
 	if (!text)
 		return orh_fail(err, ENOMEM, "formatting the record");
-	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
+	snprintf(parent, sizeof(parent), "%s", state_dir);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		if (mkdirat(AT_FDCWD, parent, 0755) < 0 && errno != EEXIST)
+			return orh_fail(err, errno, "making '%s': %m", parent);
+	}
+	if (mkdirat(AT_FDCWD, state_dir, 0700) < 0 && errno != EEXIST)
 		return orh_fail(err, errno, "making '%s': %m", state_dir);
 	dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0)

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "orh/apply.h"
@@ -36,6 +37,7 @@
 #include "orh/decide.h"
 #include "orh/oci.h"
 #include "orh/plan.h"
+#include "orh/record.h"
 #include "orh/sandbox.h"
 #include "orh/sysview.h"
 
@@ -56,6 +58,9 @@ struct hook {
 	struct orh_decision d;       /* the decision (decide.c); d.plan is what is applied */
 	const char *step;            /* the step of the container callback under way */
 	char state_dir[PATH_MAX];
+	struct orh_record_in rec;    /* what this stage did, for its record.json */
+	struct orh_strv rwarn;       /* the stage's warnings that the record holds */
+	double t0;                   /* monotonic ms at the start */
 };
 
 static const char *cid(const struct hook *h)
@@ -132,7 +137,9 @@ static void remove_state_files(const struct hook *h)
 		return;
 	}
 	while ((de = readdir(dir))) {
-		if (strcmp(de->d_name, "nccl.conf") && !orh_startswith(de->d_name, ".nccl.conf.orh-"))
+		if (strcmp(de->d_name, "nccl.conf") && !orh_startswith(de->d_name, ".nccl.conf.orh-") &&
+		    strcmp(de->d_name, ORH_RECORD_FILE) &&
+		    !orh_startswith(de->d_name, "." ORH_RECORD_FILE ".orh-"))
 			continue;
 		if (unlinkat(dirfd(dir), de->d_name, 0) < 0 && errno != ENOENT)
 			orh_log(LOG_WARNING, "container %s: poststop: removing '%s/%s': %m", cid(h),
@@ -288,6 +295,144 @@ static int apply_sysview(struct hook *h, struct orh_sysview_result *vres, struct
 	return r;
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void record_step(struct hook *h, const char *name, double t0)
+{
+	struct orh_record_in *r = &h->rec;
+
+	if (r->n_steps < ORH_ARRAY_SIZE(r->step_names)) {
+		r->step_names[r->n_steps] = name;
+		r->step_ms[r->n_steps++] = now_ms() - t0;
+	}
+}
+
+/* The container process's RLIMIT_MEMLOCK, from its /proc/<pid>/limits. */
+static bool read_memlock(const struct hook *h, uint64_t *soft, uint64_t *hard)
+{
+	char buf[4096];
+
+	return orh_read_file_at(h->target.procfd, "limits", buf, sizeof(buf)) >= 0 &&
+	       orh_limits_memlock(buf, soft, hard) == 0;
+}
+
+/* What the spec holds (for the spec-edit paths, what the edit put there): its
+ * linux.devices under /dev/infiniband/ and its RLIMIT_MEMLOCK. */
+static void record_spec(struct hook *h)
+{
+	const json_t *devs = json_object_get(json_object_get(h->spec, "linux"), "devices");
+	const json_t *rl = json_object_get(json_object_get(h->spec, "process"), "rlimits"), *e;
+	size_t i;
+
+	h->rec.spec_devices = 0;
+	json_array_foreach(devs, i, e)
+		if (orh_startswith(json_string_value(json_object_get(e, "path")) ?: "", ORH_DEV_DIR))
+			h->rec.spec_devices++;
+	json_array_foreach(rl, i, e) {
+		if (strcmp(json_string_value(json_object_get(e, "type")) ?: "", "RLIMIT_MEMLOCK"))
+			continue;
+		const json_t *v = json_object_get(e, "soft");
+
+		/* a value past int64 (unlimited) is no integer to jansson */
+		h->rec.spec_memlock_set = true;
+		h->rec.spec_memlock = json_is_integer(v) && json_integer_value(v) >= 0
+			? (uint64_t)json_integer_value(v) : UINT64_MAX;
+	}
+}
+
+/* Does the container hold GPUs: an NVIDIA device node (not nvidiactl) given, or
+ * NVIDIA_VISIBLE_DEVICES naming some? */
+static bool holds_gpus(const struct orh_container_facts *f)
+{
+	const char *v = f->nvidia_visible;
+
+	for (size_t i = 0; i < f->n_devs; i++)
+		if (f->devs[i].major == ORH_NVIDIA_MAJOR && f->devs[i].minor != 255)
+			return true;
+	return v && *v && strcmp(v, "void") && strcmp(v, "none");
+}
+
+/* The GPUDirect check's inputs through the sysroot: nvidia_peermem loaded
+ * (sys/module/nvidia_peermem) and the kernel's release (proc/sys/kernel/osrelease). */
+static bool check_gpudirect(const struct hook *h, char *msg, size_t size)
+{
+	char path[PATH_MAX], kernel[128] = "";
+	bool peermem;
+
+	snprintf(path, sizeof(path), "%s/sys/module/nvidia_peermem", h->ctx->sysroot);
+	peermem = access(path, F_OK) == 0;
+	snprintf(path, sizeof(path), "%s/proc/sys/kernel/osrelease", h->ctx->sysroot);
+	if (orh_read_file_at(AT_FDCWD, path, kernel, sizeof(kernel)) < 0)
+		return false;
+	kernel[strcspn(kernel, "\n")] = '\0';
+	return orh_check_gpudirect(holds_gpus(&h->d.facts), peermem, kernel, msg, size);
+}
+
+/* Will it work, in the container's own context: a warning in the log and the record for
+ * each check that fails. Under on_error = fail a container that asked is refused where
+ * its memlock is below the need; the GID and GPUDirect checks only warn. The memlock is
+ * the spec's where it sets one (the runtime applies it after this hook), else the one
+ * the container's process holds after the memlock step. */
+static int check_context(struct hook *h)
+{
+	char msg[ORH_ERR_MAX - 64];
+	struct orh_err err = { 0 };
+	bool known = h->rec.spec_memlock_set || h->rec.memlock_known;
+	uint64_t soft = h->rec.spec_memlock_set ? h->rec.spec_memlock : h->rec.memlock_soft_after;
+
+	if (check_gpudirect(h, msg, sizeof(msg)))
+		orh_strv_pushf(&h->rwarn, "%s", msg);
+	if (orh_check_gid(&h->d, msg, sizeof(msg)))
+		orh_strv_pushf(&h->rwarn, "%s", msg);
+	if (known && orh_check_memlock(soft, orh_record_memlock_need(&h->d.plan), msg,
+				       sizeof(msg))) {
+		if (h->ctx->cfg.on_error == ORH_ON_ERROR_FAIL && h->act == ORH_ACT_REQUESTED) {
+			orh_fail(&err, EPERM, "%s", msg);
+			return failed_as(h, "memlock check", &err, NEXT_NONE);
+		}
+		orh_strv_pushf(&h->rwarn, "%s", msg);
+	}
+	for (size_t i = 0; i < h->rwarn.n; i++)
+		orh_log(LOG_WARNING, "container %s: %s: %s", cid(h), h->stage, h->rwarn.v[i]);
+	return ORH_EXIT_OK;
+}
+
+/* The checks, then <state dir>/record.json; a record that cannot be written is a
+ * warning (the container has what it was given). The first state directory of a
+ * container sweeps those of containers that are gone. */
+static int finish(struct hook *h)
+{
+	char buf[1024];
+	struct orh_err err = { 0 };
+	json_t *rec;
+	int rc = check_context(h);
+
+	if (rc != ORH_EXIT_OK || !h->state_dir[0])
+		return rc;
+	h->rec.id = cid(h);
+	h->rec.stage = h->stage;
+	h->rec.pid = h->st.pid;
+	if (orh_read_file_at(h->target.procfd, "stat", buf, sizeof(buf)) >= 0)
+		orh_stat_start_time(buf, &h->rec.start_time);
+	h->rec.d = &h->d;
+	h->rec.netns_if = h->netns.default_if;
+	h->rec.warnings = &h->rwarn;
+	h->rec.total_ms = now_ms() - h->t0;
+	if (access(h->state_dir, F_OK) < 0)
+		orh_record_sweep(ORH_RUN_DIR, "/proc", h->st.id);
+	rec = orh_record_build(&h->rec);
+	if (orh_record_write(h->state_dir, rec, &err) < 0)
+		orh_log(LOG_WARNING, "container %s: %s: the record: %s", cid(h), h->stage, err.msg);
+	json_decref(rec);
+	return ORH_EXIT_OK;
+}
+
 /* The stages of one to three steps: nccl-conf writes /etc/nccl.conf alone,
  * cdi-createRuntime applies memlock and the sysfs view and then writes /etc/nccl.conf
  * (under on_error = warn a failed step does not stop the next), cdi-memlock applies
@@ -301,7 +446,13 @@ static int apply_conf_stage(struct hook *h)
 	size_t n_settings = 0;
 	char memlock[192] = "";
 	bool conf = strcmp(h->stage, "cdi-memlock") != 0;
+	double t0 = now_ms();
 
+	h->rec.memlock_known = read_memlock(h, &h->rec.memlock_soft_before,
+					    &h->rec.memlock_hard_before);
+	record_spec(h);
+	if (!strcmp(h->stage, "nccl-conf"))
+		h->rec.edited_by = "spec edit (precreate or the runtime shim)";
 	if (strcmp(h->stage, "nccl-conf") != 0 &&
 	    apply_memlock(h, memlock, sizeof(memlock), &err) < 0) {
 		if (failed(h, "memlock", &err) == ORH_EXIT_FAIL)
@@ -319,8 +470,12 @@ static int apply_conf_stage(struct hook *h)
 	 * that device's ports */
 	if (conf && orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,
 				       h->state_dir[0] ? h->state_dir : NULL, settings,
-				       n_settings, &nres, &err) < 0)
-		return failed(h, "/etc/nccl.conf", &err);
+				       n_settings, &nres, &err) < 0) {
+		if (failed(h, "/etc/nccl.conf", &err) == ORH_EXIT_FAIL)
+			return ORH_EXIT_FAIL;
+		h->rec.conf = "failed";
+	}
+	record_step(h, "stage", t0);
 	if (!conf)
 		orh_log(LOG_INFO, "container %s: %s: %s", cid(h), h->stage,
 			memlock[0] ? memlock : "the plan sets no memlock; left unchanged");
@@ -331,7 +486,14 @@ static int apply_conf_stage(struct hook *h)
 			nres.bind_mounted ? nres.generated : "",
 			nres.foreign ? " over the file of another mount, which is left as it is"
 				     : "");
-	return ORH_EXIT_OK;
+	h->rec.memlock = memlock[0] ? memlock : NULL;
+	if (conf && !h->rec.conf)
+		h->rec.conf = "written";
+	h->rec.conf_added = nres.added;
+	h->rec.conf_bound_from = nres.bind_mounted ? nres.generated : "";
+	h->rec.memlock_known = h->rec.memlock_known &&
+		read_memlock(h, &h->rec.memlock_soft_after, &h->rec.memlock_hard_after);
+	return finish(h);
 }
 
 /* Take hold of the state's pid and check that it is the container the runtime is
@@ -459,10 +621,16 @@ static int apply(struct hook *h)
 	struct applied a = { .userns = !orh_in_initial_userns() };
 	const char *cg;
 
+	h->rec.memlock_known = read_memlock(h, &h->rec.memlock_soft_before,
+					    &h->rec.memlock_hard_before);
+	record_spec(h);
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(steps); i++) {
 		struct orh_err err = { 0 };
+		double t0 = now_ms();
+		int r = steps[i].fn(h, &a, &err);
 
-		if (steps[i].fn(h, &a, &err) < 0) {
+		record_step(h, steps[i].name, t0);
+		if (r < 0) {
 			a.failed[i] = true;
 			/* the container's process is gone (ESRCH, target.c): its number may name
 			 * another process now, so no step goes on */
@@ -489,7 +657,18 @@ static int apply(struct hook *h)
 		a.nres.bind_mounted ? ", bind-mounted from " : "",
 		a.nres.bind_mounted ? a.nres.generated : "",
 		a.nres.foreign ? " over the file of another mount, which is left as it is" : "");
-	return ORH_EXIT_OK;
+	h->rec.nodes_created = a.failed[0] ? -1L : (long)a.dres.created;
+	h->rec.nodes_kept = a.dres.kept;
+	h->rec.nodes_bound = a.dres.bound;
+	h->rec.nodes_error = a.failed[0] ? "failed" : NULL;
+	h->rec.cgroup = cg;
+	h->rec.memlock = a.failed[2] ? "failed" : a.memlock[0] ? a.memlock : "left unchanged";
+	h->rec.conf = a.failed[3] ? "failed" : "written";
+	h->rec.conf_added = a.nres.added;
+	h->rec.conf_bound_from = a.nres.bind_mounted ? a.nres.generated : "";
+	h->rec.memlock_known = h->rec.memlock_known &&
+		read_memlock(h, &h->rec.memlock_soft_after, &h->rec.memlock_hard_after);
+	return finish(h);
 }
 
 static int run(struct hook *h)
@@ -564,7 +743,8 @@ static int run(struct hook *h)
 int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)
 {
 	struct hook h = { .ctx = ctx, .stage = argv[0], .target = { .pidfd = -1, .procfd = -1 },
-			  .rootfd = -1 };
+			  .rootfd = -1, .rec = { .nodes_created = -1, .spec_devices = -1 },
+			  .t0 = now_ms() };
 	int r;
 
 	if (argc > 1) {
@@ -577,6 +757,7 @@ int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)
 		orh_log(LOG_INFO, "container %s: paths were resolved without openat2 (component walk)",
 			cid(&h));
 	orh_decision_free(&h.d);
+	orh_strv_free(&h.rwarn);
 	if (h.spec)
 		json_decref(h.spec);
 	if (h.rootfd >= 0)

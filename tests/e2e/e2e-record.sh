@@ -1,0 +1,86 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# The record of what was done (record.json under /run/oci-rdma-hook/<id>) and `inspect`,
+# with runc containers served by the live hook: a running container's record is listed
+# and printed, and is gone once the container is deleted (poststop); a state directory of
+# a container that is gone is swept; a container whose memlock the spec caps below what
+# RDMA needs starts with a warning under on_error = warn and is refused under fail.
+. "$(dirname "$0")/lib.sh"
+need_root_runc
+setup_work
+
+RUN=/run/oci-rdma-hook
+HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
+ASK="$HOSTNET; c['annotations'] = {'oci-rdma-hook/enable': 'true'}"
+make_node seed001-roce.json "$WORK/node"
+write_conf "$WORK/warn.conf" "[node]
+memlock = 4M"
+write_conf "$WORK/fail.conf" "[node]
+memlock = 4M
+[containers]
+on_error = fail"
+make_rootfs "$WORK/rootfs"
+
+# A running container: listed by inspect, printed by id prefix, gone after delete.
+ID="orh-e2e-$$-rec"
+make_bundle "$WORK/b1" "$WORK/rootfs" "$WORK/node" "$WORK/warn.conf" \
+	'echo "memlock $(ulimit -l)" >/tmp/out; sleep 60' "$ASK"
+runc run -d --bundle "$WORK/b1" "$ID" </dev/null >"$WORK/b1.out" 2>&1 || true
+for i in $(seq 1 50); do
+	OUT=$(runc exec "$ID" cat /tmp/out 2>/dev/null || true)
+	inside_ran && break
+	sleep 0.1
+done
+check_ran "running container"
+LIST=$("$HOOK" inspect 2>&1 || true)
+check "inspect lists the running container as served by createRuntime, alive" \
+	grep -Eq "^${ID:0:16} +createRuntime +requested .* yes$" <<<"$LIST"
+J=$("$HOOK" inspect "${ID%-rec}-r" --json 2>&1 || true)
+check "inspect ID-PREFIX --json: its record (stage, activation, the plan's HCAs, memlock after)" \
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["id"] == sys.argv[2] and r["stage"] == "createRuntime", r
+assert r["activation"]["result"] == "requested" and r["alive"] is True
+assert any(p["used"] and p["hca"] == "mlx5_1" for p in r["plan"]["ports"])
+assert r["memlock"]["after"]["soft"] >= 4 << 20, r["memlock"]
+assert r["nccl_conf"]["result"] == "written" and r["nccl_conf"]["added"] > 0
+assert r["time_ms"]["total"] > 0' "$J" "$ID"
+check "the record is a root-owned file of mode 0644" \
+	[ "$(stat -c '%U %a' "$RUN/$ID/record.json" 2>&1)" = "root 644" ]
+runc delete -f "$ID" >/dev/null 2>&1 || true
+check "after delete (poststop) the state directory is gone" [ ! -e "$RUN/$ID" ]
+check "inspect ID of a deleted container fails" \
+	sh -c '! "$1" inspect "$2" >/dev/null 2>&1' _ "$HOOK" "$ID"
+
+# A stale directory: its record names a process that is gone (pid 1 with another start
+# time); one that is not ours (a file of another name) keeps that file.
+mkdir -p "$RUN/orh-e2e-$$-stale" "$RUN/orh-e2e-$$-other"
+echo '{"pid": 1, "start_time": 1}' >"$RUN/orh-e2e-$$-stale/record.json"
+echo x >"$RUN/orh-e2e-$$-stale/nccl.conf"
+echo '{"pid": 1, "start_time": 1}' >"$RUN/orh-e2e-$$-other/record.json"
+echo x >"$RUN/orh-e2e-$$-other/not-ours"
+"$HOOK" inspect >/dev/null 2>&1 || true
+check "inspect sweeps the state directory of a container that is gone" \
+	[ ! -e "$RUN/orh-e2e-$$-stale" ]
+check "the sweep leaves a file it did not make" [ -e "$RUN/orh-e2e-$$-other/not-ours" ]
+rm -rf "$RUN/orh-e2e-$$-other"
+
+# Memlock capped by the spec below the need (1 MiB hard and soft): warn starts it with a
+# warning; fail refuses a container that asked.
+CAP="$ASK; c['process']['rlimits'] = [{'type': 'RLIMIT_MEMLOCK', 'hard': 1048576, 'soft': 1048576}]"
+make_bundle "$WORK/b2" "$WORK/rootfs" "$WORK/node" "$WORK/warn.conf" \
+	'echo "memlock $(ulimit -l)"' "$CAP"
+run_ctr "$WORK/b2"
+check_ran "capped memlock, on_error = warn"
+check "capped memlock: the container sees 1 MiB (1024 KiB)" grep -qx 'memlock 1024' <<<"$OUT"
+check "capped memlock: the hook warns that it is below what RDMA needs" \
+	grep -q "memlock of the container's process is 1048576 bytes, below the 8388608 that RDMA needs" \
+	"$WORK/b2/hook.log"
+make_bundle "$WORK/b3" "$WORK/rootfs" "$WORK/node" "$WORK/fail.conf" \
+	'echo "memlock $(ulimit -l)"' "$CAP"
+run_ctr "$WORK/b3"
+check "capped memlock, on_error = fail: the container that asked is refused (rc $RC)" \
+	[ "$RC" != 0 -a -z "$OUT" ]
+check "capped memlock, on_error = fail: the engine's error names the check" \
+	grep -q "memlock check: memlock of the container's process is 1048576" <<<"$ERR$(cat "$WORK/b3/hook.log")"
+finish
