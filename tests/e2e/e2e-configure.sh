@@ -39,8 +39,12 @@ snapshot() {
 	(cd "$1" && echo "$(find . -type f | wc -l) files" && find . -type f | sort | xargs -r sha256sum) ||
 		echo "no directory $1"
 }
-# toml FILE PYTHON: run PYTHON with t = the parsed file (tomllib)
-toml() { python3 -c "import sys, tomllib; t = tomllib.load(open(sys.argv[1], 'rb')); $2" "$1"; }
+# toml FILE PYTHON: run PYTHON with t = the parsed file (tomllib; tomli before Python 3.11)
+tomlimport='try: import tomllib
+except ImportError: import tomli as tomllib'
+toml() { python3 -c "import sys
+$tomlimport
+t = tomllib.load(open(sys.argv[1], 'rb')); $2" "$1"; }
 
 # idempotent LABEL ROOT ARGS...: --dry-run prints a change and writes nothing; the run
 # changes the tree; a second run and its --dry-run change nothing
@@ -84,7 +88,11 @@ assert r["rdma"]["pod_annotations"] == ["oci-rdma-hook/*"], r["rdma"]
 assert r["rdma"]["options"]["BinaryName"] == "/usr/bin/oci-rdma-runtime", r["rdma"]
 assert r["rdma"]["options"]["SystemdCgroup"] is True and r["runc"]["options"]["SystemdCgroup"] is True'
 check "containerd's dump: every other setting as before" python3 -c '
-import sys, tomllib
+import sys
+try:
+    import tomllib
+except ImportError:  # Python 3.10: tomli, the same parser
+    import tomli as tomllib
 a, b = (tomllib.load(open(f, "rb")) for f in sys.argv[1:3])
 del b["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["rdma"]
 sys.exit(a != b)' "$WORK/dump.before" "$WORK/dump.after"
