@@ -34,22 +34,51 @@ static json_t *load_record(const char *run_dir, const char *id)
 	return rec;
 }
 
-/* The HCAs the plan uses, comma-separated. */
+/* The HCA ports the plan uses: the first, and how many more ("mlx5_1:1 +7"). */
 static void hcas(const json_t *rec, char *out, size_t size)
 {
 	const json_t *ports = json_object_get(json_object_get(rec, "plan"), "ports"), *p;
-	size_t i, n = 0;
+	size_t i, used = 0;
 
-	out[0] = '\0';
+	snprintf(out, size, "-");
 	json_array_foreach(ports, i, p) {
-		if (!json_is_true(json_object_get(p, "used")) || n >= size)
+		if (!json_is_true(json_object_get(p, "used")))
 			continue;
-		n += snprintf(out + n, size - n, "%s%s:%lld", n ? "," : "",
-			      json_string_value(json_object_get(p, "hca")),
-			      (long long)json_integer_value(json_object_get(p, "port")));
+		if (used++ == 0)
+			snprintf(out, size, "%s:%lld", json_string_value(json_object_get(p, "hca")),
+				 (long long)json_integer_value(json_object_get(p, "port")));
 	}
-	if (!out[0])
-		snprintf(out, size, "-");
+	if (used > 1)
+		snprintf(out + strlen(out), size - strlen(out), " +%zu", used - 1);
+}
+
+/* One record, readable: a line per value, named by its path ("plan.ports[1].hca"). */
+static void print_flat(const char *prefix, const json_t *v)
+{
+	char name[256];
+	const char *key;
+	const json_t *e;
+	size_t i;
+
+	if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, key, e) {
+			snprintf(name, sizeof(name), "%s%s%s", prefix, *prefix ? "." : "", key);
+			print_flat(name, e);
+		}
+	} else if (json_is_array(v)) {
+		if (json_array_size(v) == 0)
+			printf("%s: -\n", prefix);
+		json_array_foreach(v, i, e) {
+			snprintf(name, sizeof(name), "%s[%zu]", prefix, i);
+			print_flat(name, e);
+		}
+	} else if (json_is_string(v)) {
+		printf("%s: %s\n", prefix, json_string_value(v));
+	} else {
+		_cleanup_free_ char *text = json_dumps(v, JSON_ENCODE_ANY);
+
+		printf("%s: %s\n", prefix, text ? text : "?");
+	}
 }
 
 static void limit_text(const json_t *v, char *out, size_t size)
@@ -70,7 +99,7 @@ static void row(const json_t *rec, const char *proc)
 
 	hcas(rec, h, sizeof(h));
 	limit_text(json_object_get(after, "soft"), ml, sizeof(ml));
-	printf("%-16.16s %-18s %-10s %-24s %-12s %-8zu %s\n",
+	printf("%-16.16s %-17s %-10s %-14s %-12s %-8zu %s\n",
 	       json_string_value(json_object_get(rec, "id")),
 	       json_string_value(json_object_get(rec, "stage")),
 	       json_string_value(json_object_get(act, "result")), h, ml,
@@ -129,10 +158,12 @@ static int show_one(const char *run_dir, const json_t *ids, const char *want, bo
 		return ORH_EXIT_FAIL;
 	}
 	json_object_set_new(rec, "alive", json_boolean(orh_record_alive(rec, proc)));
-	if (!as_json)
-		row(rec, proc);
-	json_dumpf(rec, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
-	putchar('\n');
+	if (as_json) {
+		json_dumpf(rec, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+		putchar('\n');
+	} else {
+		print_flat("", rec);
+	}
 	json_decref(rec);
 	return ORH_EXIT_OK;
 }
@@ -143,7 +174,7 @@ static int show_all(const char *run_dir, const json_t *ids, bool as_json, const 
 	size_t i;
 
 	if (!as_json)
-		printf("%-16s %-18s %-10s %-24s %-12s %-8s %s\n", "ID", "WAY IN", "ACTIVATED",
+		printf("%-16s %-17s %-10s %-14s %-12s %-8s %s\n", "ID", "WAY IN", "ACTIVATED",
 		       "HCAS", "MEMLOCK", "WARNINGS", "ALIVE");
 	json_array_foreach(ids, i, v) {
 		json_t *rec = load_record(run_dir, json_string_value(v));
