@@ -37,13 +37,18 @@ ln -sf "$HOOK" "$WORK/oci-rdma-runtime"
 # goes with it
 fresh_rootfs() {
 	stop_fake_ctr
-	rm -rf "$WORK/r"
+	rm -rf "$WORK/r" "$STATE_DIR"
 	mkdir -p "$WORK/r/etc" "$WORK/r/dev"
 	printf 'NCCL_DEBUG=WARN\n' >"$WORK/r/etc/nccl.conf"
 	fake_ctr "$WORK/r"
 }
 ID="orh-kill-$$"
 STATE_DIR="/run/oci-rdma-hook/$ID"
+# state_left: STATE_DIR holds something but the record (record.json, its temporary
+# .record.json.orh-*), which poststop removes with the directory
+state_left() {
+	[ -e "$STATE_DIR" ] && ls -A "$STATE_DIR" | grep -qv '^\(record\.json\|\.record\.json\.orh-.*\)$'
+}
 
 # hook STAGE [STRACE-OPTS...]: the live hook on bundle $WORK/b for the stand-in; KRC
 hook() {
@@ -122,7 +127,7 @@ while read -r name k; do
 		bad_conf=$((bad_conf + 1)); echo "# $name#$k: nccl.conf is neither original nor complete"
 	fi
 	devs_ok || { bad_dev=$((bad_dev + 1)); echo "# $name#$k: a wrong device node"; }
-	if ! cmp -s "$WORK/b/config.json" "$WORK/config.orig" || [ -e "$STATE_DIR" ] ||
+	if ! cmp -s "$WORK/b/config.json" "$WORK/config.orig" || state_left ||
 		[ "$(ls -A "$WORK/b")" != config.json ]; then
 		bad_out=$((bad_out + 1)); echo "# $name#$k: something left outside the rootfs"
 	fi
