@@ -83,4 +83,36 @@ check "capped memlock, on_error = fail: the container that asked is refused (rc 
 	[ "$RC" != 0 -a -z "$OUT" ]
 check "capped memlock, on_error = fail: the engine's error names the check" \
 	grep -q "memlock check: memlock of the container's process is 1048576" <<<"$ERR$(cat "$WORK/b3/hook.log")"
+
+# The spec-edit path (podman's precreate): the nccl-conf stage writes the record, with what
+# the edit put into the spec; podman rm runs the poststop hook the edit registered.
+if command -v podman >/dev/null 2>&1; then
+	rm -rf "$WORK/node" "$WORK/rootfs"
+	spec_edit_node
+	hooks_d "$WORK/hooks.d" "$HOOK" "$WORK/node.conf" oci-rdma-hook-precreate
+	podman_setup --hooks-dir "$WORK/hooks.d"
+	# (a detached podman run sets RLIMIT_NOFILE and NPROC above this machine's hard limits)
+	PID_=$("${PODMAN[@]}" run -d --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 \
+		--network none --annotation oci-rdma-hook/enable=true \
+		localhost/orh-e2e-bb /bin/sh -c 'echo "memlock $(ulimit -l)" >/tmp/out; sleep 60' \
+		2>"$WORK/podman.err" || true)
+	for i in $(seq 1 50); do
+		OUT=$("${PODMAN[@]}" exec "$PID_" cat /tmp/out 2>/dev/null || true)
+		inside_ran && break
+		sleep 0.1
+	done
+	check_ran "podman precreate"
+	check "podman precreate: the container sees the edit's memlock (4 MiB)" \
+		grep -qx 'memlock 4096' <<<"$OUT"
+	J=$("$HOOK" inspect "$PID_" --json 2>&1 || true)
+	check "podman precreate: the record is nccl-conf's, with the spec's devices and memlock" \
+		python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["stage"] == "nccl-conf" and "spec edit" in r["edited_by"], r
+assert r["spec_devices"] == 9 and r["memlock"]["in_spec"] == 4 << 20, r
+assert r["alive"] is True and r["nccl_conf"]["result"] == "written"' "$J"
+	"${PODMAN[@]}" rm -f "$PID_" >/dev/null 2>&1 || true
+	check "podman precreate: after rm (poststop) the state directory is gone" \
+		[ -n "$PID_" -a ! -e "$RUN/$PID_" ]
+fi
 finish
