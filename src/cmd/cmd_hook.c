@@ -728,7 +728,9 @@ static int run(struct hook *h)
 	if (orh_plan_is_empty(&h->d.plan)) {
 		char why[ORH_ERR_MAX - 64];
 
-		orh_plan_why_empty(&h->d.plan, why, sizeof(why));
+		/* a container given devices whose ports are all down is told so */
+		if (!orh_check_ports_down(&h->d, why, sizeof(why)))
+			orh_plan_why_empty(&h->d.plan, why, sizeof(why));
 		/* a container that asked: on_error decides, as for a failed step */
 		if (h->act == ORH_ACT_REQUESTED) {
 			orh_fail(&err, ENODEV, "%s", why);

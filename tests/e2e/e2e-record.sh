@@ -84,6 +84,30 @@ check "capped memlock, on_error = fail: the container that asked is refused (rc 
 check "capped memlock, on_error = fail: the engine's error names the check" \
 	grep -q "memlock check: memlock of the container's process is 1048576" <<<"$ERR$(cat "$WORK/b3/hook.log")"
 
+# Given a device whose every port is down (rule 8: the plan names only the given devices;
+# rule 1 leaves out a port not ACTIVE): fail refuses the container that asked, warn starts
+# it unchanged, both saying which ports are down.
+echo "1: DOWN" >"$WORK/node/sys/class/infiniband/mlx5_3/ports/1/state"
+MAJ=$((16#$(stat -c %t "$WORK/node/dev/infiniband/uverbs3"))) MIN=$((16#$(stat -c %T "$WORK/node/dev/infiniband/uverbs3")))
+GIVE="$ASK; c['linux'].setdefault('devices', []).append({'path': '/dev/infiniband/uverbs3', 'type': 'c', 'major': $MAJ, 'minor': $MIN, 'fileMode': 438, 'uid': 0, 'gid': 0})"
+DOWN_MSG="every port of the devices the container was given is down: mlx5_3:1 DOWN"
+make_bundle "$WORK/b4" "$WORK/rootfs" "$WORK/node" "$WORK/fail.conf" \
+	'echo "memlock $(ulimit -l)"' "$GIVE"
+run_ctr "$WORK/b4"
+check "given ports all down, on_error = fail: refused (rc $RC)" [ "$RC" != 0 -a -z "$OUT" ]
+check "given ports all down, on_error = fail: the error names the ports" \
+	grep -q "$DOWN_MSG; failing the container" "$WORK/b4/hook.log"
+make_bundle "$WORK/b5" "$WORK/rootfs" "$WORK/node" "$WORK/warn.conf" \
+	'echo "memlock $(ulimit -l)"; ls /dev/infiniband' "$GIVE"
+run_ctr "$WORK/b5"
+check_ran "given ports all down, on_error = warn"
+check "given ports all down, on_error = warn: a warning naming the ports, the container unchanged" \
+	grep -q "$DOWN_MSG; the container starts unchanged (on_error=warn)" "$WORK/b5/hook.log"
+check "given ports all down, on_error = warn: no node but the given one" \
+	out_is "memlock $(ulimit -l)
+uverbs3"
+echo "4: ACTIVE" >"$WORK/node/sys/class/infiniband/mlx5_3/ports/1/state"
+
 # The spec-edit path (podman's precreate): the nccl-conf stage writes the record, with what
 # the edit put into the spec; podman rm runs the poststop hook the edit registered.
 if command -v podman >/dev/null 2>&1; then
