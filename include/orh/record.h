@@ -78,7 +78,7 @@ bool orh_check_memlock(uint64_t soft, uint64_t need, char *out, size_t size);
 bool orh_check_gid(const struct orh_decision *d, char *out, size_t size);
 /* The container was given devices (rule 8) and every port of those is not ACTIVE. */
 bool orh_check_ports_down(const struct orh_decision *d, char *out, size_t size);
-/* GPUDirect RDMA: the container holds GPUs; peermem: /sys/module/nvidia_peermem exists;
+/* GPUDirect RDMA: the container holds GPUs; peermem: a peer-memory module is loaded;
  * dmabuf: the kernel is 5.12 or newer (kernel "X.Y..."). */
 bool orh_check_gpudirect(bool holds_gpus, bool peermem, const char *kernel, char *out,
 			 size_t size);

@@ -358,15 +358,21 @@ static bool holds_gpus(const struct orh_container_facts *f)
 	return v && *v && strcmp(v, "void") && strcmp(v, "none");
 }
 
-/* The GPUDirect check's inputs through the sysroot: nvidia_peermem loaded
- * (sys/module/nvidia_peermem) and the kernel's release (proc/sys/kernel/osrelease). */
+/* The GPUDirect check's inputs through the sysroot: a peer-memory module loaded (the
+ * version file of nvidia_peermem, or of the older nv_peer_mem's memory_peers entries, as
+ * NCCL looks for them) and the kernel's release (proc/sys/kernel/osrelease). */
 static bool check_gpudirect(const struct hook *h, char *msg, size_t size)
 {
+	static const char *const peer[] = { "sys/module/nvidia_peermem/version",
+					     "sys/kernel/mm/memory_peers/nv_mem/version",
+					     "sys/kernel/mm/memory_peers/nv_mem_nc/version" };
 	char path[PATH_MAX], kernel[128] = "";
-	bool peermem;
+	bool peermem = false;
 
-	snprintf(path, sizeof(path), "%s/sys/module/nvidia_peermem", h->ctx->sysroot);
-	peermem = access(path, F_OK) == 0;
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(peer); i++) {
+		snprintf(path, sizeof(path), "%s/%s", h->ctx->sysroot, peer[i]);
+		peermem |= access(path, F_OK) == 0;
+	}
 	snprintf(path, sizeof(path), "%s/proc/sys/kernel/osrelease", h->ctx->sysroot);
 	if (orh_read_file_at(AT_FDCWD, path, kernel, sizeof(kernel)) < 0)
 		return false;

@@ -4,7 +4,9 @@
 # with runc containers served by the live hook: a running container's record is listed
 # and printed, and is gone once the container is deleted (poststop); a state directory of
 # a container that is gone is swept; a container whose memlock the spec caps below what
-# RDMA needs starts with a warning under on_error = warn and is refused under fail.
+# RDMA needs starts with a warning under on_error = warn and is refused under fail; one
+# given devices whose ports are all down likewise; one holding a GPU where GPUDirect RDMA
+# cannot work gets a warning; podman's precreate path leaves the record of nccl-conf.
 . "$(dirname "$0")/lib.sh"
 need_root_runc
 setup_work
@@ -107,6 +109,28 @@ check "given ports all down, on_error = warn: no node but the given one" \
 	out_is "memlock $(ulimit -l)
 uverbs3"
 echo "4: ACTIVE" >"$WORK/node/sys/class/infiniband/mlx5_3/ports/1/state"
+
+# GPUDirect RDMA: a container holding a GPU (NVIDIA_VISIBLE_DEVICES) on a node with a
+# 5.10 kernel and no peer-memory module gets a warning (and starts, under fail too); with
+# nvidia_peermem loaded, none.
+mkdir -p "$WORK/node/proc/sys/kernel"
+echo "5.10.0-28-amd64" >"$WORK/node/proc/sys/kernel/osrelease"
+GPU="$ASK; c['process']['env'].append('NVIDIA_VISIBLE_DEVICES=0')"
+make_bundle "$WORK/b6" "$WORK/rootfs" "$WORK/node" "$WORK/fail.conf" \
+	'echo "memlock $(ulimit -l)"' "$GPU"
+run_ctr "$WORK/b6"
+check_ran "GPUDirect unavailable, on_error = fail: the container starts"
+check "GPUDirect unavailable: a warning naming the kernel" \
+	grep -q "GPUDirect RDMA unavailable: .*kernel (5.10.0-28-amd64) is older than 5.12" \
+	"$WORK/b6/hook.log"
+mkdir -p "$WORK/node/sys/module/nvidia_peermem"
+echo 1.0 >"$WORK/node/sys/module/nvidia_peermem/version"
+make_bundle "$WORK/b7" "$WORK/rootfs" "$WORK/node" "$WORK/fail.conf" \
+	'echo "memlock $(ulimit -l)"' "$GPU"
+run_ctr "$WORK/b7"
+check_ran "nvidia_peermem loaded"
+check "nvidia_peermem loaded: no GPUDirect warning (the hook ran: its summary line is there)" \
+	bash -c 'grep -q "device nodes:" "$1" && ! grep -q GPUDirect "$1"' _ "$WORK/b7/hook.log"
 
 # The spec-edit path (podman's precreate): the nccl-conf stage writes the record, with what
 # the edit put into the spec; podman rm runs the poststop hook the edit registered.
