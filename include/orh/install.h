@@ -46,10 +46,12 @@ int orh_inst_save(const char *root, struct orh_inst_manifest *m, struct orh_err 
 void orh_inst_free(struct orh_inst_manifest *m);
 bool orh_inst_has(const struct orh_inst_manifest *m, const char *path);
 
-/* Put data at the host path under root, unless something that install did not add is
- * there (kept: *what says so). A path install added is rewritten when its content
- * differs, except the node config (kind 'c'), which is never rewritten. *what: "created",
- * "updated", "unchanged" or "kept". 0 or -errno. */
+/* Put data at the host path under root with mode, making (and recording) the missing
+ * directories, unless something that install did not add is there (kept: *what says so).
+ * A path install added is rewritten (removed, then written anew) when its content or its
+ * mode differs, except the node config (kind 'c'), which is never rewritten once there.
+ * The manifest is saved before each write. *what: "created", "updated", "unchanged" or
+ * "kept". 0 or -errno. */
 int orh_inst_put(const char *root, struct orh_inst_manifest *m, char kind, const char *path,
 		 const char *data, size_t len, unsigned mode, const char **what,
 		 struct orh_err *err);
