@@ -22,16 +22,21 @@
  * marker, NAME=VALUE lines, the end marker; a begin marker without its end, or any other
  * line between the markers, makes the lines the image's), and
  * NAME=VALUE is appended in a new block for each name the image does not define.
- * Returns the new text (malloc'd, NUL-terminated); *n_added = lines appended. Entries
- * with names or values that cannot be written as NCCL reads them are an error. */
+ * Returns the new text (malloc'd, NUL-terminated); *n_added = lines appended; kept (may be
+ * NULL) gets the image's line for each name of env that the image defines (the line NCCL
+ * takes, so the plan's value is not added). Entries with names or values that cannot be
+ * written as NCCL reads them are an error. */
 int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *env,
-		       size_t n_env, char **out, size_t *n_added, struct orh_err *err);
+		       size_t n_env, char **out, size_t *n_added, struct orh_strv *kept,
+		       struct orh_err *err);
 
 struct orh_ncclconf_result {
 	size_t added;
 	bool bind_mounted;          /* read-only rootfs: generated file bound over it */
 	bool foreign;               /* ... over a file on another mount than the root's */
 	char generated[PATH_MAX];   /* the generated file outside the container, or "" */
+	struct orh_strv kept;       /* the image's NAME=VALUE lines that stand in for the
+				     * plan's (orh_ncclconf_merge); orh_ncclconf_result_free */
 };
 
 /* Write the merged /etc/nccl.conf into the rootfs (orh_replace_at: a temporary file in
@@ -46,5 +51,6 @@ struct orh_ncclconf_result {
 int orh_ncclconf_apply(int rootfd, const struct orh_target *t, bool readonly,
 		       const char *state_dir, const struct orh_env_entry *env, size_t n_env,
 		       struct orh_ncclconf_result *res, struct orh_err *err);
+void orh_ncclconf_result_free(struct orh_ncclconf_result *res);
 
 #endif

@@ -82,7 +82,9 @@ static bool block_line(const struct line *l)
 	return orh_env_name_allowed(name);
 }
 
-static bool defines(const struct line *lines, size_t n, const bool *ours, const char *name)
+/* The image's first line that defines name (the one NCCL takes), or NULL */
+static const struct line *defining(const struct line *lines, size_t n, const bool *ours,
+				   const char *name)
 {
 	size_t nl = strlen(name);
 
@@ -91,13 +93,26 @@ static bool defines(const struct line *lines, size_t n, const bool *ours, const 
 			continue;
 		if (lines[i].len > nl && lines[i].s[nl] == '=' &&
 		    strncmp(lines[i].s, name, nl) == 0)
-			return true;
+			return &lines[i];
 	}
-	return false;
+	return NULL;
+}
+
+/* kept gets the image's line, without a trailing CR and at most 256 bytes of it */
+static void note_kept(struct orh_strv *kept, const struct line *l)
+{
+	size_t len = l->len;
+
+	if (!kept)
+		return;
+	if (len && l->s[len - 1] == '\r')
+		len--;
+	orh_strv_pushf(kept, "%.*s", (int)(len > 256 ? 256 : len), l->s);
 }
 
 int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *env,
-		       size_t n_env, char **out, size_t *n_added, struct orh_err *err)
+		       size_t n_env, char **out, size_t *n_added, struct orh_strv *kept,
+		       struct orh_err *err)
 {
 	_cleanup_free_ struct line *lines = NULL;
 	_cleanup_free_ bool *ours = NULL;
@@ -146,12 +161,18 @@ int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *
 		buf_add(&b, "\n", 1);
 	}
 	for (size_t i = 0; i < n_env; i++) {
+		const struct line *image;
 		bool dup = false;
 
 		for (size_t k = 0; k < i; k++)
 			dup = dup || strcmp(env[k].name, env[i].name) == 0;
-		if (dup || defines(lines, n, ours, env[i].name))
+		if (dup)
 			continue;
+		image = defining(lines, n, ours, env[i].name);
+		if (image) {
+			note_kept(kept, image);
+			continue;
+		}
 		if (added++ == 0)
 			buf_add(&b, ORH_NCCL_MARK_BEGIN "\n", strlen(ORH_NCCL_MARK_BEGIN) + 1);
 		buf_add(&b, env[i].name, strlen(env[i].name));
@@ -439,7 +460,8 @@ static int apply_once(int rootfd, const struct orh_target *t, bool readonly, con
 		if (r < 0)
 			return r;
 	}
-	r = orh_ncclconf_merge(old, old_len, env, n_env, &text, &res->added, err);
+	orh_strv_free(&res->kept); /* an earlier try's */
+	r = orh_ncclconf_merge(old, old_len, env, n_env, &text, &res->added, &res->kept, err);
 	if (r < 0)
 		return r;
 	if (old && strcmp(old, text) == 0)
@@ -468,9 +490,16 @@ int orh_ncclconf_apply(int rootfd, const struct orh_target *t, bool readonly,
 
 	for (int i = 0; i < APPLY_TRIES && r == -EAGAIN; i++)
 		r = apply_once(rootfd, t, readonly, state_dir, env, n_env, res, err);
+	if (r < 0)
+		orh_strv_free(&res->kept);
 	if (r == -EAGAIN)
 		return orh_fail(err, EAGAIN, "/etc/nccl.conf kept appearing and disappearing "
 					     "while the hook looked (%d tries); left alone",
 				APPLY_TRIES);
 	return r;
+}
+
+void orh_ncclconf_result_free(struct orh_ncclconf_result *res)
+{
+	orh_strv_free(&res->kept);
 }

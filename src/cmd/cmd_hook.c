@@ -443,9 +443,8 @@ static int finish(struct hook *h)
  * cdi-createRuntime applies memlock and the sysfs view and then writes /etc/nccl.conf
  * (under on_error = warn a failed step does not stop the next), cdi-memlock applies
  * memlock alone; one line saying what was done. */
-static int apply_conf_stage(struct hook *h)
+static int conf_stage(struct hook *h, struct orh_ncclconf_result *res)
 {
-	struct orh_ncclconf_result nres;
 	struct orh_sysview_result vres;
 	struct orh_err err = { 0 };
 	_cleanup_free_ struct orh_env_entry *settings = NULL;
@@ -469,14 +468,13 @@ static int apply_conf_stage(struct hook *h)
 	if (!strcmp(h->stage, "cdi-createRuntime") && apply_sysview(h, &vres, &err) < 0 &&
 	    failed(h, "sysfs view", &err) == ORH_EXIT_FAIL)
 		return ORH_EXIT_FAIL;
-	memset(&nres, 0, sizeof(nres));
 	settings = orh_xcalloc(h->d.plan.n_env + 1, sizeof(*settings));
 	n_settings = conf ? conf_settings(h, settings) : 0;
 	/* a CDI container given one device holds only its node: the plan (rule 8) names only
 	 * that device's ports */
 	if (conf && orh_ncclconf_apply(h->rootfd, &h->target, h->readonly,
 				       h->state_dir[0] ? h->state_dir : NULL, settings,
-				       n_settings, &nres, &err) < 0) {
+				       n_settings, res, &err) < 0) {
 		if (failed(h, "/etc/nccl.conf", &err) == ORH_EXIT_FAIL)
 			return ORH_EXIT_FAIL;
 		h->rec.conf = "failed";
@@ -487,19 +485,29 @@ static int apply_conf_stage(struct hook *h)
 			memlock[0] ? memlock : "the plan sets no memlock; left unchanged");
 	else
 		orh_log(LOG_INFO, "container %s: %s: %s%s/etc/nccl.conf: %zu settings added%s%s%s",
-			cid(h), h->stage, memlock, memlock[0] ? "; " : "", nres.added,
-			nres.bind_mounted ? ", bind-mounted from " : "",
-			nres.bind_mounted ? nres.generated : "",
-			nres.foreign ? " over the file of another mount, which is left as it is"
+			cid(h), h->stage, memlock, memlock[0] ? "; " : "", res->added,
+			res->bind_mounted ? ", bind-mounted from " : "",
+			res->bind_mounted ? res->generated : "",
+			res->foreign ? " over the file of another mount, which is left as it is"
 				     : "");
 	h->rec.memlock = memlock[0] ? memlock : NULL;
 	if (conf && !h->rec.conf)
 		h->rec.conf = "written";
-	h->rec.conf_added = nres.added;
-	h->rec.conf_bound_from = nres.bind_mounted ? nres.generated : "";
+	h->rec.conf_added = res->added;
+	h->rec.conf_bound_from = res->bind_mounted ? res->generated : "";
 	h->rec.memlock_known = h->rec.memlock_known &&
 		read_memlock(h, &h->rec.memlock_soft_after, &h->rec.memlock_hard_after);
+	h->rec.conf_kept = &res->kept;
 	return finish(h);
+}
+
+static int apply_conf_stage(struct hook *h)
+{
+	struct orh_ncclconf_result res = { 0 };
+	int rc = conf_stage(h, &res);
+
+	orh_ncclconf_result_free(&res);
+	return rc;
 }
 
 /* Take hold of the state's pid and check that it is the container the runtime is
@@ -622,9 +630,8 @@ static const struct {
 	{ "sysfs view", step_sysview },
 };
 
-static int apply(struct hook *h)
+static int apply_steps(struct hook *h, struct applied *a)
 {
-	struct applied a = { .userns = !orh_in_initial_userns() };
 	const char *cg;
 
 	h->rec.memlock_known = read_memlock(h, &h->rec.memlock_soft_before,
@@ -633,11 +640,11 @@ static int apply(struct hook *h)
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(steps); i++) {
 		struct orh_err err = { 0 };
 		double t0 = now_ms();
-		int r = steps[i].fn(h, &a, &err);
+		int r = steps[i].fn(h, a, &err);
 
 		record_step(h, steps[i].name, t0);
 		if (r < 0) {
-			a.failed[i] = true;
+			a->failed[i] = true;
 			/* the container's process is gone (ESRCH, target.c): its number may name
 			 * another process now, so no step goes on */
 			bool gone = err.code == ESRCH;
@@ -649,32 +656,42 @@ static int apply(struct hook *h)
 				return ORH_EXIT_OK;
 		}
 	}
-	cg = a.failed[1] ? "failed" : a.userns ? "left alone (user namespace)"
-		: a.cres.v1 ? "granted" : "not used";
+	cg = a->failed[1] ? "failed" : a->userns ? "left alone (user namespace)"
+		: a->cres.v1 ? "granted" : "not used";
 	/* one line for the whole start */
 	orh_log(LOG_INFO,
 		"container %s: %zu device nodes: %s%u created, %u already there, %u bound; "
 		"device cgroup: v1 %s, v2 %s; %s%s/etc/nccl.conf: %s%zu settings added%s%s%s",
-		cid(h), h->d.plan.n_nodes, a.failed[0] ? "failed; " : "", a.dres.created,
-		a.dres.kept, a.dres.bound, cg,
-		a.cres.v2_progs ? "programs extended" : a.cres.v2_open ? "no program" : "unchanged",
-		a.failed[2] ? "memlock: failed" : a.memlock, a.failed[2] || a.memlock[0] ? "; " : "",
-		a.failed[3] ? "failed; " : "", a.nres.added,
-		a.nres.bind_mounted ? ", bind-mounted from " : "",
-		a.nres.bind_mounted ? a.nres.generated : "",
-		a.nres.foreign ? " over the file of another mount, which is left as it is" : "");
-	h->rec.nodes_created = a.failed[0] ? -1L : (long)a.dres.created;
-	h->rec.nodes_kept = a.dres.kept;
-	h->rec.nodes_bound = a.dres.bound;
-	h->rec.nodes_error = a.failed[0] ? "failed" : NULL;
+		cid(h), h->d.plan.n_nodes, a->failed[0] ? "failed; " : "", a->dres.created,
+		a->dres.kept, a->dres.bound, cg,
+		a->cres.v2_progs ? "programs extended" : a->cres.v2_open ? "no program" : "unchanged",
+		a->failed[2] ? "memlock: failed" : a->memlock, a->failed[2] || a->memlock[0] ? "; " : "",
+		a->failed[3] ? "failed; " : "", a->nres.added,
+		a->nres.bind_mounted ? ", bind-mounted from " : "",
+		a->nres.bind_mounted ? a->nres.generated : "",
+		a->nres.foreign ? " over the file of another mount, which is left as it is" : "");
+	h->rec.nodes_created = a->failed[0] ? -1L : (long)a->dres.created;
+	h->rec.nodes_kept = a->dres.kept;
+	h->rec.nodes_bound = a->dres.bound;
+	h->rec.nodes_error = a->failed[0] ? "failed" : NULL;
 	h->rec.cgroup = cg;
-	h->rec.memlock = a.failed[2] ? "failed" : a.memlock[0] ? a.memlock : "left unchanged";
-	h->rec.conf = a.failed[3] ? "failed" : "written";
-	h->rec.conf_added = a.nres.added;
-	h->rec.conf_bound_from = a.nres.bind_mounted ? a.nres.generated : "";
+	h->rec.memlock = a->failed[2] ? "failed" : a->memlock[0] ? a->memlock : "left unchanged";
+	h->rec.conf = a->failed[3] ? "failed" : "written";
+	h->rec.conf_added = a->nres.added;
+	h->rec.conf_bound_from = a->nres.bind_mounted ? a->nres.generated : "";
 	h->rec.memlock_known = h->rec.memlock_known &&
 		read_memlock(h, &h->rec.memlock_soft_after, &h->rec.memlock_hard_after);
+	h->rec.conf_kept = &a->nres.kept;
 	return finish(h);
+}
+
+static int apply(struct hook *h)
+{
+	struct applied a = { .userns = !orh_in_initial_userns() };
+	int rc = apply_steps(h, &a);
+
+	orh_ncclconf_result_free(&a.nres);
+	return rc;
 }
 
 static int run(struct hook *h)

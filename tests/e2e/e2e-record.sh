@@ -23,9 +23,12 @@ memlock = 4M
 on_error = fail"
 make_rootfs "$WORK/rootfs"
 
-# A running container: listed by inspect, printed by id prefix, gone after delete.
+# A running container: listed by inspect, printed by id prefix, gone after delete. Its
+# image's /etc/nccl.conf sets a GID index of its own, which stands in for the plan's.
 ID="orh-e2e-$$-rec"
-make_bundle "$WORK/b1" "$WORK/rootfs" "$WORK/node" "$WORK/warn.conf" \
+make_rootfs "$WORK/rootfs1"
+printf '# the image\nNCCL_IB_GID_INDEX=7\n' >"$WORK/rootfs1/etc/nccl.conf"
+make_bundle "$WORK/b1" "$WORK/rootfs1" "$WORK/node" "$WORK/warn.conf" \
 	'echo "memlock $(ulimit -l)" >/tmp/out; sleep 60' "$ASK"
 runc run -d --bundle "$WORK/b1" "$ID" </dev/null >"$WORK/b1.out" 2>&1 || true
 for i in $(seq 1 50); do
@@ -46,6 +49,7 @@ assert r["activation"]["result"] == "requested" and r["alive"] is True
 assert any(p["used"] and p["hca"] == "mlx5_1" for p in r["plan"]["ports"])
 assert r["memlock"]["after"]["soft"] >= 4 << 20, r["memlock"]
 assert r["nccl_conf"]["result"] == "written" and r["nccl_conf"]["added"] > 0
+assert r["nccl_conf"]["image_lines_kept"] == ["NCCL_IB_GID_INDEX=7"], r["nccl_conf"]
 assert r["time_ms"]["total"] > 0' "$J" "$ID"
 check "the record is a root-owned file of mode 0644" \
 	[ "$(stat -c '%U %a' "$RUN/$ID/record.json" 2>&1)" = "root 644" ]

@@ -21,7 +21,7 @@ static char *merge(const char *old, const struct orh_env_entry *env, size_t n, s
 	char *out = NULL;
 	size_t dummy = 0;
 	int r = orh_ncclconf_merge(old, old ? strlen(old) : 0, env, n, &out,
-				   added ? added : &dummy, &err);
+				   added ? added : &dummy, NULL, &err);
 
 	cr_assert_eq(r, 0, "merge failed: %s", err.msg);
 	cr_assert_not_null(out);
@@ -64,6 +64,32 @@ Test(ncclconf, image_lines_kept_and_win)
 			    "NCCL_IB_GID_INDEX=3\n" E);
 	cr_assert_eq(added, 2);
 	free(t);
+}
+
+Test(ncclconf, the_image_lines_that_stand_in_for_the_plans_are_named)
+{
+	struct orh_err err = { 0 };
+	struct orh_strv kept = { 0 };
+	char *out = NULL;
+	size_t added = 0;
+	const char *old = "NCCL_IB_GID_INDEX=1\r\nNCCL_IB_TIMEOUT=14\nNCCL_IB_TIMEOUT=18\n"
+			  "NCCL_DEBUG=INFO\n";
+
+	cr_assert_eq(orh_ncclconf_merge(old, strlen(old), env3, 3, &out, &added, &kept, &err), 0,
+		     "%s", err.msg);
+	cr_assert_eq(added, 1, "NCCL_IB_HCA alone");
+	/* the plan's order; the first definition (the one NCCL takes), without its CR */
+	cr_assert_eq(kept.n, 2);
+	cr_assert_str_eq(kept.v[0], "NCCL_IB_GID_INDEX=1");
+	cr_assert_str_eq(kept.v[1], "NCCL_IB_TIMEOUT=14");
+	free(out);
+	orh_strv_free(&kept);
+
+	/* no file: nothing kept */
+	cr_assert_eq(orh_ncclconf_merge(NULL, 0, env3, 3, &out, &added, &kept, &err), 0);
+	cr_assert_eq(kept.n, 0);
+	cr_assert_eq(added, 3);
+	free(out);
 }
 
 Test(ncclconf, commented_definition_does_not_count)
@@ -186,7 +212,7 @@ Test(ncclconf, refuses_what_nccl_cannot_read)
 		char *out = NULL;
 		size_t added = 0;
 
-		cr_assert_eq(orh_ncclconf_merge(NULL, 0, bad[i], 1, &out, &added, &err), -EINVAL,
+		cr_assert_eq(orh_ncclconf_merge(NULL, 0, bad[i], 1, &out, &added, NULL, &err), -EINVAL,
 			     "case %zu must be refused", i);
 		cr_assert_null(out);
 		cr_assert_neq(err.msg[0], '\0');
@@ -199,6 +225,6 @@ Test(ncclconf, nul_in_old_file_refused)
 	char *out = NULL;
 	size_t added = 0;
 
-	cr_assert_eq(orh_ncclconf_merge("A=1\0B=2\n", 8, env3, 1, &out, &added, &err), -EINVAL);
+	cr_assert_eq(orh_ncclconf_merge("A=1\0B=2\n", 8, env3, 1, &out, &added, NULL, &err), -EINVAL);
 	cr_assert_null(out);
 }
