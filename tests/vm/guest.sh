@@ -27,6 +27,9 @@ check() { # check DESCRIPTION COMMAND...
 }
 has() { grep -qxF -- "$2" <<<"$1"; }        # has TEXT LINE: TEXT holds the whole LINE
 lacks() { ! grep -qF -- "$2" <<<"$1"; }     # lacks TEXT STRING
+# ran_lacks TEXT MARKER STRING: the container ran (a line of TEXT starts with MARKER) and
+# TEXT lacks STRING; an empty TEXT fails
+ran_lacks() { grep -q -- "^$2" <<<"$1" && lacks "$1" "$3"; }
 section() { echo "# --- $* --- (${SECONDS}s)" | tee -a "$TAP"; }
 die() { not_ok "$*"; echo "# guest done" >>"$TAP"; exit 1; }
 
@@ -232,17 +235,21 @@ check_served() {
 		check "$way: $where has $line" has "$OUT" "$where $line"
 	done <<<"$ENV_PLAN"
 	[ "$where" = conf ] && check "$way: no NCCL setting added to PID 1's environment" \
-		lacks "$OUT" "env NCCL_"
+		ran_lacks "$OUT" "memlock soft " "env NCCL_"
 	true
 }
 check_unserved() {
 	local way=$1
 	check "$way (not activated): starts (rc $RC: $(tail -c 300 <<<"$ERR"))" [ "$RC" = 0 ]
-	check "$way (not activated): no RDMA device for verbs" lacks "$OUT" "hca_id:"
+	check "$way (not activated): the container ran (its uid and memlock lines)" \
+		bash -c 'grep -q "^uid " <<<"$1" && grep -q "^memlock soft " <<<"$1"' _ "$OUT"
+	check "$way (not activated): no RDMA device for verbs" \
+		ran_lacks "$OUT" "memlock soft " "hca_id:"
 	check "$way (not activated): /dev/infiniband/uverbs0 cannot be opened" \
-		lacks "$OUT" "/dev/infiniband/uverbs0 OK"
-	check "$way (not activated): no NCCL setting" lacks "$OUT" NCCL_
-	check "$way (not activated): memlock untouched" lacks "$OUT" "hard $MEMLOCK_KIB"
+		ran_lacks "$OUT" "memlock soft " "/dev/infiniband/uverbs0 OK"
+	check "$way (not activated): no NCCL setting" ran_lacks "$OUT" "memlock soft " NCCL_
+	check "$way (not activated): memlock untouched" \
+		ran_lacks "$OUT" "memlock soft " "hard $MEMLOCK_KIB"
 }
 
 # ---- 3. every way in ------------------------------------------------------------------------
@@ -543,7 +550,7 @@ runc_run $W/f-gone
 check "rxe0 deleted, rxe1 down: an activated container starts (rc $RC)" [ "$RC" = 0 ]
 check "rxe0 deleted: the log says there is no usable device" \
 	grep -Eq "container orh-vm-$run_n: .*no usable RDMA (device|port) on this node" $W/f-gone/hook.log
-check "rxe0 deleted: the container got no RDMA node" lacks "$OUT" uverbs
+check "rxe0 deleted: the container got no RDMA node" ran_lacks "$OUT" started uverbs
 rdma link add rxe0 type rxe netdev eth1
 ( for i in $(seq 8); do
 	rdma link delete rxe0 2>/dev/null
