@@ -248,8 +248,13 @@ SB_SPEC=$(stored_spec "$POD")
 check "sandbox: its spec says container-type sandbox and carries the pod's annotation" \
 	jq_true '.annotations["io.kubernetes.cri.container-type"] == "sandbox"
 		and .annotations["oci-rdma-hook/enable"] == "true"' <<<"$SB_SPEC"
+# same_spec FILE SPEC / other_spec FILE SPEC: both sides there and not empty, then the
+# same (or not the same) JSON; two empty sides fail either way
+both_there() { [ -s "$1" ] && [ -n "$2" ] && jq -e . "$1" >/dev/null && jq -e . <<<"$2" >/dev/null; }
+same_spec() { both_there "$@" && diff <(jq -S . "$1") <(jq -S . <<<"$2"); }
+other_spec() { both_there "$@" && ! diff -q <(jq -S . "$1") <(jq -S . <<<"$2") >/dev/null; }
 check "sandbox: bundle config.json is the spec containerd wrote" \
-	diff <(jq -S . "$(bundle_of "$POD")/config.json") <(echo "$SB_SPEC")
+	same_spec "$(bundle_of "$POD")/config.json" "$SB_SPEC"
 check "sandbox: no hook, no rlimit, no device, no NCCL variable in its config.json" \
 	jq_true '(.hooks // {} | length) == 0
 		and ([.process.rlimits[]? | select(.type == "RLIMIT_MEMLOCK")] | length) == 0
@@ -258,8 +263,7 @@ check "sandbox: no hook, no rlimit, no device, no NCCL variable in its config.js
 	"$(bundle_of "$POD")/config.json"
 # the same comparison sees the edit of the pod's container
 check "container: its bundle config.json is the shim's edit of containerd's spec" \
-	bash -c '! diff -q <(jq -S . "$1") <(echo "$2") >/dev/null' _ \
-	"$(bundle_of "$CTR")/config.json" "$(stored_spec "$CTR")"
+	other_spec "$(bundle_of "$CTR")/config.json" "$(stored_spec "$CTR")"
 end_pod
 
 # CRI devices, as the kubelet passes a device plugin's DeviceSpec

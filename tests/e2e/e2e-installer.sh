@@ -178,12 +178,14 @@ PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$H$CONF" env)
 P=$WORK/pod
 mkdir -p "$P/logs"
 cri_pod_json "$P/pod.json" installed 2 "$P/logs" '.annotations["oci-rdma-hook/enable"] = "true"'
-cri_ctr_json "$P/ctr.json" 2 "$INSIDE; echo orh-inst-end; exec sleep 600"
+cri_ctr_json "$P/ctr.json" 2 "echo orh-inst-ran; $INSIDE; echo orh-inst-end; exec sleep 600"
 cri_start_pod "$CD" "$P" rdma || not_ok "the pod through rdma: $CRI_ERR"
 POD=$CRI_POD
 wait_for 20 grep -q orh-inst-end "$P/logs/work.log" || true
 OUT=$(cri logs "$CRI_CTR" 2>&1 || true)
-check "the pod's container ran and printed something" [ -n "$OUT" ]
+check "the pod's container ran (its first marker, its memlock line, its last marker)" \
+	bash -c 'head -1 <<<"$1" | grep -qx orh-inst-ran && grep -q "^memlock " <<<"$1" &&
+		grep -qx orh-inst-end <<<"$1"' _ "$OUT"
 check_conf_has_plan "the pod through the installed handler: /etc/nccl.conf has the plan"
 cri rmp -f "$POD" >/dev/null 2>&1 || not_ok "rmp -f $POD"
 POD=""
