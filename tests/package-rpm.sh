@@ -129,7 +129,8 @@ rpm --root "$ROOT" -ql "$PKG" >"$WORK/files"
 for f in "$BIN" /usr/bin/oci-rdma-runtime /usr/libexec/oci-rdma-hook/oci-rdma-hook-verbs "$CONF" \
 	"$HOOKS_D/$PKG.json" "$HOOKS_D/$PKG-poststop.json" "$PRECREATE" \
 	/usr/share/man/man8/oci-rdma-hook.8.gz /usr/share/man/man8/oci-rdma-runtime.8.gz \
-	/usr/share/man/man5/oci-rdma-hook.conf.5.gz /usr/share/man/man7/oci-rdma-hook-kubernetes.7.gz; do
+	/usr/share/man/man5/oci-rdma-hook.conf.5.gz /usr/share/man/man7/oci-rdma-hook-kubernetes.7.gz \
+	/usr/share/man/man7/oci-rdma-hook-security.7.gz; do
 	check "rpm -ql lists $f and it is in the root" bash -c \
 		'grep -qxF "$2" "$1" && { [ -e "$3$2" ] || [ -L "$3$2" ]; }' _ "$WORK/files" "$f" "$ROOT"
 done
