@@ -47,9 +47,19 @@ check "ctr run -d through the shim succeeds (rc $RC: $(cat "$WORK/ctr.err"))" [ 
 RC=0
 OUT=$(ctr -a "$CD_SOCK" -n "$NS" task exec --exec-id x1 "orh-e2e-$$-x" /bin/sh -c "$INSIDE" 2>&1 </dev/null) || RC=$?
 check_conf_has_plan "ctr task exec: the process sees every plan setting in /etc/nccl.conf"
+# what was done, as inspect shows it: the record of the shim's nccl-conf stage
+J=$("$HOOK" inspect "orh-e2e-$$-x" --json 2>&1 || true)
+check "inspect: the shim's container has the record of its nccl-conf stage: the plan's ports, /etc/nccl.conf written" \
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["id"] == sys.argv[2] and r["stage"] == "nccl-conf" and r["alive"] is True, r
+assert r["nccl_conf"]["result"] == "written" and r["nccl_conf"]["added"] > 0, r["nccl_conf"]
+assert any(p["used"] for p in r["plan"]["ports"]), r["plan"]' "$J" "orh-e2e-$$-x"
 ctr -a "$CD_SOCK" -n "$NS" task kill -s KILL "orh-e2e-$$-x" >/dev/null 2>&1 || true
 sleep 1
 ctr -a "$CD_SOCK" -n "$NS" task rm -f "orh-e2e-$$-x" >/dev/null 2>&1 || true
+check "the record is gone once the task is removed (the edit's poststop hook)" \
+	[ ! -e "/run/oci-rdma-hook/orh-e2e-$$-x" ]
 ctr -a "$CD_SOCK" -n "$NS" container rm "orh-e2e-$$-x" >/dev/null 2>&1 || true
 
 # (a fresh rootfs: ctr runs the directory itself, where the runs above wrote nccl.conf)
