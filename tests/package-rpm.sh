@@ -23,27 +23,7 @@ HOOKS_D=/usr/share/containers/oci/hooks.d
 PRECREATE=/usr/share/oci-rdma-hook/hooks.d/oci-rdma-hook-precreate.json
 PASSES=0 FAILS=0 WORK=""
 
-cant_run() {
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL: cannot run: $*" >&2
-		exit 1
-	fi
-	echo "SKIP: $*" >&2
-	exit 77
-}
-ok() {
-	PASSES=$((PASSES + 1))
-	echo "ok - $*"
-}
-not_ok() {
-	FAILS=$((FAILS + 1))
-	echo "not ok - $*"
-}
-check() { # DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else not_ok "$what"; fi
-}
+. "$(dirname "$0")/tap.sh"
 fatal() { # a step the rest depends on failed: show its log, stop
 	not_ok "$1"
 	[ -n "${2:-}" ] && [ -f "$2" ] && tail -n 40 "$2" | sed 's/^/#   /'

@@ -14,14 +14,7 @@ FAILS=0
 PASSES=0
 WORK=""
 
-cant_run() {
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL: cannot run: $*" >&2
-		exit 1
-	fi
-	echo "SKIP: $*" >&2
-	exit 77
-}
+. "$(dirname "${BASH_SOURCE[0]}")/../tap.sh"
 
 need_root_runc() {
 	[ "$(id -u)" = 0 ] || cant_run "needs root"
@@ -34,23 +27,6 @@ need_root_runc() {
 file_is_static() {
 	# a static binary has no PT_INTERP: ldd says so
 	! ldd "$1" >/dev/null 2>&1
-}
-
-ok() {
-	PASSES=$((PASSES + 1))
-	echo "ok - $*"
-}
-
-not_ok() {
-	FAILS=$((FAILS + 1))
-	echo "not ok - $*"
-}
-
-# check DESCRIPTION COMMAND...: record the outcome of a command
-check() {
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else not_ok "$what"; fi
 }
 
 finish() {
