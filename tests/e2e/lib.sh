@@ -51,8 +51,11 @@ cleanup_work() {
 		runc delete -f "$id" >/dev/null 2>&1 || true
 	done
 	if [ -n "$WORK" ] && [ -z "${KEEP:-}" ]; then
-		# never follow links planted by the security tests
+		# never follow links planted by the security tests; every mount under $WORK
+		# (podman's storage leaves one on its overlay directory) goes first, deepest first
 		umount -R "$WORK"/* 2>/dev/null || true
+		awk -v w="$WORK/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+			while read -r m; do umount -l "$m" 2>/dev/null || true; done
 		rm -rf --one-file-system "$WORK"
 	fi
 	exit $rc
