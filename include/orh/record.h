@@ -99,5 +99,10 @@ int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *e
 int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id);
 /* Is the container of record rec alive (its pid has the recorded start time)? */
 bool orh_record_alive(const json_t *rec, const char *proc);
+/* The record dirfd/path (relative; no link followed), read in one buffer of at most
+ * ORH_RECORD_MAX_BYTES and parsed; NULL where it is missing, not a regular file, larger,
+ * or not JSON. */
+#define ORH_RECORD_MAX_BYTES (1024 * 1024)
+json_t *orh_record_load_at(int dirfd, const char *path);
 
 #endif

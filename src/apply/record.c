@@ -363,6 +363,32 @@ bool orh_record_alive(const json_t *rec, const char *proc)
 	return start_time_of(proc, (long)pid) == (unsigned long long)st && st != 0;
 }
 
+json_t *orh_record_load_at(int dirfd, const char *path)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	size_t len = 0;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > ORH_RECORD_MAX_BYTES)
+		return NULL;
+	/* one read for the whole file (json_loadfd would read it a byte at a time) */
+	buf = orh_xmalloc((size_t)st.st_size + 1);
+	while (len <= (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + len, (size_t)st.st_size + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > (size_t)st.st_size)
+		return NULL; /* it grew while read: not a record written whole */
+	return json_loadb(buf, len, 0, NULL);
+}
+
 /* The entries the hook makes in a state directory, and their writers' temporaries. */
 static bool ours(const char *name)
 {
@@ -407,17 +433,14 @@ static bool stale(int runfd, const char *name, const char *proc)
 	struct stat st;
 	json_t *rec;
 	bool gone;
-	int fd;
 
 	if (fstatat(runfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
 	    st.st_uid != geteuid())
 		return false;
 	snprintf(path, sizeof(path), "%s/" ORH_RECORD_FILE, name);
-	fd = openat(runfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	if (faccessat(runfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT && time(NULL) - st.st_mtime > ORH_RECORD_ORPHAN_SECONDS;
-	rec = json_loadfd(fd, 0, NULL);
-	close(fd);
+	rec = orh_record_load_at(runfd, path);
 	gone = rec && !orh_record_alive(rec, proc);
 	json_decref(rec);
 	return gone;

@@ -22,16 +22,9 @@
 static json_t *load_record(const char *run_dir, const char *id)
 {
 	char path[PATH_MAX];
-	json_t *rec;
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s/" ORH_RECORD_FILE, run_dir, id);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	rec = json_loadfd(fd, 0, NULL);
-	close(fd);
-	return rec;
+	return orh_record_load_at(AT_FDCWD, path);
 }
 
 /* The HCA ports the plan uses: the first, and how many more ("mlx5_1:1 +7"). */
