@@ -141,6 +141,24 @@ Test(sysview, every_device_given_or_none_is_no_view)
 	orh_sysview_free(&v);
 }
 
+Test(sysview, the_classes_are_read_only_where_a_device_is_left_out)
+{
+	static const char *const three[] = { "mlx5_0", "mlx5_1", "mlx5_2" };
+	struct orh_plan p = plan_of(three, 3);
+	struct orh_plan none;
+	struct orh_inventory inv;
+
+	memset(&inv, 0, sizeof(inv));
+	inv.devs = devs;
+	inv.n_devs = 3;
+	cr_assert_not(orh_sysview_may_subset(&p, &inv), "every device of the node given");
+	inv.n_devs = 4; /* a fourth device, given no node */
+	snprintf(devs[3].name, sizeof(devs[3].name), "mlx5_3");
+	cr_assert(orh_sysview_may_subset(&p, &inv), "mlx5_3 left out");
+	memset(&none, 0, sizeof(none));
+	cr_assert_not(orh_sysview_may_subset(&none, &inv), "nothing given: not served");
+}
+
 Test(sysview, the_id_names_what_is_kept)
 {
 	static const char *const a[] = { "mlx5_1" }, *const b[] = { "mlx5_2" };

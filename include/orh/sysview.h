@@ -76,6 +76,10 @@ int orh_sysview_read(const char *sysroot, struct orh_sysview *v, struct orh_err 
 /* Which entries the container sees: those of the devices the plan gives it (the owners of
  * its device nodes). Sets keep, subset, the counts and id. Reads nothing. */
 void orh_sysview_decide(struct orh_sysview *v, const struct orh_plan *plan);
+/* Whether a view may be needed before the classes are read: the plan gives nodes, and
+ * some device of the inventory owns none of them. false: the container is given every
+ * device the node has (or nothing) and sees the host's view, with nothing read. */
+bool orh_sysview_may_subset(const struct orh_plan *plan, const struct orh_inventory *inv);
 void orh_sysview_free(struct orh_sysview *v);
 
 /* Where the views are made: one directory per view, named by its id, shared by every

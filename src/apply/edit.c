@@ -85,13 +85,18 @@ static int netns_facts(void *arg, struct orh_container_facts *facts, struct orh_
  * directory made on the host, its bind mounts added to the spec. One that cannot be made
  * is a warning: the container still gets the devices. Returns the mounts added. */
 static int add_sysview(const struct orh_ctx *ctx, json_t *spec, const struct orh_plan *plan,
-		       struct orh_edit_result *res)
+		       const struct orh_inventory *inv, struct orh_edit_result *res)
 {
-	struct orh_sysview_probe probe = orh_sysview_host_probe();
+	struct orh_sysview_probe probe;
 	struct orh_sysview v;
 	struct orh_err e = { 0 };
 	char dir[PATH_MAX];
-	int r = orh_sysview_read(ctx->sysroot, &v, &e);
+	int r;
+
+	if (!orh_sysview_may_subset(plan, inv))
+		return 0; /* every device given: the classes are not read */
+	probe = orh_sysview_host_probe();
+	r = orh_sysview_read(ctx->sysroot, &v, &e);
 
 	if (r < 0)
 		goto out;
@@ -172,7 +177,7 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_resu
 	sopts.poststop_hook = poststop_hook;
 	r = orh_spec_apply_plan(spec, &d.plan, &sopts, &res->changes, err);
 	if (r >= 0) {
-		res->edits = r + add_sysview(ctx, spec, &d.plan, res);
+		res->edits = r + add_sysview(ctx, spec, &d.plan, &d.inv, res);
 		r = 0;
 	}
 out:

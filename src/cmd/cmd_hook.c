@@ -275,9 +275,12 @@ static int apply_sysview(struct hook *h, struct orh_sysview_result *vres, struct
 {
 	struct orh_sysview v;
 	char dir[PATH_MAX];
-	int r = orh_sysview_read(h->ctx->sysroot, &v, err);
+	int r;
 
 	memset(vres, 0, sizeof(*vres));
+	if (!h->d.have_plan || !orh_sysview_may_subset(&h->d.plan, &h->d.inv))
+		return 0; /* every device given: the classes are not read */
+	r = orh_sysview_read(h->ctx->sysroot, &v, err);
 	if (r < 0)
 		return r;
 	orh_sysview_decide(&v, &h->d.plan);

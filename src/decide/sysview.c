@@ -75,3 +75,20 @@ void orh_sysview_decide(struct orh_sysview *v, const struct orh_plan *plan)
 	v->subset = v->subset && any;
 	snprintf(v->id, sizeof(v->id), "%016llx", (unsigned long long)h);
 }
+
+bool orh_sysview_may_subset(const struct orh_plan *plan, const struct orh_inventory *inv)
+{
+	if (plan->n_nodes == 0)
+		return false;
+	for (size_t d = 0; d < inv->n_devs; d++) {
+		bool owns = false;
+
+		for (size_t i = 0; i < plan->n_nodes && !owns; i++)
+			owns = plan->nodes[i].owner == &inv->devs[d] ||
+			       (plan->nodes[i].owner &&
+				!strcmp(plan->nodes[i].owner->name, inv->devs[d].name));
+		if (!owns)
+			return true;
+	}
+	return false;
+}
