@@ -267,3 +267,15 @@ Test(record, write_is_atomic_and_readable)
 	snprintf(path, sizeof(path), "rm -rf '%s'", run);
 	cr_assert_eq(system(path), 0);
 }
+
+Test(record, the_state_entries_the_hook_makes)
+{
+	cr_assert(orh_state_entry_ours("nccl.conf"));
+	cr_assert(orh_state_entry_ours("record.json"));
+	cr_assert(orh_state_entry_ours(".nccl.conf.orh-Ab12Cd"));
+	cr_assert(orh_state_entry_ours(".record.json.orh-Ab12Cd"));
+	cr_assert_not(orh_state_entry_ours("not-ours"));
+	cr_assert_not(orh_state_entry_ours("nccl.conf.bak"));
+	cr_assert_not(orh_state_entry_ours(".nccl.conf"));
+	cr_assert_not(orh_state_entry_ours("decision.json"));
+}

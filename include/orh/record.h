@@ -104,5 +104,9 @@ bool orh_record_alive(const json_t *rec, const char *proc);
  * or not JSON. */
 #define ORH_RECORD_MAX_BYTES (1024 * 1024)
 json_t *orh_record_load_at(int dirfd, const char *path);
+/* Is name an entry the hook makes in a container's state directory (the generated
+ * nccl.conf, record.json) or a temporary name a killed writer of one left
+ * (orh_replace_at's ".NAME.orh-*")? poststop and the sweep remove these and nothing else. */
+bool orh_state_entry_ours(const char *name);
 
 #endif

@@ -389,10 +389,9 @@ json_t *orh_record_load_at(int dirfd, const char *path)
 	return json_loadb(buf, len, 0, NULL);
 }
 
-/* The entries the hook makes in a state directory, and their writers' temporaries. */
-static bool ours(const char *name)
+bool orh_state_entry_ours(const char *name)
 {
-	static const char *const files[] = { "nccl.conf", ORH_RECORD_FILE, "decision.json" };
+	static const char *const files[] = { "nccl.conf", ORH_RECORD_FILE };
 
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(files); i++) {
 		size_t n = strlen(files[i]);
@@ -419,7 +418,7 @@ static bool remove_state_dir(int runfd, const char *name)
 		return false;
 	}
 	while ((de = readdir(dir)))
-		if (ours(de->d_name))
+		if (orh_state_entry_ours(de->d_name))
 			unlinkat(dirfd(dir), de->d_name, 0);
 	closedir(dir);
 	return unlinkat(runfd, name, AT_REMOVEDIR) == 0;

@@ -8,8 +8,8 @@
  * writes /etc/nccl.conf alone. cdi-createRuntime is the one the CDI spec (cmd_cdi.c)
  * carries: for every container given a device of the spec's kind (that request is the
  * activation) it applies the memlock step (CDI has no rlimit edit) and the sysfs view,
- * and writes /etc/nccl.conf; cdi-memlock, which CDI specs of earlier versions name, the memlock step
- * alone.
+ * and writes /etc/nccl.conf; cdi-memlock, which CDI specs of earlier versions name, the
+ * memlock step alone.
  *
  * A container given some of the node's devices gets a view of /sys/class/infiniband*
  * that shows only those (the last step; orh/sysview.h).
@@ -17,8 +17,7 @@
  * Failure policy (config [containers] on_error): "warn" logs a failed step and goes on
  * with the others (device nodes, device cgroup, memlock, /etc/nccl.conf and the sysfs
  * view do not depend on each other; none runs once the container's process is gone),
- * then exits 0; "fail"
- * exits 1 at the first failed step for containers that asked for RDMA
+ * then exits 0; "fail" exits 1 at the first failed step for containers that asked for RDMA
  * (oci-rdma-hook/enable=true, or OCI_RDMA_HOOK_ENABLE in process.env), or, for the cdi-*
  * stages, with the CDI device.
  */
@@ -120,8 +119,8 @@ static int read_state(struct hook *h, struct orh_err *err)
 	return orh_oci_state_parse(buf, len, &h->st, err);
 }
 
-/* The state directory's entries: the generated nccl.conf, and the temporary names a
- * killed writer left for it (orh_replace_at's ".nccl.conf.orh-*"). */
+/* The state directory's entries that the hook makes (orh_state_entry_ours): the
+ * generated nccl.conf, the record, and the temporary names a killed writer left. */
 static void remove_state_files(const struct hook *h)
 {
 	int fd = open(h->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -137,9 +136,7 @@ static void remove_state_files(const struct hook *h)
 		return;
 	}
 	while ((de = readdir(dir))) {
-		if (strcmp(de->d_name, "nccl.conf") && !orh_startswith(de->d_name, ".nccl.conf.orh-") &&
-		    strcmp(de->d_name, ORH_RECORD_FILE) &&
-		    !orh_startswith(de->d_name, "." ORH_RECORD_FILE ".orh-"))
+		if (!orh_state_entry_ours(de->d_name))
 			continue;
 		if (unlinkat(dirfd(dir), de->d_name, 0) < 0 && errno != ENOENT)
 			orh_log(LOG_WARNING, "container %s: poststop: removing '%s/%s': %m", cid(h),
@@ -372,6 +369,8 @@ static bool check_gpudirect(const struct hook *h, char *msg, size_t size)
 	char path[PATH_MAX], kernel[128] = "";
 	bool peermem = false;
 
+	if (!holds_gpus(&h->d.facts))
+		return false; /* nothing read for a container without GPUs */
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(peer); i++) {
 		snprintf(path, sizeof(path), "%s/%s", h->ctx->sysroot, peer[i]);
 		peermem |= access(path, F_OK) == 0;
