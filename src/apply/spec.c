@@ -195,21 +195,6 @@ static int add_memlock(json_t *process, const struct orh_plan *plan,
 	return 0;
 }
 
-/* Is `name` set in process.env (an entry "NAME=...")? */
-static bool env_has(const json_t *env, const char *name)
-{
-	size_t n = strlen(name), k = 0;
-	json_t *e = NULL;
-
-	json_array_foreach(env, k, e) {
-		const char *s = json_string_value(e);
-
-		if (s && strncmp(s, name, n) == 0 && s[n] == '=')
-			return true;
-	}
-	return false;
-}
-
 static bool wants_env(const struct orh_plan *plan)
 {
 	for (size_t i = 0; i < plan->n_env; i++)
@@ -220,8 +205,8 @@ static bool wants_env(const struct orh_plan *plan)
 
 /* The settings NCCL does not read itself (UCX_*) go into PID 1's environment, where their
  * readers look; a variable the image or the user set is kept as it is. */
-static int add_env(json_t *process, const struct orh_plan *plan, struct orh_spec_changes *ch,
-		   struct orh_err *err)
+static int add_env(json_t *spec, json_t *process, const struct orh_plan *plan,
+		   struct orh_spec_changes *ch, struct orh_err *err)
 {
 	json_t *env = NULL;
 	int r;
@@ -235,7 +220,7 @@ static int add_env(json_t *process, const struct orh_plan *plan, struct orh_spec
 		r = child(process, "env", JSON_ARRAY, &env, "process.env", err);
 		if (r < 0)
 			return r;
-		if (env_has(env, v->name))
+		if (orh_spec_env_has(spec, v->name))
 			continue;
 		if (asprintf(&line, "%s=%s", v->name, v->value) < 0)
 			return orh_fail(err, ENOMEM, "config.json: adding to 'process.env'");
@@ -413,7 +398,7 @@ int orh_spec_apply_plan(json_t *spec, const struct orh_plan *plan,
 		r = child(spec, "process", JSON_OBJECT, &process, "process", err);
 		if (r < 0)
 			return r;
-		r = add_env(process, plan, &ch, err);
+		r = add_env(spec, process, plan, &ch, err);
 		if (r < 0)
 			return r;
 	}

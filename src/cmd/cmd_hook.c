@@ -221,22 +221,6 @@ static int apply_memlock(const struct hook *h, char *text, size_t size, struct o
 	return 0;
 }
 
-/* Is NAME set in the spec's process.env? */
-static bool spec_env_has(const struct hook *h, const char *name)
-{
-	const json_t *env = json_object_get(json_object_get(h->spec, "process"), "env");
-	size_t n = strlen(name), k = 0;
-	const json_t *e = NULL;
-
-	json_array_foreach(env, k, e) {
-		const char *s = json_string_value(e);
-
-		if (s && strncmp(s, name, n) == 0 && s[n] == '=')
-			return true;
-	}
-	return false;
-}
-
 /* The settings of /etc/nccl.conf, into out (n_env entries of the plan at most). NCCL's own
  * (NCCL_*) always; the others (UCX_*: orh_env_nccl_reads) only where the container's
  * environment could not be given them: the nccl-conf stage follows a spec edit that put
@@ -253,7 +237,7 @@ static size_t conf_settings(const struct hook *h, struct orh_env_entry *out)
 
 		if (!orh_env_nccl_reads(v->name) && edited)
 			continue;
-		if (!orh_env_nccl_reads(v->name) && !spec_env_has(h, v->name))
+		if (!orh_env_nccl_reads(v->name) && !orh_spec_env_has(h->spec, v->name))
 			orh_log(LOG_WARNING,
 				"container %s: %s: %s (%s) is not in the container's environment: "
 				"a hook cannot change the environment of a started process; "
