@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The engine snippets of oci-rdma-hook(8) are what `configure --dry-run` prints.
+"""The engine snippets of oci-rdma-hook-registration(7) are what `configure --dry-run` prints.
 
 Usage: man_snippets.py MANPAGE BINARY WORKDIR
 

@@ -91,7 +91,7 @@ for path in sorted(glob.glob(os.path.join(kdir, "*.yaml"))):
 check("deploy/kubernetes holds YAML manifests", len(docs) >= 3, sorted(docs))
 every = [d for ds in docs.values() for d in ds]
 
-# the engines' handlers as `oci-rdma-hook configure` writes them (man oci-rdma-hook,
+# the engines' handlers as `oci-rdma-hook configure` writes them (man oci-rdma-hook-registration,
 # REGISTRATION): containerd 1.x's config.toml, CRI-O's drop-in beside its packaging's crun
 try:
     ctd = configured("containerd", {"etc/containerd/config.toml": "version = 2\n"},
@@ -482,16 +482,18 @@ check("the installer image is FROM scratch, its entrypoint install --root /host"
 
 # ---- the man page points here -------------------------------------------------------------------
 man = open(os.path.join(src, "man", "oci-rdma-hook.8")).read()
+registration = open(os.path.join(src, "man", "oci-rdma-hook-registration.7")).read()
 kube = open(os.path.join(src, "man", "oci-rdma-hook-kubernetes.7")).read()
 check("oci-rdma-hook(8)'s KUBERNETES section points to oci-rdma-hook-kubernetes(7), which names "
       "deploy/kubernetes",
       re.search(r"^\.SH KUBERNETES$", man, re.M) is not None and
       "oci\\-rdma\\-hook\\-kubernetes (7)" in man and "deploy/kubernetes" in kube)
-check("oci-rdma-hook-kubernetes(7) registers the handler with configure, oci-rdma-hook(8) shows "
-      "what it writes (its snippets are configure's "
-      "--dry-run: tests/package.sh)",
+check("oci-rdma-hook-kubernetes(7) registers the handler with configure, "
+      "oci-rdma-hook-registration(7), which it points to, shows what it writes (its snippets "
+      "are configure's --dry-run: tests/package.sh)",
       "oci\\-rdma\\-hook configure \\-\\-engine containerd" in kube and
-      'BinaryName = "/usr/bin/oci-rdma-runtime"' in man)
+      "oci\\-rdma\\-hook\\-registration (7)" in kube and
+      'BinaryName = "/usr/bin/oci-rdma-runtime"' in registration)
 check("oci-rdma-hook-kubernetes(7): the example config's request_scope = allocated",
       "request_scope = allocated" in kube)
 for name, pod in sorted(pods.items()):

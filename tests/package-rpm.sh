@@ -110,7 +110,8 @@ for f in "$BIN" /usr/bin/oci-rdma-runtime /usr/libexec/oci-rdma-hook/oci-rdma-ho
 	"$HOOKS_D/$PKG.json" "$HOOKS_D/$PKG-poststop.json" "$PRECREATE" \
 	/usr/share/man/man8/oci-rdma-hook.8.gz /usr/share/man/man8/oci-rdma-runtime.8.gz \
 	/usr/share/man/man5/oci-rdma-hook.conf.5.gz /usr/share/man/man7/oci-rdma-hook-kubernetes.7.gz \
-	/usr/share/man/man7/oci-rdma-hook-security.7.gz; do
+	/usr/share/man/man7/oci-rdma-hook-security.7.gz /usr/share/man/man7/oci-rdma-hook-registration.7.gz \
+	/usr/share/man/man7/oci-rdma-hook-stages.7.gz; do
 	check "rpm -ql lists $f and it is in the root" bash -c \
 		'grep -qxF "$2" "$1" && { [ -e "$3$2" ] || [ -L "$3$2" ]; }' _ "$WORK/files" "$f" "$ROOT"
 done
@@ -124,8 +125,10 @@ for h in "$HOOKS_D/$PKG.json" "$HOOKS_D/$PKG-poststop.json" "$PRECREATE"; do
 import json, sys
 assert json.load(open(sys.argv[1]))["hook"]["path"] == sys.argv[2]' "$ROOT$h" "$BIN"
 done
-check "the man pages are the source's" bash -c \
-	'[ -s "$1" ] && zcat "$1" | cmp -s - "$2"' _ "$ROOT/usr/share/man/man8/oci-rdma-hook.8.gz" "$SRC/man/oci-rdma-hook.8"
+for m in man8/oci-rdma-hook.8 man7/oci-rdma-hook-registration.7 man7/oci-rdma-hook-stages.7; do
+	check "the man page ${m#*/} is the source's" bash -c \
+		'[ -s "$1" ] && zcat "$1" | cmp -s - "$2"' _ "$ROOT/usr/share/man/$m.gz" "$SRC/man/${m#*/}"
+done
 
 # the installed binary with the installed config: an edit shows in `env`
 python3 "$SRC/tests/mknode.py" "$SRC/tests/nodes/seed001-roce.json" "$WORK/node" >/dev/null ||

@@ -39,12 +39,12 @@ fatal() { # a step the rest depends on failed: show its log, stop
 	exit 1
 }
 # engines_check: with the package installed, what configure and the shipped hooks.d files
-# do to the engines of this machine (man oci-rdma-hook, REGISTRATION):
+# do to the engines of this machine (man oci-rdma-hook-registration, REGISTRATION):
 #  - every file in a hooks.d directory that CRI-O, buildah or containerd's NRI read names
 #    only OCI stages (they refuse a directory holding another: CRI-O then does not start);
 #  - buildah, which reads those directories when given none, builds an image with a RUN;
 #  - `configure --engine podman` makes podman read the precreate directory, --undo removes it;
-#  - the snippets of oci-rdma-hook(8) are what `configure --dry-run` prints.
+#  - the snippets of oci-rdma-hook-registration(7) are what `configure --dry-run` prints.
 engines_check() {
 	local d rc
 	check "every hooks.d file where CRI-O, buildah or NRI look names only OCI stages" python3 -c '
@@ -88,8 +88,8 @@ sys.exit("%s" % bad if bad else 0)'
 		check "configure --engine podman --undo removes its drop-in" \
 			[ ! -e /etc/containers/containers.conf.d/99-oci-rdma-hook.conf ]
 	fi
-	check "oci-rdma-hook(8)'s engine snippets are what configure --dry-run prints" \
-		python3 "$SRC/tests/man_snippets.py" "$SRC/man/oci-rdma-hook.8" "$BIN" "$d/snippets"
+	check "oci-rdma-hook-registration(7)'s engine snippets are what configure --dry-run prints" \
+		python3 "$SRC/tests/man_snippets.py" "$SRC/man/oci-rdma-hook-registration.7" "$BIN" "$d/snippets"
 }
 installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$PKG" 2>/dev/null)" = installed ]; }
 known() { dpkg-query -W -f='${db:Status-Status}' "$PKG" 2>/dev/null | grep -qv '^not-installed$'; }
@@ -196,7 +196,8 @@ for f in "$BIN" /usr/bin/oci-rdma-runtime /usr/libexec/oci-rdma-hook/oci-rdma-ho
 	"$HOOKS_D/$PKG.json" "$HOOKS_D/$PKG-poststop.json" "$PRECREATE" \
 	/usr/share/man/man8/oci-rdma-hook.8.gz /usr/share/man/man8/oci-rdma-runtime.8.gz \
 	/usr/share/man/man5/oci-rdma-hook.conf.5.gz /usr/share/man/man7/oci-rdma-hook-kubernetes.7.gz \
-	/usr/share/man/man7/oci-rdma-hook-security.7.gz \
+	/usr/share/man/man7/oci-rdma-hook-security.7.gz /usr/share/man/man7/oci-rdma-hook-registration.7.gz \
+	/usr/share/man/man7/oci-rdma-hook-stages.7.gz \
 	/usr/share/doc/$PKG/copyright; do
 	check "dpkg -L lists $f" grep -qxF "$f" "$WORK/files"
 done
@@ -239,6 +240,9 @@ else
 	check "man -w oci-rdma-hook" [ "$(man -w oci-rdma-hook 2>/dev/null)" = /usr/share/man/man8/oci-rdma-hook.8.gz ]
 	check "man -w 5 oci-rdma-hook.conf" \
 		[ "$(man -w 5 oci-rdma-hook.conf 2>/dev/null)" = /usr/share/man/man5/oci-rdma-hook.conf.5.gz ]
+	for p in oci-rdma-hook-registration oci-rdma-hook-stages; do
+		check "man -w 7 $p" [ "$(man -w 7 $p 2>/dev/null)" = /usr/share/man/man7/$p.7.gz ]
+	done
 	check "man oci-rdma-runtime shows docker's registration" \
 		bash -c 'MANPAGER=cat MANWIDTH=100 man oci-rdma-runtime 2>/dev/null | grep -q daemon.json'
 fi

@@ -3,9 +3,9 @@
  * oci-rdma-hook configure --engine containerd|crio|docker|podman [--engine-config PATH]
  *     [--handler NAME] [--shim PATH] [--runtime PATH] [--root DIR] [--dry-run] [--undo]
  *
- * Registers the hook with an engine (oci-rdma-hook(8), CONFIGURE). engines.c decides what
- * each file must hold; this file reads the files (under --root), then prints the changes
- * (--dry-run) or writes them, each file replaced atomically.
+ * Registers the hook with an engine (oci-rdma-hook-registration(7), CONFIGURE). engines.c
+ * decides what each file must hold; this file reads the files (under --root), then prints
+ * the changes (--dry-run) or writes them, each file replaced atomically.
  */
 #include <dirent.h>
 #include <errno.h>
