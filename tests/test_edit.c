@@ -147,7 +147,7 @@ Test(edit, a_served_spec_gets_the_plan)
 	const json_t *devs, *rules;
 
 	ctx_init(&ctx, ORH_ACTIVATE_ALWAYS, root);
-	cr_assert_eq(orh_spec_serve(&ctx, spec, &res, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_spec_serve(&ctx, spec, 0, &res, &err), 0, "%s", err.msg);
 	devs = json_object_get(linux_, "devices");
 	rules = json_object_get(json_object_get(linux_, "resources"), "devices");
 	cr_assert_eq(res.activation, ORH_ACT_DEFAULT);
@@ -184,11 +184,11 @@ Test(edit, a_second_edit_changes_nothing)
 	json_t *once;
 
 	ctx_init(&ctx, ORH_ACTIVATE_ALWAYS, root);
-	cr_assert_eq(orh_spec_serve(&ctx, spec, &res, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_spec_serve(&ctx, spec, 0, &res, &err), 0, "%s", err.msg);
 	cr_assert_gt(res.edits, 0);
 	orh_edit_result_free(&res);
 	once = json_deep_copy(spec);
-	cr_assert_eq(orh_spec_serve(&ctx, spec, &res, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_spec_serve(&ctx, spec, 0, &res, &err), 0, "%s", err.msg);
 	cr_assert_eq(res.edits, 0, "the edit of an edited spec added %d things", res.edits);
 	cr_assert(json_equal(spec, once));
 	orh_edit_result_free(&res);
@@ -203,7 +203,7 @@ static int left_alone(struct orh_ctx *ctx, const char *text, struct orh_edit_res
 {
 	json_t *spec = parse(text);
 	json_t *before = json_deep_copy(spec);
-	int r = orh_spec_serve(ctx, spec, res, err);
+	int r = orh_spec_serve(ctx, spec, 0, res, err);
 
 	cr_assert_eq(res->edits, 0);
 	cr_assert(json_equal(spec, before), "%s: the spec was changed", text);
@@ -270,7 +270,7 @@ Test(edit, the_containers_network_namespace)
 
 	/* one it cannot read: said, and the spec is still served */
 	ctx_init(&ctx, ORH_ACTIVATE_ALWAYS, root);
-	cr_assert_eq(orh_spec_serve(&ctx, spec, &res, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_spec_serve(&ctx, spec, 0, &res, &err), 0, "%s", err.msg);
 	cr_assert_gt(res.edits, 0);
 	cr_assert_eq(res.changes.devices, 9);
 	cr_assert(strv_mentions(&res.warnings, "network namespace '/nonexistent/orh-netns' not read"));
@@ -298,7 +298,7 @@ Test(edit, what_the_spec_holds_already_is_kept)
 	json_object_set_new(process, "rlimits", json_deep_copy(user));
 	ctx_init(&ctx, ORH_ACTIVATE_ALWAYS, root);
 	ctx.cfg.add_ipc_lock = true;
-	cr_assert_eq(orh_spec_serve(&ctx, spec, &res, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_spec_serve(&ctx, spec, 0, &res, &err), 0, "%s", err.msg);
 	/* rule 8: it holds uverbs3, so mlx5_3 alone: rdma_cm is the one node added */
 	cr_assert_eq(res.changes.devices, 1);
 	cr_assert(has_dev(json_object_get(json_object_get(spec, "linux"), "devices"),

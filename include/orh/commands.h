@@ -28,6 +28,9 @@ struct orh_ctx {
 	 * error, exit 0 / pass the spec through / exec the runtime untouched). */
 	bool config_failed;
 	struct orh_err config_err;
+	/* monotonic ms (orh_now_ms) at main's start, after the config, after the confinement
+	 * (0: none): the record's first steps */
+	double t_main, t_config, t_confined;
 };
 
 int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv);

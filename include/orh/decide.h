@@ -38,6 +38,11 @@ struct orh_decide_in {
 	/* the most memlock the applier can give (a runtime without CAP_SYS_RESOURCE in the
 	 * initial user namespace: its hard limit); 0: no ceiling */
 	uint64_t memlock_ceiling;
+	/* the node as an earlier decision for this container read it (orh/snapshot.h), named
+	 * `snapshot_what` in errors; NULL: read the node through the sysroot. A snapshot that
+	 * cannot be restored is a warning, and the node is read. */
+	const json_t *snapshot;
+	const char *snapshot_what;
 };
 
 struct orh_decision {
@@ -59,6 +64,12 @@ struct orh_decision {
 	/* the GPUs the container holds, when a subset of the node's (facts.gpus_held points
 	 * here; rule 9) */
 	bool *gpus_held;
+	/* the node's GPUs, when they were read (facts.gpus points here), else why not
+	 * (gpus_error, or NULL: not needed) */
+	struct orh_gpus gpus;
+	bool have_gpus;
+	char *gpus_error;
+	bool from_snapshot;               /* the node came from in->snapshot */
 };
 
 /*

@@ -25,6 +25,9 @@ struct orh_edit_result {
 	enum orh_preset preset;         /* the plan's preset when activated */
 	struct orh_strv warnings;       /* the decision's warnings and the network namespace's,
 					 * for the driver's log */
+	/* the node as the decision read it (orh/snapshot.h), when asked for and the edit
+	 * registered the nccl-conf stage: for that stage (orh/handoff.h); else NULL */
+	json_t *snapshot;
 };
 
 /* Serve the container a spec describes, in the spec (precreate, the runtime shim): the
@@ -33,8 +36,14 @@ struct orh_edit_result {
  * container that did not ask; one that asked gets -ENODEV with the reason). On an error
  * the spec may be partly edited: the caller must then use the original document. */
 struct orh_ctx;
-int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,
-		   struct orh_err *err);
+/* What the caller does itself: the runtime shim, which knows the container id. */
+enum orh_serve_flags {
+	ORH_SERVE_SNAPSHOT = 1 << 0,    /* hand the node to the nccl-conf stage (res->snapshot) */
+	ORH_SERVE_NO_POSTSTOP = 1 << 1, /* remove the state directory at `delete`: register no
+					 * poststop hook */
+};
+int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
+		   struct orh_edit_result *res, struct orh_err *err);
 void orh_edit_result_free(struct orh_edit_result *res);
 /* Must a failed edit fail the container (config on_error = fail and it asked)? */
 bool orh_edit_must_fail(const struct orh_config *cfg, const struct orh_edit_result *res);

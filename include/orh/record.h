@@ -9,12 +9,17 @@
 #define ORH_RECORD_H
 
 #include <jansson.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "orh/decide.h"
 #include "orh/util.h"
 
+/* where each container's state directory is made, <run dir>/<container id> */
+#ifndef ORH_RUN_DIR
+#define ORH_RUN_DIR "/run/oci-rdma-hook"
+#endif
 #define ORH_RECORD_FILE "record.json"
 /* The record format's version (the "version" field). */
 #define ORH_RECORD_VERSION 1
@@ -35,6 +40,9 @@ struct orh_record_in {
 	long pid;
 	unsigned long long start_time;  /* /proc/<pid>/stat field 22; 0: unknown */
 	const struct orh_decision *d;   /* the decision (act, why, facts, plan, warnings) */
+	const char *node_from;          /* the runtime shim's reading of the node that the
+					 * decision took (orh/handoff.h), or NULL: read here */
+	const json_t *shim_ms;          /* the shim's time as it handed it over, or NULL */
 	const char *netns_if;           /* the container's default route interface, or "" */
 	/* device nodes: created, already there, bound; -1: the step did not run */
 	long nodes_created, nodes_kept, nodes_bound;
@@ -59,8 +67,8 @@ struct orh_record_in {
 	const struct orh_strv *conf_kept;
 	const struct orh_strv *warnings; /* the stage's own, after the decision's */
 	/* per step: name and monotonic milliseconds; total */
-	const char *step_names[8];
-	double step_ms[8];
+	const char *step_names[12];
+	double step_ms[12];
 	size_t n_steps;
 	double total_ms;
 };
@@ -82,6 +90,11 @@ bool orh_check_ports_down(const struct orh_decision *d, char *out, size_t size);
  * dmabuf: the kernel is 5.12 or newer (kernel "X.Y..."). */
 bool orh_check_gpudirect(bool holds_gpus, bool peermem, const char *kernel, char *out,
 			 size_t size);
+/* The same for a container (its facts) on the node through sysroot: whether it holds GPUs,
+ * a peer-memory module's version file as NCCL looks for them, proc/sys/kernel/osrelease.
+ * Reads nothing for a container without GPUs. */
+bool orh_check_gpudirect_at(const char *sysroot, const struct orh_container_facts *f,
+			    char *out, size_t size);
 
 /* RLIMIT_MEMLOCK from the text of /proc/<pid>/limits: 0 or -EINVAL. */
 int orh_limits_memlock(const char *text, uint64_t *soft, uint64_t *hard);
@@ -104,8 +117,21 @@ bool orh_record_alive(const json_t *rec, const char *proc);
  * or not JSON. */
 #define ORH_RECORD_MAX_BYTES (1024 * 1024)
 json_t *orh_record_load_at(int dirfd, const char *path);
+/* The same for any JSON file of the state directory, of at most max bytes; *st is the
+ * file's, when it could be opened. */
+json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat *st);
+/* Remove <run_dir>/<id>: its entries that are ours, then the directory (it stays where
+ * anything else is in it). The runtime shim's `delete`: behind the shim no poststop hook
+ * runs. False when there was none, or it stayed. */
+bool orh_state_dir_remove(const char *run_dir, const char *id);
+/* Can the container id name its state directory: 1 to 200 of [A-Za-z0-9_.-], not
+ * starting with a dot? */
+bool orh_state_id_usable(const char *id);
+/* Make the container's state directory <state_dir> (root-only) and its parent as
+ * orh_record_write() does; an fd of it, *created telling whether it was made here. */
+int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err);
 /* Is name an entry the hook makes in a container's state directory (the generated
- * nccl.conf, record.json) or a temporary name a killed writer of one left
+ * nccl.conf, record.json, the shim's node.json) or a temporary name a killed writer of one left
  * (orh_replace_at's ".NAME.orh-*")? poststop and the sweep remove these and nothing else. */
 bool orh_state_entry_ours(const char *name);
 

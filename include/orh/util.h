@@ -140,4 +140,7 @@ char *orh_strstrip(char *s);
 /* Parse a decimal unsigned integer that fills the whole string. */
 int orh_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
 
+/* CLOCK_MONOTONIC in milliseconds (the record's step times). */
+double orh_now_ms(void);
+
 #endif

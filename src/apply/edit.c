@@ -15,6 +15,7 @@
 #include "orh/inventory.h"
 #include "orh/plan.h"
 #include "orh/sandbox.h"
+#include "orh/snapshot.h"
 #include "orh/sysview.h"
 
 static void push_all(struct orh_strv *dst, const struct orh_strv *src)
@@ -26,6 +27,7 @@ static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 void orh_edit_result_free(struct orh_edit_result *res)
 {
 	orh_strv_free(&res->warnings);
+	json_decref(res->snapshot);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -127,8 +129,8 @@ out:
 	return r < 0 ? 0 : r;
 }
 
-int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_result *res,
-		   struct orh_err *err)
+int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
+		   struct orh_edit_result *res, struct orh_err *err)
 {
 	json_t *nccl_hook = NULL, *poststop_hook = NULL;
 	struct netns_arg na = { .spec = spec, .warnings = &res->warnings };
@@ -165,7 +167,7 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_resu
 	res->preset = d.plan.preset;
 	if (d.plan.n_env > 0) {
 		r = orh_self_hook(ctx, "nccl-conf", &nccl_hook, err);
-		if (r == 0)
+		if (r == 0 && !(flags & ORH_SERVE_NO_POSTSTOP))
 			r = orh_self_hook(ctx, "poststop", &poststop_hook, err);
 		if (r < 0)
 			goto out;
@@ -180,6 +182,9 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, struct orh_edit_resu
 		res->edits = r + add_sysview(ctx, spec, &d.plan, &d.inv, res);
 		r = 0;
 	}
+	if (r >= 0 && (flags & ORH_SERVE_SNAPSHOT) && nccl_hook)
+		res->snapshot = orh_snapshot_build(&d.inv, d.have_gpus ? &d.gpus : NULL,
+						   d.gpus_error);
 out:
 	json_decref(nccl_hook);
 	json_decref(poststop_hook);

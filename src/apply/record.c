@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "orh/atomic.h"
+#include "orh/handoff.h"
 #include "orh/record.h"
 
 static json_t *limit_json(uint64_t v)
@@ -153,8 +154,13 @@ json_t *orh_record_build(const struct orh_record_in *in)
 	json_object_set_new(rec, "given_devices", given_json(&d->facts));
 	if (in->spec_devices >= 0)
 		json_object_set_new(rec, "spec_devices", json_integer(in->spec_devices));
-	if (d->have_plan)
+	if (d->have_plan) {
 		json_object_set_new(rec, "plan", plan_json(d, in->netns_if));
+		json_object_set_new(rec, "node_read", json_string(in->node_from ? "by the runtime shim"
+								  : "by this stage"));
+	}
+	if (in->node_from)
+		json_object_set_new(rec, "node_from", json_string(in->node_from));
 	set_nodes(rec, in);
 	if (in->cgroup)
 		json_object_set_new(rec, "cgroup", json_string(in->cgroup));
@@ -166,6 +172,8 @@ json_t *orh_record_build(const struct orh_record_in *in)
 	json_object_set_new(rec, "warnings", warn);
 	json_object_set_new(rec, "time_ms", json_pack("{s:f, s:o}", "total", in->total_ms,
 						      "steps", steps_json(in)));
+	if (in->shim_ms)
+		json_object_set(json_object_get(rec, "time_ms"), "shim", (json_t *)in->shim_ms);
 	return rec;
 }
 
@@ -264,6 +272,41 @@ bool orh_check_gpudirect(bool holds_gpus, bool peermem, const char *kernel, char
 	return true;
 }
 
+static bool holds_gpus(const struct orh_container_facts *f)
+{
+	const char *v = f->nvidia_visible;
+
+	for (size_t i = 0; i < f->n_devs; i++)
+		if (f->devs[i].major == ORH_NVIDIA_MAJOR && f->devs[i].minor != 255)
+			return true;
+	return v && *v && strcmp(v, "void") && strcmp(v, "none");
+}
+
+/* The GPUDirect check's inputs through the sysroot: a peer-memory module loaded (the
+ * version file of nvidia_peermem, or of the older nv_peer_mem's memory_peers entries, as
+ * NCCL looks for them) and the kernel's release (proc/sys/kernel/osrelease). */
+bool orh_check_gpudirect_at(const char *sysroot, const struct orh_container_facts *f, char *msg,
+			    size_t size)
+{
+	static const char *const peer[] = { "sys/module/nvidia_peermem/version",
+					     "sys/kernel/mm/memory_peers/nv_mem/version",
+					     "sys/kernel/mm/memory_peers/nv_mem_nc/version" };
+	char path[PATH_MAX], kernel[128] = "";
+	bool peermem = false;
+
+	if (!holds_gpus(f))
+		return false; /* nothing read for a container without GPUs */
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(peer); i++) {
+		snprintf(path, sizeof(path), "%s/%s", sysroot, peer[i]);
+		peermem |= access(path, F_OK) == 0;
+	}
+	snprintf(path, sizeof(path), "%s/proc/sys/kernel/osrelease", sysroot);
+	if (orh_read_file_at(AT_FDCWD, path, kernel, sizeof(kernel)) < 0)
+		return false;
+	kernel[strcspn(kernel, "\n")] = '\0';
+	return orh_check_gpudirect(true, peermem, kernel, msg, size);
+}
+
 static int parse_limit(const char *s, uint64_t *v)
 {
 	char *end;
@@ -312,16 +355,22 @@ int orh_stat_start_time(const char *text, unsigned long long *out)
 	return sscanf(p, " %llu", out) == 1 ? 0 : -EINVAL;
 }
 
-int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *err)
+bool orh_state_id_usable(const char *id)
 {
-	_cleanup_free_ char *text = json_dumps(rec, JSON_INDENT(2) | JSON_SORT_KEYS);
-	_cleanup_close_ int dirfd = -1;
-	struct orh_replace how = { .type = S_IFREG, .mode = 0644 };
+	size_t n = id ? strlen(id) : 0;
+
+	if (n == 0 || n > 200 || id[0] == '.')
+		return false;
+	return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
+}
+
+int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err)
+{
 	char parent[PATH_MAX];
 	char *slash;
+	int fd;
 
-	if (!text)
-		return orh_fail(err, ENOMEM, "formatting the record");
+	*created = false;
 	snprintf(parent, sizeof(parent), "%s", state_dir);
 	slash = strrchr(parent, '/');
 	if (slash && slash != parent) {
@@ -329,11 +378,28 @@ int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *e
 		if (mkdirat(AT_FDCWD, parent, 0755) < 0 && errno != EEXIST)
 			return orh_fail(err, errno, "making '%s': %m", parent);
 	}
-	if (mkdirat(AT_FDCWD, state_dir, 0700) < 0 && errno != EEXIST)
+	if (mkdirat(AT_FDCWD, state_dir, 0700) == 0)
+		*created = true;
+	else if (errno != EEXIST)
 		return orh_fail(err, errno, "making '%s': %m", state_dir);
-	dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dirfd < 0)
+	fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return orh_fail(err, errno, "opening '%s': %m", state_dir);
+	return fd;
+}
+
+int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *err)
+{
+	_cleanup_free_ char *text = json_dumps(rec, JSON_INDENT(2) | JSON_SORT_KEYS);
+	_cleanup_close_ int dirfd = -1;
+	struct orh_replace how = { .type = S_IFREG, .mode = 0644 };
+	bool created;
+
+	if (!text)
+		return orh_fail(err, ENOMEM, "formatting the record");
+	dirfd = orh_state_dir_open(state_dir, &created, err);
+	if (dirfd < 0)
+		return dirfd;
 	how.data = text;
 	how.len = strlen(text);
 	how.what = ORH_RECORD_FILE;
@@ -363,20 +429,18 @@ bool orh_record_alive(const json_t *rec, const char *proc)
 	return start_time_of(proc, (long)pid) == (unsigned long long)st && st != 0;
 }
 
-json_t *orh_record_load_at(int dirfd, const char *path)
+json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat *st)
 {
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_free_ char *buf = NULL;
-	struct stat st;
 	size_t len = 0;
 
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size > ORH_RECORD_MAX_BYTES)
+	if (fd < 0 || fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || (size_t)st->st_size > max)
 		return NULL;
 	/* one read for the whole file (json_loadfd would read it a byte at a time) */
-	buf = orh_xmalloc((size_t)st.st_size + 1);
-	while (len <= (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size + 1 - len);
+	buf = orh_xmalloc((size_t)st->st_size + 1);
+	while (len <= (size_t)st->st_size) {
+		ssize_t n = read(fd, buf + len, (size_t)st->st_size + 1 - len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -384,14 +448,21 @@ json_t *orh_record_load_at(int dirfd, const char *path)
 			break;
 		len += (size_t)n;
 	}
-	if (len > (size_t)st.st_size)
-		return NULL; /* it grew while read: not a record written whole */
+	if (len > (size_t)st->st_size)
+		return NULL; /* it grew while read: not a file written whole */
 	return json_loadb(buf, len, 0, NULL);
+}
+
+json_t *orh_record_load_at(int dirfd, const char *path)
+{
+	struct stat st;
+
+	return orh_state_file_load(dirfd, path, ORH_RECORD_MAX_BYTES, &st);
 }
 
 bool orh_state_entry_ours(const char *name)
 {
-	static const char *const files[] = { "nccl.conf", ORH_RECORD_FILE };
+	static const char *const files[] = { "nccl.conf", ORH_RECORD_FILE, ORH_HANDOFF_FILE };
 
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(files); i++) {
 		size_t n = strlen(files[i]);
@@ -422,6 +493,13 @@ static bool remove_state_dir(int runfd, const char *name)
 			unlinkat(dirfd(dir), de->d_name, 0);
 	closedir(dir);
 	return unlinkat(runfd, name, AT_REMOVEDIR) == 0;
+}
+
+bool orh_state_dir_remove(const char *run_dir, const char *id)
+{
+	_cleanup_close_ int runfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	return orh_state_id_usable(id) && runfd >= 0 && remove_state_dir(runfd, id);
 }
 
 /* Is the state directory dirfd/name stale: its record's container gone, or no record

@@ -435,3 +435,11 @@ int orh_parse_uint(const char *s, unsigned long long max, unsigned long long *ou
 	*out = v;
 	return 0;
 }
+
+double orh_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}

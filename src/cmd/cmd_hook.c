@@ -5,7 +5,8 @@
  * /etc/nccl.conf; poststop removes what the hook left outside the container.
  * nccl-conf is the createRuntime hook that the spec edit (precreate, the runtime shim)
  * registers: the edit put the devices, grants and memlock into the spec, and this stage
- * writes /etc/nccl.conf alone. cdi-createRuntime is the one the CDI spec (cmd_cdi.c)
+ * writes /etc/nccl.conf alone, deciding from the runtime shim's reading of the node where
+ * the shim left one (orh/handoff.h). cdi-createRuntime is the one the CDI spec (cmd_cdi.c)
  * carries: for every container given a device of the spec's kind (that request is the
  * activation) it applies the memlock step (CDI has no rlimit edit) and the sysfs view,
  * and writes /etc/nccl.conf; cdi-memlock, which CDI specs of earlier versions name, the
@@ -34,15 +35,12 @@
 #include "orh/apply.h"
 #include "orh/commands.h"
 #include "orh/decide.h"
+#include "orh/handoff.h"
 #include "orh/oci.h"
 #include "orh/plan.h"
 #include "orh/record.h"
 #include "orh/sandbox.h"
 #include "orh/sysview.h"
-
-#ifndef ORH_RUN_DIR
-#define ORH_RUN_DIR "/run/oci-rdma-hook"
-#endif
 
 struct hook {
 	struct orh_ctx *ctx;
@@ -59,22 +57,15 @@ struct hook {
 	char state_dir[PATH_MAX];
 	struct orh_record_in rec;    /* what this stage did, for its record.json */
 	struct orh_strv rwarn;       /* the stage's warnings that the record holds */
+	json_t *snap;                /* nccl-conf: the shim's reading of the node, or NULL */
+	char snap_path[PATH_MAX];    /* where it was */
 	double t0;                   /* monotonic ms at the start */
+	double container_ms;         /* the decision's container callback took */
 };
 
 static const char *cid(const struct hook *h)
 {
 	return h->st.id ? h->st.id : "?";
-}
-
-/* Container ids become a directory name under ORH_RUN_DIR. */
-static bool id_usable(const char *id)
-{
-	size_t n = id ? strlen(id) : 0;
-
-	if (n == 0 || n > 200 || id[0] == '.')
-		return false;
-	return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
 }
 
 #define NEXT_OTHERS "the container starts without this step, the others still run"
@@ -147,7 +138,7 @@ static void remove_state_files(const struct hook *h)
 
 static int poststop(struct hook *h)
 {
-	if (!id_usable(h->st.id))
+	if (!orh_state_id_usable(h->st.id))
 		return ORH_EXIT_OK;
 	remove_state_files(h);
 	if (unlinkat(AT_FDCWD, h->state_dir, AT_REMOVEDIR) == 0)
@@ -279,21 +270,13 @@ static int apply_sysview(struct hook *h, struct orh_sysview_result *vres, struct
 	return r;
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void record_step(struct hook *h, const char *name, double t0)
 {
 	struct orh_record_in *r = &h->rec;
 
 	if (r->n_steps < ORH_ARRAY_SIZE(r->step_names)) {
 		r->step_names[r->n_steps] = name;
-		r->step_ms[r->n_steps++] = now_ms() - t0;
+		r->step_ms[r->n_steps++] = orh_now_ms() - t0;
 	}
 }
 
@@ -332,40 +315,6 @@ static void record_spec(struct hook *h)
 
 /* Does the container hold GPUs: an NVIDIA device node (not nvidiactl) given, or
  * NVIDIA_VISIBLE_DEVICES naming some? */
-static bool holds_gpus(const struct orh_container_facts *f)
-{
-	const char *v = f->nvidia_visible;
-
-	for (size_t i = 0; i < f->n_devs; i++)
-		if (f->devs[i].major == ORH_NVIDIA_MAJOR && f->devs[i].minor != 255)
-			return true;
-	return v && *v && strcmp(v, "void") && strcmp(v, "none");
-}
-
-/* The GPUDirect check's inputs through the sysroot: a peer-memory module loaded (the
- * version file of nvidia_peermem, or of the older nv_peer_mem's memory_peers entries, as
- * NCCL looks for them) and the kernel's release (proc/sys/kernel/osrelease). */
-static bool check_gpudirect(const struct hook *h, char *msg, size_t size)
-{
-	static const char *const peer[] = { "sys/module/nvidia_peermem/version",
-					     "sys/kernel/mm/memory_peers/nv_mem/version",
-					     "sys/kernel/mm/memory_peers/nv_mem_nc/version" };
-	char path[PATH_MAX], kernel[128] = "";
-	bool peermem = false;
-
-	if (!holds_gpus(&h->d.facts))
-		return false; /* nothing read for a container without GPUs */
-	for (size_t i = 0; i < ORH_ARRAY_SIZE(peer); i++) {
-		snprintf(path, sizeof(path), "%s/%s", h->ctx->sysroot, peer[i]);
-		peermem |= access(path, F_OK) == 0;
-	}
-	snprintf(path, sizeof(path), "%s/proc/sys/kernel/osrelease", h->ctx->sysroot);
-	if (orh_read_file_at(AT_FDCWD, path, kernel, sizeof(kernel)) < 0)
-		return false;
-	kernel[strcspn(kernel, "\n")] = '\0';
-	return orh_check_gpudirect(holds_gpus(&h->d.facts), peermem, kernel, msg, size);
-}
-
 /* Will it work, in the container's own context: a warning in the log and the record for
  * each check that fails. Under on_error = fail a container that asked is refused where
  * its memlock is below the need; the GID and GPUDirect checks only warn. The memlock is
@@ -378,7 +327,7 @@ static int check_context(struct hook *h)
 	bool known = h->rec.spec_memlock_set || h->rec.memlock_known;
 	uint64_t soft = h->rec.spec_memlock_set ? h->rec.spec_memlock : h->rec.memlock_soft_after;
 
-	if (check_gpudirect(h, msg, sizeof(msg)))
+	if (orh_check_gpudirect_at(h->ctx->sysroot, &h->d.facts, msg, sizeof(msg)))
 		orh_strv_pushf(&h->rwarn, "%s", msg);
 	if (orh_check_gid(&h->d, msg, sizeof(msg)))
 		orh_strv_pushf(&h->rwarn, "%s", msg);
@@ -415,7 +364,7 @@ static int finish(struct hook *h)
 	h->rec.d = &h->d;
 	h->rec.netns_if = h->netns.default_if;
 	h->rec.warnings = &h->rwarn;
-	h->rec.total_ms = now_ms() - h->t0;
+	h->rec.total_ms = orh_now_ms() - (h->ctx->t_main ? h->ctx->t_main : h->t0);
 	if (access(h->state_dir, F_OK) < 0)
 		orh_record_sweep(ORH_RUN_DIR, "/proc", h->st.id);
 	rec = orh_record_build(&h->rec);
@@ -437,7 +386,7 @@ static int conf_stage(struct hook *h, struct orh_ncclconf_result *res)
 	size_t n_settings = 0;
 	char memlock[192] = "";
 	bool conf = strcmp(h->stage, "cdi-memlock") != 0;
-	double t0 = now_ms();
+	double t0 = orh_now_ms();
 
 	h->rec.memlock_known = read_memlock(h, &h->rec.memlock_soft_before,
 					    &h->rec.memlock_hard_before);
@@ -515,9 +464,9 @@ static int take_container(struct hook *h, struct orh_err *err)
 /* The decision's container callback, once the container is activated: take hold of it,
  * then read its network namespace (its process is in it by now, whether the runtime made
  * it or joined the spec's path: /proc/<pid>/net shows it). */
-static int container_facts(void *arg, struct orh_container_facts *facts, struct orh_err *err)
+static int container_facts_read(struct hook *h, struct orh_container_facts *facts,
+				struct orh_err *err)
 {
-	struct hook *h = arg;
 	const char *ns_path = NULL;
 	bool has_netns = false;
 	int r;
@@ -543,6 +492,18 @@ static int container_facts(void *arg, struct orh_container_facts *facts, struct 
 	facts->addrs = h->netns.addrs;
 	facts->n_addrs = h->netns.n_addrs;
 	return 0;
+}
+
+/* The same, timed for the record. */
+static int container_facts(void *arg, struct orh_container_facts *facts, struct orh_err *err)
+{
+	struct hook *h = arg;
+	double t0 = orh_now_ms();
+	int r = container_facts_read(h, facts, err);
+
+	h->container_ms = orh_now_ms() - t0;
+	record_step(h, "container and its network", t0);
+	return r;
 }
 
 /* What the steps of apply() did, for the summary line. */
@@ -625,7 +586,7 @@ static int apply_steps(struct hook *h, struct applied *a)
 	record_spec(h);
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(steps); i++) {
 		struct orh_err err = { 0 };
-		double t0 = now_ms();
+		double t0 = orh_now_ms();
 		int r = steps[i].fn(h, a, &err);
 
 		record_step(h, steps[i].name, t0);
@@ -680,19 +641,78 @@ static int apply(struct hook *h)
 	return rc;
 }
 
+/* The spec-edit paths: the node as the runtime shim read it, when it handed it over
+ * (orh/handoff.h); one it cannot take is a warning in the record, and the node is read. */
+static void take_handoff(struct hook *h)
+{
+	char why[ORH_ERR_MAX];
+
+	snprintf(h->snap_path, sizeof(h->snap_path), "%s/%s", h->state_dir, ORH_HANDOFF_FILE);
+	h->snap = orh_handoff_take(h->state_dir, h->st.bundle, h->ctx->sysroot, why, sizeof(why));
+	if (!h->snap && why[0])
+		orh_strv_pushf(&h->rwarn, "the runtime shim's reading of the node is not used "
+			       "(%s); the node was read again", why);
+}
+
+/* The record's first steps: main's config and confinement (orh_ctx). */
+static void record_startup(struct hook *h)
+{
+	const struct orh_ctx *c = h->ctx;
+
+	if (!c->t_main || !c->t_config || !c->t_confined)
+		return;
+	h->rec.step_names[0] = "config";
+	h->rec.step_ms[0] = c->t_config - c->t_main;
+	h->rec.step_names[1] = "seccomp and capabilities";
+	h->rec.step_ms[1] = c->t_confined - c->t_config;
+	h->rec.n_steps = 2;
+}
+
+/* The decision for the container whose spec is loaded; the nccl-conf stage takes the
+ * shim's reading of the node where there is one. */
+static int decide(struct hook *h, struct orh_err *err)
+{
+	struct orh_decide_in in = {
+		.cfg = &h->ctx->cfg,
+		.sysroot = h->ctx->sysroot,
+		.scan = ORH_GIDS_PLAN,
+		.spec = h->spec,
+		.state_annotations = h->st.annotations,
+		/* only a container given a device of our CDI kind runs a cdi-* stage: that
+		 * is its request */
+		.requested = orh_startswith(h->stage, "cdi-"),
+		.container_facts = container_facts,
+		.arg = h,
+	};
+	double t0;
+	int r;
+
+	if (!strcmp(h->stage, "nccl-conf") && h->state_dir[0])
+		take_handoff(h);
+	in.snapshot = h->snap;
+	in.snapshot_what = h->snap_path;
+	t0 = orh_now_ms();
+	r = orh_decide(&in, &h->d, err);
+	/* the node and the plan: the decision's time but the container callback's */
+	record_step(h, "node and plan", t0 + h->container_ms);
+	h->act = h->d.act;
+	h->rec.node_from = h->d.from_snapshot ? h->snap_path : NULL;
+	h->rec.shim_ms = h->d.from_snapshot ? json_object_get(h->snap, "shim_ms") : NULL;
+	return r;
+}
+
 static int run(struct hook *h)
 {
 	struct orh_err err = { 0 };
-	bool cdi = orh_startswith(h->stage, "cdi-");
-	bool conf_only = cdi || !strcmp(h->stage, "nccl-conf");
-	struct orh_decide_in in;
-	int r;
+	bool conf_only = orh_startswith(h->stage, "cdi-") || !strcmp(h->stage, "nccl-conf");
+	double t0 = orh_now_ms();
 
+	record_startup(h);
 	if (read_state(h, &err) < 0) {
 		orh_log(LOG_ERR, "%s: %s; nothing done", h->stage, err.msg);
 		return ORH_EXIT_OK; /* cannot tell whether RDMA was requested */
 	}
-	if (id_usable(h->st.id))
+	if (orh_state_id_usable(h->st.id))
 		snprintf(h->state_dir, sizeof(h->state_dir), "%s/%s", ORH_RUN_DIR, h->st.id);
 	if (h->ctx->config_failed) {
 		orh_log(LOG_ERR, "container %s: %s: %s; container left unchanged", cid(h), h->stage,
@@ -708,21 +728,8 @@ static int run(struct hook *h)
 		orh_log(LOG_ERR, "container %s: %s: %s; nothing done", cid(h), h->stage, err.msg);
 		return ORH_EXIT_OK;
 	}
-	in = (struct orh_decide_in){
-		.cfg = &h->ctx->cfg,
-		.sysroot = h->ctx->sysroot,
-		.scan = ORH_GIDS_PLAN,
-		.spec = h->spec,
-		.state_annotations = h->st.annotations,
-		/* only a container given a device of our CDI kind runs a cdi-* stage: that
-		 * is its request */
-		.requested = cdi,
-		.container_facts = container_facts,
-		.arg = h,
-	};
-	r = orh_decide(&in, &h->d, &err);
-	h->act = h->d.act;
-	if (r < 0)
+	record_step(h, "state and spec", t0);
+	if (decide(h, &err) < 0)
 		return failed_as(h, !strcmp(h->d.step, "container") ? h->step : h->d.step, &err,
 				 NEXT_NONE);
 	/* a request the decision ignored; what discovery skipped (a refused device number
@@ -755,7 +762,7 @@ int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)
 {
 	struct hook h = { .ctx = ctx, .stage = argv[0], .target = { .pidfd = -1, .procfd = -1 },
 			  .rootfd = -1, .rec = { .nodes_created = -1, .spec_devices = -1 },
-			  .t0 = now_ms() };
+			  .t0 = orh_now_ms() };
 	int r;
 
 	if (argc > 1) {
@@ -769,6 +776,7 @@ int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)
 			cid(&h));
 	orh_decision_free(&h.d);
 	orh_strv_free(&h.rwarn);
+	json_decref(h.snap);
 	if (h.spec)
 		json_decref(h.spec);
 	if (h.rootfd >= 0)

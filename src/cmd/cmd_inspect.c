@@ -15,10 +15,6 @@
 #include "orh/commands.h"
 #include "orh/record.h"
 
-#ifndef ORH_RUN_DIR
-#define ORH_RUN_DIR "/run/oci-rdma-hook"
-#endif
-
 static json_t *load_record(const char *run_dir, const char *id)
 {
 	char path[PATH_MAX];

@@ -60,7 +60,7 @@ int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv)
 		orh_log(LOG_ERR, "precreate: %s: container left unchanged", err.msg);
 		goto pass;
 	}
-	r = orh_spec_serve(ctx, spec, &res, &err);
+	r = orh_spec_serve(ctx, spec, 0, &res, &err);
 	if (r < 0) {
 		if (orh_edit_must_fail(&ctx->cfg, &res)) {
 			orh_log(LOG_ERR, "precreate: %s", err.msg);

@@ -5,7 +5,11 @@
  * it edits <bundle>/config.json (atomically) before the real runtime reads it, then it
  * executes the real runtime (config key `runtime`) with the arguments it was given.
  * Every other command passes straight through. A container that is not activated keeps
- * its config.json byte for byte. When the shim itself fails a command, the reason also
+ * its config.json byte for byte. Where the edit registers the nccl-conf stage, the node
+ * as the shim read it goes to that stage through the container's state directory
+ * (orh/handoff.h), keyed by the container id, the command's last argument as the engines
+ * give it (containerd's go-runc, CRI-O). The edit registers no poststop hook: on `delete`
+ * the shim removes the container's state directory itself. When the shim itself fails a command, the reason also
  * goes to runc's --log file, where the engine reads the runtime's error (refuse.c).
  */
 #include <errno.h>
@@ -20,6 +24,8 @@
 #include "orh/atomic.h"
 #include "orh/commands.h"
 #include "orh/edit.h"
+#include "orh/handoff.h"
+#include "orh/record.h"
 #include "orh/refuse.h"
 
 /* The runtime is looked up here only, never in the caller's PATH. */
@@ -33,6 +39,7 @@ static const char *const global_with_value[] = {
 struct runtime_args {
 	int cmd;              /* index of the command in argv, 0 when none */
 	const char *bundle;   /* --bundle/-b of create/run, "." when not given */
+	const char *id;       /* the command's last argument, NULL when it cannot be an id */
 	const char *log;      /* the global --log, NULL when not given */
 	const char *log_format; /* the global --log-format, NULL when not given */
 };
@@ -87,6 +94,8 @@ static void parse_args(int argc, char **argv, struct runtime_args *ra)
 	if (i >= argc)
 		return;
 	ra->cmd = i;
+	if (argc - 1 > i && orh_state_id_usable(argv[argc - 1]) && argv[argc - 1][0] != '-')
+		ra->id = argv[argc - 1];
 	if (strcmp(argv[i], "create") != 0 && strcmp(argv[i], "run") != 0)
 		return;
 	for (i++; i < argc; i++) {
@@ -148,28 +157,70 @@ static int find_runtime(const char *runtime, char **out, struct orh_err *err)
 	return orh_fail(err, ENOENT, "runtime '%s' not found in %s", runtime, ORH_RUNTIME_PATH);
 }
 
+/* steps[name] = the milliseconds since t; returns now. */
+static double step(json_t *steps, const char *name, double t)
+{
+	double now = orh_now_ms();
+
+	json_object_set_new(steps, name, json_real(now - t));
+	return now;
+}
+
+/* The node as the shim read it, for the container's nccl-conf stage; one that cannot be
+ * written is a warning (that stage then reads the node itself). */
+static void hand_off(const struct orh_ctx *ctx, const struct runtime_args *ra,
+		     struct orh_edit_result *res, json_t *steps)
+{
+	struct orh_err err = { 0 };
+	bool created = false;
+
+	if (!ra->id)
+		return;
+	/* the shim's time, for the stage's record */
+	json_object_set_new(steps, "config", json_real(ctx->t_config - ctx->t_main));
+	json_object_set_new(res->snapshot, "shim_ms", json_pack("{s:O, s:f}", "steps", steps,
+		"until the handoff", orh_now_ms() - ctx->t_main));
+	if (orh_handoff_write(ORH_RUN_DIR, ra->id, ra->bundle, ctx->sysroot,
+			      TAKE_PTR(res->snapshot), &created, &err) < 0) {
+		orh_log(LOG_WARNING, "container %s: %s; its nccl-conf stage reads the node itself",
+			ra->id, err.msg);
+		orh_handoff_drop(ORH_RUN_DIR, ra->id);
+	}
+	/* the first state directory of a container sweeps those of containers gone */
+	if (created)
+		orh_record_sweep(ORH_RUN_DIR, "/proc", ra->id);
+}
+
 /* Edit <bundle>/config.json. Returns 0 also when nothing was changed; -errno with err
  * filled on a failure, *fatal telling whether the container must then fail. */
-static int edit_bundle(struct orh_ctx *ctx, const char *bundle, bool *fatal,
+static int edit_bundle(struct orh_ctx *ctx, const struct runtime_args *ra, bool *fatal,
 		       struct orh_err *err)
 {
 	_cleanup_close_ int dirfd = -1;
 	_cleanup_free_ char *out = NULL;
-	_cleanup_free_ char *name = orh_xasprintf("%s/config.json", bundle);
+	_cleanup_free_ char *name = orh_xasprintf("%s/config.json", ra->bundle);
 	struct orh_edit_result res;
-	json_t *spec = NULL;
+	json_t *spec = NULL, *steps = json_object();
 	size_t out_len = 0;
+	double t = orh_now_ms();
 	int r;
 
 	*fatal = false;
 	memset(&res, 0, sizeof(res));
-	dirfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		return orh_fail(err, errno, "opening bundle '%s': %s", bundle, strerror(errno));
+	dirfd = open(ra->bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		json_decref(steps);
+		return orh_fail(err, errno, "opening bundle '%s': %s", ra->bundle, strerror(errno));
+	}
 	r = orh_spec_load_at(dirfd, "config.json", name, &spec, err);
-	if (r < 0)
+	if (r < 0) {
+		json_decref(steps);
 		return r;
-	r = orh_spec_serve(ctx, spec, &res, err);
+	}
+	t = step(steps, "config.json read", t);
+	r = orh_spec_serve(ctx, spec, ra->id ? ORH_SERVE_SNAPSHOT | ORH_SERVE_NO_POSTSTOP : 0,
+			   &res, err);
+	t = step(steps, "node, plan and spec edit", t);
 	if (r >= 0) {
 		for (size_t i = 0; i < res.warnings.n; i++)
 			orh_log(LOG_WARNING, "%s", res.warnings.v[i]);
@@ -178,6 +229,10 @@ static int edit_bundle(struct orh_ctx *ctx, const char *bundle, bool *fatal,
 	}
 	if (r >= 0 && res.edits > 0)
 		r = orh_write_atomic(dirfd, "config.json", out, out_len, 0600, err);
+	step(steps, "config.json write", t);
+	if (r >= 0 && res.snapshot)
+		hand_off(ctx, ra, &res, steps);
+	json_decref(steps);
 	if (r < 0)
 		*fatal = orh_edit_must_fail(&ctx->cfg, &res);
 	json_decref(spec);
@@ -250,13 +305,17 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 		if (ctx->config_failed)
 			orh_log(LOG_ERR, "%s: container left unchanged", ctx->config_err.msg);
 		else
-			r = edit_bundle(ctx, ra.bundle, &fatal, &err);
+			r = edit_bundle(ctx, &ra, &fatal, &err);
 		if (r < 0 && !fatal)
 			orh_log(LOG_WARNING, "%s: container left unchanged", err.msg);
 		stderr_restore(saved);
 		if (r < 0 && fatal)
 			return refuse(&ra, "%s; failing the container (on_error=fail)", err.msg);
 	}
+	/* behind the shim no poststop hook runs: the container's state directory goes with
+	 * it (a container started with `run` is left to the next state directory's sweep) */
+	if (ra.cmd > 0 && !strcmp(argv[ra.cmd], "delete") && ra.id)
+		orh_state_dir_remove(ORH_RUN_DIR, ra.id);
 	if (find_runtime(ctx->cfg.runtime, &runtime, &err) < 0)
 		return refuse(&ra, "%s", err.msg);
 	args = orh_xcalloc((size_t)argc + 1, sizeof(*args));

@@ -137,12 +137,13 @@ static int load_config(struct orh_ctx *ctx, const char *config, const char *sysr
  * from the shim's own environment (set by the node operator in the runtime's registration). */
 static int shim_main(int argc, char **argv)
 {
-	struct orh_ctx ctx = { 0 };
+	struct orh_ctx ctx = { .t_main = orh_now_ms() };
 	int r;
 
 	orh_log_open("oci-rdma-runtime", true);
 	r = load_config(&ctx, getenv("OCI_RDMA_HOOK_CONFIG"), getenv("OCI_RDMA_HOOK_SYSROOT"),
 			true);
+	ctx.t_config = orh_now_ms();
 	if (r == ORH_EXIT_OK)
 		r = orh_cmd_runtime(&ctx, argc, argv);
 	orh_config_free(&ctx.cfg);
@@ -183,7 +184,7 @@ static int parse_options(int argc, char **argv, int *i, const char **config,
 
 int main(int argc, char **argv)
 {
-	struct orh_ctx ctx = { 0 };
+	struct orh_ctx ctx = { .t_main = orh_now_ms() };
 	const char *config = NULL, *sysroot = NULL;
 	const char *base = argv[0] ? strrchr(argv[0], '/') : NULL;
 	const struct command *cmd = NULL;
@@ -226,7 +227,10 @@ int main(int argc, char **argv)
 	r = load_config(&ctx, config, sysroot, cmd->container_path);
 	if (r != ORH_EXIT_OK)
 		return r;
-	if (confine(cmd) < 0) {
+	ctx.t_config = orh_now_ms();
+	r = confine(cmd);
+	ctx.t_confined = orh_now_ms();
+	if (r < 0) {
 		orh_config_free(&ctx.cfg);
 		if (!cmd->container_path)
 			return ORH_EXIT_FAIL;

@@ -7,6 +7,7 @@
 #include "orh/activation.h"
 #include "orh/decide.h"
 #include "orh/gpu.h"
+#include "orh/snapshot.h"
 
 static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 {
@@ -101,8 +102,24 @@ int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *no
 	return 0;
 }
 
-/* Read the node through the sysroot (discovery, and the GPUs when a GPU subset is
- * possible), then decide. */
+/* The node from the caller's snapshot; false (with a warning) when it cannot be used. */
+static bool restore_node(const struct orh_decide_in *in, const struct orh_discover_opts *opts,
+			 struct orh_decision *out)
+{
+	struct orh_err serr = { 0 };
+
+	if (orh_snapshot_restore(in->snapshot, in->snapshot_what ? in->snapshot_what : "snapshot",
+				 opts, &out->inv, &out->gpus, &out->have_gpus, &out->gpus_error,
+				 &serr) < 0) {
+		orh_strv_pushf(&out->warnings, "%s; the node is read instead", serr.msg);
+		return false;
+	}
+	out->from_snapshot = true;
+	return true;
+}
+
+/* Read the node: from the caller's snapshot, else through the sysroot (discovery, and the
+ * GPUs when a GPU subset is possible); then decide. */
 static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *out,
 			   struct orh_err *err)
 {
@@ -119,25 +136,28 @@ static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *
 		.gid_wanted = orh_plan_gid_wanted,
 	};
 	struct orh_gid_reader gids;
-	struct orh_gpus g = { 0 };
 	struct orh_err gerr = { 0 };
 	struct orh_node_view node = { .inv = &out->inv, .gids = &gids };
 	int r;
 
-	r = orh_discover(&opts, &out->inv, err);
-	if (r < 0)
-		return r;
+	if (!in->snapshot || in->scan != ORH_GIDS_PLAN || !restore_node(in, &opts, out)) {
+		r = orh_discover(&opts, &out->inv, err);
+		if (r < 0)
+			return r;
+	}
 	out->have_plan = true; /* the decision owns the inventory from here */
 	gids = orh_inventory_gids(&out->inv);
-	if (gpus) {
-		if (orh_discover_gpus(sysroot, ORH_GPU_SCAN_DRIVER, &g, &gerr) < 0)
-			node.gpus_error = gerr.msg;
+	if (gpus && !out->have_gpus && !out->gpus_error) {
+		if (orh_discover_gpus(sysroot, ORH_GPU_SCAN_DRIVER, &out->gpus, &gerr) < 0)
+			out->gpus_error = orh_xstrdup(gerr.msg);
 		else
-			node.gpus = &g;
+			out->have_gpus = true;
 	}
-	r = orh_decide_node(cfg, &node, in->memlock_ceiling, out, err);
-	orh_gpus_free(&g);
-	return r;
+	if (gpus) {
+		node.gpus = out->have_gpus ? &out->gpus : NULL;
+		node.gpus_error = out->gpus_error;
+	}
+	return orh_decide_node(cfg, &node, in->memlock_ceiling, out, err);
 }
 
 int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct orh_err *err)
@@ -191,6 +211,8 @@ int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct 
 void orh_decision_free(struct orh_decision *d)
 {
 	free(d->gpus_held);
+	orh_gpus_free(&d->gpus);
+	free(d->gpus_error);
 	if (d->have_plan) {
 		orh_plan_free(&d->plan);
 		orh_inventory_free(&d->inv);

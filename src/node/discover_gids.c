@@ -4,12 +4,16 @@
  * per RoCE port it is asked about, how to read the port's entries later (the GID source,
  * owned by the inventory). The planner reads through the reader its caller passes it
  * (orh_inventory_gids): each entry is read the first time it is asked for and kept
- * here, so the inventory itself stays as discovery left it.
+ * here, so the inventory itself stays as discovery left it. What was read, with the
+ * warnings the planner's reads gave, goes into a node snapshot (snapshot.c) and comes
+ * back from one: a restored entry gives its warnings again the first time it is read.
  */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,6 +31,14 @@ struct orh_port_gids {
 	unsigned end;              /* the table's length once known, else UINT_MAX */
 	struct orh_gid *gids;      /* the entries in use read so far, ascending index */
 	size_t n_gids, cap;
+	struct gid_warn *warns;    /* the warnings of the planner's reads, by entry */
+	size_t n_warns;
+};
+
+struct gid_warn {
+	unsigned idx;
+	char *text;
+	bool replay;               /* restored: given again at the entry's first read */
 };
 
 struct orh_gid_source {
@@ -139,17 +151,39 @@ int orh_gids_in_memory(void *arg, const struct orh_port *p, unsigned idx, struct
 	return have ? 1 : 0;
 }
 
+static void keep_warnings(struct orh_port_gids *lz, unsigned idx, const struct orh_strv *w,
+			  size_t from)
+{
+	for (size_t i = from; w && i < w->n; i++) {
+		lz->warns = orh_xgrow(lz->warns, lz->n_warns, sizeof(*lz->warns));
+		lz->warns[lz->n_warns++] = (struct gid_warn){ .idx = idx,
+							      .text = orh_xstrdup(w->v[i]) };
+	}
+}
+
+static void replay_warnings(struct orh_port_gids *lz, unsigned idx, struct orh_strv *w)
+{
+	for (size_t i = 0; i < lz->n_warns; i++)
+		if (lz->warns[i].idx == idx && lz->warns[i].replay) {
+			lz->warns[i].replay = false;
+			if (w)
+				orh_strv_push(w, orh_xstrdup(lz->warns[i].text));
+		}
+}
+
 /* Entry idx of a tracked port, read from the sysroot once; warnings and reads go where
  * the scan says. need_ndev: also read the entry's net device. */
 static int source_entry(struct orh_gid_source *src, struct scan *sc, struct orh_port_gids *lz,
 			unsigned idx, bool need_ndev, struct orh_gid *g)
 {
 	const struct orh_gid *have;
+	size_t n_warned = sc->warnings ? sc->warnings->n : 0;
 	int r;
 
 	if (idx >= lz->end || idx >= DISC_MAX_GIDS)
 		return -ENOENT;
 	if (idx < lz->n_seen && lz->seen[idx]) {
+		replay_warnings(lz, idx, sc->warnings);
 		have = lz->seen[idx] == 2 ? find_gid(lz->gids, lz->n_gids, idx) : NULL;
 		if (have)
 			*g = *have;
@@ -167,6 +201,8 @@ static int source_entry(struct orh_gid_source *src, struct scan *sc, struct orh_
 			r = disc_read_gid(sc, fd, lz->prefix, lz->where, idx, need_ndev, g);
 		}
 	}
+	if (!sc->inv) /* the planner's read (discovery's warnings are the inventory's) */
+		keep_warnings(lz, idx, sc->warnings, n_warned);
 	if (r == -ENOENT) {
 		lz->end = idx;
 		return -ENOENT;
@@ -248,6 +284,9 @@ void disc_gids_free(struct orh_gid_source *src)
 		free(src->ports[i].rel);
 		free(src->ports[i].where);
 		free(src->ports[i].gids);
+		for (size_t k = 0; k < src->ports[i].n_warns; k++)
+			free(src->ports[i].warns[k].text);
+		free(src->ports[i].warns);
 	}
 	free(src->ports);
 	for (size_t i = 0; i < src->n_fds; i++)
@@ -256,4 +295,176 @@ void disc_gids_free(struct orh_gid_source *src)
 		close(src->root);
 	free(src->sysroot);
 	free(src);
+}
+
+/* ---- the node snapshot's part (snapshot.c): what the source has read ---- */
+
+int snap_fail(struct snap_rd *rd, const char *field, const char *why)
+{
+	return orh_fail(rd->err, EINVAL, "%s: field '%s': %s", rd->what, field, why);
+}
+
+json_t *disc_gid_json(const struct orh_gid *g)
+{
+	char hex[33];
+
+	for (int i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", g->raw[i]);
+	return json_pack("[I, s, i, s]", (json_int_t)g->index, hex, (int)g->type, g->ndev);
+}
+
+int disc_gid_from_json(struct snap_rd *rd, const char *field, const json_t *v, struct orh_gid *g)
+{
+	json_int_t idx = 0;
+	int type = 0;
+	const char *hex = NULL, *ndev = NULL;
+
+	memset(g, 0, sizeof(*g));
+	if (json_unpack((json_t *)v, "[I, s, i, s]", &idx, &hex, &type, &ndev) < 0 || idx < 0 ||
+	    idx >= DISC_MAX_GIDS || strlen(hex) != 32 || type < ORH_GID_TYPE_UNKNOWN ||
+	    type > ORH_GID_TYPE_ROCE_V2 || orh_strlcpy(g->ndev, ndev, sizeof(g->ndev)) < 0)
+		return snap_fail(rd, field, "not [index, 32 hex digits, type, net device]");
+	for (int i = 0; i < 16; i++) {
+		char byte[3] = { hex[2 * i], hex[2 * i + 1], '\0' }, *end = NULL;
+
+		g->raw[i] = (uint8_t)strtoul(byte, &end, 16);
+		if (*end)
+			return snap_fail(rd, field, "not [index, 32 hex digits, type, net device]");
+	}
+	g->index = (unsigned)idx;
+	g->type = (enum orh_gid_type)type;
+	disc_gid_fill_ipv4(g);
+	return 0;
+}
+
+
+static json_t *port_json(const struct orh_gid_source *src, const struct orh_port_gids *lz)
+{
+	size_t root_len = strlen(src->rootname) + 1, where_len = strlen(lz->where);
+	/* where is <rootname>/<rel>/ports/<n>, and "/ports/<n>" is as long as the prefix */
+	_cleanup_free_ char *rel = NULL;
+	size_t n_seen = lz->n_seen;
+	json_t *gids = json_array(), *warns = json_array();
+	char *seen;
+	json_t *o;
+
+	if (!lz->rel && where_len > root_len + strlen(lz->prefix)) {
+		size_t n = where_len - root_len - strlen(lz->prefix);
+
+		rel = orh_xmalloc(n + 1);
+		memcpy(rel, lz->where + root_len, n);
+		rel[n] = '\0';
+	}
+	while (n_seen > 0 && !lz->seen[n_seen - 1])
+		n_seen--;
+	seen = orh_xmalloc(n_seen + 1);
+	for (size_t i = 0; i < n_seen; i++)
+		seen[i] = (char)('0' + lz->seen[i]);
+	seen[n_seen] = '\0';
+	for (size_t i = 0; i < lz->n_gids; i++)
+		json_array_append_new(gids, disc_gid_json(&lz->gids[i]));
+	for (size_t i = 0; i < lz->n_warns; i++)
+		json_array_append_new(warns, json_pack("[I, s]", (json_int_t)lz->warns[i].idx,
+						       lz->warns[i].text));
+	o = json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:o}", "where", lz->where, "rel",
+		      lz->rel ? lz->rel : rel ? rel : "", "prefix", lz->prefix, "end",
+		      lz->end == UINT_MAX ? (json_int_t)-1 : (json_int_t)lz->end, "seen", seen,
+		      "gids", gids, "warnings", warns);
+	free(seen);
+	return o;
+}
+
+json_t *disc_gids_snapshot(const struct orh_gid_source *src)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; src && i < src->n_ports; i++)
+		json_array_append_new(a, port_json(src, &src->ports[i]));
+	return a;
+}
+
+static int restore_seen(struct snap_rd *rd, const char *field, const char *s,
+			struct orh_port_gids *lz)
+{
+	size_t n = strlen(s);
+
+	if (n > DISC_MAX_GIDS)
+		return snap_fail(rd, field, "longer than a GID table");
+	lz->n_seen = n;
+	lz->seen = orh_xcalloc(n + 1, 1);
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '2')
+			return snap_fail(rd, field, "not a string of 0, 1 and 2");
+		lz->seen[i] = (uint8_t)(s[i] - '0');
+	}
+	return 0;
+}
+
+static int restore_port_gids(struct snap_rd *rd, const char *at, const json_t *v,
+			     struct orh_port_gids *lz)
+{
+	const json_t *gids = NULL, *warns = NULL, *g, *w;
+	const char *where = NULL, *rel = NULL, *prefix = NULL, *seen = NULL;
+	json_int_t end = 0;
+	char field[96];
+	size_t i;
+
+	if (json_unpack((json_t *)v, "{s:s, s:s, s:s, s:I, s:s, s:o, s:o}", "where", &where, "rel", &rel,
+			"prefix", &prefix, "end", &end, "seen", &seen, "gids", &gids, "warnings",
+			&warns) < 0 || !json_is_array(gids) || !json_is_array(warns) ||
+	    strlen(prefix) >= sizeof(lz->prefix) || end < -1 || end > DISC_MAX_GIDS ||
+	    !*rel || rel[0] == '/' || strstr(rel, ".."))
+		return snap_fail(rd, at, "not a GID source port");
+	lz->devfd = -1;
+	lz->rel = orh_xstrdup(rel);
+	lz->where = orh_xstrdup(where);
+	strcpy(lz->prefix, prefix);
+	lz->end = end < 0 ? UINT_MAX : (unsigned)end;
+	snprintf(field, sizeof(field), "%s.seen", at);
+	if (restore_seen(rd, field, seen, lz) < 0)
+		return -EINVAL;
+	json_array_foreach(gids, i, g) {
+		struct orh_gid e;
+
+		snprintf(field, sizeof(field), "%s.gids[%zu]", at, i);
+		if (disc_gid_from_json(rd, field, g, &e) < 0)
+			return -EINVAL;
+		if (e.index >= lz->n_seen || lz->seen[e.index] != 2)
+			return snap_fail(rd, field, "an entry the source has not read");
+		insert_gid(lz, &e);
+	}
+	json_array_foreach(warns, i, w) {
+		json_int_t idx = 0;
+		const char *text = NULL;
+
+		if (json_unpack((json_t *)w, "[I, s]", &idx, &text) < 0 || idx < 0 || idx >= DISC_MAX_GIDS) {
+			snprintf(field, sizeof(field), "%s.warnings[%zu]", at, i);
+			return snap_fail(rd, field, "not [index, text]");
+		}
+		lz->warns = orh_xgrow(lz->warns, lz->n_warns, sizeof(*lz->warns));
+		lz->warns[lz->n_warns++] = (struct gid_warn){ .idx = (unsigned)idx,
+			.text = orh_xstrdup(text), .replay = true };
+	}
+	return 0;
+}
+
+int disc_gids_restore(struct orh_gid_source *src, struct snap_rd *rd, const json_t *ports)
+{
+	const json_t *v;
+	char at[64];
+	size_t i;
+
+	if (!json_is_array(ports))
+		return snap_fail(rd, "inventory.gid_source", "not an array");
+	json_array_foreach(ports, i, v) {
+		struct orh_port_gids *lz;
+
+		src->ports = orh_xgrow(src->ports, src->n_ports, sizeof(*src->ports));
+		lz = &src->ports[src->n_ports++];
+		memset(lz, 0, sizeof(*lz));
+		snprintf(at, sizeof(at), "inventory.gid_source[%zu]", i);
+		if (restore_port_gids(rd, at, v, lz) < 0)
+			return -EINVAL;
+	}
+	return 0;
 }

@@ -7,6 +7,7 @@
 #ifndef ORH_DISCOVER_PRIV_H
 #define ORH_DISCOVER_PRIV_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -70,6 +71,24 @@ void disc_gids_track(struct scan *sc, struct orh_port *p, int devfd, const char 
 /* A tracked RoCE port's net device: the ndev of its first used entry. */
 void disc_gids_netdev(struct scan *sc, struct orh_port *p, int devfd);
 void disc_gids_free(struct orh_gid_source *src);
+
+/* ---- discover_gids.c: the node snapshot's part (snapshot.c calls these) ---- */
+
+/* Where a restore reports a bad field: "<what>: field '<field>': <why>". */
+struct snap_rd {
+	const char *what;
+	struct orh_err *err;
+};
+int snap_fail(struct snap_rd *rd, const char *field, const char *why);
+/* A GID entry as [index, "hex of its 16 bytes", type, net device], and back. */
+json_t *disc_gid_json(const struct orh_gid *g);
+int disc_gid_from_json(struct snap_rd *rd, const char *field, const json_t *v, struct orh_gid *g);
+/* Fill g->ipv4_mapped and g->ipv4 from g->raw. */
+void disc_gid_fill_ipv4(struct orh_gid *g);
+/* What the source has read, one entry per tracked port in slot order; and back, into a
+ * source opened for the sysroot (disc_gids_open), after the ports it tracks. */
+json_t *disc_gids_snapshot(const struct orh_gid_source *src);
+int disc_gids_restore(struct orh_gid_source *src, struct snap_rd *rd, const json_t *ports);
 
 /* discover_chardev.c: the uverbs entries, umad/issm when opts->mad, and rdma_cm, of the
  * devices already in the inventory. rootname prefixes the paths in warnings. */

@@ -125,7 +125,7 @@ void disc_link_basename(int dirfd, const char *path, char *out, size_t size)
 	orh_strlcpy(out, base, size);
 }
 
-static void gid_fill_ipv4(struct orh_gid *g)
+void disc_gid_fill_ipv4(struct orh_gid *g)
 {
 	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
@@ -172,7 +172,7 @@ int disc_read_gid(struct scan *sc, int dirfd, const char *prefix, const char *wh
 	if (gid_is_zero(g->raw))
 		return 0; /* unused entry: its type and ndev reads would fail with EINVAL */
 	g->index = idx;
-	gid_fill_ipv4(g);
+	disc_gid_fill_ipv4(g);
 	/* Plan mode: an entry that cannot be the wanted kind needs no type read. */
 	if (disc_plan_mode(sc) && sc->opts->gid_wanted &&
 	    !sc->opts->gid_wanted(g, &sc->opts->want, false)) {

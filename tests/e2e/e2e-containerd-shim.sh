@@ -55,11 +55,21 @@ r = json.loads(sys.argv[1])
 assert r["id"] == sys.argv[2] and r["stage"] == "nccl-conf" and r["alive"] is True, r
 assert r["nccl_conf"]["result"] == "written" and r["nccl_conf"]["added"] > 0, r["nccl_conf"]
 assert any(p["used"] for p in r["plan"]["ports"]), r["plan"]' "$J" "orh-e2e-$$-x"
+# the node was read once, by the shim: the stage decided from its node.json, and its plan
+# is the one a stage that reads the node makes (the same node, config and network)
+check "inspect: the nccl-conf stage took the shim's reading of the node (node.json), with the shim's time" \
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["node_read"] == "by the runtime shim", r.get("node_read")
+assert r["node_from"] == "/run/oci-rdma-hook/%s/node.json" % sys.argv[2], r.get("node_from")
+assert r["time_ms"]["shim"]["steps"]["node, plan and spec edit"] > 0, r["time_ms"]' "$J" "orh-e2e-$$-x"
+check "the node.json the stage took is root's alone, beside the record" \
+	[ "$(stat -c '%U %a' "/run/oci-rdma-hook/orh-e2e-$$-x/node.json" 2>&1)" = "root 600" ]
 ctr -a "$CD_SOCK" -n "$NS" task kill -s KILL "orh-e2e-$$-x" >/dev/null 2>&1 || true
 sleep 1
 ctr -a "$CD_SOCK" -n "$NS" task rm -f "orh-e2e-$$-x" >/dev/null 2>&1 || true
-check "the record is gone once the task is removed (the edit's poststop hook)" \
-	[ ! -e "/run/oci-rdma-hook/orh-e2e-$$-x" ]
+check "the state directory is gone once the task is removed (the shim's delete)" \
+	bash -c '[ -n "$1" ] && [ ! -e "$2" ]' _ "$J" "/run/oci-rdma-hook/orh-e2e-$$-x"
 ctr -a "$CD_SOCK" -n "$NS" container rm "orh-e2e-$$-x" >/dev/null 2>&1 || true
 
 # (a fresh rootfs: ctr runs the directory itself, where the runs above wrote nccl.conf)

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The shim's reading of the node, handed to the container's nccl-conf stage
+ * (include/orh/handoff.h). Written like the record: one file replaced atomically in the
+ * container's state directory, without fsync (it serves one container start; /run does
+ * not outlive a boot).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "orh/atomic.h"
+#include "orh/handoff.h"
+#include "orh/record.h"
+
+static void bind_to(json_t *snap, const struct stat *conf, const char *sysroot)
+{
+	json_object_set_new(snap, "config_json", json_pack("{s:I, s:I}", "dev",
+		(json_int_t)conf->st_dev, "ino", (json_int_t)conf->st_ino));
+	json_object_set_new(snap, "sysroot", json_string(sysroot ? sysroot : "/"));
+}
+
+int orh_handoff_write(const char *run_dir, const char *id, const char *bundle,
+		      const char *sysroot, json_t *snapshot, bool *created, struct orh_err *err)
+{
+	_cleanup_free_ char *state_dir = orh_xasprintf("%s/%s", run_dir, id);
+	_cleanup_free_ char *conf = orh_xasprintf("%s/config.json", bundle);
+	_cleanup_free_ char *text = NULL;
+	_cleanup_close_ int dirfd = -1;
+	struct orh_replace how = { .type = S_IFREG, .mode = 0600, .what = ORH_HANDOFF_FILE };
+	struct stat st;
+
+	*created = false;
+	if (stat(conf, &st) < 0) {
+		json_decref(snapshot);
+		return orh_fail(err, errno, "'%s': %s", conf, strerror(errno));
+	}
+	bind_to(snapshot, &st, sysroot);
+	text = json_dumps(snapshot, JSON_COMPACT);
+	json_decref(snapshot);
+	if (!text)
+		return orh_fail(err, ENOMEM, "formatting '%s/%s'", state_dir, ORH_HANDOFF_FILE);
+	dirfd = orh_state_dir_open(state_dir, created, err);
+	if (dirfd < 0)
+		return dirfd;
+	how.data = text;
+	how.len = strlen(text);
+	return orh_replace_at(dirfd, ORH_HANDOFF_FILE, &how, err);
+}
+
+void orh_handoff_drop(const char *run_dir, const char *id)
+{
+	_cleanup_free_ char *path = orh_xasprintf("%s/%s/%s", run_dir, id, ORH_HANDOFF_FILE);
+
+	unlink(path);
+}
+
+/* Is st this user's, writable by no other? */
+static bool only_ours(const struct stat *st)
+{
+	return st->st_uid == geteuid() && !(st->st_mode & 022);
+}
+
+static bool bound_here(const json_t *snap, const char *bundle, const char *sysroot,
+		       char *why, size_t size)
+{
+	_cleanup_free_ char *conf = orh_xasprintf("%s/config.json", bundle);
+	json_int_t dev = -1, ino = -1;
+	const char *root = NULL;
+	struct stat st;
+
+	if (json_unpack((json_t *)snap, "{s:{s:I, s:I}, s:s}", "config_json", "dev", &dev, "ino",
+			&ino, "sysroot", &root) < 0) {
+		snprintf(why, size, "it names no config.json or sysroot");
+		return false;
+	}
+	if (stat(conf, &st) < 0 || (json_int_t)st.st_dev != dev || (json_int_t)st.st_ino != ino) {
+		snprintf(why, size, "'%s' is not the file the shim wrote", conf);
+		return false;
+	}
+	if (strcmp(root, sysroot ? sysroot : "/") != 0) {
+		snprintf(why, size, "it was read through the sysroot '%s'", root);
+		return false;
+	}
+	return true;
+}
+
+json_t *orh_handoff_take(const char *state_dir, const char *bundle, const char *sysroot,
+			 char *why, size_t size)
+{
+	_cleanup_close_ int dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	json_t *snap;
+
+	why[0] = '\0';
+	if (dirfd < 0)
+		return NULL;
+	if (fstat(dirfd, &st) < 0 || !only_ours(&st)) {
+		snprintf(why, size, "'%s' is not this user's alone", state_dir);
+		return NULL;
+	}
+	snap = orh_state_file_load(dirfd, ORH_HANDOFF_FILE, ORH_HANDOFF_MAX_BYTES, &st);
+	if (!snap) {
+		if (faccessat(dirfd, ORH_HANDOFF_FILE, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			snprintf(why, size, "'%s/%s' is not a JSON file of at most %d bytes",
+				 state_dir, ORH_HANDOFF_FILE, ORH_HANDOFF_MAX_BYTES);
+		return NULL;
+	}
+	if (!only_ours(&st)) {
+		snprintf(why, size, "'%s/%s' is not this user's alone", state_dir, ORH_HANDOFF_FILE);
+	} else if (bound_here(snap, bundle, sysroot, why, size)) {
+		return snap;
+	}
+	json_decref(snap);
+	return NULL;
+}

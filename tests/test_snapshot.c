@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The node snapshot (src/node/snapshot.c) and its handoff (src/apply/handoff.c): on every
+ * sample node of tests/nodes, a decision from the snapshot the shim would hand over,
+ * written out and read back, equals the decision that reads the node, in its record form
+ * (activation, given devices, plan, warnings), and reads nothing of the node when the
+ * container's network is the one the shim saw. A container network the shim could not see
+ * (its addresses known only in the stage) gets the plan of a decision that reads the node
+ * with those facts. A bad field is named and the node is read instead. The handoff is
+ * taken only when bound to the bundle's config.json and the sysroot, and when no one else
+ * may write it.
+ */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "node_fixture.h"
+#include "orh/decide.h"
+#include "orh/handoff.h"
+#include "orh/record.h"
+#include "orh/snapshot.h"
+
+static const char *const nodes[] = { "seed001-roce", "seed001-gpu", "dgx-h100", "erdma", "ib",
+				      "mixed", "mixed-fabric", "nordma", "scale" };
+
+/* A spec of the container: NVIDIA_VISIBLE_DEVICES as given (NULL: none). */
+static json_t *spec_with_gpus(const char *visible)
+{
+	json_t *spec = json_loads("{\"process\":{\"env\":[\"PATH=/bin\"]},"
+				  "\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}", 0, NULL);
+	char var[64];
+
+	cr_assert_not_null(spec);
+	if (visible) {
+		snprintf(var, sizeof(var), "NVIDIA_VISIBLE_DEVICES=%s", visible);
+		json_array_append_new(json_object_get(json_object_get(spec, "process"), "env"),
+				      json_string(var));
+	}
+	return spec;
+}
+
+/* The container network's facts: its default route and one IPv4 address (or none). */
+struct netns {
+	const char *default_if;
+	const char *addr;
+	struct in_addr a;
+};
+
+static int netns_facts(void *arg, struct orh_container_facts *facts, struct orh_err *err)
+{
+	struct netns *n = arg;
+
+	(void)err;
+	facts->own_netns = true;
+	snprintf(facts->netns_default_if, sizeof(facts->netns_default_if), "%s", n->default_if);
+	if (n->addr) {
+		cr_assert_eq(inet_pton(AF_INET, n->addr, &n->a), 1);
+		facts->addrs = &n->a;
+		facts->n_addrs = 1;
+	}
+	return 0;
+}
+
+static void decide(const char *root, const json_t *spec, struct netns *n, const json_t *snap,
+		   struct orh_decision *d)
+{
+	struct orh_config cfg;
+	struct orh_err err = { 0 };
+	struct orh_decide_in in;
+
+	orh_config_defaults(&cfg);
+	cfg.activation = ORH_ACTIVATE_ALWAYS;
+	in = (struct orh_decide_in){ .cfg = &cfg, .sysroot = root, .scan = ORH_GIDS_PLAN,
+				     .spec = spec, .container_facts = netns_facts, .arg = n,
+				     .snapshot = snap, .snapshot_what = "node.json" };
+	cr_assert_eq(orh_decide(&in, d, &err), 0, "%s", err.msg);
+}
+
+/* The decision as the record shows it, as text. */
+static char *record_text(const struct orh_decision *d)
+{
+	struct orh_record_in in = { .stage = "nccl-conf", .d = d, .netns_if = "",
+				    .nodes_created = -1, .spec_devices = -1 };
+	json_t *rec = orh_record_build(&in);
+	char *text;
+
+	json_object_del(rec, "time_ms");
+	json_object_del(rec, "node_read");
+	text = json_dumps(rec, JSON_SORT_KEYS | JSON_INDENT(1));
+	json_decref(rec);
+	return text;
+}
+
+/* The snapshot the shim writes, through text as the stage reads it. */
+static json_t *handed_over(const struct orh_decision *d)
+{
+	json_t *snap = orh_snapshot_build(&d->inv, d->have_gpus ? &d->gpus : NULL, d->gpus_error);
+	char *text = json_dumps(snap, JSON_COMPACT);
+	json_t *back = json_loads(text, 0, NULL);
+
+	cr_assert_not_null(back);
+	json_decref(snap);
+	free(text);
+	return back;
+}
+
+static void same_from_snapshot(const char *node, const char *visible, struct netns *shim,
+			       struct netns *stage, bool no_reads)
+{
+	char root[256];
+	struct orh_decision read = { 0 }, restored = { 0 }, direct = { 0 };
+	json_t *spec = spec_with_gpus(visible), *snap;
+	char *want, *got;
+
+	fixture_make_node(root, sizeof(root), "orh-snapshot", node);
+	decide(root, spec, shim, NULL, &read);
+	cr_assert(read.have_plan, "%s: no plan", node);
+	snap = handed_over(&read);
+	decide(root, spec, stage, snap, &restored);
+	cr_assert(restored.from_snapshot, "%s: the snapshot was not used", node);
+	if (no_reads)
+		cr_assert_eq(orh_inventory_reads(&restored.inv), 0,
+			     "%s: the stage read %lu files", node, orh_inventory_reads(&restored.inv));
+	/* what a decision that reads the node with the stage's facts decides */
+	decide(root, spec, stage, NULL, &direct);
+	want = record_text(&direct);
+	got = record_text(&restored);
+	cr_assert_str_eq(got, want, "%s (%s): the decision from the snapshot differs", node,
+			 visible ? visible : "no GPUs");
+	free(want);
+	free(got);
+	json_decref(snap);
+	json_decref(spec);
+	orh_decision_free(&read);
+	orh_decision_free(&restored);
+	orh_decision_free(&direct);
+	fixture_remove_node(root);
+}
+
+Test(snapshot, every_sample_node_decides_the_same_from_the_snapshot)
+{
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		struct netns n = { .default_if = "eth0" };
+
+		same_from_snapshot(nodes[i], NULL, &n, &n, true);
+	}
+}
+
+/* rule 9: the GPUs travel with the snapshot */
+Test(snapshot, a_gpu_subset_decides_the_same_from_the_snapshot)
+{
+	struct netns n = { .default_if = "eth0" };
+
+	same_from_snapshot("dgx-h100", "2,3", &n, &n, true);
+	same_from_snapshot("seed001-gpu", "0", &n, &n, true);
+}
+
+/* The shim saw a network the runtime had not made yet; the stage sees the container's
+ * address, which one of the ports' GID entries holds (seed001-roce: mlx5_1's 25.11.128.2):
+ * the plan is the one for those facts, its GID entries read where the snapshot lacks them. */
+Test(snapshot, a_container_network_the_shim_could_not_see_is_planned_for)
+{
+	struct netns shim = { .default_if = "" };
+	struct netns stage = { .default_if = "eth0", .addr = "25.11.128.2" };
+
+	same_from_snapshot("seed001-roce", NULL, &shim, &stage, false);
+}
+
+Test(snapshot, a_bad_field_is_named_and_the_node_is_read)
+{
+	char root[256];
+	struct orh_decision read = { 0 }, restored = { 0 };
+	struct netns n = { .default_if = "eth0" };
+	json_t *spec = spec_with_gpus(NULL), *snap, *port;
+	bool named = false;
+
+	fixture_make_node(root, sizeof(root), "orh-snapshot", "seed001-roce");
+	decide(root, spec, &n, NULL, &read);
+	snap = handed_over(&read);
+	port = json_array_get(json_object_get(json_array_get(json_object_get(json_object_get(
+		snap, "inventory"), "devices"), 1), "ports"), 0);
+	json_object_set_new(port, "state", json_string("ACTIVE"));
+	decide(root, spec, &n, snap, &restored);
+	cr_assert_not(restored.from_snapshot);
+	cr_assert(restored.have_plan);
+	for (size_t i = 0; i < restored.warnings.n; i++)
+		named |= strstr(restored.warnings.v[i],
+				"node.json: field 'inventory.devices[1].ports[0].state'") != NULL;
+	cr_assert(named, "no warning names the field: %s",
+		  restored.warnings.n ? restored.warnings.v[0] : "(none)");
+	cr_assert_eq(restored.plan.n_ports, read.plan.n_ports);
+	json_decref(snap);
+	json_decref(spec);
+	orh_decision_free(&read);
+	orh_decision_free(&restored);
+	fixture_remove_node(root);
+}
+
+/* A GID entry whose read warned in the shim warns again in the stage, once. */
+Test(snapshot, a_warning_of_a_gid_read_comes_back_once)
+{
+	char root[256], path[512];
+	struct orh_decision read = { 0 }, restored = { 0 };
+	struct netns n = { .default_if = "eth0" };
+	json_t *spec = spec_with_gpus(NULL), *snap;
+	char *want, *got;
+	size_t hits = 0;
+	int fd;
+
+	fixture_make_node(root, sizeof(root), "orh-snapshot", "seed001-roce");
+	/* mlx5_1's entry 3 (its IPv4 RoCE v2 GID): a type the kernel never writes */
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/mlx5_1/ports/1/gid_attrs/types/3",
+		 root);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	cr_assert_geq(fd, 0, "%s", path);
+	cr_assert_eq(write(fd, "RoCE v9\n", 8), 8);
+	close(fd);
+	decide(root, spec, &n, NULL, &read);
+	for (size_t i = 0; i < read.warnings.n; i++)
+		hits += strstr(read.warnings.v[i], "types/3") != NULL;
+	cr_assert_geq(hits, 1, "the shim's decision gave no warning for the entry");
+	snap = handed_over(&read);
+	decide(root, spec, &n, snap, &restored);
+	want = record_text(&read);
+	got = record_text(&restored);
+	cr_assert_str_eq(got, want);
+	free(want);
+	free(got);
+	json_decref(snap);
+	json_decref(spec);
+	orh_decision_free(&read);
+	orh_decision_free(&restored);
+	fixture_remove_node(root);
+}
+
+static char run_dir[64], bundle[64];
+
+static void write_conf(void)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/config.json.new", bundle);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("{}", f);
+	fclose(f);
+	cr_assert_eq(rename(path, strcat(strcpy((char[128]){ 0 }, bundle), "/config.json")), 0);
+}
+
+static void handoff_dirs(void)
+{
+	strcpy(run_dir, "/dev/shm/orh-handoff-XXXXXX");
+	strcpy(bundle, "/dev/shm/orh-bundle-XXXXXX");
+	cr_assert_not_null(mkdtemp(run_dir));
+	cr_assert_not_null(mkdtemp(bundle));
+	write_conf();
+}
+
+static void handoff_cleanup(void)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", run_dir, bundle);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(handoff, .init = handoff_dirs, .fini = handoff_cleanup);
+
+static json_t *take(const char *sysroot, char *why, size_t size)
+{
+	char state[128];
+
+	snprintf(state, sizeof(state), "%s/c1", run_dir);
+	return orh_handoff_take(state, bundle, sysroot, why, size);
+}
+
+Test(handoff, it_is_taken_only_where_bound_and_only_ours)
+{
+	struct orh_err err = { 0 };
+	char why[256], path[160];
+	bool created = false;
+	json_t *got;
+
+	cr_assert_null(take("/", why, sizeof(why)));
+	cr_assert_str_empty(why, "none written, yet: %s", why);
+	cr_assert_eq(orh_handoff_write(run_dir, "c1", bundle, "/", json_pack("{s:i}", "version", 1),
+				       &created, &err), 0, "%s", err.msg);
+	cr_assert(created);
+	got = take("/", why, sizeof(why));
+	cr_assert_not_null(got, "%s", why);
+	json_decref(got);
+	/* another sysroot */
+	cr_assert_null(take("/other", why, sizeof(why)));
+	cr_assert(strstr(why, "sysroot"), "%s", why);
+	/* writable by others */
+	snprintf(path, sizeof(path), "%s/c1/%s", run_dir, ORH_HANDOFF_FILE);
+	cr_assert_eq(chmod(path, 0622), 0);
+	cr_assert_null(take("/", why, sizeof(why)));
+	cr_assert(strstr(why, "not this user's alone"), "%s", why);
+	cr_assert_eq(chmod(path, 0600), 0);
+	/* a config.json that is not the file the shim wrote */
+	write_conf();
+	cr_assert_null(take("/", why, sizeof(why)));
+	cr_assert(strstr(why, "config.json"), "%s", why);
+	/* dropped */
+	orh_handoff_drop(run_dir, "c1");
+	cr_assert_neq(access(path, F_OK), 0);
+	cr_assert(orh_state_entry_ours(ORH_HANDOFF_FILE));
+}
