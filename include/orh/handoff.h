@@ -14,6 +14,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <sys/stat.h>
+
+#include "orh/netns.h"
+#include "orh/plan.h"
 #include "orh/util.h"
 
 #define ORH_HANDOFF_FILE "node.json"
@@ -33,5 +37,13 @@ void orh_handoff_drop(const char *run_dir, const char *id);
  * ("" when there is none). */
 json_t *orh_handoff_take(const char *state_dir, const char *bundle, const char *sysroot,
 			 char *why, size_t size);
+
+/* The container's network as the shim read it by its path (the namespace's nsfs inode,
+ * the default route's interface, the addresses rule 4 looks for: facts), and back: true
+ * when snap holds the facts of the namespace ns (the stage's container's), filled into
+ * *out for the decision; the addresses point into *addrs. */
+json_t *orh_handoff_netns_json(const struct stat *ns, const struct orh_container_facts *facts);
+bool orh_handoff_netns(const json_t *snap, const struct stat *ns, struct orh_netns_info *addrs,
+		       struct orh_container_facts *out);
 
 #endif

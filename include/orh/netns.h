@@ -19,10 +19,14 @@ struct orh_netns_info {
 	char default_if[IFNAMSIZ];  /* IPv4 default route's interface, "" when none */
 	struct in_addr addrs[ORH_NETNS_MAX_ADDRS]; /* IPv4 addresses (not loopback) */
 	size_t n_addrs;
+	/* rtnetlink only (orh_netns_read): the address's link, and whether that link is of a
+	 * kind the kernel gives no GID entry (a veth; its address is in no GID table) */
+	unsigned ifindex[ORH_NETNS_MAX_ADDRS];
+	bool no_gid[ORH_NETNS_MAX_ADDRS];
 };
 
 /* Read a network namespace's IPv4 addresses and default route (rtnetlink) from a forked
- * child that setns()-es into nspath. */
+ * child that setns()-es into nspath, with the kind of each address's link (no_gid). */
 int orh_netns_read(const char *nspath, struct orh_netns_info *out, struct orh_err *err);
 /* The same for the namespace the target is in, from /proc/<pid>/net/route and
  * /proc/<pid>/net/fib_trie: no child, no namespace change. */

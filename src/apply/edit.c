@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "orh/commands.h"
 #include "orh/decide.h"
 #include "orh/edit.h"
+#include "orh/handoff.h"
 #include "orh/inventory.h"
 #include "orh/plan.h"
 #include "orh/sandbox.h"
@@ -57,6 +59,10 @@ static uint64_t memlock_ceiling(void)
 struct netns_arg {
 	const json_t *spec;
 	struct orh_netns_info ni;
+	struct in_addr gid_addrs[ORH_NETNS_MAX_ADDRS]; /* ni's on links that can hold a GID */
+	size_t n_gid_addrs;
+	struct stat st;                 /* the namespace read (its nsfs inode), when ni is */
+	bool read;
 	struct orh_strv *warnings;
 };
 
@@ -73,13 +79,20 @@ static int netns_facts(void *arg, struct orh_container_facts *facts, struct orh_
 	facts->own_netns = has_netns;
 	if (!has_netns || !nspath)
 		return 0;
-	if (orh_netns_read(nspath, &a->ni, &nerr) < 0) {
-		orh_strv_pushf(a->warnings, "network namespace '%s' not read: %s", nspath, nerr.msg);
+	if (stat(nspath, &a->st) < 0 || orh_netns_read(nspath, &a->ni, &nerr) < 0) {
+		orh_strv_pushf(a->warnings, "network namespace '%s' not read: %s", nspath,
+			       nerr.msg[0] ? nerr.msg : strerror(errno));
 		return 0;
 	}
+	a->read = true;
 	memcpy(facts->netns_default_if, a->ni.default_if, sizeof(facts->netns_default_if));
-	facts->addrs = a->ni.addrs;
-	facts->n_addrs = a->ni.n_addrs;
+	/* rule 4 looks for the container's address in the GID tables only where it can be:
+	 * a veth's (a pod's bridge network) never is, and looking costs a whole table a port */
+	for (size_t i = 0; i < a->ni.n_addrs; i++)
+		if (!a->ni.no_gid[i])
+			a->gid_addrs[a->n_gid_addrs++] = a->ni.addrs[i];
+	facts->addrs = a->gid_addrs;
+	facts->n_addrs = a->n_gid_addrs;
 	return 0;
 }
 
@@ -182,9 +195,13 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 		res->edits = r + add_sysview(ctx, spec, &d.plan, &d.inv, res);
 		r = 0;
 	}
-	if (r >= 0 && (flags & ORH_SERVE_SNAPSHOT) && nccl_hook)
+	if (r >= 0 && (flags & ORH_SERVE_SNAPSHOT) && nccl_hook) {
 		res->snapshot = orh_snapshot_build(&d.inv, d.have_gpus ? &d.gpus : NULL,
 						   d.gpus_error);
+		if (na.read) /* the container's network, for a stage that is in the same one */
+			json_object_set_new(res->snapshot, "netns",
+					    orh_handoff_netns_json(&na.st, &d.facts));
+	}
 out:
 	json_decref(nccl_hook);
 	json_decref(poststop_hook);

@@ -5,6 +5,7 @@
  * container's state directory, without fsync (it serves one container start; /run does
  * not outlive a boot).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -116,4 +117,43 @@ json_t *orh_handoff_take(const char *state_dir, const char *bundle, const char *
 	}
 	json_decref(snap);
 	return NULL;
+}
+
+json_t *orh_handoff_netns_json(const struct stat *ns, const struct orh_container_facts *facts)
+{
+	json_t *addrs = json_array();
+	char a[INET_ADDRSTRLEN];
+
+	for (size_t i = 0; i < facts->n_addrs; i++)
+		if (inet_ntop(AF_INET, &facts->addrs[i], a, sizeof(a)))
+			json_array_append_new(addrs, json_string(a));
+	return json_pack("{s:I, s:I, s:s, s:o}", "dev", (json_int_t)ns->st_dev, "ino",
+			 (json_int_t)ns->st_ino, "default_if", facts->netns_default_if, "addrs",
+			 addrs);
+}
+
+bool orh_handoff_netns(const json_t *snap, const struct stat *ns, struct orh_netns_info *addrs,
+		       struct orh_container_facts *out)
+{
+	json_t *n = json_object_get(snap, "netns"), *a = NULL, *v;
+	json_int_t dev = -1, ino = -1;
+	const char *ifname = NULL;
+	size_t i;
+
+	if (!n || json_unpack(n, "{s:I, s:I, s:s, s:o}", "dev", &dev, "ino", &ino, "default_if",
+			      &ifname, "addrs", &a) < 0 || !json_is_array(a) ||
+	    (json_int_t)ns->st_dev != dev || (json_int_t)ns->st_ino != ino ||
+	    strlen(ifname) >= IFNAMSIZ || json_array_size(a) > ORH_NETNS_MAX_ADDRS)
+		return false;
+	memset(addrs, 0, sizeof(*addrs));
+	json_array_foreach(a, i, v)
+		if (!json_is_string(v) ||
+		    inet_pton(AF_INET, json_string_value(v), &addrs->addrs[addrs->n_addrs++]) != 1)
+			return false;
+	strcpy(addrs->default_if, ifname);
+	out->own_netns = true;
+	memcpy(out->netns_default_if, addrs->default_if, IFNAMSIZ);
+	out->addrs = addrs->addrs;
+	out->n_addrs = addrs->n_addrs;
+	return true;
 }

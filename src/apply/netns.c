@@ -4,7 +4,7 @@
  * of its default route. The hook never changes namespace: for a running process it reads
  * /proc/<pid>/net, which shows that process's namespace; for a namespace known only by
  * its path (a spec edited before the container exists) a forked child joins it and asks
- * rtnetlink.
+ * rtnetlink, which also tells the kind of each address's link (a veth holds no GID).
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -29,7 +29,7 @@ struct netns_args {
 	struct orh_netns_info *info;
 };
 
-static int nl_dump(int sk, uint16_t type, uint32_t seq)
+static int nl_dump(int sk, uint16_t type, uint8_t family, uint32_t seq)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -42,7 +42,7 @@ static int nl_dump(int sk, uint16_t type, uint32_t seq)
 	req.nh.nlmsg_type = type;
 	req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
 	req.nh.nlmsg_seq = seq;
-	req.g.rtgen_family = AF_INET;
+	req.g.rtgen_family = family;
 	if (sendto(sk, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
 	return 0;
@@ -74,7 +74,47 @@ static void on_addr(struct nlmsghdr *nh, struct orh_netns_info *info)
 		local = address;
 	if ((ntohl(local.s_addr) >> 24) == 127 || info->n_addrs >= ORH_NETNS_MAX_ADDRS)
 		return;
+	info->ifindex[info->n_addrs] = ifa->ifa_index;
 	info->addrs[info->n_addrs++] = local;
+}
+
+/* Kinds of link that are never a RoCE net device nor an upper device of one (a VLAN, a
+ * macvlan, a bond on it): the kernel gives their addresses no GID entry
+ * (roce_gid_mgmt.c). A pod's veth is one: its address is in no GID table. */
+static bool kind_has_no_gid(const char *kind)
+{
+	static const char *const kinds[] = { "veth", "dummy", "vxlan", "geneve", "wireguard",
+					     "tun", "ipip", "gre", "sit" };
+
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(kinds); i++)
+		if (!strcmp(kind, kinds[i]))
+			return true;
+	return false;
+}
+
+/* A link of a kind that holds no GID: its addresses are marked so. */
+static void on_link(struct nlmsghdr *nh, struct orh_netns_info *info)
+{
+	struct ifinfomsg *ifi = NLMSG_DATA(nh);
+	int len = (int)IFLA_PAYLOAD(nh);
+
+	for (struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		int ilen = (int)RTA_PAYLOAD(a);
+
+		if (a->rta_type != IFLA_LINKINFO)
+			continue;
+		for (struct rtattr *k = RTA_DATA(a); RTA_OK(k, ilen); k = RTA_NEXT(k, ilen)) {
+			char kind[32];
+
+			if (k->rta_type != IFLA_INFO_KIND || RTA_PAYLOAD(k) >= sizeof(kind))
+				continue;
+			memcpy(kind, RTA_DATA(k), RTA_PAYLOAD(k));
+			kind[RTA_PAYLOAD(k)] = '\0';
+			for (size_t i = 0; kind_has_no_gid(kind) && i < info->n_addrs; i++)
+				if (info->ifindex[i] == (unsigned)ifi->ifi_index)
+					info->no_gid[i] = true;
+		}
+	}
 }
 
 static void on_route(struct nlmsghdr *nh, int *best_oif, uint32_t *best_prio)
@@ -135,6 +175,8 @@ static int nl_read(int sk, uint32_t seq, struct orh_netns_info *info, int *oif,
 				on_addr(nh, info);
 			else if (nh->nlmsg_type == RTM_NEWROUTE)
 				on_route(nh, oif, prio);
+			else if (nh->nlmsg_type == RTM_NEWLINK)
+				on_link(nh, info);
 		}
 	}
 }
@@ -151,13 +193,18 @@ static int netns_child(void *p)
 	sk = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (sk < 0)
 		return -(2 << 16 | errno);
-	r = nl_dump(sk, RTM_GETADDR, 1);
+	r = nl_dump(sk, RTM_GETADDR, AF_INET, 1);
 	if (r == 0)
 		r = nl_read(sk, 1, a->info, &oif, &prio);
 	if (r == 0)
-		r = nl_dump(sk, RTM_GETROUTE, 2);
+		r = nl_dump(sk, RTM_GETROUTE, AF_INET, 2);
 	if (r == 0)
 		r = nl_read(sk, 2, a->info, &oif, &prio);
+	/* after the addresses: the kinds of their links */
+	if (r == 0 && a->info->n_addrs > 0)
+		r = nl_dump(sk, RTM_GETLINK, AF_UNSPEC, 3);
+	if (r == 0 && a->info->n_addrs > 0)
+		r = nl_read(sk, 3, a->info, &oif, &prio);
 	if (r < 0)
 		return -(3 << 16 | -r);
 	if (oif > 0 && !if_indextoname((unsigned)oif, a->info->default_if))

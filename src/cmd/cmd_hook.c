@@ -469,6 +469,7 @@ static int container_facts_read(struct hook *h, struct orh_container_facts *fact
 {
 	const char *ns_path = NULL;
 	bool has_netns = false;
+	struct stat st;
 	int r;
 
 	h->step = "state";
@@ -483,6 +484,10 @@ static int container_facts_read(struct hook *h, struct orh_container_facts *fact
 	if (r < 0)
 		return orh_fail(err, r, "reading linux.namespaces of the spec");
 	if (!has_netns)
+		return 0;
+	/* the network the shim read by its path, if the container is in that one */
+	if (h->snap && fstatat(h->target.procfd, "ns/net", &st, 0) == 0 &&
+	    orh_handoff_netns(h->snap, &st, &h->netns, facts))
 		return 0;
 	r = orh_netns_read_target(&h->target, &h->netns, err);
 	if (r < 0)

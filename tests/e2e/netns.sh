@@ -69,4 +69,69 @@ check "own fresh namespace: the hook read it (logged nothing about a failure)" \
 	bash -c 'grep -q "container orh-e2e-$2-" "$1" && ! grep -q "network namespace" "$1"' _ \
 	"$WORK/b3/hook.log" "$$"
 
+# ---- the spec edit (the runtime shim): the namespace read through rtnetlink, by its path.
+# An address on a veth (a pod's bridge network) is never in a GID table, and looking for
+# it reads every entry of every port: the shim does not look. One on a link of another
+# kind (a macvlan, a VLAN; here whichever of macvlan or ifb this kernel has) can be: it
+# looks. (The node's table lists 192.168.77.10 at index 5 for both.)
+NSV="orh-e2e-v$$" NSM="orh-e2e-m$$" VETH="orhv$$" MACV="orhm$$" PARENT="orhq$$"
+cleanup_ns2() {
+	ip netns del "$NSV" 2>/dev/null || true
+	ip netns del "$NSM" 2>/dev/null || true
+	ip link del "$VETH" 2>/dev/null || true
+	ip link del "$PARENT" 2>/dev/null || true
+	cleanup_ns
+}
+trap 'rc=$?; cleanup_ns2; cleanup_work $rc' EXIT
+ip netns add "$NSV" && ip netns add "$NSM" || cant_run "cannot create network namespaces"
+ip link add "$VETH" type veth peer name "${VETH}p" || cant_run "cannot create a veth pair"
+ip link set dev "${VETH}p" netns "$NSV"
+ip -n "$NSV" addr add 192.168.77.10/24 dev "${VETH}p"
+ip -n "$NSV" link set "${VETH}p" up
+ip -n "$NSV" route add default via 192.168.77.1 dev "${VETH}p"
+have_macvlan=yes
+{ ip link add "$PARENT" type dummy && ip link add "$MACV" link "$PARENT" type macvlan; } \
+	2>/dev/null || ip link add "$MACV" type ifb 2>/dev/null || have_macvlan=no
+[ "$have_macvlan" = no ] || ip link set dev "$MACV" netns "$NSM" || have_macvlan=no
+if [ "$have_macvlan" = yes ]; then
+	ip -n "$NSM" addr add 192.168.77.10/24 dev "$MACV"
+	ip -n "$NSM" link set "$MACV" up
+	ip -n "$NSM" route add default via 192.168.77.1 dev "$MACV"
+fi
+mkdir -p "$WORK/bin"
+ln -s "$HOOK" "$WORK/bin/oci-rdma-runtime"
+# shim_in NS ROOTFS: a container joining /var/run/netns/NS, run through the shim; its
+# output (the address check, then /etc/nccl.conf) in $OUT
+SHIM_N=0
+shim_in() {
+	SHIM_N=$((SHIM_N + 1))
+	local b="$WORK/shim$SHIM_N" id="orh-e2e-$$-shim$SHIM_N"
+	cp -a "$WORK/base" "$2"
+	make_bundle "$b" "$2" "$WORK/node" "$WORK/hook.conf" \
+		'ip -4 -o addr show 2>/dev/null | grep -c 192.168.77.10; cat /etc/nccl.conf' \
+		"c.pop('hooks')
+for n in c['linux']['namespaces']:
+    if n['type'] == 'network': n['path'] = '/var/run/netns/$1'"
+	RC=0
+	OUT=$(OCI_RDMA_HOOK_CONFIG="$WORK/hook.conf" OCI_RDMA_HOOK_SYSROOT="$WORK/node" \
+		"$WORK/bin/oci-rdma-runtime" run --bundle "$b" "$id" 2>"$b/shim.err" </dev/null) || RC=$?
+	"$WORK/bin/oci-rdma-runtime" delete -f "$id" >/dev/null 2>&1 || true
+}
+shim_in "$NSV" "$WORK/r4"
+check "shim, veth: the container ran in the namespace and holds its address (rc $RC)" \
+	bash -c '[ "$1" = 0 ] && [ "$(head -1 <<<"$2")" = 1 ]' _ "$RC" "$OUT"
+check "shim, veth: GID index 3, the host's (a veth's address is not looked for)" \
+	grep -qx "NCCL_IB_GID_INDEX=3" <<<"$OUT"
+check "shim, veth: socket interface of the namespace's default route" \
+	grep -qx "NCCL_SOCKET_IFNAME==${VETH}p" <<<"$OUT"
+if [ "$have_macvlan" = yes ]; then
+	shim_in "$NSM" "$WORK/r5"
+	check "shim, a link of another kind: the container ran in the namespace and holds its address (rc $RC)" \
+		bash -c '[ "$1" = 0 ] && [ "$(head -1 <<<"$2")" = 1 ]' _ "$RC" "$OUT"
+	check "shim, a link of another kind: GID index 5 (its own address's RoCE v2 entry)" \
+		grep -qx "NCCL_IB_GID_INDEX=5" <<<"$OUT"
+else
+	echo "# neither macvlan nor ifb here: the shim's case of another kind of link not run"
+fi
+
 finish
