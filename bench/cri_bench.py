@@ -23,10 +23,10 @@ exited). Through the handler "rdma" it holds four runs of oci-rdma-runtime (crea
 start of the pod sandbox, which it leaves as it is, and of the container, whose
 config.json it edits before it execs runc) and the hook's nccl-conf stage that the edit
 adds, run by runc create. Waiting for the container to exit, the checks, StopPodSandbox
-and RemovePodSandbox (with the poststop hook) come after the region and are not timed;
-before the next pod starts, the bench waits until containerd and its children are idle
-(their CPU use under 1 ms in 20 ms), so that one pod's teardown does not run inside the
-next pod's region.
+and RemovePodSandbox (the shim's delete removes the state directory) are not timed; before
+the next pod starts, the bench waits until containerd and its children are idle (their
+CPU use under 1 ms in 20 ms), so that one pod's teardown does not run inside the next
+pod's region.
 
 Wall time: time.monotonic_ns() around the region. CPU time: user + system time of
 containerd and of every process it starts (containerd-shim-runc-v2, runc, the shim
@@ -36,10 +36,9 @@ cpuacct, or cgroup v2), which every process it forks inherits, whatever it is re
 to later; the pods are given a cgroup_parent under that cgroup (as the kubelet gives one
 under /kubepods), so runc puts the pause and the workload processes there too. The CPU
 time is the growth of that cgroup's counter (cpuacct.usage, or cpu.stat usage_usec)
-across the region. Left out: kernel work done in other contexts (kworkers: the
-asynchronous part of a network namespace's teardown, RCU), and the bench's own gRPC
-client (the same for both handlers). Without such a cgroup the CPU lists are empty and
-the notes say why.
+across the region. Left out: kernel work done in other contexts (kworkers: a network
+namespace's teardown, RCU), and the bench's own gRPC client (the same for both
+handlers). Without such a cgroup the CPU lists are empty and the notes say why.
 
 Served check, in every round: the container prints /etc/nccl.conf, which only the
 hook's nccl-conf stage (added by the shim's edit) writes. The rdma pod's container must
@@ -47,31 +46,9 @@ exit 0 with NCCL_IB_HCA in its log, and the plain pod's container must fail to f
 file (non-zero exit, no NCCL_ in its log); otherwise the bench stops (exit 1). Two untimed
 warm-up pods per handler go first with the same checks.
 
-Setup, like tests/e2e/e2e-cri.sh with these differences, as on a real node:
-  - containerd runs in a mount namespace of its own (unshare -m) with a tmpfs on /run:
-    its state directory /run/containerd (the bundles, runc's state
-    /run/containerd/runc/k8s.io, the shims' sockets), the pods' network namespaces
-    (/run/netns) and the hook's records (/run/oci-rdma-hook) live on tmpfs as on a real
-    node (this machine's /run is a disk file system). Nothing of it is visible outside,
-    and it all goes away with containerd's last process;
-  - containerd's root (the images, the snapshots) is under the work directory, on disk,
-    with the overlayfs snapshotter (a mount per container, not a copy of the image);
-  - the handler "rdma" is written into config.toml by `oci-rdma-hook configure`, the
-    shim being WORK/bin/oci-rdma-runtime, a link to the hook (argv[0] dispatch);
-  - the node: the scale node of tests/nodes (python3 tests/mknode.py scale.json
-    --devnodes; --node picks another), on /dev/shm as bench.py's nodes, config
-    `[containers] activation = always` and `[node] memlock` at this machine's hard limit
-    (without CAP_SYS_RESOURCE runc cannot set more), read by the shim through
-    OCI_RDMA_HOOK_SYSROOT / OCI_RDMA_HOOK_CONFIG in containerd's environment;
-  - the pod sandbox image holds the static tests/cri/pause.c, the workload image a
-    static busybox; both are packed by tests/cri/mkimage.py and imported with ctr;
-  - the pod network: a bridge of its own (CNI bridge and host-local, no gateway address,
-    no masquerade), a DNS config in the pod (the kubelet always passes one). With
-    --network node the pods use the node's network instead; containerd still names the
-    sandbox's network namespace in the container's spec, so the shim looks for this
-    machine's own addresses in the sample node's GID tables, where they never are (on a
-    real node they are, on the RoCE ports' own entries): pod network is the case that
-    stands for a real node.
+Setup (bench/README.md, part 7, says it in full): like tests/e2e/e2e-cri.sh, but as on a
+real node: containerd in a mount namespace of its own with a tmpfs on /run, the scale
+node, the handler "rdma" written by `oci-rdma-hook configure`, a bridge pod network.
 
 Output: JSON on stdout (or --out FILE):
   {"rounds": N, "plain": {"wall_ms": [...], "cpu_ms": [...]}, "rdma": {...},

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# The oci-rdma-hook benchmark: bash bench/run.sh [--quick] [--keep]
+# The oci-rdma-hook benchmark: bash bench/run.sh [--quick] [--keep] [--output=FILE]
 #
 # Builds the hook (release) into build-bench/ and the harness (bench/harness.c), generates
 # the sample nodes into a temporary directory, measures, prints the table with PASS/FAIL
@@ -16,13 +16,13 @@ build=$repo/build-bench
 
 for a in "$@"; do
 	case "$a" in
-	--quick | --keep) ;;
+	--quick | --keep | --output=*) ;;
 	-h | --help)
 		sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
-		echo "bench: unknown argument '$a' (--quick, --keep)" >&2
+		echo "bench: unknown argument '$a' (--quick, --keep, --output=FILE)" >&2
 		exit 2
 		;;
 	esac
@@ -62,6 +62,9 @@ fi
 if [ ! -x "$build/bench-readfiles" ] || [ bench/readfiles.c -nt "$build/bench-readfiles" ]; then
 	cc -O2 -Wall -Wextra -static -o "$build/bench-readfiles" bench/readfiles.c
 fi
+if [ ! -x "$build/bench-execwrap" ] || [ bench/execwrap.c -nt "$build/bench-execwrap" ]; then
+	cc -O2 -Wall -Wextra -static -o "$build/bench-execwrap" bench/execwrap.c
+fi
 
 exec python3 bench/bench.py --hook "$build/src/oci-rdma-hook" --harness "$build/bench-harness" \
-	--readfiles "$build/bench-readfiles" "$@"
+	--readfiles "$build/bench-readfiles" --execwrap "$build/bench-execwrap" "$@"

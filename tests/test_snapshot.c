@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -176,24 +177,29 @@ Test(snapshot, a_bad_field_is_named_and_the_node_is_read)
 	char root[256];
 	struct orh_decision read = { 0 }, restored = { 0 };
 	struct netns n = { .default_if = "eth0" };
-	json_t *spec = spec_with_gpus(NULL), *snap, *port;
+	json_t *spec = spec_with_gpus(NULL), *snap;
+	char *text, *at;
 	bool named = false;
 
 	fixture_make_node(root, sizeof(root), "orh-snapshot", "seed001-roce");
 	decide(root, spec, &n, NULL, &read);
 	snap = handed_over(&read);
-	port = json_array_get(json_object_get(json_array_get(json_object_get(json_object_get(
-		snap, "inventory"), "devices"), 1), "ports"), 0);
-	json_object_set_new(port, "state", json_string("ACTIVE"));
+	/* the first port's state, a number, made a word */
+	text = strdup(json_string_value(json_object_get(snap, "node")));
+	at = strstr(text, "\nport\t1\t4\t");
+	cr_assert_not_null(at, "%s", text);
+	at[8] = 'x';
+	json_object_set_new(snap, "node", json_string(text));
 	decide(root, spec, &n, snap, &restored);
 	cr_assert_not(restored.from_snapshot);
 	cr_assert(restored.have_plan);
 	for (size_t i = 0; i < restored.warnings.n; i++)
-		named |= strstr(restored.warnings.v[i],
-				"node.json: field 'inventory.devices[1].ports[0].state'") != NULL;
+		named |= strstr(restored.warnings.v[i], "node.json: line ") &&
+			 strstr(restored.warnings.v[i], " (port), field 2: not an integer");
 	cr_assert(named, "no warning names the field: %s",
 		  restored.warnings.n ? restored.warnings.v[0] : "(none)");
 	cr_assert_eq(restored.plan.n_ports, read.plan.n_ports);
+	free(text);
 	json_decref(snap);
 	json_decref(spec);
 	orh_decision_free(&read);

@@ -692,13 +692,14 @@ static int decide(struct hook *h, struct orh_err *err)
 	double t0;
 	int r;
 
+	t0 = orh_now_ms();
 	if (!strcmp(h->stage, "nccl-conf") && h->state_dir[0])
 		take_handoff(h);
 	in.snapshot = h->snap;
 	in.snapshot_what = h->snap_path;
-	t0 = orh_now_ms();
 	r = orh_decide(&in, &h->d, err);
-	/* the node and the plan: the decision's time but the container callback's */
+	/* the node (read, or the shim's node.json loaded) and the plan: the decision's time
+	 * but the container callback's */
 	record_step(h, "node and plan", t0 + h->container_ms);
 	h->act = h->d.act;
 	h->rec.node_from = h->d.from_snapshot ? h->snap_path : NULL;

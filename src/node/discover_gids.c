@@ -299,54 +299,14 @@ void disc_gids_free(struct orh_gid_source *src)
 
 /* ---- the node snapshot's part (snapshot.c): what the source has read ---- */
 
-int snap_fail(struct snap_rd *rd, const char *field, const char *why)
-{
-	return orh_fail(rd->err, EINVAL, "%s: field '%s': %s", rd->what, field, why);
-}
-
-json_t *disc_gid_json(const struct orh_gid *g)
-{
-	char hex[33];
-
-	for (int i = 0; i < 16; i++)
-		snprintf(hex + 2 * i, 3, "%02x", g->raw[i]);
-	return json_pack("[I, s, i, s]", (json_int_t)g->index, hex, (int)g->type, g->ndev);
-}
-
-int disc_gid_from_json(struct snap_rd *rd, const char *field, const json_t *v, struct orh_gid *g)
-{
-	json_int_t idx = 0;
-	int type = 0;
-	const char *hex = NULL, *ndev = NULL;
-
-	memset(g, 0, sizeof(*g));
-	if (json_unpack((json_t *)v, "[I, s, i, s]", &idx, &hex, &type, &ndev) < 0 || idx < 0 ||
-	    idx >= DISC_MAX_GIDS || strlen(hex) != 32 || type < ORH_GID_TYPE_UNKNOWN ||
-	    type > ORH_GID_TYPE_ROCE_V2 || orh_strlcpy(g->ndev, ndev, sizeof(g->ndev)) < 0)
-		return snap_fail(rd, field, "not [index, 32 hex digits, type, net device]");
-	for (int i = 0; i < 16; i++) {
-		char byte[3] = { hex[2 * i], hex[2 * i + 1], '\0' }, *end = NULL;
-
-		g->raw[i] = (uint8_t)strtoul(byte, &end, 16);
-		if (*end)
-			return snap_fail(rd, field, "not [index, 32 hex digits, type, net device]");
-	}
-	g->index = (unsigned)idx;
-	g->type = (enum orh_gid_type)type;
-	disc_gid_fill_ipv4(g);
-	return 0;
-}
-
-
-static json_t *port_json(const struct orh_gid_source *src, const struct orh_port_gids *lz)
+/* "src WHERE REL PREFIX END SEEN", then "sgid" for each entry in use read, and "swarn IDX
+ * TEXT" for each warning a read gave the planner. */
+static void put_port(FILE *f, const struct orh_gid_source *src, const struct orh_port_gids *lz)
 {
 	size_t root_len = strlen(src->rootname) + 1, where_len = strlen(lz->where);
 	/* where is <rootname>/<rel>/ports/<n>, and "/ports/<n>" is as long as the prefix */
-	_cleanup_free_ char *rel = NULL;
+	_cleanup_free_ char *rel = NULL, *seen = NULL;
 	size_t n_seen = lz->n_seen;
-	json_t *gids = json_array(), *warns = json_array();
-	char *seen;
-	json_t *o;
 
 	if (!lz->rel && where_len > root_len + strlen(lz->prefix)) {
 		size_t n = where_len - root_len - strlen(lz->prefix);
@@ -361,110 +321,91 @@ static json_t *port_json(const struct orh_gid_source *src, const struct orh_port
 	for (size_t i = 0; i < n_seen; i++)
 		seen[i] = (char)('0' + lz->seen[i]);
 	seen[n_seen] = '\0';
-	for (size_t i = 0; i < lz->n_gids; i++)
-		json_array_append_new(gids, disc_gid_json(&lz->gids[i]));
-	for (size_t i = 0; i < lz->n_warns; i++)
-		json_array_append_new(warns, json_pack("[I, s]", (json_int_t)lz->warns[i].idx,
-						       lz->warns[i].text));
-	o = json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:o}", "where", lz->where, "rel",
-		      lz->rel ? lz->rel : rel ? rel : "", "prefix", lz->prefix, "end",
-		      lz->end == UINT_MAX ? (json_int_t)-1 : (json_int_t)lz->end, "seen", seen,
-		      "gids", gids, "warnings", warns);
-	free(seen);
-	return o;
+	fputs("src", f);
+	snap_str(f, lz->where);
+	snap_str(f, lz->rel ? lz->rel : rel ? rel : "");
+	snap_str(f, lz->prefix);
+	snap_num(f, lz->end == UINT_MAX ? -1 : (long long)lz->end);
+	snap_str(f, seen);
+	putc('\n', f);
+	for (size_t i = 0; i < lz->n_gids; i++) {
+		fputs("sgid", f);
+		snap_gid(f, &lz->gids[i]);
+		putc('\n', f);
+	}
+	for (size_t i = 0; i < lz->n_warns; i++) {
+		fputs("swarn", f);
+		snap_num(f, lz->warns[i].idx);
+		snap_str(f, lz->warns[i].text);
+		putc('\n', f);
+	}
 }
 
-json_t *disc_gids_snapshot(const struct orh_gid_source *src)
+size_t disc_gids_count(const struct orh_gid_source *src)
 {
-	json_t *a = json_array();
+	return src ? src->n_ports : 0;
+}
 
+void disc_gids_snapshot(const struct orh_gid_source *src, FILE *f)
+{
 	for (size_t i = 0; src && i < src->n_ports; i++)
-		json_array_append_new(a, port_json(src, &src->ports[i]));
-	return a;
+		put_port(f, src, &src->ports[i]);
 }
 
-static int restore_seen(struct snap_rd *rd, const char *field, const char *s,
-			struct orh_port_gids *lz)
+static int restore_src(struct orh_gid_source *src, struct snap_rd *rd, char **fv, int nf)
 {
-	size_t n = strlen(s);
+	struct orh_port_gids *lz;
+	long long end = 0;
+	size_t n;
 
-	if (n > DISC_MAX_GIDS)
-		return snap_fail(rd, field, "longer than a GID table");
+	src->ports = orh_xgrow(src->ports, src->n_ports, sizeof(*src->ports));
+	lz = &src->ports[src->n_ports++];
+	memset(lz, 0, sizeof(*lz));
+	lz->devfd = -1;
+	lz->where = orh_xstrdup(nf > 1 ? fv[1] : "");
+	lz->rel = orh_xstrdup(nf > 2 ? fv[2] : "");
+	if (nf < 6 || !*lz->where)
+		return snap_fail(rd, nf < 6 ? nf : 1, "missing");
+	if (!*lz->rel || lz->rel[0] == '/' || strstr(lz->rel, ".."))
+		return snap_fail(rd, 2, "not a path under the sysroot");
+	if (snap_get_str(rd, fv, nf, 3, lz->prefix, sizeof(lz->prefix)) < 0 ||
+	    snap_get_num(rd, fv, nf, 4, -1, DISC_MAX_GIDS, &end) < 0)
+		return -EINVAL;
+	lz->end = end < 0 ? UINT_MAX : (unsigned)end;
+	n = strlen(fv[5]);
+	if (n > DISC_MAX_GIDS || strspn(fv[5], "012") != n)
+		return snap_fail(rd, 5, "not a string of 0, 1 and 2");
 	lz->n_seen = n;
 	lz->seen = orh_xcalloc(n + 1, 1);
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '2')
-			return snap_fail(rd, field, "not a string of 0, 1 and 2");
-		lz->seen[i] = (uint8_t)(s[i] - '0');
-	}
+	for (size_t i = 0; i < n; i++)
+		lz->seen[i] = (uint8_t)(fv[5][i] - '0');
 	return 0;
 }
 
-static int restore_port_gids(struct snap_rd *rd, const char *at, const json_t *v,
-			     struct orh_port_gids *lz)
+int disc_gids_restore_line(struct orh_gid_source *src, struct snap_rd *rd, char **fv, int nf)
 {
-	const json_t *gids = NULL, *warns = NULL, *g, *w;
-	const char *where = NULL, *rel = NULL, *prefix = NULL, *seen = NULL;
-	json_int_t end = 0;
-	char field[96];
-	size_t i;
+	struct orh_port_gids *lz = src->n_ports ? &src->ports[src->n_ports - 1] : NULL;
+	struct orh_gid g;
+	long long idx = 0;
 
-	if (json_unpack((json_t *)v, "{s:s, s:s, s:s, s:I, s:s, s:o, s:o}", "where", &where, "rel", &rel,
-			"prefix", &prefix, "end", &end, "seen", &seen, "gids", &gids, "warnings",
-			&warns) < 0 || !json_is_array(gids) || !json_is_array(warns) ||
-	    strlen(prefix) >= sizeof(lz->prefix) || end < -1 || end > DISC_MAX_GIDS ||
-	    !*rel || rel[0] == '/' || strstr(rel, ".."))
-		return snap_fail(rd, at, "not a GID source port");
-	lz->devfd = -1;
-	lz->rel = orh_xstrdup(rel);
-	lz->where = orh_xstrdup(where);
-	strcpy(lz->prefix, prefix);
-	lz->end = end < 0 ? UINT_MAX : (unsigned)end;
-	snprintf(field, sizeof(field), "%s.seen", at);
-	if (restore_seen(rd, field, seen, lz) < 0)
+	if (!strcmp(fv[0], "src"))
+		return restore_src(src, rd, fv, nf);
+	if (!lz)
+		return snap_fail(rd, 0, "before any src line");
+	if (!strcmp(fv[0], "sgid")) {
+		if (snap_get_gid(rd, fv, nf, 1, &g) < 0)
+			return -EINVAL;
+		if (g.index >= lz->n_seen || lz->seen[g.index] != 2)
+			return snap_fail(rd, 1, "an entry the source has not read");
+		insert_gid(lz, &g);
+		return 0;
+	}
+	if (snap_get_num(rd, fv, nf, 1, 0, DISC_MAX_GIDS - 1, &idx) < 0)
 		return -EINVAL;
-	json_array_foreach(gids, i, g) {
-		struct orh_gid e;
-
-		snprintf(field, sizeof(field), "%s.gids[%zu]", at, i);
-		if (disc_gid_from_json(rd, field, g, &e) < 0)
-			return -EINVAL;
-		if (e.index >= lz->n_seen || lz->seen[e.index] != 2)
-			return snap_fail(rd, field, "an entry the source has not read");
-		insert_gid(lz, &e);
-	}
-	json_array_foreach(warns, i, w) {
-		json_int_t idx = 0;
-		const char *text = NULL;
-
-		if (json_unpack((json_t *)w, "[I, s]", &idx, &text) < 0 || idx < 0 || idx >= DISC_MAX_GIDS) {
-			snprintf(field, sizeof(field), "%s.warnings[%zu]", at, i);
-			return snap_fail(rd, field, "not [index, text]");
-		}
-		lz->warns = orh_xgrow(lz->warns, lz->n_warns, sizeof(*lz->warns));
-		lz->warns[lz->n_warns++] = (struct gid_warn){ .idx = (unsigned)idx,
-			.text = orh_xstrdup(text), .replay = true };
-	}
-	return 0;
-}
-
-int disc_gids_restore(struct orh_gid_source *src, struct snap_rd *rd, const json_t *ports)
-{
-	const json_t *v;
-	char at[64];
-	size_t i;
-
-	if (!json_is_array(ports))
-		return snap_fail(rd, "inventory.gid_source", "not an array");
-	json_array_foreach(ports, i, v) {
-		struct orh_port_gids *lz;
-
-		src->ports = orh_xgrow(src->ports, src->n_ports, sizeof(*src->ports));
-		lz = &src->ports[src->n_ports++];
-		memset(lz, 0, sizeof(*lz));
-		snprintf(at, sizeof(at), "inventory.gid_source[%zu]", i);
-		if (restore_port_gids(rd, at, v, lz) < 0)
-			return -EINVAL;
-	}
+	if (nf < 3)
+		return snap_fail(rd, 2, "missing");
+	lz->warns = orh_xgrow(lz->warns, lz->n_warns, sizeof(*lz->warns));
+	lz->warns[lz->n_warns++] = (struct gid_warn){ .idx = (unsigned)idx,
+						      .text = orh_xstrdup(fv[2]), .replay = true };
 	return 0;
 }

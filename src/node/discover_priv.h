@@ -7,8 +7,8 @@
 #ifndef ORH_DISCOVER_PRIV_H
 #define ORH_DISCOVER_PRIV_H
 
-#include <jansson.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "orh/inventory.h"
@@ -72,23 +72,39 @@ void disc_gids_track(struct scan *sc, struct orh_port *p, int devfd, const char 
 void disc_gids_netdev(struct scan *sc, struct orh_port *p, int devfd);
 void disc_gids_free(struct orh_gid_source *src);
 
-/* ---- discover_gids.c: the node snapshot's part (snapshot.c calls these) ---- */
+/* ---- the node snapshot's text (snapline.c), and the GID source's part of it
+ * (discover_gids.c); snapshot.c calls them ---- */
 
-/* Where a restore reports a bad field: "<what>: field '<field>': <why>". */
+/* Where a restore is: a bad field is reported as "<what>: line N (KIND), field I: why". */
 struct snap_rd {
 	const char *what;
 	struct orh_err *err;
+	unsigned line;
+	const char *kind;
 };
-int snap_fail(struct snap_rd *rd, const char *field, const char *why);
-/* A GID entry as [index, "hex of its 16 bytes", type, net device], and back. */
-json_t *disc_gid_json(const struct orh_gid *g);
-int disc_gid_from_json(struct snap_rd *rd, const char *field, const json_t *v, struct orh_gid *g);
-/* Fill g->ipv4_mapped and g->ipv4 from g->raw. */
+int snap_fail(struct snap_rd *rd, int field, const char *why);
+/* Write a tab and one field (escaped), a number, a device's 5 fields (name, major, minor,
+ * port, present), a GID entry's 4 (index, 32 hex digits, type, net device). */
+void snap_str(FILE *f, const char *s);
+void snap_num(FILE *f, long long v);
+void snap_chardev(FILE *f, const struct orh_chardev *c);
+void snap_gid(FILE *f, const struct orh_gid *g);
+/* Split a line (no newline) into at most max fields, unescaped in place; their number. */
+int snap_split(char *line, char **fv, int max);
+/* Field i of fv[0..nf): a string that fits, an integer in [min, max], a device from i on,
+ * a GID entry from i on. */
+int snap_get_str(struct snap_rd *rd, char **fv, int nf, int i, char *out, size_t size);
+int snap_get_num(struct snap_rd *rd, char **fv, int nf, int i, long long min, long long max,
+		 long long *out);
+int snap_get_chardev(struct snap_rd *rd, char **fv, int nf, int i, struct orh_chardev *c);
+int snap_get_gid(struct snap_rd *rd, char **fv, int nf, int i, struct orh_gid *g);
+/* Fill g->ipv4_mapped and g->ipv4 from g->raw (sysfs.c). */
 void disc_gid_fill_ipv4(struct orh_gid *g);
-/* What the source has read, one entry per tracked port in slot order; and back, into a
- * source opened for the sysroot (disc_gids_open), after the ports it tracks. */
-json_t *disc_gids_snapshot(const struct orh_gid_source *src);
-int disc_gids_restore(struct orh_gid_source *src, struct snap_rd *rd, const json_t *ports);
+/* What the source has read: "src", "sgid" and "swarn" lines, the tracked ports in slot
+ * order; and back, a line at a time, into a source opened for the sysroot. */
+void disc_gids_snapshot(const struct orh_gid_source *src, FILE *f);
+size_t disc_gids_count(const struct orh_gid_source *src); /* the ports it tracks */
+int disc_gids_restore_line(struct orh_gid_source *src, struct snap_rd *rd, char **fv, int nf);
 
 /* discover_chardev.c: the uverbs entries, umad/issm when opts->mad, and rdma_cm, of the
  * devices already in the inventory. rootname prefixes the paths in warnings. */

@@ -1,8 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The node snapshot (include/orh/snapshot.h): a plan-mode inventory, the GID entries its
- * planner read (discover_gids.c writes and restores that part, and the GID entries' form)
- * and the GPUs, as JSON.
+ * planner read (discover_gids.c writes and restores that part) and the GPUs, as the text
+ * of snapline.c in one JSON string. Its lines, each a kind and its fields:
+ *
+ *   orh-node 1
+ *   dev NAME PCI PCI_PATH VENDOR DEVICE_ID DRIVER NODE_TYPE NUMA FW_VER NODE_GUID UVERBS(5)
+ *   port NUM STATE STATE_TEXT PHYS PHYS_TEXT LINK_LAYER RATE NETDEV TBL_LEN SLOT UMAD(5)
+ *        ISSM(5)                                     (of the last dev)
+ *   pgid GID(4)                                      (of the last port)
+ *   rdma_cm DEV(5) / abi TEXT / route IFNAME / netdev NAME OPERSTATE / warn TEXT
+ *   src ... / sgid ... / swarn ...                   (discover_gids.c)
+ *   gpus / gpu BDF UUID MINOR INDEX NUMA PCI_PATH DEVICE_ID CLASS MODEL / gpuwarn TEXT /
+ *   gpuerr TEXT                                      (the GPUs were read: "gpus" first)
+ *
  * Restoring checks every field's type and bounds and names the first bad one; it reads
  * nothing from the node but opens the sysroot for the GID entries still to be read.
  */
@@ -16,185 +27,189 @@
 #include "discover_priv.h"
 #include "orh/snapshot.h"
 
+#define MAGIC "orh-node"
+#define MAX_FIELDS 32
+#define MAX_DEVICES 1024
+#define MAX_PORTS 256
+
 /* ---- writing ---- */
 
-static json_t *chardev_json(const struct orh_chardev *c)
+static void put_port(FILE *f, const struct orh_port *p)
 {
-	return json_pack("[s, I, I, I, b]", c->name, (json_int_t)c->major, (json_int_t)c->minor,
-			 (json_int_t)c->port, c->present);
+	fputs("port", f);
+	snap_num(f, p->num);
+	snap_num(f, p->state);
+	snap_str(f, p->state_text);
+	snap_num(f, p->phys_state);
+	snap_str(f, p->phys_state_text);
+	snap_num(f, p->link_layer);
+	snap_str(f, p->rate);
+	snap_str(f, p->netdev);
+	snap_num(f, p->gid_tbl_len);
+	snap_num(f, (long long)p->gid_slot);
+	snap_chardev(f, &p->umad);
+	snap_chardev(f, &p->issm);
+	putc('\n', f);
+	for (size_t i = 0; i < p->n_gids; i++) {
+		fputs("pgid", f);
+		snap_gid(f, &p->gids[i]);
+		putc('\n', f);
+	}
 }
 
-static json_t *strv_json(const struct orh_strv *sv)
+static void put_device(FILE *f, const struct orh_device *d)
 {
-	json_t *a = json_array();
-
-	for (size_t i = 0; i < sv->n; i++)
-		json_array_append_new(a, json_string(sv->v[i]));
-	return a;
-}
-
-static json_t *port_json(const struct orh_port *p)
-{
-	json_t *gids = json_array();
-
-	for (size_t i = 0; i < p->n_gids; i++)
-		json_array_append_new(gids, disc_gid_json(&p->gids[i]));
-	return json_pack("{s:I, s:i, s:s, s:i, s:s, s:i, s:s, s:s, s:I, s:I, s:o, s:o, s:o}",
-			 "num", (json_int_t)p->num, "state", p->state, "state_text",
-			 p->state_text, "phys_state", p->phys_state, "phys_state_text",
-			 p->phys_state_text, "link_layer", (int)p->link_layer, "rate", p->rate,
-			 "netdev", p->netdev, "gid_tbl_len", (json_int_t)p->gid_tbl_len,
-			 "gid_slot", (json_int_t)p->gid_slot, "umad", chardev_json(&p->umad),
-			 "issm", chardev_json(&p->issm), "gids", gids);
-}
-
-static json_t *device_json(const struct orh_device *d)
-{
-	json_t *ports = json_array();
-
+	fputs("dev", f);
+	snap_str(f, d->name);
+	snap_str(f, d->pci);
+	snap_str(f, d->pci_path);
+	snap_num(f, d->vendor);
+	snap_num(f, d->device_id);
+	snap_str(f, d->driver);
+	snap_num(f, d->node_type);
+	snap_num(f, d->numa_node);
+	snap_str(f, d->fw_ver);
+	snap_str(f, d->node_guid);
+	snap_chardev(f, &d->uverbs);
+	putc('\n', f);
 	for (size_t i = 0; i < d->n_ports; i++)
-		json_array_append_new(ports, port_json(&d->ports[i]));
-	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:s, s:s, s:o, s:o}",
-			 "name", d->name, "pci", d->pci, "pci_path", d->pci_path, "vendor",
-			 (json_int_t)d->vendor, "device_id", (json_int_t)d->device_id, "driver",
-			 d->driver, "node_type", d->node_type, "numa_node", d->numa_node,
-			 "fw_ver", d->fw_ver, "node_guid", d->node_guid, "uverbs",
-			 chardev_json(&d->uverbs), "ports", ports);
+		put_port(f, &d->ports[i]);
 }
 
-static json_t *inventory_json(const struct orh_inventory *inv)
+static void put_line(FILE *f, const char *kind, const char *text)
 {
-	json_t *devs = json_array(), *netdevs = json_array();
-
-	for (size_t i = 0; i < inv->n_devs; i++)
-		json_array_append_new(devs, device_json(&inv->devs[i]));
-	for (size_t i = 0; i < inv->n_netdevs; i++)
-		json_array_append_new(netdevs, json_pack("[s, s]", inv->netdevs[i].name,
-							 inv->netdevs[i].operstate));
-	return json_pack("{s:o, s:o, s:s, s:s, s:o, s:o, s:o}", "devices", devs, "rdma_cm",
-			 chardev_json(&inv->rdma_cm), "uverbs_abi", inv->uverbs_abi,
-			 "default_route_if", inv->default_route_if, "netdevs", netdevs,
-			 "warnings", strv_json(&inv->warnings), "gid_source",
-			 disc_gids_snapshot(inv->gid_source));
+	fputs(kind, f);
+	snap_str(f, text);
+	putc('\n', f);
 }
 
-static json_t *gpus_json(const struct orh_gpus *g)
+static void put_gpus(FILE *f, const struct orh_gpus *g)
 {
-	json_t *v = json_array();
-
+	fputs("gpus\n", f);
 	for (size_t i = 0; i < g->n; i++) {
 		const struct orh_gpu *u = &g->v[i];
 
-		json_array_append_new(v, json_pack("{s:s, s:s, s:i, s:I, s:i, s:s, s:I, s:I, s:s}",
-			"bdf", u->bdf, "uuid", u->uuid, "minor", u->minor, "index",
-			(json_int_t)u->index, "numa_node", u->numa_node, "pci_path", u->pci_path,
-			"device_id", (json_int_t)u->device_id, "pci_class", (json_int_t)u->pci_class,
-			"model", u->model));
+		fputs("gpu", f);
+		snap_str(f, u->bdf);
+		snap_str(f, u->uuid);
+		snap_num(f, u->minor);
+		snap_num(f, u->index);
+		snap_num(f, u->numa_node);
+		snap_str(f, u->pci_path);
+		snap_num(f, u->device_id);
+		snap_num(f, u->pci_class);
+		snap_str(f, u->model);
+		putc('\n', f);
 	}
-	return json_pack("{s:o, s:o}", "v", v, "warnings", strv_json(&g->warnings));
+	for (size_t i = 0; i < g->warnings.n; i++)
+		put_line(f, "gpuwarn", g->warnings.v[i]);
 }
 
 json_t *orh_snapshot_build(const struct orh_inventory *inv, const struct orh_gpus *gpus,
 			   const char *gpus_error)
 {
-	return json_pack("{s:i, s:o, s:o, s:o}", "version", ORH_SNAPSHOT_VERSION, "inventory",
-			 inventory_json(inv), "gpus", gpus ? gpus_json(gpus) : json_null(),
-			 "gpus_error", gpus_error ? json_string(gpus_error) : json_null());
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	json_t *snap;
+
+	if (!f)
+		return NULL;
+	fprintf(f, MAGIC "\t%d\n", ORH_SNAPSHOT_VERSION);
+	for (size_t i = 0; i < inv->n_devs; i++)
+		put_device(f, &inv->devs[i]);
+	fputs("rdma_cm", f);
+	snap_chardev(f, &inv->rdma_cm);
+	putc('\n', f);
+	put_line(f, "abi", inv->uverbs_abi);
+	put_line(f, "route", inv->default_route_if);
+	for (size_t i = 0; i < inv->n_netdevs; i++) {
+		fputs("netdev", f);
+		snap_str(f, inv->netdevs[i].name);
+		snap_str(f, inv->netdevs[i].operstate);
+		putc('\n', f);
+	}
+	for (size_t i = 0; i < inv->warnings.n; i++)
+		put_line(f, "warn", inv->warnings.v[i]);
+	disc_gids_snapshot(inv->gid_source, f);
+	if (gpus)
+		put_gpus(f, gpus);
+	if (gpus_error)
+		put_line(f, "gpuerr", gpus_error);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	snap = json_pack("{s:i, s:s%}", "version", ORH_SNAPSHOT_VERSION, "node", text, len);
+	free(text);
+	return snap;
 }
 
 /* ---- reading ---- */
 
-/* A string field that fits `size` (with its NUL). */
-static int get_str(struct snap_rd *rd, const json_t *o, const char *at, const char *key,
-		   char *out, size_t size)
-{
-	const json_t *v = json_object_get(o, key);
-	char field[128];
+struct restore {
+	struct snap_rd rd;
+	struct orh_inventory *inv;
+	struct orh_gpus *gpus;
+	bool *gpus_read;
+	char **gpus_error;
+};
 
-	snprintf(field, sizeof(field), "%s.%s", at, key);
-	if (!json_is_string(v))
-		return snap_fail(rd, field, "missing or not a string");
-	if (orh_strlcpy(out, json_string_value(v), size) < 0 ||
-	    strlen(json_string_value(v)) != json_string_length(v))
-		return snap_fail(rd, field, "too long, or holds a NUL");
+static int get_device(struct restore *st, char **fv, int nf)
+{
+	struct snap_rd *rd = &st->rd;
+	struct orh_inventory *inv = st->inv;
+	long long vendor = 0, devid = 0, type = 0, numa = 0;
+	struct orh_device *d;
+
+	if (inv->n_devs >= MAX_DEVICES)
+		return snap_fail(rd, 0, "too many devices");
+	inv->devs = orh_xgrow(inv->devs, inv->n_devs, sizeof(*inv->devs));
+	d = &inv->devs[inv->n_devs++];
+	memset(d, 0, sizeof(*d));
+	if (snap_get_str(rd, fv, nf, 1, d->name, sizeof(d->name)) < 0 ||
+	    snap_get_str(rd, fv, nf, 2, d->pci, sizeof(d->pci)) < 0 ||
+	    snap_get_str(rd, fv, nf, 3, d->pci_path, sizeof(d->pci_path)) < 0 ||
+	    snap_get_num(rd, fv, nf, 4, 0, 0xffff, &vendor) < 0 ||
+	    snap_get_num(rd, fv, nf, 5, 0, 0xffff, &devid) < 0 ||
+	    snap_get_str(rd, fv, nf, 6, d->driver, sizeof(d->driver)) < 0 ||
+	    snap_get_num(rd, fv, nf, 7, -1, 255, &type) < 0 ||
+	    snap_get_num(rd, fv, nf, 8, -1, 65535, &numa) < 0 ||
+	    snap_get_str(rd, fv, nf, 9, d->fw_ver, sizeof(d->fw_ver)) < 0 ||
+	    snap_get_str(rd, fv, nf, 10, d->node_guid, sizeof(d->node_guid)) < 0 ||
+	    snap_get_chardev(rd, fv, nf, 11, &d->uverbs) < 0)
+		return -EINVAL;
+	d->vendor = (unsigned)vendor;
+	d->device_id = (unsigned)devid;
+	d->node_type = (int)type;
+	d->numa_node = (int)numa;
 	return 0;
 }
 
-/* An integer field in [min, max]. */
-static int get_int(struct snap_rd *rd, const json_t *o, const char *at, const char *key,
-		   json_int_t min, json_int_t max, json_int_t *out)
+static int get_port(struct restore *st, char **fv, int nf)
 {
-	const json_t *v = json_object_get(o, key);
-	char field[128];
+	struct snap_rd *rd = &st->rd;
+	struct orh_device *d = st->inv->n_devs ? &st->inv->devs[st->inv->n_devs - 1] : NULL;
+	long long num = 0, state = 0, phys = 0, ll = 0, len = 0, slot = 0;
+	struct orh_port *p;
 
-	snprintf(field, sizeof(field), "%s.%s", at, key);
-	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-		return snap_fail(rd, field, "missing, or not an integer in range");
-	*out = json_integer_value(v);
-	return 0;
-}
-
-static int get_chardev(struct snap_rd *rd, const json_t *o, const char *at, const char *key,
-		       struct orh_chardev *c)
-{
-	json_int_t major = 0, minor = 0, port = 0;
-	const char *name = NULL;
-	int present = 0;
-	char field[128];
-
-	snprintf(field, sizeof(field), "%s.%s", at, key);
-	if (json_unpack(json_object_get(o, key), "[s, I, I, I, b]", &name, &major, &minor, &port,
-			&present) < 0 || major < 0 || major > 0xfff || minor < 0 || minor > 0xfffff ||
-	    port < 0 || port > 255 || orh_strlcpy(c->name, name, sizeof(c->name)) < 0)
-		return snap_fail(rd, field, "not [name, major, minor, port, present]");
-	c->major = (unsigned)major;
-	c->minor = (unsigned)minor;
-	c->port = (unsigned)port;
-	c->present = present;
-	return 0;
-}
-
-static int get_strv(struct snap_rd *rd, const json_t *o, const char *at, const char *key,
-		    struct orh_strv *out)
-{
-	const json_t *a = json_object_get(o, key), *v;
-	char field[128];
-	size_t i;
-
-	snprintf(field, sizeof(field), "%s.%s", at, key);
-	if (!json_is_array(a))
-		return snap_fail(rd, field, "missing or not an array");
-	json_array_foreach(a, i, v) {
-		if (!json_is_string(v))
-			return snap_fail(rd, field, "holds a value that is not a string");
-		orh_strv_push(out, orh_xstrdup(json_string_value(v)));
-	}
-	return 0;
-}
-
-static int get_port(struct snap_rd *rd, const json_t *o, const char *at, size_t n_slots,
-		    struct orh_port *p)
-{
-	json_int_t num = 0, state = 0, phys = 0, ll = 0, len = 0, slot = 0;
-	const json_t *gids = json_object_get(o, "gids"), *g;
-	char field[128];
-	size_t i;
-
-	if (!json_is_object(o))
-		return snap_fail(rd, at, "not an object");
-	if (get_int(rd, o, at, "num", 0, 255, &num) < 0 ||
-	    get_int(rd, o, at, "state", -1, 255, &state) < 0 ||
-	    get_str(rd, o, at, "state_text", p->state_text, sizeof(p->state_text)) < 0 ||
-	    get_int(rd, o, at, "phys_state", -1, 255, &phys) < 0 ||
-	    get_str(rd, o, at, "phys_state_text", p->phys_state_text,
-		    sizeof(p->phys_state_text)) < 0 ||
-	    get_int(rd, o, at, "link_layer", ORH_LL_UNKNOWN, ORH_LL_ETHERNET, &ll) < 0 ||
-	    get_str(rd, o, at, "rate", p->rate, sizeof(p->rate)) < 0 ||
-	    get_str(rd, o, at, "netdev", p->netdev, sizeof(p->netdev)) < 0 ||
-	    get_int(rd, o, at, "gid_tbl_len", 0, DISC_MAX_GIDS, &len) < 0 ||
-	    get_int(rd, o, at, "gid_slot", 0, (json_int_t)n_slots, &slot) < 0 ||
-	    get_chardev(rd, o, at, "umad", &p->umad) < 0 ||
-	    get_chardev(rd, o, at, "issm", &p->issm) < 0)
+	if (!d || d->n_ports >= MAX_PORTS)
+		return snap_fail(rd, 0, d ? "too many ports" : "before any dev line");
+	d->ports = orh_xgrow(d->ports, d->n_ports, sizeof(*d->ports));
+	p = &d->ports[d->n_ports++];
+	memset(p, 0, sizeof(*p));
+	if (snap_get_num(rd, fv, nf, 1, 0, 255, &num) < 0 ||
+	    snap_get_num(rd, fv, nf, 2, -1, 255, &state) < 0 ||
+	    snap_get_str(rd, fv, nf, 3, p->state_text, sizeof(p->state_text)) < 0 ||
+	    snap_get_num(rd, fv, nf, 4, -1, 255, &phys) < 0 ||
+	    snap_get_str(rd, fv, nf, 5, p->phys_state_text, sizeof(p->phys_state_text)) < 0 ||
+	    snap_get_num(rd, fv, nf, 6, ORH_LL_UNKNOWN, ORH_LL_ETHERNET, &ll) < 0 ||
+	    snap_get_str(rd, fv, nf, 7, p->rate, sizeof(p->rate)) < 0 ||
+	    snap_get_str(rd, fv, nf, 8, p->netdev, sizeof(p->netdev)) < 0 ||
+	    snap_get_num(rd, fv, nf, 9, 0, DISC_MAX_GIDS, &len) < 0 ||
+	    snap_get_num(rd, fv, nf, 10, 0, MAX_DEVICES * MAX_PORTS, &slot) < 0 ||
+	    snap_get_chardev(rd, fv, nf, 11, &p->umad) < 0 ||
+	    snap_get_chardev(rd, fv, nf, 16, &p->issm) < 0)
 		return -EINVAL;
 	p->num = (unsigned)num;
 	p->state = (int)state;
@@ -202,122 +217,40 @@ static int get_port(struct snap_rd *rd, const json_t *o, const char *at, size_t 
 	p->link_layer = (enum orh_link_layer)ll;
 	p->gid_tbl_len = (unsigned)len;
 	p->gid_slot = (size_t)slot;
-	snprintf(field, sizeof(field), "%s.gids", at);
-	if (!json_is_array(gids) || json_array_size(gids) > DISC_MAX_GIDS)
-		return snap_fail(rd, field, "missing or not an array of GID entries");
-	p->gids = orh_xcalloc(json_array_size(gids) + 1, sizeof(*p->gids));
-	json_array_foreach(gids, i, g) {
-		snprintf(field, sizeof(field), "%s.gids[%zu]", at, i);
-		if (disc_gid_from_json(rd, field, g, &p->gids[p->n_gids]) < 0)
-			return -EINVAL;
-		p->n_gids++;
-	}
 	return 0;
 }
 
-static int get_device(struct snap_rd *rd, const json_t *o, const char *at, size_t n_slots,
-		      struct orh_device *d)
+static int get_port_gid(struct restore *st, char **fv, int nf)
 {
-	json_int_t vendor = 0, devid = 0, type = 0, numa = 0;
-	const json_t *ports = json_object_get(o, "ports"), *p;
-	char field[128];
-	size_t i;
+	struct orh_device *d = st->inv->n_devs ? &st->inv->devs[st->inv->n_devs - 1] : NULL;
+	struct orh_port *p = d && d->n_ports ? &d->ports[d->n_ports - 1] : NULL;
 
-	if (!json_is_object(o))
-		return snap_fail(rd, at, "not an object");
-	if (get_str(rd, o, at, "name", d->name, sizeof(d->name)) < 0 ||
-	    get_str(rd, o, at, "pci", d->pci, sizeof(d->pci)) < 0 ||
-	    get_str(rd, o, at, "pci_path", d->pci_path, sizeof(d->pci_path)) < 0 ||
-	    get_int(rd, o, at, "vendor", 0, 0xffff, &vendor) < 0 ||
-	    get_int(rd, o, at, "device_id", 0, 0xffff, &devid) < 0 ||
-	    get_str(rd, o, at, "driver", d->driver, sizeof(d->driver)) < 0 ||
-	    get_int(rd, o, at, "node_type", -1, 255, &type) < 0 ||
-	    get_int(rd, o, at, "numa_node", -1, 65535, &numa) < 0 ||
-	    get_str(rd, o, at, "fw_ver", d->fw_ver, sizeof(d->fw_ver)) < 0 ||
-	    get_str(rd, o, at, "node_guid", d->node_guid, sizeof(d->node_guid)) < 0 ||
-	    get_chardev(rd, o, at, "uverbs", &d->uverbs) < 0)
-		return -EINVAL;
-	d->vendor = (unsigned)vendor;
-	d->device_id = (unsigned)devid;
-	d->node_type = (int)type;
-	d->numa_node = (int)numa;
-	snprintf(field, sizeof(field), "%s.ports", at);
-	if (!json_is_array(ports) || json_array_size(ports) > 256)
-		return snap_fail(rd, field, "missing or not an array of at most 256 ports");
-	d->ports = orh_xcalloc(json_array_size(ports) + 1, sizeof(*d->ports));
-	json_array_foreach(ports, i, p) {
-		snprintf(field, sizeof(field), "%s.ports[%zu]", at, i);
-		if (get_port(rd, p, field, n_slots, &d->ports[d->n_ports++]) < 0)
-			return -EINVAL;
-	}
-	return 0;
+	if (!p || p->n_gids >= DISC_MAX_GIDS)
+		return snap_fail(&st->rd, 0, p ? "too many entries" : "before any port line");
+	p->gids = orh_xgrow(p->gids, p->n_gids, sizeof(*p->gids));
+	return snap_get_gid(&st->rd, fv, nf, 1, &p->gids[p->n_gids++]);
 }
 
-static int get_netdevs(struct snap_rd *rd, const json_t *o, struct orh_inventory *inv)
+static int get_gpu(struct restore *st, char **fv, int nf)
 {
-	const json_t *a = json_object_get(o, "netdevs"), *v;
-	size_t i;
+	struct snap_rd *rd = &st->rd;
+	long long minor = 0, index = 0, numa = 0, devid = 0, cls = 0;
+	struct orh_gpu *u;
 
-	if (!json_is_array(a))
-		return snap_fail(rd, "inventory.netdevs", "missing or not an array");
-	inv->netdevs = orh_xcalloc(json_array_size(a) + 1, sizeof(*inv->netdevs));
-	json_array_foreach(a, i, v) {
-		struct orh_netdev *n = &inv->netdevs[inv->n_netdevs++];
-		const char *name = NULL, *state = NULL;
-
-		if (json_unpack((json_t *)v, "[s, s]", &name, &state) < 0 ||
-		    orh_strlcpy(n->name, name, sizeof(n->name)) < 0 ||
-		    orh_strlcpy(n->operstate, state, sizeof(n->operstate)) < 0)
-			return snap_fail(rd, "inventory.netdevs", "not [name, operstate] pairs");
-	}
-	return 0;
-}
-
-static int get_inventory(struct snap_rd *rd, const json_t *o, struct orh_inventory *inv)
-{
-	const json_t *devs = json_object_get(o, "devices"), *src = json_object_get(o, "gid_source");
-	const json_t *d;
-	char field[64];
-	size_t i;
-
-	if (!json_is_object(o))
-		return snap_fail(rd, "inventory", "missing or not an object");
-	if (!json_is_array(devs) || json_array_size(devs) > 1024)
-		return snap_fail(rd, "inventory.devices", "missing or not an array");
-	if (!json_is_array(src))
-		return snap_fail(rd, "inventory.gid_source", "missing or not an array");
-	inv->devs = orh_xcalloc(json_array_size(devs) + 1, sizeof(*inv->devs));
-	json_array_foreach(devs, i, d) {
-		snprintf(field, sizeof(field), "inventory.devices[%zu]", i);
-		if (get_device(rd, d, field, json_array_size(src), &inv->devs[inv->n_devs++]) < 0)
-			return -EINVAL;
-	}
-	if (get_chardev(rd, o, "inventory", "rdma_cm", &inv->rdma_cm) < 0 ||
-	    get_str(rd, o, "inventory", "uverbs_abi", inv->uverbs_abi,
-		    sizeof(inv->uverbs_abi)) < 0 ||
-	    get_str(rd, o, "inventory", "default_route_if", inv->default_route_if,
-		    sizeof(inv->default_route_if)) < 0 ||
-	    get_netdevs(rd, o, inv) < 0 ||
-	    get_strv(rd, o, "inventory", "warnings", &inv->warnings) < 0)
-		return -EINVAL;
-	return disc_gids_restore(inv->gid_source, rd, src);
-}
-
-static int get_gpu(struct snap_rd *rd, const json_t *o, const char *at, struct orh_gpu *u)
-{
-	json_int_t minor = 0, index = 0, numa = 0, devid = 0, cls = 0;
-
-	if (!json_is_object(o))
-		return snap_fail(rd, at, "not an object");
-	if (get_str(rd, o, at, "bdf", u->bdf, sizeof(u->bdf)) < 0 ||
-	    get_str(rd, o, at, "uuid", u->uuid, sizeof(u->uuid)) < 0 ||
-	    get_int(rd, o, at, "minor", -1, 1 << 20, &minor) < 0 ||
-	    get_int(rd, o, at, "index", 0, ORH_GPU_MAX, &index) < 0 ||
-	    get_int(rd, o, at, "numa_node", -1, 65535, &numa) < 0 ||
-	    get_str(rd, o, at, "pci_path", u->pci_path, sizeof(u->pci_path)) < 0 ||
-	    get_int(rd, o, at, "device_id", 0, 0xffff, &devid) < 0 ||
-	    get_int(rd, o, at, "pci_class", 0, 0xffffff, &cls) < 0 ||
-	    get_str(rd, o, at, "model", u->model, sizeof(u->model)) < 0)
+	if (!*st->gpus_read || st->gpus->n >= ORH_GPU_MAX)
+		return snap_fail(rd, 0, *st->gpus_read ? "too many GPUs" : "before the gpus line");
+	st->gpus->v = orh_xgrow(st->gpus->v, st->gpus->n, sizeof(*st->gpus->v));
+	u = &st->gpus->v[st->gpus->n++];
+	memset(u, 0, sizeof(*u));
+	if (snap_get_str(rd, fv, nf, 1, u->bdf, sizeof(u->bdf)) < 0 ||
+	    snap_get_str(rd, fv, nf, 2, u->uuid, sizeof(u->uuid)) < 0 ||
+	    snap_get_num(rd, fv, nf, 3, -1, 1 << 20, &minor) < 0 ||
+	    snap_get_num(rd, fv, nf, 4, 0, ORH_GPU_MAX, &index) < 0 ||
+	    snap_get_num(rd, fv, nf, 5, -1, 65535, &numa) < 0 ||
+	    snap_get_str(rd, fv, nf, 6, u->pci_path, sizeof(u->pci_path)) < 0 ||
+	    snap_get_num(rd, fv, nf, 7, 0, 0xffff, &devid) < 0 ||
+	    snap_get_num(rd, fv, nf, 8, 0, 0xffffff, &cls) < 0 ||
+	    snap_get_str(rd, fv, nf, 9, u->model, sizeof(u->model)) < 0)
 		return -EINVAL;
 	u->minor = (int)minor;
 	u->index = (unsigned)index;
@@ -327,21 +260,103 @@ static int get_gpu(struct snap_rd *rd, const json_t *o, const char *at, struct o
 	return 0;
 }
 
-static int get_gpus(struct snap_rd *rd, const json_t *o, struct orh_gpus *g)
+static int get_netdev(struct restore *st, char **fv, int nf)
 {
-	const json_t *v = json_object_get(o, "v"), *u;
-	char field[64];
-	size_t i;
+	struct orh_inventory *inv = st->inv;
+	struct orh_netdev *n;
 
-	if (!json_is_object(o) || !json_is_array(v) || json_array_size(v) > ORH_GPU_MAX)
-		return snap_fail(rd, "gpus", "not an object whose v is an array of GPUs");
-	g->v = orh_xcalloc(json_array_size(v) + 1, sizeof(*g->v));
-	json_array_foreach(v, i, u) {
-		snprintf(field, sizeof(field), "gpus.v[%zu]", i);
-		if (get_gpu(rd, u, field, &g->v[g->n++]) < 0)
-			return -EINVAL;
+	inv->netdevs = orh_xgrow(inv->netdevs, inv->n_netdevs, sizeof(*inv->netdevs));
+	n = &inv->netdevs[inv->n_netdevs++];
+	memset(n, 0, sizeof(*n));
+	if (snap_get_str(&st->rd, fv, nf, 1, n->name, sizeof(n->name)) < 0 ||
+	    snap_get_str(&st->rd, fv, nf, 2, n->operstate, sizeof(n->operstate)) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* One line, by its kind. */
+static int get_line(struct restore *st, char **fv, int nf)
+{
+	struct orh_inventory *inv = st->inv;
+	const char *k = fv[0];
+
+	if (!strcmp(k, "dev"))
+		return get_device(st, fv, nf);
+	if (!strcmp(k, "port"))
+		return get_port(st, fv, nf);
+	if (!strcmp(k, "pgid"))
+		return get_port_gid(st, fv, nf);
+	if (!strcmp(k, "rdma_cm"))
+		return snap_get_chardev(&st->rd, fv, nf, 1, &inv->rdma_cm);
+	if (!strcmp(k, "abi"))
+		return snap_get_str(&st->rd, fv, nf, 1, inv->uverbs_abi, sizeof(inv->uverbs_abi));
+	if (!strcmp(k, "route"))
+		return snap_get_str(&st->rd, fv, nf, 1, inv->default_route_if,
+				    sizeof(inv->default_route_if));
+	if (!strcmp(k, "netdev"))
+		return get_netdev(st, fv, nf);
+	if (!strcmp(k, "src") || !strcmp(k, "sgid") || !strcmp(k, "swarn"))
+		return disc_gids_restore_line(inv->gid_source, &st->rd, fv, nf);
+	if (!strcmp(k, "gpus")) {
+		*st->gpus_read = true;
+		return 0;
 	}
-	return get_strv(rd, o, "gpus", "warnings", &g->warnings);
+	if (!strcmp(k, "gpu"))
+		return get_gpu(st, fv, nf);
+	if (nf < 2)
+		return snap_fail(&st->rd, nf, "missing");
+	if (!strcmp(k, "warn"))
+		orh_strv_push(&inv->warnings, orh_xstrdup(fv[1]));
+	else if (!strcmp(k, "gpuwarn"))
+		orh_strv_push(&st->gpus->warnings, orh_xstrdup(fv[1]));
+	else if (!strcmp(k, "gpuerr") && !*st->gpus_error)
+		*st->gpus_error = orh_xstrdup(fv[1]);
+	else
+		return snap_fail(&st->rd, 0, "not a kind of line this build reads");
+	return 0;
+}
+
+/* Every port's GID slot names a tracked port (or none). */
+static int slots_known(struct restore *st)
+{
+	size_t n_src = disc_gids_count(st->inv->gid_source);
+
+	for (size_t i = 0; i < st->inv->n_devs; i++)
+		for (size_t k = 0; k < st->inv->devs[i].n_ports; k++)
+			if (st->inv->devs[i].ports[k].gid_slot > n_src) {
+				st->rd.kind = "port";
+				st->rd.line = 0;
+				return snap_fail(&st->rd, 10, "names no src line");
+			}
+	return 0;
+}
+
+static int parse(struct restore *st, char *text)
+{
+	char *fv[MAX_FIELDS];
+	long long version = 0;
+	int r = 0;
+
+	for (char *line = text; line && *line && r == 0;) {
+		char *nl = strchr(line, '\n');
+		int nf;
+
+		if (nl)
+			*nl = '\0';
+		st->rd.line++;
+		nf = snap_split(line, fv, MAX_FIELDS);
+		st->rd.kind = fv[0];
+		if (st->rd.line == 1)
+			r = strcmp(fv[0], MAGIC) ? snap_fail(&st->rd, 0, "not " MAGIC)
+			    : snap_get_num(&st->rd, fv, nf, 1, ORH_SNAPSHOT_VERSION,
+					   ORH_SNAPSHOT_VERSION, &version);
+		else
+			r = get_line(st, fv, nf);
+		line = nl ? nl + 1 : NULL;
+	}
+	if (r == 0 && st->rd.line == 0)
+		r = orh_fail(st->rd.err, EINVAL, "%s: empty", st->rd.what);
+	return r == 0 ? slots_known(st) : r;
 }
 
 int orh_snapshot_restore(const json_t *snap, const char *what,
@@ -349,17 +364,20 @@ int orh_snapshot_restore(const json_t *snap, const char *what,
 			 struct orh_gpus *gpus, bool *gpus_read, char **gpus_error,
 			 struct orh_err *err)
 {
-	struct snap_rd rd = { .what = what, .err = err };
-	const json_t *gv = json_object_get(snap, "gpus"), *ge = json_object_get(snap, "gpus_error");
+	struct restore st = { .rd = { .what = what, .err = err }, .inv = inv, .gpus = gpus,
+			      .gpus_read = gpus_read, .gpus_error = gpus_error };
+	const json_t *node = json_object_get(snap, "node");
 	struct orh_discover_opts o = *opts;
+	_cleanup_free_ char *text = NULL;
 	int root, r;
 
 	memset(inv, 0, sizeof(*inv));
 	memset(gpus, 0, sizeof(*gpus));
 	*gpus_read = false;
 	*gpus_error = NULL;
-	if (json_integer_value(json_object_get(snap, "version")) != ORH_SNAPSHOT_VERSION)
-		return snap_fail(&rd, "version", "missing, or not a version this build reads");
+	if (!json_is_string(node))
+		return orh_fail(err, EINVAL, "%s: field 'node': missing or not a string", what);
+	text = orh_xstrdup(json_string_value(node));
 	if (!o.sysroot)
 		o.sysroot = "/";
 	o.gid_scan = ORH_GIDS_PLAN;
@@ -367,17 +385,7 @@ int orh_snapshot_restore(const json_t *snap, const char *what,
 	if (root < 0)
 		return orh_fail(err, errno, "opening sysroot '%s': %s", o.sysroot, strerror(errno));
 	inv->gid_source = disc_gids_open(&o, root);
-	r = get_inventory(&rd, json_object_get(snap, "inventory"), inv);
-	if (r == 0 && gv && !json_is_null(gv)) {
-		r = get_gpus(&rd, gv, gpus);
-		*gpus_read = r == 0;
-	}
-	if (r == 0 && ge && !json_is_null(ge)) {
-		if (json_is_string(ge))
-			*gpus_error = orh_xstrdup(json_string_value(ge));
-		else
-			r = snap_fail(&rd, "gpus_error", "not a string or null");
-	}
+	r = parse(&st, text);
 	if (r < 0) {
 		orh_inventory_free(inv);
 		orh_gpus_free(gpus);

@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The fleet path's parts of the benchmark (bench.py calls them): the state directories on
+tmpfs as on a real node (private_run), the floor under the container paths (3c), the time
+per step of the live hook and of the shim path (3d), and a pod start through containerd's
+CRI (7, bench/cri_bench.py)."""
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+from report import fmt_ms, md_table
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUDGET_CRI_RATIO = 1.05   # a pod start through the handler vs the plain runc handler
+RUN_DIRS = ("/run/oci-rdma-hook", "/run/runc")
+STATE = "/run/oci-rdma-hook"
+
+
+def private_run(argv):
+    """On a real node /run is a tmpfs, where runc keeps its state and the hook its state
+    directories. Where this machine's is not, re-run the bench in a mount namespace of its
+    own with a tmpfs on each of those two (nothing else of /run is hidden, and nothing of it
+    is seen outside). Returns the note for the report."""
+    if os.environ.get("ORH_BENCH_PRIVATE_RUN") == "1":
+        for d in RUN_DIRS:
+            os.makedirs(d, exist_ok=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", d], check=True)
+        return (f"This machine's /run is not a tmpfs: the bench ran in a mount namespace of "
+                f"its own with a tmpfs on {' and '.join(RUN_DIRS)}, as on a real node.")
+    if fs_type("/run") == "tmpfs" or not shutil.which("unshare"):
+        return ""
+    env = dict(os.environ, ORH_BENCH_PRIVATE_RUN="1")
+    os.execvpe("unshare", ["unshare", "-m", "--propagation", "private", sys.executable] + argv,
+               env)
+
+
+def fs_type(path):
+    out = subprocess.run(["stat", "-f", "-c", "%T", path], stdout=subprocess.PIPE, text=True)
+    return out.stdout.strip()
+
+
+def ms(us):
+    return f"{us / 1000:.2f}"
+
+
+def floor(b):
+    """3c. What any hook and any shim costs here, whatever it does."""
+    b_plain = b.p("bundles", "plain")
+    b_noop = b.p("bundles", "noop-hook")
+    wrapped = ("wrapped", [], [b.args.execwrap, b.runc, "run", "--bundle", b_plain,
+                               f"orhb-{os.getpid()}-wrapped"])
+    b.ids.append(wrapped[2][-1])
+    r = b.harness_run([b.runc_spec("runc", b_plain), b.runc_spec("noop", b_noop), wrapped],
+                      rounds=b.n(120, 20), warmup=3, max_s=b.n(30, 10))
+    p = b.harness_run([("true", [], ["/bin/true"]), ("static", [], [b.args.execwrap]),
+                       ("version", [], [b.hook, "--version"])],
+                      rounds=b.n(300, 30), warmup=3, max_s=b.n(20, 5))
+    base = r["runc"]
+    hook_cost = r["vs"]["noop"]
+    shim_cost = r["vs"]["wrapped"]
+    b.floor = {"hook_us": hook_cost["diff_us"], "hook_cpu_us": hook_cost["cpu_diff_us"],
+               "exec_us": shim_cost["diff_us"], "exec_cpu_us": shim_cost["cpu_diff_us"],
+               "start_us": p["version"]["median_us"], "start_cpu_us": p["version"]["cpu_median_us"],
+               "runc_us": base["median_us"], "runc_cpu_us": base["cpu_median_us"]}
+    b.sections.append(
+        f"### 3c. The floor under the container paths ({int(base['rounds'])} and "
+        f"{int(p['true']['rounds'])} rounds)\n\n"
+        + md_table(["what", "wall ms (p10–p90)", "CPU ms (p10–p90)", "over its baseline, ms wall / CPU"],
+                   [("`runc run` (busybox `/bin/true`, no hook)", fmt_ms(base), fmt_ms(base, "cpu_"), ""),
+                    ("the same with one no-op createRuntime hook (`/bin/true`)", fmt_ms(r["noop"]),
+                     fmt_ms(r["noop"], "cpu_"),
+                     f"{ms(hook_cost['diff_us'])} / {ms(hook_cost['cpu_diff_us'])}"),
+                    ("the same through a static program that only executes runc "
+                     "(`bench/execwrap.c`)", fmt_ms(r["wrapped"]), fmt_ms(r["wrapped"], "cpu_"),
+                     f"{ms(shim_cost['diff_us'])} / {ms(shim_cost['cpu_diff_us'])}"),
+                    ("`/bin/true` (dynamic)", fmt_ms(p["true"]), fmt_ms(p["true"], "cpu_"), ""),
+                    ("a static program that does nothing", fmt_ms(p["static"]),
+                     fmt_ms(p["static"], "cpu_"), ""),
+                    ("`oci-rdma-hook --version`: the hook's binary started, nothing done",
+                     fmt_ms(p["version"]), fmt_ms(p["version"], "cpu_"), "")])
+        + "\n\nWhatever it does, a createRuntime hook costs what runc spends running one "
+          "(second row), and a shim what one more executed program costs (third row); the "
+          "shim path has both. The hook's binary starts in the time of the last row.")
+
+
+# the steps in the order they run (a record's JSON sorts its keys)
+HOOK_STEPS = ("config", "seccomp and capabilities", "state and spec",
+              "container and its network", "node and plan", "device nodes", "device cgroup",
+              "memlock", "/etc/nccl.conf", "sysfs view", "stage")
+SHIM_STEPS = ("config", "config.json read", "node, plan and spec edit", "config.json write")
+
+
+def in_order(known, seen):
+    """The names seen: the known ones in their order, then any other."""
+    rest = [k for k in dict.fromkeys(seen) if k not in known]
+    return [k for k in known if k in seen] + rest
+
+
+def records(b, runs, argv, cid, prep):
+    """Run a container `runs` times; the record's time_ms of each run."""
+    out = []
+    for _ in range(runs):
+        subprocess.run(["sh", "-c", prep], check=True)
+        subprocess.run(argv + [cid], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env=b.shim_env)
+        with open(os.path.join(STATE, cid, "record.json")) as f:
+            out.append(json.load(f)["time_ms"])
+    return out
+
+
+def med(rows, *path):
+    vals = []
+    for r in rows:
+        for k in path:
+            r = r.get(k) if isinstance(r, dict) else None
+        if isinstance(r, (int, float)):
+            vals.append(r)
+    return statistics.median(vals) if vals else None
+
+
+def fmt(v):
+    return "" if v is None else f"{v:.3f}"
+
+
+def steps(b):
+    """3d. Where a container start's time goes, per step, from the records (time_ms)."""
+    n = b.n(40, 10)
+    hook_b = b.p("bundles", "hook-scale")
+    shim_b = b.p("bundles", "shim")
+    live = records(b, n, [b.runc, "run", "--bundle", hook_b], f"orhb-{os.getpid()}-steps-live",
+                   f"rm -rf {STATE}/orhb-{os.getpid()}-steps-live")
+    b.ids += [f"orhb-{os.getpid()}-steps-live", f"orhb-{os.getpid()}-steps-shim"]
+    shim = records(b, n, [b.shim, "run", "--bundle", shim_b], f"orhb-{os.getpid()}-steps-shim",
+                   f"cp {shim_b}/config.json.orig {shim_b}/config.json && "
+                   f"rm -rf {STATE}/orhb-{os.getpid()}-steps-shim")
+    names = in_order(HOOK_STEPS, [k for rows in (live, shim) for r in rows
+                                  for k in r.get("steps", {})])
+    shim_names = in_order(SHIM_STEPS, [k for r in shim
+                                       for k in r.get("shim", {}).get("steps", {})])
+    f = b.floor
+    rows = [("runc: running one more hook (part 3c)", ms(f["hook_cpu_us"]) + " CPU",
+             ms(f["hook_cpu_us"]) + " CPU"),
+            ("process start of the hook's binary to its `main` (part 3c, `--version`)",
+             ms(f["start_us"]), ms(f["start_us"]) + " (the stage) + " + ms(f["start_us"])
+             + " (the shim)"),
+            ("the shim: executing runc after it (part 3c, a program that only does that)",
+             "", ms(f["exec_us"]))]
+    for k in shim_names:
+        rows.append((f"the shim: {k}", "", fmt(med(shim, "shim", "steps", k))))
+    rows.append(("the shim: until it handed the node over, in all", "",
+                 fmt(med(shim, "shim", "until the handoff"))))
+    for k in names:
+        rows.append((f"the hook: {k}", fmt(med(live, "steps", k)), fmt(med(shim, "steps", k))))
+    rows.append(("the hook: in all, from `main` to its record (the checks, the record's "
+                 "write and the sweep are the rest)", fmt(med(live, "total")),
+                 fmt(med(shim, "total"))))
+    b.step_medians = {"live_total": med(live, "total"), "shim_total": med(shim, "total"),
+                      "shim_until": med(shim, "shim", "until the handoff")}
+    b.sections.append(
+        f"### 3d. Where the time goes, per step ({n} containers each, scale node)\n\n"
+        + md_table(["step", "live hook (createRuntime), ms", "shim path (the shim, then the "
+                    "nccl-conf stage), ms"], rows)
+        + "\n\nThe hook's steps are medians of `time_ms` in the records the containers left "
+          "(`inspect`), the shim's of the `shim` times its record took over from the shim's "
+          "`node.json`; wall time inside each process. Each container is a new one: its state "
+          "directory is removed before it starts (untimed), so every start makes one and "
+          "sweeps. The rows from part 3c are what a hook or a shim costs outside itself.")
+
+
+def cri(b):
+    """7. A pod start through containerd's CRI with the handler vs the plain runc handler."""
+    out = b.p("cri.json")
+    cmd = [sys.executable, os.path.join(HERE, "cri_bench.py"), "--hook", b.hook,
+           "--rounds", str(b.n(30, 6)), "--out", out]
+    r = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        tail = r.stderr.strip().splitlines()[-3:]
+        b.sections.append("### 7. A pod start through containerd's CRI\n\nNot measured: "
+                          + " / ".join(tail))
+        b.budgets.append(("pod start through the CRI with the handler vs the runc handler",
+                          "not measured (part 7)", f"<= +{(BUDGET_CRI_RATIO - 1) * 100:.0f}%",
+                          False))
+        return
+    with open(out) as f:
+        res = json.load(f)
+    s = res["summary"]
+
+    def med(h, k):
+        v = s.get(f"{h}_{k}_ms_median")
+        return "" if v is None else f"{v:.1f}"
+
+    rows = [("plain runc handler", med("plain", "wall"), med("plain", "cpu"), "1", "1"),
+            ("handler `rdma` (oci-rdma-runtime, scale node)", med("rdma", "wall"),
+             med("rdma", "cpu"), ci(s, "wall"), ci(s, "cpu"))]
+    b.sections.append(
+        f"### 7. A pod start through containerd's CRI ({res['rounds']} rounds, "
+        "`bench/cri_bench.py`)\n\n"
+        + md_table(["runtime handler", "wall ms (median)", "CPU ms (median)",
+                    "wall ratio (95% CI)", "CPU ratio (95% CI)"], rows)
+        + "\n\n" + res.get("notes", ""))
+    ratios = [s[k] for k in ("ratio_wall_median", "ratio_cpu_median") if k in s]
+    b.budgets.append(("pod start through containerd's CRI with the handler vs the runc "
+                      "handler (scale node, pod network)",
+                      f"wall {pct(s, 'wall')}, CPU {pct(s, 'cpu')}",
+                      f"<= +{(BUDGET_CRI_RATIO - 1) * 100:.0f}%",
+                      bool(ratios) and max(ratios) <= BUDGET_CRI_RATIO))
+
+
+def ci(s, kind):
+    if f"ratio_{kind}_median" not in s:
+        return ""
+    lo, hi = s[f"ratio_{kind}_ci95"]
+    return f"{s[f'ratio_{kind}_median']:.3f}x ({lo:.3f}–{hi:.3f})"
+
+
+def pct(s, kind):
+    if f"ratio_{kind}_median" not in s:
+        return "not measured"
+    lo, hi = s[f"ratio_{kind}_ci95"]
+    m = s[f"ratio_{kind}_median"]
+    return f"{(m - 1) * 100:+.1f}% ({(lo - 1) * 100:+.1f}…{(hi - 1) * 100:+.1f}%)"

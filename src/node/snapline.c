@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The node snapshot's text (snapshot.c, discover_gids.c): one record a line, a kind then
+ * fields, separated by tabs; a field's backslash, tab and newline are written \\, \t, \n.
+ * A parse is one pass over one buffer: no allocation a field, which is what a container
+ * start can afford (a JSON tree of the same node took longer to parse than the node took
+ * to read).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "discover_priv.h"
+
+int snap_fail(struct snap_rd *rd, int field, const char *why)
+{
+	return orh_fail(rd->err, EINVAL, "%s: line %u (%s), field %d: %s", rd->what, rd->line,
+			rd->kind ? rd->kind : "?", field, why);
+}
+
+void snap_str(FILE *f, const char *s)
+{
+	putc('\t', f);
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '\t' || *s == '\n') {
+			putc('\\', f);
+			putc(*s == '\t' ? 't' : *s == '\n' ? 'n' : '\\', f);
+		} else {
+			putc(*s, f);
+		}
+	}
+}
+
+void snap_num(FILE *f, long long v)
+{
+	fprintf(f, "\t%lld", v);
+}
+
+void snap_chardev(FILE *f, const struct orh_chardev *c)
+{
+	snap_str(f, c->name);
+	snap_num(f, c->major);
+	snap_num(f, c->minor);
+	snap_num(f, c->port);
+	snap_num(f, c->present);
+}
+
+void snap_gid(FILE *f, const struct orh_gid *g)
+{
+	char hex[33];
+
+	for (int i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", g->raw[i]);
+	snap_num(f, g->index);
+	snap_str(f, hex);
+	snap_num(f, g->type);
+	snap_str(f, g->ndev);
+}
+
+/* Undo snap_str's escapes in place. */
+static void unescape(char *s)
+{
+	char *w = s;
+
+	for (; *s; s++) {
+		if (*s == '\\' && s[1]) {
+			s++;
+			*w++ = *s == 't' ? '\t' : *s == 'n' ? '\n' : *s;
+		} else {
+			*w++ = *s;
+		}
+	}
+	*w = '\0';
+}
+
+int snap_split(char *line, char **fv, int max)
+{
+	int n = 0;
+
+	for (char *p = line; p && n < max; n++) {
+		char *tab = strchr(p, '\t');
+
+		if (tab)
+			*tab = '\0';
+		unescape(p);
+		fv[n] = p;
+		p = tab ? tab + 1 : NULL;
+	}
+	return n;
+}
+
+int snap_get_str(struct snap_rd *rd, char **fv, int nf, int i, char *out, size_t size)
+{
+	if (i >= nf)
+		return snap_fail(rd, i, "missing");
+	if (orh_strlcpy(out, fv[i], size) < 0)
+		return snap_fail(rd, i, "too long");
+	return 0;
+}
+
+int snap_get_num(struct snap_rd *rd, char **fv, int nf, int i, long long min, long long max,
+		 long long *out)
+{
+	char *end = NULL;
+
+	if (i >= nf)
+		return snap_fail(rd, i, "missing");
+	errno = 0;
+	*out = strtoll(fv[i], &end, 10);
+	if (errno || end == fv[i] || *end || *out < min || *out > max)
+		return snap_fail(rd, i, "not an integer in range");
+	return 0;
+}
+
+int snap_get_chardev(struct snap_rd *rd, char **fv, int nf, int i, struct orh_chardev *c)
+{
+	long long major = 0, minor = 0, port = 0, present = 0;
+
+	if (snap_get_str(rd, fv, nf, i, c->name, sizeof(c->name)) < 0 ||
+	    snap_get_num(rd, fv, nf, i + 1, 0, 0xfff, &major) < 0 ||
+	    snap_get_num(rd, fv, nf, i + 2, 0, 0xfffff, &minor) < 0 ||
+	    snap_get_num(rd, fv, nf, i + 3, 0, 255, &port) < 0 ||
+	    snap_get_num(rd, fv, nf, i + 4, 0, 1, &present) < 0)
+		return -EINVAL;
+	c->major = (unsigned)major;
+	c->minor = (unsigned)minor;
+	c->port = (unsigned)port;
+	c->present = present;
+	return 0;
+}
+
+int snap_get_gid(struct snap_rd *rd, char **fv, int nf, int i, struct orh_gid *g)
+{
+	long long idx = 0, type = 0;
+	char hex[33];
+
+	memset(g, 0, sizeof(*g));
+	if (snap_get_num(rd, fv, nf, i, 0, DISC_MAX_GIDS - 1, &idx) < 0 ||
+	    snap_get_str(rd, fv, nf, i + 1, hex, sizeof(hex)) < 0 ||
+	    snap_get_num(rd, fv, nf, i + 2, ORH_GID_TYPE_UNKNOWN, ORH_GID_TYPE_ROCE_V2, &type) < 0 ||
+	    snap_get_str(rd, fv, nf, i + 3, g->ndev, sizeof(g->ndev)) < 0)
+		return -EINVAL;
+	if (strlen(hex) != 32 || strspn(hex, "0123456789abcdef") != 32)
+		return snap_fail(rd, i + 1, "not 32 hex digits");
+	for (int k = 0; k < 16; k++) {
+		char byte[3] = { hex[2 * k], hex[2 * k + 1], '\0' };
+
+		g->raw[k] = (uint8_t)strtoul(byte, NULL, 16);
+	}
+	g->index = (unsigned)idx;
+	g->type = (enum orh_gid_type)type;
+	disc_gid_fill_ipv4(g);
+	return 0;
+}
