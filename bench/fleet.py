@@ -64,6 +64,7 @@ def floor(b):
     b.floor = {"hook_us": hook_cost["diff_us"], "hook_cpu_us": hook_cost["cpu_diff_us"],
                "exec_us": shim_cost["diff_us"], "exec_cpu_us": shim_cost["cpu_diff_us"],
                "start_us": p["version"]["median_us"], "start_cpu_us": p["version"]["cpu_median_us"],
+               "true_cpu_us": p["true"]["cpu_median_us"], "static_cpu_us": p["static"]["cpu_median_us"],
                "runc_us": base["median_us"], "runc_cpu_us": base["cpu_median_us"]}
     b.sections.append(
         f"### 3c. The floor under the container paths ({int(base['rounds'])} and "
@@ -159,6 +160,7 @@ def steps(b):
                  fmt(med(shim, "total"))))
     b.step_medians = {"live_total": med(live, "total"), "shim_total": med(shim, "total"),
                       "shim_until": med(shim, "shim", "until the handoff")}
+    floor_table(b, live, shim)
     b.sections.append(
         f"### 3d. Where the time goes, per step ({n} containers each, scale node)\n\n"
         + md_table(["step", "live hook (createRuntime), ms", "shim path (the shim, then the "
@@ -222,3 +224,44 @@ def pct(s, kind):
     lo, hi = s[f"ratio_{kind}_ci95"]
     m = s[f"ratio_{kind}_median"]
     return f"{(m - 1) * 100:+.1f}% ({(lo - 1) * 100:+.1f}…{(hi - 1) * 100:+.1f}%)"
+
+
+def floor_table(b, live, shim):
+    """How close each container path is to what it cannot do without, here (CPU ms): the
+    reads the plan needs (part 1b's bare loop, less a static start), one more program
+    started, the container's network read, and what each path must write."""
+    f = b.floor
+    reads = (b.readfiles_cpu_us - f["static_cpu_us"]) / 1000
+    start = max(0.0, (f["start_cpu_us"] - f["true_cpu_us"]) / 1000)
+    step = lambda rows, *k: med(rows, *k) or 0.0  # noqa: E731
+    live_floor = (start + reads + step(live, "steps", "container and its network")
+                  + sum(step(live, "steps", k) for k in ("device nodes", "device cgroup",
+                                                         "memlock", "/etc/nccl.conf")))
+    shim_floor = (f["exec_cpu_us"] / 1000 + f["hook_cpu_us"] / 1000
+                  + (f["start_cpu_us"] - f["true_cpu_us"]) / 1000 + reads
+                  + step(shim, "steps", "container and its network")
+                  + step(shim, "shim", "steps", "config.json read")
+                  + step(shim, "shim", "steps", "config.json write") + step(shim, "steps", "stage"))
+    rows = []
+    for name, res, key, floor, limit in (
+            ("live hook vs a no-op hook (part 2)", b.results["start"], "hook", live_floor,
+             b.budget_start),
+            ("the shim vs plain `runc run` (part 3)", b.results["shim"], "shim", shim_floor,
+             b.budget_shim)):
+        base = [v for k, v in res.items() if k not in ("vs", "pairs", key)][0]
+        added = res["vs"][key]["cpu_diff_us"] / 1000
+        rows.append((name, f"{base['cpu_median_us'] / 1000:.2f}", f"{added:.2f}",
+                     f"{(limit - 1) * base['cpu_median_us'] / 1000:.2f}", f"{floor:.2f}",
+                     f"{floor / base['cpu_median_us'] * 1000 * 100:+.1f}%",
+                     f"{added / floor:.1f}x" if floor > 0 else ""))
+    b.sections.append(
+        "### 3e. How close each path is to its floor (CPU ms, scale node)\n\n"
+        + md_table(["path", "baseline", "added (median)", "the budget allows", "floor",
+                    "floor as a share of the baseline", "added vs floor"], rows)
+        + f"\n\nThe floor is what a path cannot do without on this machine: the reads the "
+          f"plan needs ({reads:.2f} ms: part 1b's bare loop less a static start), the "
+          f"container's network read, the writes the path makes (the live hook: device "
+          f"nodes, cgroup, memlock, /etc/nccl.conf; the shim: config.json read and written, "
+          f"/etc/nccl.conf), and, for the hook's binary, its start over `/bin/true`'s; the "
+          f"shim path adds one more program executed before runc and one hook that runc runs "
+          f"(part 3c). Step times are part 3d's medians.")
