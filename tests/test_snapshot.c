@@ -97,6 +97,17 @@ static char *record_text(const struct orh_decision *d)
 	return text;
 }
 
+/* The two decisions are the same in their record form. */
+static void same_records(const struct orh_decision *want, const struct orh_decision *got,
+			 const char *what)
+{
+	char *w = record_text(want), *g = record_text(got);
+
+	cr_assert_str_eq(g, w, "%s: the decision from the snapshot differs", what);
+	free(w);
+	free(g);
+}
+
 /* The snapshot the shim writes, through text as the stage reads it. */
 static json_t *handed_over(const struct orh_decision *d)
 {
@@ -116,7 +127,7 @@ static void same_from_snapshot(const char *node, const char *visible, struct net
 	char root[256];
 	struct orh_decision read = { 0 }, restored = { 0 }, direct = { 0 };
 	json_t *spec = spec_with_gpus(visible), *snap;
-	char *want, *got;
+	char what[128];
 
 	fixture_make_node(root, sizeof(root), "orh-snapshot", node);
 	decide(root, spec, shim, NULL, &read);
@@ -129,12 +140,8 @@ static void same_from_snapshot(const char *node, const char *visible, struct net
 			     "%s: the stage read %lu files", node, orh_inventory_reads(&restored.inv));
 	/* what a decision that reads the node with the stage's facts decides */
 	decide(root, spec, stage, NULL, &direct);
-	want = record_text(&direct);
-	got = record_text(&restored);
-	cr_assert_str_eq(got, want, "%s (%s): the decision from the snapshot differs", node,
-			 visible ? visible : "no GPUs");
-	free(want);
-	free(got);
+	snprintf(what, sizeof(what), "%s (%s)", node, visible ? visible : "no GPUs");
+	same_records(&direct, &restored, what);
 	json_decref(snap);
 	json_decref(spec);
 	orh_decision_free(&read);
@@ -214,7 +221,6 @@ Test(snapshot, a_warning_of_a_gid_read_comes_back_once)
 	struct orh_decision read = { 0 }, restored = { 0 };
 	struct netns n = { .default_if = "eth0" };
 	json_t *spec = spec_with_gpus(NULL), *snap;
-	char *want, *got;
 	size_t hits = 0;
 	int fd;
 
@@ -232,11 +238,7 @@ Test(snapshot, a_warning_of_a_gid_read_comes_back_once)
 	cr_assert_geq(hits, 1, "the shim's decision gave no warning for the entry");
 	snap = handed_over(&read);
 	decide(root, spec, &n, snap, &restored);
-	want = record_text(&read);
-	got = record_text(&restored);
-	cr_assert_str_eq(got, want);
-	free(want);
-	free(got);
+	same_records(&read, &restored, "seed001-roce, a GID read that warned");
 	json_decref(snap);
 	json_decref(spec);
 	orh_decision_free(&read);
