@@ -9,8 +9,9 @@
  * as the shim read it goes to that stage through the container's state directory
  * (orh/handoff.h), keyed by the container id, the command's last argument as the engines
  * give it (containerd's go-runc, CRI-O). The edit registers no poststop hook: on `delete`
- * the shim removes the container's state directory itself. When the shim itself fails a command, the reason also
- * goes to runc's --log file, where the engine reads the runtime's error (refuse.c).
+ * the shim removes the container's state directory itself. When the shim itself fails a
+ * command, the reason also goes to runc's --log file, where the engine reads the
+ * runtime's error (refuse.c).
  */
 #include <errno.h>
 #include <fcntl.h>
