@@ -80,6 +80,7 @@ static void decide(const char *root, const json_t *spec, struct netns *n, const 
 				     .spec = spec, .container_facts = netns_facts, .arg = n,
 				     .snapshot = snap, .snapshot_what = "node.json" };
 	cr_assert_eq(orh_decide(&in, d, &err), 0, "%s", err.msg);
+	orh_config_free(&cfg);
 }
 
 /* The decision as the record shows it, as text. */
