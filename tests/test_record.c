@@ -232,7 +232,7 @@ Test(record, sweep_removes_only_the_dead_and_ours)
 	snprintf(rec, sizeof(rec), "%s/link", run);
 	cr_assert_eq(symlink(other, rec), 0);
 
-	cr_assert_eq(orh_record_sweep(run, "/proc", NULL), 2);
+	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, 0), 2);
 	for (size_t i = 0; i < 5; i++) {
 		snprintf(p, sizeof(p), "%s/%s", run, names[i]);
 		bool gone = !strcmp(names[i], "gone") || !strcmp(names[i], "orphan");
@@ -243,6 +243,36 @@ Test(record, sweep_removes_only_the_dead_and_ours)
 	snprintf(rec, sizeof(rec), "%s/record.json", other);
 	cr_assert_eq(access(rec, F_OK), 0, "a symlink is not followed");
 	snprintf(p, sizeof(p), "rm -rf '%s' '%s'", run, other);
+	cr_assert_eq(system(p), 0);
+}
+
+/* A container start's sweep runs at most once in its interval: the first one marks the
+ * run dir (ORH_RECORD_SWEPT), one right after it reads nothing, and one that must run
+ * (inspect's) does. */
+Test(record, sweep_of_a_container_start_runs_once_a_minute)
+{
+	char run[] = "/tmp/orh-rec-XXXXXX", p[512];
+	const char *gone = "{\"pid\": 1, \"start_time\": 1}";
+	struct stat st;
+
+	cr_assert_not_null(mkdtemp(run));
+	snprintf(p, sizeof(p), "%s/g1", run);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/g1/record.json", run);
+	write_file(p, gone);
+	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, ORH_RECORD_SWEEP_EVERY), 1);
+	snprintf(p, sizeof(p), "%s/%s", run, ORH_RECORD_SWEPT);
+	cr_assert_eq(stat(p, &st), 0, "the sweep left no mark");
+	snprintf(p, sizeof(p), "%s/g2", run);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/g2/record.json", run);
+	write_file(p, gone);
+	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, ORH_RECORD_SWEEP_EVERY), 0);
+	snprintf(p, sizeof(p), "%s/g2", run);
+	cr_assert_eq(access(p, F_OK), 0, "a sweep within the minute ran");
+	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, 0), 1);
+	cr_assert_neq(access(p, F_OK), 0, "the sweep that must run did not");
+	snprintf(p, sizeof(p), "rm -rf '%s'", run);
 	cr_assert_eq(system(p), 0);
 }
 

@@ -31,6 +31,8 @@
 #define ORH_RECORD_ORPHAN_SECONDS 600
 /* The most state directories one sweep looks at. */
 #define ORH_RECORD_SWEEP_MAX 256
+#define ORH_RECORD_SWEEP_EVERY 60         /* seconds between the sweeps of container starts */
+#define ORH_RECORD_SWEPT ".swept"         /* in the run dir: its mtime, the last sweep's */
 
 /* What one stage did, as the record holds it. The strings are the caller's. */
 struct orh_record_in {
@@ -108,8 +110,11 @@ int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *e
  * record's pid is gone or has another start time (proc: "/proc" or a fake tree); one
  * without a record, older than ORH_RECORD_ORPHAN_SECONDS. skip_id is never removed.
  * Only directories, never through a symlink, and only the entries the hook makes in
- * them. Returns how many were removed. */
-int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id);
+ * them. every: nothing is done when a sweep ran in the last `every` seconds (0: always;
+ * a container start passes ORH_RECORD_SWEEP_EVERY: a sweep reads every record, and a
+ * node may hold hundreds). Returns how many were removed. */
+int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id,
+		     unsigned every);
 /* Is the container of record rec alive (its pid has the recorded start time)? */
 bool orh_record_alive(const json_t *rec, const char *proc);
 /* The record dirfd/path (relative; no link followed), read in one buffer of at most

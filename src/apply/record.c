@@ -523,13 +523,36 @@ static bool stale(int runfd, const char *name, const char *proc)
 	return gone;
 }
 
-int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id)
+/* Has a sweep of runfd run in the last `every` seconds? If not, mark that one runs now:
+ * the mtime of its empty file ORH_RECORD_SWEPT, made on the first sweep. */
+static bool swept_lately(int runfd, unsigned every)
+{
+	struct stat st;
+	int fd;
+
+	if (every && fstatat(runfd, ORH_RECORD_SWEPT, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && time(NULL) - st.st_mtime < (time_t)every)
+		return true;
+	fd = openat(runfd, ORH_RECORD_SWEPT, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		futimens(fd, NULL);
+		close(fd);
+	}
+	return false;
+}
+
+int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id,
+		     unsigned every)
 {
 	int fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int removed = 0, seen = 0;
 	struct dirent *de;
 	DIR *dir;
 
+	if (fd >= 0 && swept_lately(fd, every)) {
+		close(fd);
+		return 0;
+	}
 	if (fd < 0 || !(dir = fdopendir(fd))) {
 		if (fd >= 0)
 			close(fd);

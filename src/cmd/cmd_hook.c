@@ -346,7 +346,8 @@ static int check_context(struct hook *h)
 
 /* The checks, then <state dir>/record.json; a record that cannot be written is a
  * warning (the container has what it was given). The first state directory of a
- * container sweeps those of containers that are gone. */
+ * container sweeps those of containers that are gone (at most once a minute: a sweep
+ * reads every record). */
 static int finish(struct hook *h)
 {
 	char buf[1024];
@@ -366,7 +367,7 @@ static int finish(struct hook *h)
 	h->rec.warnings = &h->rwarn;
 	h->rec.total_ms = orh_now_ms() - (h->ctx->t_main ? h->ctx->t_main : h->t0);
 	if (access(h->state_dir, F_OK) < 0)
-		orh_record_sweep(ORH_RUN_DIR, "/proc", h->st.id);
+		orh_record_sweep(ORH_RUN_DIR, "/proc", h->st.id, ORH_RECORD_SWEEP_EVERY);
 	rec = orh_record_build(&h->rec);
 	if (orh_record_write(h->state_dir, rec, &err) < 0)
 		orh_log(LOG_WARNING, "container %s: %s: the record: %s", cid(h), h->stage, err.msg);

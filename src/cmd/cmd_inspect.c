@@ -204,7 +204,7 @@ int orh_cmd_inspect(struct orh_ctx *ctx, int argc, char **argv)
 			return ORH_EXIT_USAGE;
 		}
 	}
-	orh_record_sweep(run_dir, proc, NULL);
+	orh_record_sweep(run_dir, proc, NULL, 0);
 	ids = list_ids(run_dir);
 	rc = id ? show_one(run_dir, ids, id, as_json, proc) : show_all(run_dir, ids, as_json, proc);
 	json_decref(ids);

@@ -187,9 +187,10 @@ static void hand_off(const struct orh_ctx *ctx, const struct runtime_args *ra,
 			ra->id, err.msg);
 		orh_handoff_drop(ORH_RUN_DIR, ra->id);
 	}
-	/* the first state directory of a container sweeps those of containers gone */
+	/* the first state directory of a container sweeps those of containers gone (at most
+	 * once a minute) */
 	if (created)
-		orh_record_sweep(ORH_RUN_DIR, "/proc", ra->id);
+		orh_record_sweep(ORH_RUN_DIR, "/proc", ra->id, ORH_RECORD_SWEEP_EVERY);
 }
 
 /* Edit <bundle>/config.json. Returns 0 also when nothing was changed; -errno with err
