@@ -32,11 +32,18 @@ runtime = /bin/true"
 HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
 ln -sf "$HOOK" "$WORK/oci-rdma-runtime"
 
+# no_sweep: every run the same, whatever other state directories this machine holds: the
+# sweep of a new state directory (at most once a minute) is marked as just run
+no_sweep() {
+	mkdir -p /run/oci-rdma-hook
+	touch /run/oci-rdma-hook/.swept
+}
 # a minimal rootfs (the hook needs only /etc and /dev) and a new stand-in container for
 # it (fake_ctr): what the hook bind-mounts is in that container's mount namespace, and
 # goes with it
 fresh_rootfs() {
 	stop_fake_ctr
+	no_sweep
 	rm -rf "$WORK/r" "$STATE_DIR"
 	mkdir -p "$WORK/r/etc" "$WORK/r/dev"
 	printf 'NCCL_DEBUG=WARN\n' >"$WORK/r/etc/nccl.conf"
@@ -196,11 +203,16 @@ stop_fake_ctr
 mkdir -p "$WORK/s"
 cp "$WORK/config.orig" "$WORK/s/config.json"
 cp "$WORK/s/config.json" "$WORK/s.orig"
+# the shim's container: its state directory (node.json, for its nccl-conf stage) is made
+# afresh at every run, and removed at the end
+SHIM_STATE="/run/oci-rdma-hook/$ID-shim"
 shim() { # [STRACE-OPTS...]: the shim's create on bundle $WORK/s; SRC
 	SRC=0
+	no_sweep
+	rm -rf "$SHIM_STATE"
 	(OCI_RDMA_HOOK_CONFIG="$WORK/shim.conf" OCI_RDMA_HOOK_SYSROOT="$WORK/node" \
-		strace -qq -o "$WORK/trace" "$@" "$WORK/oci-rdma-runtime" create --bundle "$WORK/s" x \
-		>/dev/null) 2>/dev/null || SRC=$?
+		strace -qq -o "$WORK/trace" "$@" "$WORK/oci-rdma-runtime" create --bundle "$WORK/s" \
+		"$ID-shim" >/dev/null) 2>/dev/null || SRC=$?
 }
 shim
 check "shim: a complete run edits config.json" \
@@ -236,6 +248,7 @@ check "shim: config.json always the original or the complete edit" [ "$complete"
 check "shim: nothing but config.json's temporary file is ever left in the bundle" [ "$complete" = yes -a "$stray_bad" = 0 ]
 check "shim: a run after each kill gives the edit of one run" [ "$complete" = yes -a "$bad_rerun" = 0 ]
 check "shim: the next run removes what a kill left in the bundle" [ "$complete" = yes -a "$stray_after" = 0 ]
+rm -rf "$SHIM_STATE"
 echo "# shim: $stray of $npoints kills left a temporary .config.json.orh-* in the bundle"
 
 # ---- 4. runc, the createRuntime hook killed after a random delay -------------------------
