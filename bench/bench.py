@@ -753,6 +753,7 @@ def main():
         b.bench_sync()
         fleet.floor(b)
         fleet.steps(b)
+        fleet.sweep(b)
         b.bench_rss()
         b.bench_growth()
         b.bench_worst()
