@@ -271,7 +271,7 @@ class Bench:
                  ratio_ci(ve, 2, "cpu_"), f"{ve['diff_us'] / 1000:.2f} / {ve['cpu_diff_us'] / 1000:.2f}",
                  ratio_ci(vr, 2), ratio_ci(vr, 2, "cpu_"))]
         per_file = (vf["diff_us"]) / len(files) if files else 0
-        self.readfiles_cpu_us = f_["cpu_median_us"]  # the floor's reads (fleet.floor_table)
+        self.readfiles_over_true_cpu_us = vf["cpu_diff_us"]  # the reads (fleet.floor_table)
         self.sections.append(
             f"### 1b. The floor under part 1: the files alone ({int(t['rounds'])} rounds)\n\n"
             + md_table(["command", "wall ms (p10–p90)", "CPU ms (p10–p90)",
