@@ -3,8 +3,10 @@
  * The one decision (src/decide/decide.c): what a container on this node gets, for
  * every way in — the live hook and its nccl-conf and cdi-* stages, precreate, the shim,
  * cdi, env and detect. Each caller hands in what it knows; the decision reads the node
- * (discovery, through the sysroot) and nothing of the container but what the caller's
- * callback reads, and only once the container is activated. Appliers apply the result.
+ * (discovery, through the sysroot, or the snapshot of an earlier decision for the same
+ * container: the shim's, for its nccl-conf stage) and nothing of the container but what
+ * the caller's callback reads, and only once the container is activated. Appliers apply
+ * the result.
  */
 #ifndef ORH_DECIDE_H
 #define ORH_DECIDE_H

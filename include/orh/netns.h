@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the container's network namespace holds: its addresses and default route
- * interface (src/apply/netns.c).
+ * What the container's network namespace holds: its addresses, the kinds of their links
+ * (through rtnetlink only), and its default route interface (src/apply/netns.c).
  */
 #ifndef ORH_NETNS_H
 #define ORH_NETNS_H
