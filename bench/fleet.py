@@ -116,9 +116,10 @@ def edited_bundle(b):
     os.makedirs(d)
     with open(os.path.join(src, "config.json")) as f:
         c = json.load(f)
-    if "hooks" not in c:
+    if not any(d.get("path", "").startswith("/dev/infiniband/")
+               for d in c.get("linux", {}).get("devices", [])):
         raise SystemExit("bench: the shim's bundle holds no edit (part 3 must run first)")
-    c.pop("hooks")
+    c.pop("hooks", None)
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(c, f, indent=1)
     return d

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "orh/activation.h"
+#include "orh/decide.h"
 #include "orh/config.h"
 #include "orh/oci.h"
 #include "orh/spec.h"
@@ -28,6 +29,10 @@ struct orh_edit_result {
 	/* the node as the decision read it (orh/snapshot.h), when asked for and the edit
 	 * registered the nccl-conf stage: for that stage (orh/handoff.h); else NULL */
 	json_t *snapshot;
+	/* ORH_SERVE_CONF: the caller writes /etc/nccl.conf itself (orh/shimconf.h), and the
+	 * edit registered no nccl-conf stage; d is the decision, the caller's to read */
+	bool own_conf;
+	struct orh_decision *d;
 };
 
 /* Serve the container a spec describes, in the spec (precreate, the runtime shim): the
@@ -41,9 +46,17 @@ enum orh_serve_flags {
 	ORH_SERVE_SNAPSHOT = 1 << 0,    /* hand the node to the nccl-conf stage (res->snapshot) */
 	ORH_SERVE_NO_POSTSTOP = 1 << 1, /* remove the state directory at `delete`: register no
 					 * poststop hook */
+	ORH_SERVE_CONF = 1 << 2,        /* write /etc/nccl.conf, where the container's network
+					 * is known now (orh_shimconf_network_known) and no hook
+					 * of ours in the spec does: res->own_conf */
 };
 int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 		   struct orh_edit_result *res, struct orh_err *err);
+/* The caller could not write /etc/nccl.conf after all (res->own_conf): register the
+ * nccl-conf stage in the spec as orh_spec_serve() would have (no poststop hook), with the
+ * node for it (res->snapshot) under ORH_SERVE_SNAPSHOT; res->own_conf becomes false. */
+int orh_edit_add_stage(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
+		       struct orh_edit_result *res, struct orh_err *err);
 void orh_edit_result_free(struct orh_edit_result *res);
 /* Must a failed edit fail the container (config on_error = fail and it asked)? */
 bool orh_edit_must_fail(const struct orh_config *cfg, const struct orh_edit_result *res);

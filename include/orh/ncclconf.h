@@ -37,6 +37,8 @@ struct orh_ncclconf_result {
 	char generated[PATH_MAX];   /* the generated file outside the container, or "" */
 	struct orh_strv kept;       /* the image's NAME=VALUE lines that stand in for the
 				     * plan's (orh_ncclconf_merge); orh_ncclconf_result_free */
+	bool in_place;              /* the file in the root was replaced ... */
+	char *was;                  /* ... and held this text before (NULL: there was none) */
 };
 
 /* Write the merged /etc/nccl.conf into the rootfs (orh_replace_at: a temporary file in
@@ -47,10 +49,15 @@ struct orh_ncclconf_result {
  * empty file is made as the mount point where there is none). Anything but a regular file
  * at /etc/nccl.conf is refused. Nothing is written on another mount than the root's:
  * where /etc or the file is on one (a volume), an existing file is covered the same way
- * unless that mount is shared, and no file is made there (-EXDEV). */
+ * unless that mount is shared, and no file is made there (-EXDEV). Without a target (the
+ * runtime shim, before the container exists) only the in-place write is made: -EROFS and
+ * -EXDEV where it cannot be. */
 int orh_ncclconf_apply(int rootfd, const struct orh_target *t, bool readonly,
 		       const char *state_dir, const struct orh_env_entry *env, size_t n_env,
 		       struct orh_ncclconf_result *res, struct orh_err *err);
+/* Put back what orh_ncclconf_apply() replaced in place (res->in_place): the text the file
+ * held, or no file where there was none. 0 or -errno with err filled. */
+int orh_ncclconf_undo(int rootfd, struct orh_ncclconf_result *res, struct orh_err *err);
 void orh_ncclconf_result_free(struct orh_ncclconf_result *res);
 
 #endif

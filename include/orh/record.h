@@ -45,6 +45,10 @@ struct orh_record_in {
 	const char *node_from;          /* the runtime shim's reading of the node that the
 					 * decision took (orh/handoff.h), or NULL: read here */
 	const json_t *shim_ms;          /* the shim's time as it handed it over, or NULL */
+	/* the runtime shim serving a container alone (no stage, so no pid): the bundle, and
+	 * the stat of the config.json it wrote, which tell whether the container is there */
+	const char *bundle;
+	const struct stat *bundle_config;
 	const char *netns_if;           /* the container's default route interface, or "" */
 	/* device nodes: created, already there, bound; -1: the step did not run */
 	long nodes_created, nodes_kept, nodes_bound;
@@ -75,6 +79,8 @@ struct orh_record_in {
 	double total_ms;
 };
 
+/* Read into rec what the spec holds: spec_devices, spec_memlock(_set). */
+void orh_record_spec(struct orh_record_in *rec, const json_t *spec);
 /* The record as JSON (a new reference). */
 json_t *orh_record_build(const struct orh_record_in *in);
 
@@ -115,7 +121,8 @@ int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *e
  * node may hold hundreds). Returns how many were removed. */
 int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id,
 		     unsigned every);
-/* Is the container of record rec alive (its pid has the recorded start time)? */
+/* Is the container of record rec alive (its pid has the recorded start time; for a record
+ * without a pid, its bundle's config.json is the one recorded)? */
 bool orh_record_alive(const json_t *rec, const char *proc);
 /* The record dirfd/path (relative; no link followed), read in one buffer of at most
  * ORH_RECORD_MAX_BYTES and parsed; NULL where it is missing, not a regular file, larger,

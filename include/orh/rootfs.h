@@ -39,6 +39,12 @@ int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int 
  * the caller must act on with *at() calls that do not follow it. */
 int orh_rootfs_parent(int rootfd, const char *path, bool create, uint64_t mnt, int *dirfd,
 		      char name[NAME_MAX + 1], struct orh_err *err);
+/* Where `path` leads inside the root: the longest part of it that exists resolved as the
+ * runtime resolves a mount's destination (symlinks followed, never above the root), the
+ * missing rest appended as written; the result is an absolute in-root path. -ENOSYS where
+ * openat2 is missing (the caller must then assume the worst), -EINVAL for a ".." in the
+ * missing rest, another -errno when it cannot be told. */
+int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size);
 /* The container's /dev: the root's own "dev" (made when missing), never through a
  * symlink, and whatever the runtime mounted on it (its tmpfs). */
 int orh_rootfs_devdir(int rootfd, int *out, struct orh_err *err);

@@ -65,6 +65,13 @@ struct orh_spec_changes {
 int orh_spec_apply_plan(json_t *spec, const struct orh_plan *plan,
 			const struct orh_spec_opts *opts, struct orh_spec_changes *changes,
 			struct orh_err *err);
+/* Does the spec carry a hook of ours that writes /etc/nccl.conf (createRuntime, prestart or
+ * nccl-conf, in hooks.createRuntime or hooks.prestart: podman's hooks.d registers the live
+ * hook itself)? */
+bool orh_spec_has_our_live_hook(const json_t *spec);
+/* Add a copy of the nccl-conf hook entry to hooks.createRuntime, as orh_spec_apply_plan()
+ * does, unless orh_spec_has_our_live_hook(); *added says whether it was. */
+int orh_spec_add_nccl_hook(json_t *spec, const json_t *hook, bool *added, struct orh_err *err);
 
 /*
  * Unsigned 64-bit integers. jansson integers are signed 64-bit, but config.json carries

@@ -17,6 +17,7 @@
 #include "orh/inventory.h"
 #include "orh/plan.h"
 #include "orh/sandbox.h"
+#include "orh/shimconf.h"
 #include "orh/snapshot.h"
 #include "orh/sysview.h"
 
@@ -30,6 +31,9 @@ void orh_edit_result_free(struct orh_edit_result *res)
 {
 	orh_strv_free(&res->warnings);
 	json_decref(res->snapshot);
+	if (res->d)
+		orh_decision_free(res->d);
+	free(res->d);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -142,6 +146,39 @@ out:
 	return r < 0 ? 0 : r;
 }
 
+/* The nccl-conf stage's hook, and the shim's reading of the node for it (the network too
+ * where it was read); the poststop hook unless the caller removes the state directory. */
+static int stage_hooks(const struct orh_ctx *ctx, unsigned flags, json_t **nccl_hook,
+		       json_t **poststop_hook, struct orh_err *err)
+{
+	int r = orh_self_hook(ctx, "nccl-conf", nccl_hook, err);
+
+	if (r == 0 && !(flags & ORH_SERVE_NO_POSTSTOP))
+		r = orh_self_hook(ctx, "poststop", poststop_hook, err);
+	return r;
+}
+
+static json_t *snapshot_of(const struct orh_decision *d, const struct netns_arg *na)
+{
+	json_t *snap = orh_snapshot_build(&d->inv, d->have_gpus ? &d->gpus : NULL, d->gpus_error);
+
+	if (na && na->read) /* the container's network, for a stage that is in the same one */
+		json_object_set_new(snap, "netns", orh_handoff_netns_json(&na->st, &d->facts));
+	return snap;
+}
+
+/* May the caller write /etc/nccl.conf itself (ORH_SERVE_CONF)? Where the network the stage
+ * would see is the one decided on, and no hook of ours in the spec writes the file. */
+static bool own_conf(unsigned flags, const json_t *spec, const struct netns_arg *na)
+{
+	const char *nspath = NULL;
+	bool has_netns = false;
+
+	return (flags & ORH_SERVE_CONF) && !orh_spec_has_our_live_hook(spec) &&
+	       orh_spec_netns(spec, &has_netns, &nspath) == 0 &&
+	       orh_shimconf_network_known(spec, has_netns, nspath, na->read);
+}
+
 int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 		   struct orh_edit_result *res, struct orh_err *err)
 {
@@ -156,32 +193,32 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 		.arg = &na,
 		.memlock_ceiling = memlock_ceiling(),
 	};
-	struct orh_decision d;
+	/* on the heap: the caller that writes /etc/nccl.conf keeps it (res->d) */
+	struct orh_decision *d = orh_xcalloc(1, sizeof(*d));
 	struct orh_spec_opts sopts;
 	int r;
 
 	memset(res, 0, sizeof(*res));
-	r = orh_decide(&in, &d, err);
-	res->asked = d.asked;
-	res->activation = d.act;
-	push_all(&res->warnings, &d.warnings);
-	if (r < 0 || !d.have_plan)
+	r = orh_decide(&in, d, err);
+	res->asked = d->asked;
+	res->activation = d->act;
+	push_all(&res->warnings, &d->warnings);
+	if (r < 0 || !d->have_plan)
 		goto out;
-	if (orh_plan_is_empty(&d.plan)) {
+	if (orh_plan_is_empty(&d->plan)) {
 		char why[ORH_ERR_MAX - 64];
 
 		/* a container that asked and gets nothing: an error, which on_error = fail
 		 * turns into a refusal (orh_edit_must_fail); others start as they are */
-		orh_plan_why_empty(&d.plan, why, sizeof(why));
-		if (d.act != ORH_ACT_SKIP && d.asked)
+		orh_plan_why_empty(&d->plan, why, sizeof(why));
+		if (d->act != ORH_ACT_SKIP && d->asked)
 			r = orh_fail(err, ENODEV, "%s", why);
 		goto out;
 	}
-	res->preset = d.plan.preset;
-	if (d.plan.n_env > 0) {
-		r = orh_self_hook(ctx, "nccl-conf", &nccl_hook, err);
-		if (r == 0 && !(flags & ORH_SERVE_NO_POSTSTOP))
-			r = orh_self_hook(ctx, "poststop", &poststop_hook, err);
+	res->preset = d->plan.preset;
+	res->own_conf = d->plan.n_env > 0 && own_conf(flags, spec, &na);
+	if (d->plan.n_env > 0 && !res->own_conf) {
+		r = stage_hooks(ctx, flags, &nccl_hook, &poststop_hook, err);
 		if (r < 0)
 			goto out;
 	}
@@ -190,21 +227,39 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 	sopts.warnings = &res->warnings;
 	sopts.nccl_hook = nccl_hook;
 	sopts.poststop_hook = poststop_hook;
-	r = orh_spec_apply_plan(spec, &d.plan, &sopts, &res->changes, err);
+	r = orh_spec_apply_plan(spec, &d->plan, &sopts, &res->changes, err);
 	if (r >= 0) {
-		res->edits = r + add_sysview(ctx, spec, &d.plan, &d.inv, res);
+		res->edits = r + add_sysview(ctx, spec, &d->plan, &d->inv, res);
 		r = 0;
 	}
-	if (r >= 0 && (flags & ORH_SERVE_SNAPSHOT) && nccl_hook) {
-		res->snapshot = orh_snapshot_build(&d.inv, d.have_gpus ? &d.gpus : NULL,
-						   d.gpus_error);
-		if (na.read) /* the container's network, for a stage that is in the same one */
-			json_object_set_new(res->snapshot, "netns",
-					    orh_handoff_netns_json(&na.st, &d.facts));
-	}
+	if (r >= 0 && (flags & ORH_SERVE_SNAPSHOT) && nccl_hook)
+		res->snapshot = snapshot_of(d, &na);
 out:
 	json_decref(nccl_hook);
 	json_decref(poststop_hook);
-	orh_decision_free(&d);
+	if (r >= 0 && res->own_conf)
+		res->d = TAKE_PTR(d);
+	res->own_conf = res->d != NULL;
+	if (d)
+		orh_decision_free(d);
+	free(d);
+	return r;
+}
+
+int orh_edit_add_stage(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
+		       struct orh_edit_result *res, struct orh_err *err)
+{
+	json_t *nccl_hook = NULL, *poststop_hook = NULL;
+	bool added = false;
+	int r = stage_hooks(ctx, flags | ORH_SERVE_NO_POSTSTOP, &nccl_hook, &poststop_hook, err);
+
+	if (r == 0)
+		r = orh_spec_add_nccl_hook(spec, nccl_hook, &added, err);
+	if (r == 0 && added && (flags & ORH_SERVE_SNAPSHOT) && res->d && !res->snapshot)
+		res->snapshot = snapshot_of(res->d, NULL);
+	res->changes.hooks += added;
+	res->own_conf = false;
+	json_decref(nccl_hook);
+	json_decref(poststop_hook);
 	return r;
 }

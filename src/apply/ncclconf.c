@@ -408,6 +408,9 @@ static int cover_foreign(int etcfd, int path_fd, const struct stat *st, uint64_t
 	bool shared = true;
 	int r;
 
+	if (!t) /* written before the container exists: the nccl-conf stage covers it */
+		return orh_fail(err, EXDEV, "/etc or /etc/nccl.conf is on another mount than "
+				"the container's root filesystem");
 	if (path_fd < 0)
 		return orh_fail(err, EXDEV,
 				"'/etc' is on another mount than the container's root filesystem "
@@ -470,9 +473,15 @@ static int apply_once(int rootfd, const struct orh_target *t, bool readonly, con
 		return cover_foreign(etcfd, path_fd, &st, filemnt, t, state_dir, text, res, err);
 	if (!readonly) {
 		r = write_in_place(etcfd, text, path_fd >= 0 ? &st : NULL, err);
+		if (r == 0) { /* what orh_ncclconf_undo puts back */
+			res->in_place = true;
+			res->was = TAKE_PTR(old);
+		}
 		if (r != -EROFS)
 			return r;
 	}
+	if (!t)
+		return orh_fail(err, EROFS, "the container's root filesystem is read-only");
 	return bind_generated(etcfd, path_fd, path_fd >= 0 ? &st : NULL, t, state_dir, text, res,
 			      err);
 }
@@ -499,7 +508,32 @@ int orh_ncclconf_apply(int rootfd, const struct orh_target *t, bool readonly,
 	return r;
 }
 
+int orh_ncclconf_undo(int rootfd, struct orh_ncclconf_result *res, struct orh_err *err)
+{
+	_cleanup_close_ int etcfd = -1;
+	struct stat st;
+	int create_errno = 0;
+
+	if (!res->in_place)
+		return 0;
+	if (orh_rootfs_dir(rootfd, "/etc", false, ORH_MOUNT_ANY, &etcfd, err) < 0)
+		return orh_err_prefix(err, "putting /etc/nccl.conf back");
+	if (!res->was) {
+		if (unlinkat(etcfd, "nccl.conf", 0) < 0 && errno != ENOENT)
+			return orh_fail(err, errno, "removing /etc/nccl.conf: %m");
+	} else if (fstatat(etcfd, "nccl.conf", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		   replace_conf(etcfd, res->was, &st, 07777, "/etc/nccl.conf", &create_errno,
+				err) < 0) {
+		return err->msg[0] ? orh_err_prefix(err, "putting /etc/nccl.conf back")
+				   : orh_fail(err, errno, "putting /etc/nccl.conf back: %m");
+	}
+	res->in_place = false;
+	return 0;
+}
+
 void orh_ncclconf_result_free(struct orh_ncclconf_result *res)
 {
 	orh_strv_free(&res->kept);
+	free(res->was);
+	res->was = NULL;
 }

@@ -18,6 +18,7 @@
 #include "orh/atomic.h"
 #include "orh/handoff.h"
 #include "orh/record.h"
+#include "orh/spec.h"
 
 static json_t *limit_json(uint64_t v)
 {
@@ -156,11 +157,16 @@ json_t *orh_record_build(const struct orh_record_in *in)
 		json_object_set_new(rec, "spec_devices", json_integer(in->spec_devices));
 	if (d->have_plan) {
 		json_object_set_new(rec, "plan", plan_json(d, in->netns_if));
-		json_object_set_new(rec, "node_read", json_string(in->node_from ? "by the runtime shim"
+		json_object_set_new(rec, "node_read", json_string(in->node_from || in->bundle
+								  ? "by the runtime shim"
 								  : "by this stage"));
 	}
 	if (in->node_from)
 		json_object_set_new(rec, "node_from", json_string(in->node_from));
+	if (in->bundle && in->bundle_config)
+		json_object_set_new(rec, "bundle", json_pack("{s:s, s:I, s:I}", "path", in->bundle,
+			"config_dev", (json_int_t)in->bundle_config->st_dev,
+			"config_ino", (json_int_t)in->bundle_config->st_ino));
 	set_nodes(rec, in);
 	if (in->cgroup)
 		json_object_set_new(rec, "cgroup", json_string(in->cgroup));
@@ -175,6 +181,27 @@ json_t *orh_record_build(const struct orh_record_in *in)
 	if (in->shim_ms)
 		json_object_set(json_object_get(rec, "time_ms"), "shim", (json_t *)in->shim_ms);
 	return rec;
+}
+
+void orh_record_spec(struct orh_record_in *rec, const json_t *spec)
+{
+	const json_t *devs = json_object_get(json_object_get(spec, "linux"), "devices");
+	const json_t *rl = json_object_get(json_object_get(spec, "process"), "rlimits"), *e;
+	size_t i;
+
+	rec->spec_devices = 0;
+	json_array_foreach(devs, i, e)
+		if (orh_startswith(json_string_value(json_object_get(e, "path")) ?: "", ORH_DEV_DIR))
+			rec->spec_devices++;
+	json_array_foreach(rl, i, e) {
+		uint64_t v = UINT64_MAX;
+
+		if (strcmp(json_string_value(json_object_get(e, "type")) ?: "", "RLIMIT_MEMLOCK"))
+			continue;
+		/* a value past int64 (unlimited) is a marker (orh_json_get_u64) */
+		rec->spec_memlock_set = true;
+		rec->spec_memlock = orh_json_get_u64(json_object_get(e, "soft"), &v) ? v : UINT64_MAX;
+	}
 }
 
 uint64_t orh_record_memlock_need(const struct orh_plan *plan)
@@ -419,13 +446,29 @@ static unsigned long long start_time_of(const char *proc, long pid)
 	return t;
 }
 
+/* A record the runtime shim wrote for a container it served alone (no stage, so no pid):
+ * the container is there while its bundle's config.json is the one the shim wrote. */
+static bool bundle_alive(const json_t *b)
+{
+	const char *path = json_string_value(json_object_get(b, "path"));
+	_cleanup_free_ char *name = NULL;
+	struct stat st;
+
+	if (!path)
+		return false;
+	name = orh_xasprintf("%s/config.json", path);
+	return stat(name, &st) == 0 &&
+	       (json_int_t)st.st_dev == json_integer_value(json_object_get(b, "config_dev")) &&
+	       (json_int_t)st.st_ino == json_integer_value(json_object_get(b, "config_ino"));
+}
+
 bool orh_record_alive(const json_t *rec, const char *proc)
 {
 	json_int_t pid = json_integer_value(json_object_get(rec, "pid"));
 	json_int_t st = json_integer_value(json_object_get(rec, "start_time"));
 
 	if (pid <= 0)
-		return false;
+		return bundle_alive(json_object_get(rec, "bundle"));
 	return start_time_of(proc, (long)pid) == (unsigned long long)st && st != 0;
 }
 

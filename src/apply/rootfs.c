@@ -353,3 +353,65 @@ int orh_rootfs_devdir(int rootfd, int *out, struct orh_err *err)
 	*out = fd;
 	return 0;
 }
+
+/* ---- where a path leads ---------------------------------------------------------- */
+
+/* The host path of an fd, from /proc/self/fd. */
+static int fd_path(int fd, char *out, size_t size)
+{
+	char proc[64];
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, out, size);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= size)
+		return -ENAMETOOLONG;
+	out[n] = '\0';
+	return 0;
+}
+
+int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size)
+{
+	char root[PATH_MAX], head[PATH_MAX], at[PATH_MAX];
+	const char *rest = "";
+	size_t rlen;
+	int fd = -1, r;
+
+	if (fallback_used || orh_strlcpy(head, path, sizeof(head)) < 0)
+		return -ENOSYS;
+	r = fd_path(rootfd, root, sizeof(root));
+	if (r < 0)
+		return r;
+	rlen = strcmp(root, "/") ? strlen(root) : 0;
+	for (;;) {
+		char *slash;
+
+		fd = sys_openat2(rootfd, *head ? head : "/", O_PATH | O_CLOEXEC,
+				 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+		if (fd >= 0 || errno != ENOENT)
+			break;
+		/* missing: the runtime makes it, with what is above it resolved */
+		slash = strrchr(head, '/');
+		if (!slash)
+			return -ENOENT;
+		rest = path + (slash - head);
+		*slash = '\0';
+	}
+	if (fd < 0)
+		return errno == ENOSYS ? -ENOSYS : -errno;
+	r = fd_path(fd, at, sizeof(at));
+	close(fd);
+	if (r < 0)
+		return r;
+	if (strncmp(at, root, rlen) != 0 || (at[rlen] != '/' && at[rlen] != '\0'))
+		return -EXDEV; /* not under the root as this process sees it */
+	/* the missing rest is made as it is written: a ".." in it is not resolved here */
+	if (strstr(rest, "/..") || snprintf(out, size, "%s%s", at[rlen] ? at + rlen : "/",
+					     rest) >= (int)size)
+		return -EINVAL;
+	if (out[0] == '/' && out[1] == '/')
+		memmove(out, out + 1, strlen(out));
+	return 0;
+}

@@ -300,13 +300,30 @@ static int add_hook(json_t *spec, const char *stage, const json_t *hook,
  * environment: there they would beat the image's own /etc/nccl.conf, and processes
  * started later with exec would not see them. poststop removes what a read-only root
  * needed outside the container. */
+static const char *const live_lists[] = { "createRuntime", "prestart", NULL };
+static const char *const live_stages[] = { "createRuntime", "prestart", "nccl-conf", NULL };
+
+bool orh_spec_has_our_live_hook(const json_t *spec)
+{
+	const json_t *hooks = json_object_get(spec, "hooks"), *e;
+	size_t k;
+
+	for (const char *const *l = live_lists; json_is_object(hooks) && *l; l++)
+		json_array_foreach(json_object_get(hooks, *l), k, e)
+			if (our_hook(e, live_stages))
+				return true;
+	return false;
+}
+
+int orh_spec_add_nccl_hook(json_t *spec, const json_t *hook, bool *added, struct orh_err *err)
+{
+	return add_hook(spec, "createRuntime", hook, live_lists, live_stages, added, err);
+}
+
 static int add_hooks(json_t *spec, const struct orh_plan *plan,
 		     const struct orh_spec_opts *opts, struct orh_spec_changes *ch,
 		     struct orh_err *err)
 {
-	static const char *const live_lists[] = { "createRuntime", "prestart", NULL };
-	static const char *const live_stages[] = { "createRuntime", "prestart", "nccl-conf",
-						    NULL };
 	static const char *const post_lists[] = { "poststop", NULL };
 	static const char *const post_stages[] = { "poststop", NULL };
 	bool added = false;

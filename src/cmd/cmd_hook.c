@@ -289,28 +289,10 @@ static bool read_memlock(const struct hook *h, uint64_t *soft, uint64_t *hard)
 	       orh_limits_memlock(buf, soft, hard) == 0;
 }
 
-/* What the spec holds (for the spec-edit paths, what the edit put there): its
- * linux.devices under /dev/infiniband/ and its RLIMIT_MEMLOCK. */
+/* What the spec holds (for the spec-edit paths, what the edit put there). */
 static void record_spec(struct hook *h)
 {
-	const json_t *devs = json_object_get(json_object_get(h->spec, "linux"), "devices");
-	const json_t *rl = json_object_get(json_object_get(h->spec, "process"), "rlimits"), *e;
-	size_t i;
-
-	h->rec.spec_devices = 0;
-	json_array_foreach(devs, i, e)
-		if (orh_startswith(json_string_value(json_object_get(e, "path")) ?: "", ORH_DEV_DIR))
-			h->rec.spec_devices++;
-	json_array_foreach(rl, i, e) {
-		if (strcmp(json_string_value(json_object_get(e, "type")) ?: "", "RLIMIT_MEMLOCK"))
-			continue;
-		const json_t *v = json_object_get(e, "soft");
-
-		/* a value past int64 (unlimited) is no integer to jansson */
-		h->rec.spec_memlock_set = true;
-		h->rec.spec_memlock = json_is_integer(v) && json_integer_value(v) >= 0
-			? (uint64_t)json_integer_value(v) : UINT64_MAX;
-	}
+	orh_record_spec(&h->rec, h->spec);
 }
 
 /* Does the container hold GPUs: an NVIDIA device node (not nvidiactl) given, or

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
@@ -28,6 +29,7 @@
 #include "orh/handoff.h"
 #include "orh/record.h"
 #include "orh/refuse.h"
+#include "orh/shimconf.h"
 
 /* The runtime is looked up here only, never in the caller's PATH. */
 #define ORH_RUNTIME_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -193,15 +195,78 @@ static void hand_off(const struct orh_ctx *ctx, const struct runtime_args *ra,
 		orh_record_sweep(ORH_RUN_DIR, "/proc", ra->id, ORH_RECORD_SWEEP_EVERY);
 }
 
+/* The shim serves the container alone (res->own_conf): /etc/nccl.conf into its root now.
+ * Where that cannot be done, the edit registers the nccl-conf stage after all, which
+ * writes it the way the container's root needs. */
+static int write_conf(struct orh_ctx *ctx, const struct runtime_args *ra, int dirfd,
+		      json_t *spec, unsigned flags, struct orh_edit_result *res, int *rootfd,
+		      struct orh_ncclconf_result *conf, struct orh_err *err)
+{
+	struct orh_err cerr = { 0 };
+	char msg[ORH_ERR_MAX - 64];
+
+	if (ctx->cfg.on_error == ORH_ON_ERROR_FAIL && res->d->act == ORH_ACT_REQUESTED &&
+	    orh_shimconf_memlock_short(spec, res->d, msg, sizeof(msg)))
+		return orh_fail(err, EPERM, "%s", msg); /* the stage would refuse it */
+	if (orh_shimconf_write(dirfd, spec, &res->d->plan, rootfd, conf, &cerr) == 0)
+		return 0;
+	orh_log(LOG_INFO, "container %s: /etc/nccl.conf is left to the nccl-conf stage: %s",
+		ra->id, cerr.msg);
+	return orh_edit_add_stage(ctx, spec, flags, res, err);
+}
+
+/* The record of a container the shim served alone, bound to the config.json it wrote; one
+ * that cannot be written is a warning. The first state directory of a container sweeps
+ * those of containers gone (at most once a minute). */
+static void record_own(struct orh_ctx *ctx, const struct runtime_args *ra, int dirfd,
+		       const json_t *spec, const struct orh_edit_result *res,
+		       const struct orh_ncclconf_result *conf, json_t *steps)
+{
+	_cleanup_free_ char *dir = orh_xasprintf("%s/%s", ORH_RUN_DIR, ra->id);
+	_cleanup_free_ char *bundle = ra->bundle[0] == '/' ? orh_xstrdup(ra->bundle)
+							   : realpath(ra->bundle, NULL);
+	struct orh_strv warnings = { 0 };
+	struct orh_err err = { 0 };
+	struct stat st;
+	bool created = access(dir, F_OK) < 0;
+	json_t *shim_ms;
+
+	if (!bundle || fstatat(dirfd, "config.json", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		orh_log(LOG_WARNING, "container %s: no record: the bundle: %m", ra->id);
+		return;
+	}
+	json_object_set_new(steps, "config", json_real(ctx->t_config - ctx->t_main));
+	shim_ms = json_pack("{s:O, s:f}", "steps", steps, "until the record",
+			    orh_now_ms() - ctx->t_main);
+	if (orh_shimconf_record(dir, &(struct orh_shimconf_rec){
+		    .id = ra->id, .bundle_path = bundle, .sysroot = ctx->sysroot,
+		    .config_st = &st, .d = res->d, .spec = spec, .conf = conf,
+		    .shim_ms = shim_ms, .total_ms = orh_now_ms() - ctx->t_main },
+				&warnings, &err) < 0)
+		orh_log(LOG_WARNING, "container %s: the record: %s", ra->id, err.msg);
+	for (size_t i = 0; i < warnings.n; i++)
+		orh_log(LOG_WARNING, "container %s: %s", ra->id, warnings.v[i]);
+	orh_strv_free(&warnings);
+	json_decref(shim_ms);
+	if (created)
+		orh_record_sweep(ORH_RUN_DIR, "/proc", ra->id, ORH_RECORD_SWEEP_EVERY);
+}
+
 /* Edit <bundle>/config.json. Returns 0 also when nothing was changed; -errno with err
- * filled on a failure, *fatal telling whether the container must then fail. */
+ * filled on a failure, *fatal telling whether the container must then fail. Nothing is
+ * left half-done: /etc/nccl.conf written for a config.json that could not be is put
+ * back. */
 static int edit_bundle(struct orh_ctx *ctx, const struct runtime_args *ra, bool *fatal,
 		       struct orh_err *err)
 {
 	_cleanup_close_ int dirfd = -1;
+	_cleanup_close_ int rootfd = -1;
 	_cleanup_free_ char *out = NULL;
 	_cleanup_free_ char *name = orh_xasprintf("%s/config.json", ra->bundle);
+	struct orh_ncclconf_result conf = { 0 };
+	struct orh_err uerr = { 0 };
 	struct orh_edit_result res;
+	unsigned flags = ra->id ? ORH_SERVE_SNAPSHOT | ORH_SERVE_NO_POSTSTOP | ORH_SERVE_CONF : 0;
 	json_t *spec = NULL, *steps = json_object();
 	size_t out_len = 0;
 	double t = orh_now_ms();
@@ -210,34 +275,38 @@ static int edit_bundle(struct orh_ctx *ctx, const struct runtime_args *ra, bool 
 	*fatal = false;
 	memset(&res, 0, sizeof(res));
 	dirfd = open(ra->bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		json_decref(steps);
-		return orh_fail(err, errno, "opening bundle '%s': %s", ra->bundle, strerror(errno));
-	}
-	r = orh_spec_load_at(dirfd, "config.json", name, &spec, err);
-	if (r < 0) {
-		json_decref(steps);
-		return r;
-	}
+	if (dirfd < 0)
+		r = orh_fail(err, errno, "opening bundle '%s': %s", ra->bundle, strerror(errno));
+	else
+		r = orh_spec_load_at(dirfd, "config.json", name, &spec, err);
+	if (r < 0)
+		goto out;
 	t = step(steps, "config.json read", t);
-	r = orh_spec_serve(ctx, spec, ra->id ? ORH_SERVE_SNAPSHOT | ORH_SERVE_NO_POSTSTOP : 0,
-			   &res, err);
+	r = orh_spec_serve(ctx, spec, flags, &res, err);
 	t = step(steps, "node, plan and spec edit", t);
-	if (r >= 0) {
-		for (size_t i = 0; i < res.warnings.n; i++)
-			orh_log(LOG_WARNING, "%s", res.warnings.v[i]);
-		if (res.edits > 0)
-			r = orh_spec_dump(spec, &out, &out_len, err);
+	for (size_t i = 0; r >= 0 && i < res.warnings.n; i++)
+		orh_log(LOG_WARNING, "%s", res.warnings.v[i]);
+	if (r >= 0 && res.own_conf) {
+		r = write_conf(ctx, ra, dirfd, spec, flags, &res, &rootfd, &conf, err);
+		t = step(steps, "/etc/nccl.conf", t);
 	}
+	if (r >= 0 && res.edits > 0)
+		r = orh_spec_dump(spec, &out, &out_len, err);
 	if (r >= 0 && res.edits > 0)
 		r = orh_write_atomic(dirfd, "config.json", out, out_len, 0600, err);
 	step(steps, "config.json write", t);
-	if (r >= 0 && res.snapshot)
+	if (r < 0 && conf.in_place && orh_ncclconf_undo(rootfd, &conf, &uerr) < 0)
+		orh_log(LOG_ERR, "container %s: %s", ra->id, uerr.msg);
+	if (r >= 0 && res.own_conf)
+		record_own(ctx, ra, dirfd, spec, &res, &conf, steps);
+	else if (r >= 0 && res.snapshot)
 		hand_off(ctx, ra, &res, steps);
-	json_decref(steps);
 	if (r < 0)
 		*fatal = orh_edit_must_fail(&ctx->cfg, &res);
+out:
+	json_decref(steps);
 	json_decref(spec);
+	orh_ncclconf_result_free(&conf);
 	orh_edit_result_free(&res);
 	return r;
 }
