@@ -372,6 +372,42 @@ static int fd_path(int fd, char *out, size_t size)
 	return 0;
 }
 
+/* Does path lead where it says: no symlink on its way, as far as it exists? Then it
+ * resolves to itself (lexically cleaned of "." and repeated slashes) and no more need be
+ * asked: one system call, where most destinations are plain directories. */
+static bool plain_path(int rootfd, const char *path, char *out, size_t size)
+{
+	int fd = sys_openat2(rootfd, path, O_PATH | O_CLOEXEC,
+			     RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+	size_t n = 0;
+
+	if (fd >= 0)
+		close(fd);
+	else if (errno != ENOENT)
+		return false;
+	for (const char *p = path; *p;) {
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		len = strcspn(p, "/");
+		if (len == 2 && p[0] == '.' && p[1] == '.')
+			return false;
+		if (len > 0 && !(len == 1 && p[0] == '.')) {
+			if (n + 1 + len + 1 > size)
+				return false;
+			out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p += len;
+	}
+	if (n == 0)
+		out[n++] = '/';
+	out[n] = '\0';
+	return true;
+}
+
 int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size)
 {
 	char root[PATH_MAX], head[PATH_MAX], at[PATH_MAX];
@@ -381,6 +417,8 @@ int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size)
 
 	if (fallback_used || orh_strlcpy(head, path, sizeof(head)) < 0)
 		return -ENOSYS;
+	if (plain_path(rootfd, path, out, size))
+		return 0;
 	r = fd_path(rootfd, root, sizeof(root));
 	if (r < 0)
 		return r;
