@@ -407,8 +407,11 @@ class Bench:
                          f"{v['ratio_p10']:.3f}–{v['ratio_p90']:.3f}",
                          f"{v['diff_us'] / 1000:.1f} / {v['cpu_diff_us'] / 1000:.1f}")])
             + "\n\nThe shim reads the node and plans, parses, edits and rewrites config.json "
-              "atomically, and hands what it read to the nccl-conf stage its edit adds "
-              "(`node.json`), which decides from it; part 3d shows each step's time.")
+              "atomically. The container gets a new network namespace that no hook sets up, "
+              "so the shim knows its network: it writes /etc/nccl.conf into the bundle's "
+              "root itself and its record, and the edit registers no nccl-conf stage (where "
+              "it cannot know the network, the stage decides from the shim's `node.json`). "
+              "Part 3d shows each step's time.")
         self.budgets.append(("container start through the runtime shim (scale node) vs plain "
                              "`runc run`", f"wall {pct_ci(v)}, CPU {pct_ci(v, 'cpu_')}",
                              f"<= +{(BUDGET_SHIM_RATIO - 1) * 100:.0f}%",

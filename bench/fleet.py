@@ -91,15 +91,17 @@ def floor(b):
                     ("`oci-rdma-hook --version`: the hook's binary started, nothing done",
                      fmt_ms(p["version"]), fmt_ms(p["version"], "cpu_"), "")])
         + "\n\nWhatever it does, a createRuntime hook costs what runc spends running one "
-          "(second row), and a shim what one more executed program costs (third row); the "
-          "shim path has both. The hook's binary starts in the time of the last row.")
+          "(second row), and a shim what one more executed program costs (third row); a shim "
+          "that leaves /etc/nccl.conf to a stage has both. The hook's binary starts in the "
+          "time of the last row.")
 
 
 # the steps in the order they run (a record's JSON sorts its keys)
 HOOK_STEPS = ("config", "seccomp and capabilities", "state and spec",
               "container and its network", "node and plan", "device nodes", "device cgroup",
               "memlock", "/etc/nccl.conf", "sysfs view", "stage")
-SHIM_STEPS = ("config", "config.json read", "node, plan and spec edit", "config.json write")
+SHIM_STEPS = ("config", "config.json read", "node, plan and spec edit", "/etc/nccl.conf",
+              "config.json write")
 
 
 def in_order(known, seen):
@@ -162,39 +164,48 @@ def steps(b):
     shim = records(b, n, [b.shim, "run", "--bundle", shim_b], f"orhb-{os.getpid()}-steps-shim",
                    f"cp {shim_b}/config.json.orig {shim_b}/config.json && "
                    f"rm -rf {STATE}/orhb-{os.getpid()}-steps-shim")
+    # the shim serves the bench's container alone (a new network namespace that no hook
+    # sets up): its record is the shim's, with no stage after it
+    alone = all("until the record" in r.get("shim", {}) for r in shim)
     names = in_order(HOOK_STEPS, [k for rows in (live, shim) for r in rows
                                   for k in r.get("steps", {})])
     shim_names = in_order(SHIM_STEPS, [k for r in shim
                                        for k in r.get("shim", {}).get("steps", {})])
     f = b.floor
     rows = [("runc: running one more hook (part 3c)", ms(f["hook_cpu_us"]) + " CPU",
-             ms(f["hook_cpu_us"]) + " CPU"),
+             "none" if alone else ms(f["hook_cpu_us"]) + " CPU"),
             ("process start of the hook's binary to its `main` (part 3c, `--version`)",
-             ms(f["start_us"]), ms(f["start_us"]) + " (the stage) + " + ms(f["start_us"])
-             + " (the shim)"),
+             ms(f["start_us"]), ms(f["start_us"]) + (" (the shim)" if alone else " (the stage) + "
+                                                     + ms(f["start_us"]) + " (the shim)")),
             ("the shim: executing runc after it (part 3c, a program that only does that)",
              "", ms(f["exec_us"]))]
     for k in shim_names:
         rows.append((f"the shim: {k}", "", fmt(med(shim, "shim", "steps", k))))
-    rows.append(("the shim: until it handed the node over, in all", "",
-                 fmt(med(shim, "shim", "until the handoff"))))
+    until = "until the record" if alone else "until the handoff"
+    rows.append((f"the shim: in all, from `main` {'to its record' if alone else 'until it handed the node over'}",
+                 "", fmt(med(shim, "shim", until))))
     for k in names:
         rows.append((f"the hook: {k}", fmt(med(live, "steps", k)), fmt(med(shim, "steps", k))))
     rows.append(("the hook: in all, from `main` to its record (the checks, the record's "
                  "write and the sweep are the rest)", fmt(med(live, "total")),
-                 fmt(med(shim, "total"))))
+                 "" if alone else fmt(med(shim, "total"))))
     b.step_medians = {"live_total": med(live, "total"), "shim_total": med(shim, "total"),
-                      "shim_until": med(shim, "shim", "until the handoff")}
-    floor_table(b, live, shim)
+                      "shim_until": med(shim, "shim", until)}
+    floor_table(b, live, shim, alone)
     b.sections.append(
         f"### 3d. Where the time goes, per step ({n} containers each, scale node)\n\n"
-        + md_table(["step", "live hook (createRuntime), ms", "shim path (the shim, then the "
-                    "nccl-conf stage), ms"], rows)
+        + md_table(["step", "live hook (createRuntime), ms",
+                    "shim path (the shim alone), ms" if alone else
+                    "shim path (the shim, then the nccl-conf stage), ms"], rows)
         + "\n\nThe hook's steps are medians of `time_ms` in the records the containers left "
-          "(`inspect`), the shim's of the `shim` times its record took over from the shim's "
-          "`node.json`; wall time inside each process. Each container is a new one: its state "
-          "directory is removed before it starts (untimed), so every start makes one and "
-          "sweeps. The rows from part 3c are what a hook or a shim costs outside itself.")
+          "(`inspect`), the shim's of the `shim` times in its record; wall time inside each "
+          "process. "
+          + ("The bench's container gets a new network namespace that no hook sets up, so "
+             "the shim knows its network, writes /etc/nccl.conf itself and registers no "
+             "nccl-conf stage: nothing runs after it but runc. " if alone else "")
+          + "Each container is a new one: its state directory is removed before it starts "
+          "(untimed), so every start makes one and sweeps. The rows from part 3c are what a "
+          "hook or a shim costs outside itself.")
 
 
 def sweep(b):
@@ -298,7 +309,7 @@ def pct(s, kind):
     return f"{(m - 1) * 100:+.1f}% ({(lo - 1) * 100:+.1f}…{(hi - 1) * 100:+.1f}%)"
 
 
-def floor_table(b, live, shim):
+def floor_table(b, live, shim, alone):
     """How close each container path is to what it cannot do without, here (CPU ms): the
     reads the plan needs (part 1b's bare loop, less a static start), one more program
     started, the container's network read, and what each path must write."""
@@ -311,11 +322,15 @@ def floor_table(b, live, shim):
     live_floor = (start + reads + step(live, "steps", "container and its network")
                   + sum(step(live, "steps", k) for k in ("device nodes", "device cgroup",
                                                          "memlock", "/etc/nccl.conf")))
-    shim_floor = (f["exec_cpu_us"] / 1000 + f["hook_cpu_us"] / 1000 + f["edit_cpu_us"] / 1000
+    shim_floor = (f["exec_cpu_us"] / 1000 + f["edit_cpu_us"] / 1000
                   + (f["start_cpu_us"] - f["true_cpu_us"]) / 1000 + reads
-                  + step(shim, "steps", "container and its network")
                   + step(shim, "shim", "steps", "config.json read")
-                  + step(shim, "shim", "steps", "config.json write") + step(shim, "steps", "stage"))
+                  + step(shim, "shim", "steps", "config.json write"))
+    if alone:
+        shim_floor += step(shim, "shim", "steps", "/etc/nccl.conf")
+    else:
+        shim_floor += (f["hook_cpu_us"] / 1000 + step(shim, "steps", "container and its network")
+                       + step(shim, "steps", "stage"))
     rows = []
     for name, res, key, floor, limit in (
             ("live hook vs a no-op hook (part 2)", b.results["start"], "hook", live_floor,
@@ -338,7 +353,8 @@ def floor_table(b, live, shim):
           f"container's network read, the writes the path makes (the live hook: device "
           f"nodes, cgroup, memlock, /etc/nccl.conf; the shim: config.json read and written, "
           f"/etc/nccl.conf), and, for the hook's binary, its start over `/bin/true`'s; the "
-          f"shim path adds one more program executed before runc, one hook that runc runs, "
-          f"and what runc does for the edit: the plan's device nodes, cgroup rules and "
+          f"shim path adds one more program executed before runc"
+          + ("" if alone else ", one hook that runc runs")
+          + f", and what runc does for the edit: the plan's device nodes, cgroup rules and "
           f"memlock limit, which the live hook makes itself (part 3c). Step times are part "
           f"3d's medians.")

@@ -5,13 +5,16 @@
  * it edits <bundle>/config.json (atomically) before the real runtime reads it, then it
  * executes the real runtime (config key `runtime`) with the arguments it was given.
  * Every other command passes straight through. A container that is not activated keeps
- * its config.json byte for byte. Where the edit registers the nccl-conf stage, the node
- * as the shim read it goes to that stage through the container's state directory
- * (orh/handoff.h), keyed by the container id, the command's last argument as the engines
- * give it (containerd's go-runc, CRI-O). The edit registers no poststop hook: on `delete`
- * the shim removes the container's state directory itself. When the shim itself fails a
- * command, the reason also goes to runc's --log file, where the engine reads the
- * runtime's error (refuse.c).
+ * its config.json byte for byte. Where the shim knows the network the container will have
+ * (orh/shimconf.h: a pod's namespace by its path, the host's, a new one no hook sets up),
+ * it writes /etc/nccl.conf into the bundle's root itself, before config.json, and the
+ * container's record; the edit then registers no hook at all. Elsewhere the edit
+ * registers the nccl-conf stage, and the node as the shim read it goes to that stage
+ * through the container's state directory (orh/handoff.h). Both are keyed by the
+ * container id, the command's last argument as the engines give it (containerd's go-runc,
+ * CRI-O). The edit registers no poststop hook: on `delete` the shim removes the
+ * container's state directory itself. When the shim itself fails a command, the reason
+ * also goes to runc's --log file, where the engine reads the runtime's error (refuse.c).
  */
 #include <errno.h>
 #include <fcntl.h>
