@@ -304,6 +304,14 @@ check "nonroot-podnet: memlock raised to 4 MiB ($(seen memlock))" grep -qx 'meml
 check "nonroot-podnet: NCCL_SOCKET_IFNAME is the pod's eth0 (the node's: $(grep SOCKET <<<"$PLAN"))" \
 	grep -qx 'conf:NCCL_SOCKET_IFNAME==eth0' <<<"$OUT"
 check_conf_has_plan "nonroot-podnet: /etc/nccl.conf has the plan's other settings"
+# the shim read the pod's network namespace by its path: it wrote /etc/nccl.conf itself,
+# and no nccl-conf stage ran
+check "nonroot-podnet: the shim served the container alone (its record; no stage, no node.json)" \
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["stage"] == "runtime shim" and r["alive"] is True, r
+assert r["plan"]["netns_default_if"] == "eth0" and r["nccl_conf"]["result"] == "written", r
+' "$("$HOOK" inspect "$CTR" --json 2>&1)"
 end_pod
 
 # ---- the Kubernetes example node config: devices only through the allocation -------------------
