@@ -43,7 +43,8 @@ int orh_rootfs_parent(int rootfd, const char *path, bool create, uint64_t mnt, i
  * runtime resolves a mount's destination (symlinks followed, never above the root), the
  * missing rest appended as written; the result is an absolute in-root path. -ENOSYS where
  * openat2 is missing (the caller must then assume the worst), -EINVAL for a ".." in the
- * missing rest, another -errno when it cannot be told. */
+ * missing rest, -ELOOP where a symlink on the way leads nowhere, another -errno when it
+ * cannot be told. */
 int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size);
 /* The container's /dev: the root's own "dev" (made when missing), never through a
  * symlink, and whatever the runtime mounted on it (its tmpfs). */

@@ -258,6 +258,7 @@ int orh_edit_add_stage(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 	if (r == 0 && added && (flags & ORH_SERVE_SNAPSHOT) && res->d && !res->snapshot)
 		res->snapshot = snapshot_of(res->d, NULL);
 	res->changes.hooks += added;
+	res->edits += added; /* the spec changed: config.json must be written */
 	res->own_conf = false;
 	json_decref(nccl_hook);
 	json_decref(poststop_hook);

@@ -439,6 +439,23 @@ int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size)
 	}
 	if (fd < 0)
 		return errno == ENOSYS ? -ENOSYS : -errno;
+	if (*rest) {
+		/* the first "missing" name is there but leads nowhere (a dangling symlink): the
+		 * runtime would follow it, and make what it names; that is not told here */
+		char name[NAME_MAX + 1];
+		const char *c = rest + strspn(rest, "/");
+		size_t n = strcspn(c, "/");
+		struct stat st;
+
+		if (n > 0 && n <= NAME_MAX) {
+			memcpy(name, c, n);
+			name[n] = '\0';
+			if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+				close(fd);
+				return -ELOOP;
+			}
+		}
+	}
 	r = fd_path(fd, at, sizeof(at));
 	close(fd);
 	if (r < 0)
