@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The runtime shim serving a container alone (src/apply/edit.c, src/apply/shimconf.c): the
+ * edit that leaves the nccl-conf stage out or adds it after all (orh_spec_serve with
+ * ORH_SERVE_CONF, orh_edit_add_stage) on the sample RoCE node
+ * (tests/nodes/seed001-roce.json), and the record bound to the bundle's config.json in
+ * place of a pid (orh_shimconf_record, orh_record_alive). test_shimconf.c tests the file
+ * itself. Temporary directories under /tmp; no root needed.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "node_fixture.h"
+#include "orh/commands.h"
+#include "orh/edit.h"
+#include "orh/ncclconf.h"
+#include "orh/record.h"
+#include "orh/rootfs.h"
+#include "orh/shimconf.h"
+#include "orh/spec.h"
+#include "plan_check.h"
+#include "shim_fixture.h"
+
+TestSuite(shimserve, .init = shim_fixture_setup, .fini = shim_fixture_cleanup);
+
+/* ---- 5. the edit ----------------------------------------------------------------- */
+
+/* a spec as podman proposes it, without NCCL settings of the user */
+#define SPEC(hooks, ns)                                                                    \
+	"{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\"},\"process\":{"           \
+	"\"args\":[\"sh\"],\"env\":[\"PATH=/bin\"]},\"mounts\":[" M("/proc") "],"            \
+	"\"linux\":{\"resources\":{\"devices\":[{\"allow\":false,\"access\":\"rwm\"}]}" ns "}" \
+	hooks "}"
+#define NEW_NETNS ",\"namespaces\":[{\"type\":\"mount\"},{\"type\":\"network\"}]"
+#define PRESTART ",\"hooks\":{\"prestart\":[{\"path\":\"/usr/libexec/netsetup\"}]}"
+#define CREATE_RUNTIME ",\"hooks\":{\"createRuntime\":[{\"path\":\"/usr/libexec/setkey\"}]}"
+#define OUR_LIVE_HOOK                                                                      \
+	",\"hooks\":{\"createRuntime\":[{\"path\":\"/usr/libexec/oci/hooks.d/oci-rdma-hook\","  \
+	"\"args\":[\"oci-rdma-hook\",\"createRuntime\"]}]}"
+
+static void ctx_init(struct orh_ctx *ctx)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	orh_config_defaults(&ctx->cfg);
+	ctx->cfg.activation = ORH_ACTIVATE_ALWAYS;
+	ctx->cfg.memlock = 65536;
+	ctx->sysroot = ctx->sysroot_opt = node;
+	ctx->config_path = CONF;
+	ctx->config_explicit = true;
+}
+
+/* The last hook of `stage` in spec runs this binary's `what` with --config and --sysroot */
+static void assert_self_hook(const json_t *spec, const char *stage, const char *what)
+{
+	const json_t *hooks = json_object_get(json_object_get(spec, "hooks"), stage);
+	const json_t *h = json_array_get(hooks, json_array_size(hooks) - 1);
+	const json_t *args = json_object_get(h, "args");
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	cr_assert_gt(n, 0);
+	self[n] = '\0';
+	cr_assert_not_null(h, "no %s hook", stage);
+	cr_assert_str_eq(json_string_value(json_object_get(h, "path")), self);
+	cr_assert_eq(json_array_size(args), 6);
+	cr_assert_str_eq(json_string_value(json_array_get(args, 0)), ORH_HOOK_NAME);
+	cr_assert_str_eq(json_string_value(json_array_get(args, 1)), "--config");
+	cr_assert_str_eq(json_string_value(json_array_get(args, 2)), CONF);
+	cr_assert_str_eq(json_string_value(json_array_get(args, 3)), "--sysroot");
+	cr_assert_str_eq(json_string_value(json_array_get(args, 4)), node);
+	cr_assert_str_eq(json_string_value(json_array_get(args, 5)), what);
+}
+
+static size_t n_hooks(const json_t *spec, const char *stage)
+{
+	return json_array_size(json_object_get(json_object_get(spec, "hooks"), stage));
+}
+
+/* orh_spec_serve of text into *spec; the result's own_conf */
+static bool serve(struct orh_ctx *ctx, const char *text, unsigned flags, json_t **spec,
+		  struct orh_edit_result *res)
+{
+	struct orh_err err = { 0 };
+
+	*spec = parse(text);
+	cr_assert_eq(orh_spec_serve(ctx, *spec, flags, res, &err), 0, "%s", err.msg);
+	cr_assert_eq(res->activation, ORH_ACT_DEFAULT);
+	cr_assert_eq(res->changes.devices, 9, "rdma_cm and uverbs1..8");
+	cr_assert_gt(res->edits, 0);
+	cr_assert_eq(res->own_conf, res->d != NULL, "own_conf goes with the decision");
+	return res->own_conf;
+}
+
+Test(shimserve, a_spec_in_a_known_network_gets_no_nccl_conf_stage)
+{
+	struct orh_ctx ctx;
+	struct orh_edit_result res;
+	json_t *spec;
+
+	ctx_init(&ctx);
+	/* the runtime's network */
+	cr_assert(serve(&ctx, SPEC("", ""), ORH_SERVE_CONF | ORH_SERVE_SNAPSHOT, &spec, &res));
+	cr_assert_not_null(res.d);
+	cr_assert(res.d->have_plan);
+	cr_assert_not_null(plan_value(&res.d->plan, "NCCL_IB_HCA"), "the plan, for the file");
+	cr_assert_null(json_object_get(spec, "hooks"), "no hook at all");
+	cr_assert_eq(res.changes.hooks, 0);
+	cr_assert_null(res.snapshot, "no stage to hand the node to");
+	/* the settings stay out of PID 1's environment */
+	cr_assert_eq(json_array_size(json_object_get(json_object_get(spec, "process"), "env")),
+		     1);
+	orh_edit_result_free(&res);
+	cr_assert_null(res.d);
+	json_decref(spec);
+
+	/* a new namespace that no hook sets up */
+	cr_assert(serve(&ctx, SPEC("", NEW_NETNS), ORH_SERVE_CONF, &spec, &res));
+	cr_assert_null(json_object_get(spec, "hooks"));
+	orh_edit_result_free(&res);
+	json_decref(spec);
+
+	/* a poststop hook of someone else's changes nothing */
+	cr_assert(serve(&ctx, SPEC(",\"hooks\":{\"poststop\":[{\"path\":\"/bin/true\"}]}",
+				   NEW_NETNS), ORH_SERVE_CONF, &spec, &res));
+	cr_assert_eq(n_hooks(spec, "poststop"), 1);
+	cr_assert_eq(n_hooks(spec, "createRuntime"), 0);
+	orh_edit_result_free(&res);
+	json_decref(spec);
+	orh_config_free(&ctx.cfg);
+}
+
+Test(shimserve, a_network_set_up_by_an_earlier_hook_keeps_the_stage)
+{
+	struct orh_ctx ctx;
+	struct orh_edit_result res;
+	json_t *spec;
+
+	ctx_init(&ctx);
+	cr_assert_not(serve(&ctx, SPEC(PRESTART, NEW_NETNS), ORH_SERVE_CONF, &spec, &res));
+	cr_assert_null(res.d);
+	cr_assert_eq(res.changes.hooks, 2, "nccl-conf and poststop");
+	assert_self_hook(spec, "createRuntime", "nccl-conf");
+	assert_self_hook(spec, "poststop", "poststop");
+	cr_assert_eq(n_hooks(spec, "prestart"), 1, "the spec's own stays");
+	orh_edit_result_free(&res);
+	json_decref(spec);
+
+	cr_assert_not(serve(&ctx, SPEC(CREATE_RUNTIME, NEW_NETNS),
+			    ORH_SERVE_CONF | ORH_SERVE_NO_POSTSTOP | ORH_SERVE_SNAPSHOT, &spec,
+			    &res));
+	cr_assert_eq(n_hooks(spec, "createRuntime"), 2, "setkey, then the stage");
+	assert_self_hook(spec, "createRuntime", "nccl-conf");
+	cr_assert_eq(n_hooks(spec, "poststop"), 0);
+	cr_assert_not_null(res.snapshot, "the node, for the stage");
+	orh_edit_result_free(&res);
+	json_decref(spec);
+
+	/* a namespace by a path the shim could not read */
+	cr_assert_not(serve(&ctx, SPEC("", ",\"namespaces\":[{\"type\":\"network\",\"path\":"
+				   "\"/nonexistent/orh-netns\"}]"), ORH_SERVE_CONF, &spec, &res));
+	assert_self_hook(spec, "createRuntime", "nccl-conf");
+	cr_assert(strv_mentions(&res.warnings, "'/nonexistent/orh-netns' not read"));
+	orh_edit_result_free(&res);
+	json_decref(spec);
+
+	/* without ORH_SERVE_CONF: the stage, as before */
+	cr_assert_not(serve(&ctx, SPEC("", ""), ORH_SERVE_SNAPSHOT, &spec, &res));
+	assert_self_hook(spec, "createRuntime", "nccl-conf");
+	orh_edit_result_free(&res);
+	json_decref(spec);
+	orh_config_free(&ctx.cfg);
+}
+
+Test(shimserve, a_spec_carrying_our_live_hook_is_left_to_it)
+{
+	struct orh_ctx ctx;
+	struct orh_edit_result res;
+	json_t *spec;
+
+	ctx_init(&ctx);
+	cr_assert_not(serve(&ctx, SPEC(OUR_LIVE_HOOK, ""), ORH_SERVE_CONF, &spec, &res));
+	cr_assert_null(res.d);
+	cr_assert_eq(n_hooks(spec, "createRuntime"), 1, "the live hook writes the file");
+	cr_assert_str_eq(json_string_value(json_object_get(
+		json_array_get(json_object_get(json_object_get(spec, "hooks"), "createRuntime"), 0),
+		"path")), "/usr/libexec/oci/hooks.d/oci-rdma-hook");
+	orh_edit_result_free(&res);
+	json_decref(spec);
+	orh_config_free(&ctx.cfg);
+}
+
+Test(shimserve, the_stage_is_added_after_all_where_the_shim_cannot_write)
+{
+	const unsigned flags = ORH_SERVE_CONF | ORH_SERVE_SNAPSHOT | ORH_SERVE_NO_POSTSTOP;
+	struct orh_ctx ctx;
+	struct orh_edit_result res;
+	struct orh_err err = { 0 };
+	json_t *spec, *once;
+	int edits;
+
+	ctx_init(&ctx);
+	cr_assert(serve(&ctx, SPEC("", ""), flags, &spec, &res));
+	cr_assert_null(res.snapshot);
+	edits = res.edits;
+	cr_assert_eq(orh_edit_add_stage(&ctx, spec, flags, &res, &err), 0, "%s", err.msg);
+	cr_assert_not(res.own_conf);
+	cr_assert_eq(res.changes.hooks, 1, "nccl-conf alone");
+	cr_assert_eq(n_hooks(spec, "createRuntime"), 1);
+	assert_self_hook(spec, "createRuntime", "nccl-conf");
+	cr_assert_eq(n_hooks(spec, "poststop"), 0);
+	cr_assert_not_null(res.snapshot, "the node, for the stage");
+	cr_assert_eq(res.edits, edits + 1, "the hook is an edit: config.json is written");
+	/* a second time: no second hook */
+	once = json_deep_copy(spec);
+	cr_assert_eq(orh_edit_add_stage(&ctx, spec, flags, &res, &err), 0, "%s", err.msg);
+	cr_assert(json_equal(spec, once));
+	cr_assert_eq(res.changes.hooks, 1);
+	json_decref(once);
+	orh_edit_result_free(&res);
+	json_decref(spec);
+
+	/* without ORH_SERVE_SNAPSHOT: no node handed over */
+	cr_assert(serve(&ctx, SPEC("", ""), ORH_SERVE_CONF, &spec, &res));
+	cr_assert_eq(orh_edit_add_stage(&ctx, spec, ORH_SERVE_CONF, &res, &err), 0, "%s", err.msg);
+	cr_assert_not(res.own_conf);
+	assert_self_hook(spec, "createRuntime", "nccl-conf");
+	cr_assert_eq(n_hooks(spec, "poststop"), 0, "never a poststop hook");
+	cr_assert_null(res.snapshot);
+	orh_edit_result_free(&res);
+	json_decref(spec);
+	orh_config_free(&ctx.cfg);
+}
+
+/* ---- 6. the record --------------------------------------------------------------- */
+
+/* <tmp>/<rel>/config.json replaced by a new file (a new inode) */
+static void replace_config(const char *rel, const char *text)
+{
+	char name[PATH_MAX], newname[PATH_MAX];
+
+	snprintf(name, sizeof(name), "%s/config.json", rel);
+	snprintf(newname, sizeof(newname), "%s/config.json.new", rel);
+	put_file(newname, text, 0600);
+	cr_assert_eq(rename(at_tmp(newname), at_tmp(name)), 0);
+}
+
+Test(shimserve, the_record_is_bound_to_the_bundles_config_json)
+{
+	struct orh_ctx ctx;
+	struct orh_edit_result res;
+	struct orh_ncclconf_result conf;
+	struct orh_err err = { 0 };
+	struct orh_strv warnings = { 0 };
+	struct stat st, before;
+	json_t *spec, *rec, *b;
+	char *text, bundle[PATH_MAX];
+	int bfd = make_bundle(), rootfd = -1;
+
+	/* the shim's way: serve, write the file, write config.json, record */
+	ctx_init(&ctx);
+	cr_assert(serve(&ctx, SPEC("", ""), ORH_SERVE_CONF | ORH_SERVE_NO_POSTSTOP, &spec, &res));
+	cr_assert_eq(orh_shimconf_write(bfd, spec, &res.d->plan, &rootfd, &conf, &err), 0, "%s",
+		     err.msg);
+	cr_assert_gt(conf.added, 0);
+	text = get_file("b/rootfs/etc/nccl.conf");
+	cr_assert_not_null(text);
+	cr_assert(strstr(text, "\nNCCL_IB_HCA="), "%s", text);
+	free(text);
+	text = json_dumps(spec, 0);
+	put_file("b/config.json", text, 0600);
+	free(text);
+	snprintf(bundle, sizeof(bundle), "%s/b", tmp);
+	cr_assert_eq(stat(at_tmp("b/config.json"), &st), 0);
+	cr_assert_eq(orh_shimconf_record(at_tmp("run/ctr1"), &(struct orh_shimconf_rec){
+			     .id = "ctr1", .bundle_path = bundle, .sysroot = node,
+			     .config_st = &st, .d = res.d, .spec = spec, .conf = &conf,
+			     .total_ms = 1.5 }, &warnings, &err), 0, "%s", err.msg);
+
+	rec = orh_record_load_at(AT_FDCWD, at_tmp("run/ctr1/" ORH_RECORD_FILE));
+	cr_assert_not_null(rec);
+	cr_assert_str_eq(json_string_value(json_object_get(rec, "id")), "ctr1");
+	cr_assert_str_eq(json_string_value(json_object_get(rec, "stage")), "runtime shim");
+	cr_assert(json_is_integer(json_object_get(rec, "pid")));
+	cr_assert_eq(json_integer_value(json_object_get(rec, "pid")), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(rec, "node_read")),
+			 "by the runtime shim");
+	b = json_object_get(rec, "bundle");
+	cr_assert_str_eq(json_string_value(json_object_get(b, "path")), bundle);
+	cr_assert_eq(json_integer_value(json_object_get(b, "config_dev")), (json_int_t)st.st_dev);
+	cr_assert_eq(json_integer_value(json_object_get(b, "config_ino")), (json_int_t)st.st_ino);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(rec, "nccl_conf"),
+							   "result")), "written");
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(rec, "nccl_conf"),
+							"added")), (json_int_t)conf.added);
+
+	/* alive while config.json is the one recorded, rewritten in place or not */
+	cr_assert(orh_record_alive(rec, "/proc"));
+	put_file("b/config.json", "{}", 0600);
+	cr_assert(orh_record_alive(rec, "/proc"), "the same file");
+	/* a new config.json: another container in the same bundle */
+	before = st;
+	replace_config("b", "{}");
+	cr_assert_eq(stat(at_tmp("b/config.json"), &st), 0);
+	cr_assert_neq(st.st_ino, before.st_ino);
+	cr_assert_not(orh_record_alive(rec, "/proc"));
+	cr_assert_eq(unlink(at_tmp("b/config.json")), 0);
+	cr_assert_not(orh_record_alive(rec, "/proc"), "no config.json");
+	/* the bundle gone */
+	cr_assert_eq(rename(at_tmp("b"), at_tmp("b.gone")), 0);
+	cr_assert_not(orh_record_alive(rec, "/proc"));
+
+	/* a record with no pid and no bundle: never alive */
+	json_object_del(rec, "bundle");
+	cr_assert_not(orh_record_alive(rec, "/proc"));
+
+	json_decref(rec);
+	orh_strv_free(&warnings);
+	orh_ncclconf_result_free(&conf);
+	close(rootfd);
+	close(bfd);
+	orh_edit_result_free(&res);
+	json_decref(spec);
+	orh_config_free(&ctx.cfg);
+}
