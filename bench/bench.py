@@ -333,7 +333,8 @@ class Bench:
 
     def runc_spec(self, name, bundle, prep=False, runtime=None, env=(), fresh=False):
         """fresh: every run is a new container to the hook (its state directory removed
-        before, untimed: each start makes one, and sweeps)."""
+        before, untimed: each start makes one, and sweeps), on a root as the image left it
+        (the /etc/nccl.conf an earlier run wrote removed: each start writes one)."""
         cid = f"orhb-{os.getpid()}-{name}"
         self.ids.append(cid)
         opts = [f"@env={e}" for e in env]
@@ -341,7 +342,7 @@ class Bench:
         if prep:  # the shim edits config.json: every run starts from the original
             preps.append(f"cp {bundle}/config.json.orig {bundle}/config.json")
         if fresh:
-            preps.append(f"rm -rf /run/oci-rdma-hook/{cid}")
+            preps.append(f"rm -rf /run/oci-rdma-hook/{cid} {bundle}/rootfs/etc/nccl.conf")
         if preps:
             opts.append("@prep=" + " && ".join(preps))
         return (name, opts, [runtime or self.runc, "run", "--bundle", bundle, cid])

@@ -158,12 +158,13 @@ def steps(b):
     n = b.n(40, 10)
     hook_b = b.p("bundles", "hook-scale")
     shim_b = b.p("bundles", "shim")
+    # each a new container on a root as the image left it (no /etc/nccl.conf of a run before)
     live = records(b, n, [b.runc, "run", "--bundle", hook_b], f"orhb-{os.getpid()}-steps-live",
-                   f"rm -rf {STATE}/orhb-{os.getpid()}-steps-live")
+                   f"rm -rf {STATE}/orhb-{os.getpid()}-steps-live {hook_b}/rootfs/etc/nccl.conf")
     b.ids += [f"orhb-{os.getpid()}-steps-live", f"orhb-{os.getpid()}-steps-shim"]
     shim = records(b, n, [b.shim, "run", "--bundle", shim_b], f"orhb-{os.getpid()}-steps-shim",
                    f"cp {shim_b}/config.json.orig {shim_b}/config.json && "
-                   f"rm -rf {STATE}/orhb-{os.getpid()}-steps-shim")
+                   f"rm -rf {STATE}/orhb-{os.getpid()}-steps-shim {shim_b}/rootfs/etc/nccl.conf")
     # the shim serves the bench's container alone (a new network namespace that no hook
     # sets up): its record is the shim's, with no stage after it
     alone = all("until the record" in r.get("shim", {}) for r in shim)
