@@ -318,6 +318,33 @@ Test(shimserve, the_record_is_bound_to_the_bundles_config_json)
 	/* a record with no pid and no bundle: never alive */
 	json_object_del(rec, "bundle");
 	cr_assert_not(orh_record_alive(rec, "/proc"));
+	json_decref(rec);
+
+	/* bound to the runtime's state of the container as well (`runc run` leaves the
+	 * bundle): alive while that is there, or while the record is young (the runtime makes
+	 * it after the shim) */
+	cr_assert_eq(rename(at_tmp("b.gone"), at_tmp("b")), 0);
+	replace_config("b", "{}");
+	cr_assert_eq(stat(at_tmp("b/config.json"), &st), 0);
+	mkdirs("runc/ctr2");
+	cr_assert_eq(orh_shimconf_record(at_tmp("run/ctr2"), &(struct orh_shimconf_rec){
+			     .id = "ctr2", .bundle_path = bundle, .sysroot = node,
+			     .runtime_state = at_tmp("runc/ctr2"), .config_st = &st, .d = res.d,
+			     .spec = spec, .conf = &conf, .total_ms = 1.5 }, &warnings, &err),
+		     0, "%s", err.msg);
+	rec = orh_record_load_at(AT_FDCWD, at_tmp("run/ctr2/" ORH_RECORD_FILE));
+	cr_assert_not_null(rec);
+	b = json_object_get(rec, "bundle");
+	cr_assert_str_eq(json_string_value(json_object_get(b, "runtime_state")),
+			 at_tmp("runc/ctr2"));
+	cr_assert(orh_record_alive(rec, "/proc"));
+	cr_assert_eq(rmdir(at_tmp("runc/ctr2")), 0);
+	cr_assert(orh_record_alive(rec, "/proc"), "a young record: the runtime is making it");
+	json_object_set_new(b, "since", json_integer(json_integer_value(
+		json_object_get(b, "since")) - ORH_RECORD_RUNTIME_GRACE));
+	cr_assert_not(orh_record_alive(rec, "/proc"), "the runtime's state is gone");
+	mkdirs("runc/ctr2");
+	cr_assert(orh_record_alive(rec, "/proc"));
 
 	json_decref(rec);
 	orh_strv_free(&warnings);

@@ -45,10 +45,12 @@ struct orh_record_in {
 	const char *node_from;          /* the runtime shim's reading of the node that the
 					 * decision took (orh/handoff.h), or NULL: read here */
 	const json_t *shim_ms;          /* the shim's time as it handed it over, or NULL */
-	/* the runtime shim serving a container alone (no stage, so no pid): the bundle, and
-	 * the stat of the config.json it wrote, which tell whether the container is there */
+	/* the runtime shim serving a container alone (no stage, so no pid): the bundle, the
+	 * stat of the config.json it wrote, and the runtime's state directory of the
+	 * container (or NULL), which tell whether the container is there */
 	const char *bundle;
 	const struct stat *bundle_config;
+	const char *runtime_state;
 	const char *netns_if;           /* the container's default route interface, or "" */
 	/* device nodes: created, already there, bound; -1: the step did not run */
 	long nodes_created, nodes_kept, nodes_bound;
@@ -122,7 +124,10 @@ int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *e
 int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id,
 		     unsigned every);
 /* Is the container of record rec alive (its pid has the recorded start time; for a record
- * without a pid, its bundle's config.json is the one recorded)? */
+ * without a pid, its bundle's config.json is the one recorded, and the runtime's state
+ * directory of the container is there, or the record is younger than
+ * ORH_RECORD_RUNTIME_GRACE seconds: the runtime makes that directory after the shim)? */
+#define ORH_RECORD_RUNTIME_GRACE 10
 bool orh_record_alive(const json_t *rec, const char *proc);
 /* The record dirfd/path (relative; no link followed), read in one buffer of at most
  * ORH_RECORD_MAX_BYTES and parsed; NULL where it is missing, not a regular file, larger,

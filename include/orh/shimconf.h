@@ -54,9 +54,10 @@ bool orh_shimconf_memlock_short(const json_t *spec, const struct orh_decision *d
  * write): the decision, what the spec holds, the file, the checks of the container's
  * context that can be made before it runs (the GID, GPUDirect, the spec's memlock against
  * the need; their warnings also into *warnings), bound to the bundle's config.json
- * (bundle_path, its stat) in place of a pid. 0 or -errno with err filled. */
+ * (bundle_path, its stat) and to the runtime's state directory of the container
+ * (runtime_state, or NULL) in place of a pid. 0 or -errno with err filled. */
 struct orh_shimconf_rec {
-	const char *id, *bundle_path, *sysroot;
+	const char *id, *bundle_path, *runtime_state, *sysroot;
 	const struct stat *config_st;
 	const struct orh_decision *d;
 	const json_t *spec;

@@ -163,10 +163,16 @@ json_t *orh_record_build(const struct orh_record_in *in)
 	}
 	if (in->node_from)
 		json_object_set_new(rec, "node_from", json_string(in->node_from));
-	if (in->bundle && in->bundle_config)
-		json_object_set_new(rec, "bundle", json_pack("{s:s, s:I, s:I}", "path", in->bundle,
-			"config_dev", (json_int_t)in->bundle_config->st_dev,
-			"config_ino", (json_int_t)in->bundle_config->st_ino));
+	if (in->bundle && in->bundle_config) {
+		json_t *b = json_pack("{s:s, s:I, s:I, s:I}", "path", in->bundle,
+				      "config_dev", (json_int_t)in->bundle_config->st_dev,
+				      "config_ino", (json_int_t)in->bundle_config->st_ino,
+				      "since", (json_int_t)time(NULL));
+
+		if (in->runtime_state)
+			json_object_set_new(b, "runtime_state", json_string(in->runtime_state));
+		json_object_set_new(rec, "bundle", b);
+	}
 	set_nodes(rec, in);
 	if (in->cgroup)
 		json_object_set_new(rec, "cgroup", json_string(in->cgroup));
@@ -447,7 +453,8 @@ static unsigned long long start_time_of(const char *proc, long pid)
 }
 
 /* A record the runtime shim wrote for a container it served alone (no stage, so no pid):
- * the container is there while its bundle's config.json is the one the shim wrote. */
+ * the container is there while its bundle's config.json is the one the shim wrote and the
+ * runtime holds its state. */
 static bool bundle_alive(const json_t *b)
 {
 	const char *path = json_string_value(json_object_get(b, "path"));
@@ -456,10 +463,18 @@ static bool bundle_alive(const json_t *b)
 
 	if (!path)
 		return false;
+	const char *rstate = json_string_value(json_object_get(b, "runtime_state"));
+	json_int_t since = json_integer_value(json_object_get(b, "since"));
+
 	name = orh_xasprintf("%s/config.json", path);
-	return stat(name, &st) == 0 &&
-	       (json_int_t)st.st_dev == json_integer_value(json_object_get(b, "config_dev")) &&
-	       (json_int_t)st.st_ino == json_integer_value(json_object_get(b, "config_ino"));
+	if (stat(name, &st) < 0 ||
+	    (json_int_t)st.st_dev != json_integer_value(json_object_get(b, "config_dev")) ||
+	    (json_int_t)st.st_ino != json_integer_value(json_object_get(b, "config_ino")))
+		return false;
+	/* `runc run` leaves the bundle as it was, and its state goes when the container does;
+	 * the runtime makes that state after the shim wrote the record */
+	return !rstate || stat(rstate, &st) == 0 ||
+	       (json_int_t)time(NULL) - since < ORH_RECORD_RUNTIME_GRACE;
 }
 
 bool orh_record_alive(const json_t *rec, const char *proc)

@@ -133,6 +133,7 @@ int orh_shimconf_record(const char *state_dir, const struct orh_shimconf_rec *in
 		.warnings = warnings,
 		.bundle = in->bundle_path,
 		.bundle_config = in->config_st,
+		.runtime_state = in->runtime_state,
 		.total_ms = in->total_ms,
 	};
 	char msg[ORH_ERR_MAX - 64];

@@ -48,6 +48,7 @@ struct runtime_args {
 	const char *id;       /* the command's last argument, NULL when it cannot be an id */
 	const char *log;      /* the global --log, NULL when not given */
 	const char *log_format; /* the global --log-format, NULL when not given */
+	const char *root;     /* the global --root (the runtime's state), NULL when not given */
 };
 
 /* "--name=value", "-name value", "--name value" (urfave/cli accepts one or two dashes).
@@ -96,6 +97,8 @@ static void parse_args(int argc, char **argv, struct runtime_args *ra)
 			ra->log = val;
 		else if (flag_is(name, len, "log-format"))
 			ra->log_format = val;
+		else if (flag_is(name, len, "root"))
+			ra->root = val;
 	}
 	if (i >= argc)
 		return;
@@ -218,9 +221,26 @@ static int write_conf(struct orh_ctx *ctx, const struct runtime_args *ra, int di
 	return orh_edit_add_stage(ctx, spec, flags, res, err);
 }
 
-/* The record of a container the shim served alone, bound to the config.json it wrote; one
- * that cannot be written is a warning. The first state directory of a container sweeps
- * those of containers gone (at most once a minute). */
+/* Where the runtime keeps the container's state while the container exists: --root, or
+ * the default root of runc and crun (as root); NULL for a runtime whose default is not
+ * known. */
+static char *runtime_state(const struct orh_ctx *ctx, const struct runtime_args *ra)
+{
+	const char *rt = ctx->cfg.runtime ? ctx->cfg.runtime : "runc";
+	const char *base = strrchr(rt, '/') ? strrchr(rt, '/') + 1 : rt;
+	const char *root = ra->root;
+
+	if (!root && !strcmp(base, "runc"))
+		root = "/run/runc";
+	else if (!root && !strcmp(base, "crun"))
+		root = "/run/crun";
+	return root ? orh_xasprintf("%s/%s", root, ra->id) : NULL;
+}
+
+/* The record of a container the shim served alone, bound to the config.json it wrote and
+ * to the runtime's state of the container; one that cannot be written is a warning. The
+ * first state directory of a container sweeps those of containers gone (at most once a
+ * minute). */
 static void record_own(struct orh_ctx *ctx, const struct runtime_args *ra, int dirfd,
 		       const json_t *spec, const struct orh_edit_result *res,
 		       const struct orh_ncclconf_result *conf, json_t *steps)
@@ -228,6 +248,7 @@ static void record_own(struct orh_ctx *ctx, const struct runtime_args *ra, int d
 	_cleanup_free_ char *dir = orh_xasprintf("%s/%s", ORH_RUN_DIR, ra->id);
 	_cleanup_free_ char *bundle = ra->bundle[0] == '/' ? orh_xstrdup(ra->bundle)
 							   : realpath(ra->bundle, NULL);
+	_cleanup_free_ char *rstate = runtime_state(ctx, ra);
 	struct orh_strv warnings = { 0 };
 	struct orh_err err = { 0 };
 	struct stat st;
@@ -242,7 +263,8 @@ static void record_own(struct orh_ctx *ctx, const struct runtime_args *ra, int d
 	shim_ms = json_pack("{s:O, s:f}", "steps", steps, "until the record",
 			    orh_now_ms() - ctx->t_main);
 	if (orh_shimconf_record(dir, &(struct orh_shimconf_rec){
-		    .id = ra->id, .bundle_path = bundle, .sysroot = ctx->sysroot,
+		    .id = ra->id, .bundle_path = bundle, .runtime_state = rstate,
+		    .sysroot = ctx->sysroot,
 		    .config_st = &st, .d = res->d, .spec = spec, .conf = conf,
 		    .shim_ms = shim_ms, .total_ms = orh_now_ms() - ctx->t_main },
 				&warnings, &err) < 0)

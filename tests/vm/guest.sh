@@ -218,7 +218,9 @@ runc_run() {
 	RC=0
 	OUT=$(cd "$b" && "${@:-runc}" run "orh-vm-$run_n" 2>$W/err-$run_n </dev/null) || RC=$?
 	ERR=$(cat $W/err-$run_n)
-	runc delete -f "orh-vm-$run_n" >/dev/null 2>&1
+	# through the same runtime, as an engine deletes: the shim's delete removes the state
+	# directory of a container it served alone
+	"${@:-runc}" delete -f "orh-vm-$run_n" >/dev/null 2>&1
 }
 
 # check_served WAY WHERE: what an activated container shows in $OUT; WHERE is conf (every
