@@ -20,14 +20,14 @@ tests/cri/cri.py generates; no process is started on the bench's side):
 TIMED REGION: from just before the RunPodSandbox call to the return of StartContainer,
 that is until the CRI reports the container started (its process runs, or has already
 exited). Through the handler "rdma" it holds four runs of oci-rdma-runtime (create and
-start of the pod sandbox, which it leaves as it is, and of the container, whose
-config.json it edits before it execs runc; the container is in the pod's network
-namespace, named by its path, which the shim reads: it writes /etc/nccl.conf into the
-container's root itself, and the edit registers no hook for runc to run). Waiting for the container to exit, the checks, StopPodSandbox
-and RemovePodSandbox (the shim's delete removes the state directory) are not timed; before
-the next pod starts, the bench waits until containerd and its children are idle (their
-CPU use under 1 ms in 20 ms), so that one pod's teardown does not run inside the next
-pod's region.
+start of the pod sandbox, left as it is, and of the container, whose config.json it edits
+before it execs runc; the container is in the pod's network namespace, named by its path,
+which the shim reads: it writes /etc/nccl.conf into the container's root itself, and the
+edit registers no hook for runc to run). Waiting for the container to exit, the checks,
+StopPodSandbox and RemovePodSandbox (the shim's delete removes the state directory) are
+not timed; before the next pod starts, the bench waits until containerd and its children
+are idle (their CPU use under 1 ms in 20 ms), so that one pod's teardown does not run
+inside the next pod's region.
 
 Wall time: time.monotonic_ns() around the region. CPU time: user + system time of
 containerd and of every process it starts (containerd-shim-runc-v2, runc, the shim
@@ -41,10 +41,9 @@ across the region. Left out: kernel work done in other contexts (kworkers: a net
 namespace's teardown, RCU), and the bench's own gRPC client (the same for both
 handlers). Without such a cgroup the CPU lists are empty and the notes say why.
 
-Served check, in every round: the container prints /etc/nccl.conf, which only the
-shim writes (or the nccl-conf stage its edit adds). The rdma pod's container must exit 0
-with NCCL_IB_HCA in its log, the plain pod's must fail to find the file (non-zero exit,
-no NCCL_ in its log); otherwise the bench stops (exit 1). Two untimed
+Served check, in every round: the container prints /etc/nccl.conf, which only the shim
+writes. The rdma pod's container must exit 0 with NCCL_IB_HCA in its log, the plain pod's
+must fail to find the file (non-zero exit, no NCCL_ in its log); otherwise the bench stops (exit 1). Two untimed
 warm-up pods per handler go first with the same checks.
 
 Setup (bench/README.md, part 7, says it in full): like tests/e2e/e2e-cri.sh, but as on a
