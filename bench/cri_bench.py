@@ -43,8 +43,8 @@ handlers). Without such a cgroup the CPU lists are empty and the notes say why.
 
 Served check, in every round: the container prints /etc/nccl.conf, which only the shim
 writes. The rdma pod's container must exit 0 with NCCL_IB_HCA in its log, the plain pod's
-must fail to find the file (non-zero exit, no NCCL_ in its log); otherwise the bench stops (exit 1). Two untimed
-warm-up pods per handler go first with the same checks.
+must fail to find the file (non-zero exit, no NCCL_ in its log); otherwise the bench
+stops (exit 1). Two untimed warm-up pods per handler go first with the same checks.
 
 Setup (bench/README.md, part 7, says it in full): like tests/e2e/e2e-cri.sh, but as on a
 real node: containerd in a mount namespace of its own with a tmpfs on /run, the scale
