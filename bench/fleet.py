@@ -127,15 +127,16 @@ def edited_bundle(b):
     return d
 
 
-def records(b, runs, argv, cid, prep):
-    """Run a container `runs` times; the record's time_ms of each run."""
+def records(b, runs, argv, cid, prep, full=False):
+    """Run a container `runs` times; the record's time_ms of each run (full: the record)."""
     out = []
     for _ in range(runs):
         subprocess.run(["sh", "-c", prep], check=True)
         subprocess.run(argv + [cid], check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, env=b.shim_env)
         with open(os.path.join(STATE, cid, "record.json")) as f:
-            out.append(json.load(f)["time_ms"])
+            rec = json.load(f)
+        out.append(rec if full else rec["time_ms"])
     return out
 
 
@@ -214,8 +215,13 @@ def sweep(b):
     the sweep of a new state directory reads every record; a start sweeps at most once a
     minute (the mtime of .swept)."""
     n = 100
-    with open(os.path.join(STATE, f"orhb-{os.getpid()}-steps-live", "record.json")) as f:
-        rec = json.load(f)
+    # a record like the scale node's: one container's, read as soon as it is written (an
+    # earlier part's may have been swept since: its container is gone)
+    hook_b = b.p("bundles", "hook-scale")
+    cid = f"orhb-{os.getpid()}-sweep-sample"
+    b.ids.append(cid)
+    rec = records(b, 1, [b.runc, "run", "--bundle", hook_b], cid,
+                  f"rm -rf {STATE}/{cid}", full=True)[0]
     with open("/proc/1/stat") as f:
         rec["pid"], rec["start_time"] = 1, int(f.read().rsplit(")", 1)[1].split()[19])
     made = []
