@@ -21,6 +21,7 @@
 #include "orh/edit.h"
 #include "orh/sandbox.h"
 #include "orh/spec.h"
+#include "hook_check.h"
 #include "plan_check.h"
 
 static char root[256];
@@ -101,26 +102,7 @@ static bool has_dev(const json_t *arr, const char *path, unsigned major, unsigne
 }
 
 /* The last hook of `stage` in spec runs this binary's `what` with --config and --sysroot */
-static void assert_self_hook(const json_t *spec, const char *stage, const char *what)
-{
-	const json_t *hooks = json_object_get(json_object_get(spec, "hooks"), stage);
-	const json_t *h = json_array_get(hooks, json_array_size(hooks) - 1);
-	const json_t *args = json_object_get(h, "args");
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	cr_assert_gt(n, 0);
-	self[n] = '\0';
-	cr_assert_not_null(h, "no %s hook", stage);
-	cr_assert_str_eq(json_string_value(json_object_get(h, "path")), self);
-	cr_assert_eq(json_array_size(args), 6);
-	cr_assert_str_eq(json_string_value(json_array_get(args, 0)), ORH_HOOK_NAME);
-	cr_assert_str_eq(json_string_value(json_array_get(args, 1)), "--config");
-	cr_assert_str_eq(json_string_value(json_array_get(args, 2)), CONF);
-	cr_assert_str_eq(json_string_value(json_array_get(args, 3)), "--sysroot");
-	cr_assert_str_eq(json_string_value(json_array_get(args, 4)), root);
-	cr_assert_str_eq(json_string_value(json_array_get(args, 5)), what);
-}
+#define assert_self_hook(spec, stage, what) check_self_hook(spec, stage, what, CONF, root)
 
 static void assert_memlock(const json_t *spec, uint64_t want)
 {
