@@ -56,7 +56,12 @@ cleanup_work() {
 		umount -R "$WORK"/* 2>/dev/null || true
 		awk -v w="$WORK/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
 			while read -r m; do umount -l "$m" 2>/dev/null || true; done
-		rm -rf --one-file-system "$WORK"
+		# a lazily unmounted overlay can stay busy a moment (podman's processes leaving)
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			rm -rf --one-file-system "$WORK" 2>/dev/null && break
+			sleep 0.3
+		done
+		[ ! -e "$WORK" ] || echo "# cleanup: $WORK is still busy; left in place" >&2
 	fi
 	exit $rc
 }
