@@ -146,8 +146,8 @@ out:
 	return r < 0 ? 0 : r;
 }
 
-/* The nccl-conf stage's hook, and the shim's reading of the node for it (the network too
- * where it was read); the poststop hook unless the caller removes the state directory. */
+/* The hook entries of the nccl-conf stage and, unless the caller removes the state
+ * directory itself (ORH_SERVE_NO_POSTSTOP), of poststop. */
 static int stage_hooks(const struct orh_ctx *ctx, unsigned flags, json_t **nccl_hook,
 		       json_t **poststop_hook, struct orh_err *err)
 {
@@ -158,6 +158,8 @@ static int stage_hooks(const struct orh_ctx *ctx, unsigned flags, json_t **nccl_
 	return r;
 }
 
+/* The node as the decision read it, for the nccl-conf stage (orh/snapshot.h), with the
+ * container's network where it was read by its path (na, or NULL). */
 static json_t *snapshot_of(const struct orh_decision *d, const struct netns_arg *na)
 {
 	json_t *snap = orh_snapshot_build(&d->inv, d->have_gpus ? &d->gpus : NULL, d->gpus_error);
