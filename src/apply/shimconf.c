@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "orh/config.h"
-#include "orh/oci.h"
 #include "orh/rootfs.h"
 #include "orh/shimconf.h"
 
