@@ -135,28 +135,48 @@ class Bench:
                     n += 1
         return n
 
-    def files_read(self, node):
-        """The files `env` opens and reads under the sysroot, in order (strace -y), or None."""
+    def calls_made(self, node):
+        """The calls `env` makes on paths under the sysroot, in order (strace -y), as
+        bench/readfiles.c's list takes them: [(OP, DIR, PATH)], or None."""
         if not self.strace:
             return None
-        out = self.strace_env(node, "strace-y.out", "-y", "-e", "trace=openat,read")
-        opened, files = {}, []
+        out = self.strace_env(node, "strace-y.out", "-y", "-e",
+                              "trace=openat,read,getdents64,newfstatat,readlinkat,faccessat2")
+        root = os.path.realpath(node)
+        calls, by_fd = [], {}  # by_fd: an open fd -> its entry in calls, until it is used
         with open(out) as f:
             for line in f:
-                # openat(DIRFD<dir>, "rel", FLAGS) = FD</the/file>
-                m = re.match(r'openat\((?:AT_FDCWD|\d+)<([^>]*)>, "([^"]*)", ([A-Z_|]+)\) '
-                             r'= (\d+)<([^>]*)>', line)
+                # CALL(DIRFD<dir>, "rel", ...) = RESULT
+                m = re.match(r'(openat|newfstatat|readlinkat|faccessat2)\((?:AT_FDCWD|\d+)'
+                             r'<([^>]*)>, "([^"]*)", (.*) = (-?\d+)(?:<([^>]*)>)?', line)
                 if m:
-                    base, rel, flags, fd, path = m.groups()
-                    if "O_DIRECTORY" not in flags and "O_PATH" not in flags:
-                        opened[fd] = (base, rel, path)
+                    call, base, rel, rest, res, path = m.groups()
+                    if not os.path.realpath(os.path.join(base, rel)).startswith(root):
+                        continue
+                    if call != "openat":
+                        calls.append(({"newfstatat": "s", "readlinkat": "l"}.get(call, "a"),
+                                      base, rel))
+                    elif int(res) < 0:
+                        calls.append(("e", base, rel))
+                    elif "O_PATH" not in rest:
+                        # a directory is "d" once listed, else the base of later calls
+                        # (readfiles opens those itself); a file "r" once read, else "o"
+                        op = "x" if "O_DIRECTORY" in rest else "o"
+                        by_fd[res] = len(calls)
+                        calls.append((op, base, rel))
                     continue
-                m = re.match(r"read\((\d+)<", line)
-                if m and m.group(1) in opened:
-                    base, rel, path = opened.pop(m.group(1))
-                    if os.path.realpath(path).startswith(os.path.realpath(node)):
-                        files.append((base, rel))
-        return files
+                m = re.match(r"(read|getdents64)\((\d+)<", line)
+                if m and m.group(2) in by_fd:
+                    i = by_fd.pop(m.group(2))
+                    op, base, rel = calls[i]
+                    calls[i] = ("r" if op == "o" else "d" if op == "x" else op, base, rel)
+        return [c for c in calls if c[0] != "x"]
+
+    def files_read(self, node):
+        """The files `env` opens and reads under the sysroot, in order (strace -y), as
+        readfiles' list takes them: [("r", DIR, PATH)], or None."""
+        calls = self.calls_made(node)
+        return None if calls is None else [c for c in calls if c[0] == "r"]
 
     def syscalls(self, node):
         """System calls of one `env` run (strace -c): (total, [(name, calls)...])."""
@@ -243,34 +263,55 @@ class Bench:
                 + ", ".join(f"{name} {n}" for name, n in sc[1][:8]) + ".")
         self.env_floor()
 
-    def write_list(self, name, files):
-        """The list bench/readfiles.c reads: one "DIR<TAB>PATH" line a file."""
+    def write_list(self, name, calls):
+        """The list bench/readfiles.c takes: one "OP<TAB>DIR<TAB>PATH" line a call."""
         lst = self.p(name)
         with open(lst, "w") as f:
-            f.write("".join(f"{base}\t{rel}\n" for base, rel in files))
+            f.write("".join(f"{op}\t{base}\t{rel}\n" for op, base, rel in calls))
         return lst
 
     def env_floor(self):
         """The env budget: the hook against what reading the scale node's files costs by
-        itself (bench/readfiles.c), side by side with /bin/true, ratios within rounds."""
-        files = self.files_read(self.nodes["scale"])
+        itself (bench/readfiles.c), side by side with /bin/true, ratios within rounds; and
+        what the hook's other system calls and its confinement add to that floor."""
+        calls = self.calls_made(self.nodes["scale"])
+        files = [c for c in calls if c[0] == "r"]
         lst = self.write_list("scale-files.txt", files)
+        all_lst = self.write_list("scale-calls.txt", calls)
         log("1b. the floor: the same files read by a bare loop")
         r = self.harness_run([("true", [], ["/bin/true"]),
                               ("readfiles", [], [self.readfiles, lst]),
+                              ("calls", ["@vs=readfiles"], [self.readfiles, all_lst]),
+                              ("confined", ["@vs=readfiles"],
+                               [self.readfiles, "--confine", all_lst]),
                               ("env", ["@vs=readfiles"], self.hook_argv(self.nodes["scale"], "env"))],
-                             rounds=self.n(300, 60), warmup=5, max_s=self.n(40, 10))
+                             rounds=self.n(300, 60), warmup=5, max_s=self.n(60, 15))
         t, f_, e = r["true"], r["readfiles"], r["env"]
         vf, ve, vr = r["vs"]["readfiles"], r["vs"]["env"], r["pairs"][("env", "readfiles")]
+        vc, vk = r["pairs"][("calls", "readfiles")], r["pairs"][("confined", "readfiles")]
+        others = len(calls) - len(files)
+
+        def row(label, name, vs_reads):
+            v = r["vs"][name]
+            return (label, fmt_ms(r[name]), fmt_ms(r[name], "cpu_"), ratio_ci(v, 2),
+                    ratio_ci(v, 2, "cpu_"),
+                    f"{v['diff_us'] / 1000:.2f} / {v['cpu_diff_us'] / 1000:.2f}",
+                    ratio_ci(vs_reads, 2) if vs_reads else "1",
+                    ratio_ci(vs_reads, 2, "cpu_") if vs_reads else "1")
         rows = [("`/bin/true` (baseline)", fmt_ms(t), fmt_ms(t, "cpu_"), "1", "1", "", "", ""),
-                (f"`readfiles`: the {len(files)} files `env` reads, opened, read and closed "
-                 "by a bare static loop", fmt_ms(f_), fmt_ms(f_, "cpu_"), ratio_ci(vf, 2),
-                 ratio_ci(vf, 2, "cpu_"), f"{vf['diff_us'] / 1000:.2f} / {vf['cpu_diff_us'] / 1000:.2f}",
-                 "1", "1"),
-                ("`env` on the scale node", fmt_ms(e), fmt_ms(e, "cpu_"), ratio_ci(ve, 2),
-                 ratio_ci(ve, 2, "cpu_"), f"{ve['diff_us'] / 1000:.2f} / {ve['cpu_diff_us'] / 1000:.2f}",
-                 ratio_ci(vr, 2), ratio_ci(vr, 2, "cpu_"))]
+                row(f"`readfiles`: the {len(files)} files `env` reads, opened, read and closed "
+                    "by a bare static loop", "readfiles", None),
+                row(f"`readfiles`: every call `env` makes on the node ({len(calls)}: the reads "
+                    f"and {others} others)", "calls", vc),
+                row("`readfiles --confine`: the same after the hook's confinement "
+                    "(capabilities dropped, its seccomp filter loaded)", "confined", vk),
+                row("`env` on the scale node", "env", vr)]
         per_file = (vf["diff_us"]) / len(files) if files else 0
+        kinds = {"e": "failed opens (probes)", "a": "faccessat (probes)",
+                 "s": "fstatat (device number checks)", "l": "readlinkat (drivers)",
+                 "d": "directory listings", "o": "opens not read"}
+        counts = ", ".join(f"{sum(1 for c in calls if c[0] == k)} {v}" for k, v in kinds.items()
+                           if any(c[0] == k for c in calls))
         self.readfiles_over_true_cpu_us = vf["cpu_diff_us"]  # the reads (fleet.floor_table)
         self.sections.append(
             f"### 1b. The floor under part 1: the files alone ({int(t['rounds'])} rounds)\n\n"
@@ -286,16 +327,20 @@ class Bench:
               f"its state, link layer and net device, and the GID entry of the chosen index with "
               f"its type; the first port's walk to that index; per device its uverbs node. "
               f"`env`'s ratio to `readfiles` is taken within each round, as every other ratio: "
-              f"it is the budget of part 1. What `env` does beyond the reads: it starts a larger "
-              f"binary, drops its capabilities and loads its seccomp filter, reads its config, "
-              f"lists two directories, probes for a port past each device's last, checks each "
-              f"device number against sys/dev/char, and plans.")
+              f"it is the budget of part 1.\n\n"
+              f"The next two rows take `env`'s other work apart. The first makes every system "
+              f"call `env` makes on the node, in its order, and nothing else: the reads and "
+              f"{counts}. The second does that after the confinement the hook puts itself "
+              f"under before it reads a node. What remains between it and `env` is the hook's "
+              f"own code (its config, the plan, its output) and the start of a larger binary.")
         self.floor_notes.append(
             f"Floor of the `env` budget on this machine: reading the {len(files)} files the "
             f"plan needs, and nothing else, costs {vf['ratio']:.2f}x `/bin/true` wall "
             f"({vf['cpu_ratio']:.2f}x CPU), {per_file:.1f} µs a file (part 1b); the hook "
             f"takes {ve['ratio']:.2f}x `/bin/true`, {vr['ratio']:.2f}x the floor "
-            f"({vr['cpu_ratio']:.2f}x CPU).")
+            f"({vr['cpu_ratio']:.2f}x CPU). Its system calls alone take {vc['ratio']:.2f}x the "
+            f"floor ({vc['cpu_ratio']:.2f}x CPU), and {vk['ratio']:.2f}x "
+            f"({vk['cpu_ratio']:.2f}x CPU) after its confinement.")
         self.budgets.append(("`env` on the scale node vs the bare loop reading the same files "
                              "(part 1b)",
                              f"wall {ratio_ci(vr, 2)}, CPU {ratio_ci(vr, 2, 'cpu_')}",

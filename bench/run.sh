@@ -58,9 +58,11 @@ meson compile -C "$build" oci-rdma-hook >/dev/null
 if [ ! -x "$build/bench-harness" ] || [ bench/harness.c -nt "$build/bench-harness" ]; then
 	cc -O2 -Wall -Wextra -o "$build/bench-harness" bench/harness.c -lm
 fi
-# linked like the hook (statically), so that the two start alike
-if [ ! -x "$build/bench-readfiles" ] || [ bench/readfiles.c -nt "$build/bench-readfiles" ]; then
-	cc -O2 -Wall -Wextra -static -o "$build/bench-readfiles" bench/readfiles.c
+# linked like the hook (statically), so that the two start alike; with the hook's own
+# seccomp filter, which its build generates (bench/readfiles.c --confine)
+if [ ! -x "$build/bench-readfiles" ] || [ bench/readfiles.c -nt "$build/bench-readfiles" ] ||
+	[ "$build/src/seccomp-filter.h" -nt "$build/bench-readfiles" ]; then
+	cc -O2 -Wall -Wextra -static -I "$build/src" -o "$build/bench-readfiles" bench/readfiles.c
 fi
 if [ ! -x "$build/bench-execwrap" ] || [ bench/execwrap.c -nt "$build/bench-execwrap" ]; then
 	cc -O2 -Wall -Wextra -static -o "$build/bench-execwrap" bench/execwrap.c
