@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 
+import envfloor
 import fleet
 from report import fmt_ms, md_table, pct_ci, plural, ratio_ci, worst
 
@@ -49,6 +50,7 @@ def log(msg):
 class Bench:
     budget_start = BUDGET_START_RATIO
     budget_shim = BUDGET_SHIM_RATIO
+    budget_env = BUDGET_ENV_FLOOR_RATIO
 
     def __init__(self, args):
         self.args = args
@@ -135,49 +137,6 @@ class Bench:
                     n += 1
         return n
 
-    def calls_made(self, node):
-        """The calls `env` makes on paths under the sysroot, in order (strace -y), as
-        bench/readfiles.c's list takes them: [(OP, DIR, PATH)], or None."""
-        if not self.strace:
-            return None
-        out = self.strace_env(node, "strace-y.out", "-y", "-e",
-                              "trace=openat,read,getdents64,newfstatat,readlinkat,faccessat2")
-        root = os.path.realpath(node)
-        calls, by_fd = [], {}  # by_fd: an open fd -> its entry in calls, until it is used
-        with open(out) as f:
-            for line in f:
-                # CALL(DIRFD<dir>, "rel", ...) = RESULT
-                m = re.match(r'(openat|newfstatat|readlinkat|faccessat2)\((?:AT_FDCWD|\d+)'
-                             r'<([^>]*)>, "([^"]*)", (.*) = (-?\d+)(?:<([^>]*)>)?', line)
-                if m:
-                    call, base, rel, rest, res, path = m.groups()
-                    if not os.path.realpath(os.path.join(base, rel)).startswith(root):
-                        continue
-                    if call != "openat":
-                        calls.append(({"newfstatat": "s", "readlinkat": "l"}.get(call, "a"),
-                                      base, rel))
-                    elif int(res) < 0:
-                        calls.append(("e", base, rel))
-                    elif "O_PATH" not in rest:
-                        # a directory is "d" once listed, else the base of later calls
-                        # (readfiles opens those itself); a file "r" once read, else "o"
-                        op = "x" if "O_DIRECTORY" in rest else "o"
-                        by_fd[res] = len(calls)
-                        calls.append((op, base, rel))
-                    continue
-                m = re.match(r"(read|getdents64)\((\d+)<", line)
-                if m and m.group(2) in by_fd:
-                    i = by_fd.pop(m.group(2))
-                    op, base, rel = calls[i]
-                    calls[i] = ("r" if op == "o" else "d" if op == "x" else op, base, rel)
-        return [c for c in calls if c[0] != "x"]
-
-    def files_read(self, node):
-        """The files `env` opens and reads under the sysroot, in order (strace -y), as
-        readfiles' list takes them: [("r", DIR, PATH)], or None."""
-        calls = self.calls_made(node)
-        return None if calls is None else [c for c in calls if c[0] == "r"]
-
     def syscalls(self, node):
         """System calls of one `env` run (strace -c): (total, [(name, calls)...])."""
         if not self.strace:
@@ -261,90 +220,7 @@ class Bench:
             self.sections[-1] += (
                 f"\n\n`env` on the scale node makes {sc[0]} system calls (strace -c): "
                 + ", ".join(f"{name} {n}" for name, n in sc[1][:8]) + ".")
-        self.env_floor()
-
-    def write_list(self, name, calls):
-        """The list bench/readfiles.c takes: one "OP<TAB>DIR<TAB>PATH" line a call."""
-        lst = self.p(name)
-        with open(lst, "w") as f:
-            f.write("".join(f"{op}\t{base}\t{rel}\n" for op, base, rel in calls))
-        return lst
-
-    def env_floor(self):
-        """The env budget: the hook against what reading the scale node's files costs by
-        itself (bench/readfiles.c), side by side with /bin/true, ratios within rounds; and
-        what the hook's other system calls and its confinement add to that floor."""
-        calls = self.calls_made(self.nodes["scale"])
-        files = [c for c in calls if c[0] == "r"]
-        lst = self.write_list("scale-files.txt", files)
-        all_lst = self.write_list("scale-calls.txt", calls)
-        log("1b. the floor: the same files read by a bare loop")
-        r = self.harness_run([("true", [], ["/bin/true"]),
-                              ("readfiles", [], [self.readfiles, lst]),
-                              ("calls", ["@vs=readfiles"], [self.readfiles, all_lst]),
-                              ("confined", ["@vs=readfiles"],
-                               [self.readfiles, "--confine", all_lst]),
-                              ("env", ["@vs=readfiles"], self.hook_argv(self.nodes["scale"], "env"))],
-                             rounds=self.n(300, 60), warmup=5, max_s=self.n(60, 15))
-        t, f_, e = r["true"], r["readfiles"], r["env"]
-        vf, ve, vr = r["vs"]["readfiles"], r["vs"]["env"], r["pairs"][("env", "readfiles")]
-        vc, vk = r["pairs"][("calls", "readfiles")], r["pairs"][("confined", "readfiles")]
-        others = len(calls) - len(files)
-
-        def row(label, name, vs_reads):
-            v = r["vs"][name]
-            return (label, fmt_ms(r[name]), fmt_ms(r[name], "cpu_"), ratio_ci(v, 2),
-                    ratio_ci(v, 2, "cpu_"),
-                    f"{v['diff_us'] / 1000:.2f} / {v['cpu_diff_us'] / 1000:.2f}",
-                    ratio_ci(vs_reads, 2) if vs_reads else "1",
-                    ratio_ci(vs_reads, 2, "cpu_") if vs_reads else "1")
-        rows = [("`/bin/true` (baseline)", fmt_ms(t), fmt_ms(t, "cpu_"), "1", "1", "", "", ""),
-                row(f"`readfiles`: the {len(files)} files `env` reads, opened, read and closed "
-                    "by a bare static loop", "readfiles", None),
-                row(f"`readfiles`: every call `env` makes on the node ({len(calls)}: the reads "
-                    f"and {others} others)", "calls", vc),
-                row("`readfiles --confine`: the same after the hook's confinement "
-                    "(capabilities dropped, its seccomp filter loaded)", "confined", vk),
-                row("`env` on the scale node", "env", vr)]
-        per_file = (vf["diff_us"]) / len(files) if files else 0
-        kinds = {"e": "failed opens (probes)", "a": "faccessat (probes)",
-                 "s": "fstatat (device number checks)", "l": "readlinkat (drivers)",
-                 "d": "directory listings", "o": "opens not read"}
-        counts = ", ".join(f"{sum(1 for c in calls if c[0] == k)} {v}" for k, v in kinds.items()
-                           if any(c[0] == k for c in calls))
-        self.readfiles_over_true_cpu_us = vf["cpu_diff_us"]  # the reads (fleet.floor_table)
-        self.sections.append(
-            f"### 1b. The floor under part 1: the files alone ({int(t['rounds'])} rounds)\n\n"
-            + md_table(["command", "wall ms (p10–p90)", "CPU ms (p10–p90)",
-                        "wall vs `/bin/true` (95% CI)", "CPU vs `/bin/true` (95% CI)",
-                        "over `/bin/true` ms, wall / CPU", "wall vs `readfiles` (95% CI)",
-                        "CPU vs `readfiles` (95% CI)"], rows)
-            + f"\n\n`bench/readfiles.c` opens, reads and closes the files `env` read on the "
-              f"scale node (strace -y), one after the other, by the same paths relative to the "
-              f"same directories, and does nothing else; it is linked statically, like the "
-              f"hook. Its time over `/bin/true` is what this machine charges for those reads "
-              f"alone: {per_file:.1f} µs a file here. The plan needs them: per ACTIVE RoCE port "
-              f"its state, link layer and net device, and the GID entry of the chosen index with "
-              f"its type; the first port's walk to that index; per device its uverbs node. "
-              f"`env`'s ratio to `readfiles` is taken within each round, as every other ratio: "
-              f"it is the budget of part 1.\n\n"
-              f"The next two rows take `env`'s other work apart. The first makes every system "
-              f"call `env` makes on the node, in its order, and nothing else: the reads and "
-              f"{counts}. The second does that after the confinement the hook puts itself "
-              f"under before it reads a node. What remains between it and `env` is the hook's "
-              f"own code (its config, the plan, its output) and the start of a larger binary.")
-        self.floor_notes.append(
-            f"Floor of the `env` budget on this machine: reading the {len(files)} files the "
-            f"plan needs, and nothing else, costs {vf['ratio']:.2f}x `/bin/true` wall "
-            f"({vf['cpu_ratio']:.2f}x CPU), {per_file:.1f} µs a file (part 1b); the hook "
-            f"takes {ve['ratio']:.2f}x `/bin/true`, {vr['ratio']:.2f}x the floor "
-            f"({vr['cpu_ratio']:.2f}x CPU). Its system calls alone take {vc['ratio']:.2f}x the "
-            f"floor ({vc['cpu_ratio']:.2f}x CPU), and {vk['ratio']:.2f}x "
-            f"({vk['cpu_ratio']:.2f}x CPU) after its confinement.")
-        self.budgets.append(("`env` on the scale node vs the bare loop reading the same files "
-                             "(part 1b)",
-                             f"wall {ratio_ci(vr, 2)}, CPU {ratio_ci(vr, 2, 'cpu_')}",
-                             f"<= {BUDGET_ENV_FLOOR_RATIO:g}x", worst(vr) <= BUDGET_ENV_FLOOR_RATIO))
+        envfloor.env_floor(self)
 
     # ------------------------------------------------------------------ containers
     def make_rootfs(self, d):
@@ -606,8 +482,8 @@ class Bench:
         with open(os.path.join(NODES, "scale.json")) as f:
             sc = json.load(f)["scale"]
         ports, tbl = sc["hcas"] * sc["ports"], sc["gid_tbl_len"]
-        files = self.files_read(node)
-        lst = self.write_list("worst-files.txt", files)
+        files = envfloor.files_read(self, node)
+        lst = envfloor.write_list(self, "worst-files.txt", files)
         r = self.harness_run([("readfiles", [], [self.readfiles, lst]),
                               ("env", [], self.hook_argv(node, "env"))],
                              rounds=self.n(60, 15), warmup=2, max_s=self.n(40, 12))

@@ -340,22 +340,32 @@ def floor_table(b, live, shim, alone):
     else:
         shim_floor += (f["hook_cpu_us"] / 1000 + step(shim, "steps", "container and its network")
                        + step(shim, "steps", "stage"))
+    # and what else each path must do, measured apart: discovery's probes, listings and
+    # device number checks (part 1b), the live hook's confinement (part 1b), its config,
+    # and the live hook's state and spec (part 3d)
+    live_must = (live_floor + b.confined_over_reads_cpu_us / 1000 + step(live, "steps", "config")
+                 + step(live, "steps", "state and spec"))
+    shim_must = (shim_floor + b.calls_over_reads_cpu_us / 1000
+                 + step(shim, "shim", "steps", "config"))
     rows = []
-    for name, res, key, floor, limit in (
+    for name, res, key, floor, must, limit in (
             ("live hook vs a no-op hook (part 2)", b.results["start"], "hook", live_floor,
-             b.budget_start),
+             live_must, b.budget_start),
             ("the shim vs plain `runc run` (part 3)", b.results["shim"], "shim", shim_floor,
-             b.budget_shim)):
+             shim_must, b.budget_shim)):
         base = [v for k, v in res.items() if k not in ("vs", "pairs", key)][0]
         added = res["vs"][key]["cpu_diff_us"] / 1000
+        share = lambda v: f"{v / base['cpu_median_us'] * 1000 * 100:+.1f}%"  # noqa: E731
         rows.append((name, f"{base['cpu_median_us'] / 1000:.2f}", f"{added:.2f}",
                      f"{(limit - 1) * base['cpu_median_us'] / 1000:.2f}", f"{floor:.2f}",
-                     f"{floor / base['cpu_median_us'] * 1000 * 100:+.1f}%",
+                     share(floor), f"{must:.2f} ({share(must)})",
                      f"{added / floor:.1f}x" if floor > 0 else ""))
     b.sections.append(
         "### 3e. How close each path is to its floor (CPU ms, scale node)\n\n"
         + md_table(["path", "baseline", "added (median)", "the budget allows", "floor",
-                    "floor as a share of the baseline", "added vs floor"], rows)
+                    "floor as a share of the baseline",
+                    "floor and the rest it must do (share of the baseline)",
+                    "added vs floor"], rows)
         + f"\n\nThe floor is what a path cannot do without on this machine: the reads the "
           f"plan needs ({reads:.2f} ms: part 1b's bare loop over `/bin/true`, less a static "
           f"start's), the "
@@ -366,4 +376,9 @@ def floor_table(b, live, shim, alone):
           + ("" if alone else ", one hook that runc runs")
           + f", and what runc does for the edit: the plan's device nodes, cgroup rules and "
           f"memlock limit, which the live hook makes itself (part 3c). Step times are part "
-          f"3d's medians.")
+          f"3d's medians. The next column adds what else each path must do, each measured "
+          f"apart: discovery's probes for a port past each device's last, its directory "
+          f"listings and its checks of each device number against sys/dev/char (part 1b, "
+          f"`readfiles` making every call `env` makes, over the reads alone), the config; "
+          f"for the live hook also its confinement (part 1b, `--confine`) and the OCI state "
+          f"and spec it must read to know what the container asked for (part 3d).")
