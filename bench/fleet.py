@@ -56,7 +56,7 @@ def floor(b):
     b_edited = edited_bundle(b)
     r = b.harness_run([b.runc_spec("runc", b_plain), b.runc_spec("noop", b_noop), wrapped,
                        b.runc_spec("edited", b_edited)],
-                      # a difference of about 1 ms between runs of 25 to 35 ms: with 120
+                      # a difference of about 1 ms between runs of 22 to 35 ms: with 120
                       # rounds its median moved by more than half of itself between runs
                       rounds=b.n(400, 20), warmup=3, max_s=b.n(90, 10))
     p = b.harness_run([("true", [], ["/bin/true"]), ("static", [], [b.args.execwrap]),

@@ -22,7 +22,6 @@
  *   readfiles [--confine] LIST
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/filter.h>

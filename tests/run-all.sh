@@ -9,7 +9,7 @@ quick=0
 
 bash tests/setup-debian.sh || { echo "setup failed"; exit 1; }
 
-total_pass=0 total_fail=0 failed_names="" failed_tails=""
+total_pass=0 total_fail=0 failed_tails=""
 run_suite() { # builddir, meson setup args...  ($TEST_ARGS: extra `meson test` arguments)
 	local dir=$1
 	shift
@@ -31,12 +31,6 @@ run_suite() { # builddir, meson setup args...  ($TEST_ARGS: extra `meson test` a
 	f=$(grep -Evc '"result": "(OK|SKIP)"' "$log" || true)
 	echo "$dir: $p passed, $f failed, $s skipped"
 	if [ "$f" != 0 ]; then
-		failed_names+=$(python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    t = json.loads(line)
-    if t["result"] not in ("OK", "SKIP"):
-        print(" " + sys.argv[2] + ": " + t["name"], end="")' "$log" "$dir")
 		failed_tails+=$(python3 -c '
 import json, sys
 for line in open(sys.argv[1]):
@@ -58,6 +52,6 @@ if [ $quick = 0 ]; then
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_suite build-asan -Dstatic=false -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 fi
 # the failed tests again, at the end, where a log cut to its first and last lines keeps them
-[ -z "$failed_names" ] || printf '%s\n\nfailed:%s\n' "$failed_tails" "$failed_names"
+[ -z "$failed_tails" ] || printf '%s\n' "$failed_tails"
 echo "tests: $total_pass passed, $total_fail failed"
 [ $total_fail = 0 ]
