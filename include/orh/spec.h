@@ -89,8 +89,14 @@ int orh_json_u64_escape(const char *buf, size_t len, char **out, size_t *out_len
 			size_t *n_markers);
 /* Count the markers in a tree; -EINVAL when a string other than a marker holds a NUL. */
 int orh_json_u64_count(const json_t *j, size_t *n_markers);
-/* Serialise a spec (compact) with markers turned back into numbers; *out is malloc'd
- * and NUL-terminated. */
+/* Compact JSON text of v, as json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes it (the
+ * objects' own key order), each marker written as the number it holds; malloc'd and
+ * NUL-terminated, its length in *len. NULL when v holds what JSON cannot (jsondump.c). */
+char *orh_json_dump(const json_t *v, size_t *len);
+/* An object of the n pairs keys[i] (literal, valid UTF-8): vals[i], every value's reference
+ * taken; NULL (nothing left behind) when a value is NULL or out of memory. */
+json_t *orh_json_object_of(size_t n, const char *const *keys, json_t **vals);
+/* Serialise a spec (orh_json_dump); *out is malloc'd and NUL-terminated. */
 int orh_spec_dump(const json_t *spec, char **out, size_t *len, struct orh_err *err);
 
 #endif

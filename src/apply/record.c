@@ -45,15 +45,19 @@ static json_t *plan_json(const struct orh_decision *d, const char *netns_if)
 {
 	const struct orh_plan *p = &d->plan;
 	const struct orh_env_entry *ifname = orh_plan_env_get(p, "NCCL_SOCKET_IFNAME");
+	static const char *const port_keys[] = { "hca", "port", "state", "used", "reason" };
 	json_t *ports = json_array(), *nodes = json_array(), *o;
 
 	for (size_t i = 0; i < p->n_ports; i++) {
 		const struct orh_port_choice *c = &p->ports[i];
+		json_t *vals[] = {
+			json_string(c->dev->name), json_integer(c->port->num),
+			json_string(c->port->state_text), json_boolean(c->used),
+			json_string(c->reason),
+		};
 
-		o = json_pack("{s:s, s:I, s:s, s:b, s:s}", "hca", c->dev->name,
-			      "port", (json_int_t)c->port->num, "state", c->port->state_text,
-			      "used", c->used, "reason", c->reason);
-		if (c->gid_index >= 0) {
+		o = orh_json_object_of(ORH_ARRAY_SIZE(port_keys), port_keys, vals);
+		if (o && c->gid_index >= 0) {
 			json_object_set_new(o, "gid_index", json_integer(c->gid_index));
 			json_object_set_new(o, "gid_from_container",
 					    json_boolean(c->gid_from_container));
@@ -423,7 +427,8 @@ int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err
 
 int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *err)
 {
-	_cleanup_free_ char *text = json_dumps(rec, JSON_INDENT(2) | JSON_SORT_KEYS);
+	size_t len = 0;
+	_cleanup_free_ char *text = orh_json_dump(rec, &len); /* one line: inspect indents it */
 	_cleanup_close_ int dirfd = -1;
 	struct orh_replace how = { .type = S_IFREG, .mode = 0644 };
 	bool created;
@@ -434,7 +439,7 @@ int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *e
 	if (dirfd < 0)
 		return dirfd;
 	how.data = text;
-	how.len = strlen(text);
+	how.len = len;
 	how.what = ORH_RECORD_FILE;
 	return orh_replace_at(dirfd, ORH_RECORD_FILE, &how, err);
 }

@@ -43,6 +43,32 @@ static int append(json_t *array, json_t *item, const char *field, struct orh_err
 	return 0;
 }
 
+/* A linux.devices entry for n: a character device owned by root. */
+static json_t *device_entry(const struct orh_devnode *n)
+{
+	static const char *const keys[] = { "path", "type", "major", "minor", "fileMode", "uid",
+					    "gid" };
+	json_t *vals[] = {
+		json_string(n->path), json_string("c"), json_integer(n->major),
+		json_integer(n->minor), json_integer(n->mode & 07777), json_integer(0),
+		json_integer(0),
+	};
+
+	return orh_json_object_of(ORH_ARRAY_SIZE(keys), keys, vals);
+}
+
+/* A linux.resources.devices rule allowing n: "c MAJOR:MINOR rwm". */
+static json_t *allow_rule(const struct orh_devnode *n)
+{
+	static const char *const keys[] = { "allow", "type", "major", "minor", "access" };
+	json_t *vals[] = {
+		json_true(), json_string("c"), json_integer(n->major), json_integer(n->minor),
+		json_string("rwm"),
+	};
+
+	return orh_json_object_of(ORH_ARRAY_SIZE(keys), keys, vals);
+}
+
 static bool num_eq(const json_t *j, unsigned v)
 {
 	return json_is_integer(j) && json_integer_value(j) == (json_int_t)v;
@@ -91,18 +117,21 @@ static int add_devices(json_t *linux_, const struct orh_plan *plan,
 		       struct orh_err *err)
 {
 	json_t *devs = NULL;
+	size_t n_spec = 0;
 	int r;
 
 	r = child(linux_, "devices", JSON_ARRAY, &devs, "linux.devices", err);
 	if (r < 0)
 		return r;
+	/* the plan holds each node once: only the spec's own entries can list one */
+	n_spec = json_array_size(devs);
 	for (size_t i = 0; i < plan->n_nodes; i++) {
 		const struct orh_devnode *n = &plan->nodes[i];
 		bool listed = false;
 		size_t k = 0;
 		json_t *e = NULL;
 
-		json_array_foreach(devs, k, e)
+		for (k = 0; k < n_spec && (e = json_array_get(devs, k)); k++)
 			if (str_eq(json_object_get(e, "path"), n->path)) {
 				if (!listed)
 					check_listed(e, n, opts ? opts->warnings : NULL);
@@ -110,13 +139,7 @@ static int add_devices(json_t *linux_, const struct orh_plan *plan,
 			}
 		if (listed)
 			continue;
-		r = append(devs, json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:i}",
-					   "path", n->path, "type", "c",
-					   "major", (json_int_t)n->major,
-					   "minor", (json_int_t)n->minor,
-					   "fileMode", (json_int_t)(n->mode & 07777),
-					   "uid", 0, "gid", 0),
-			   "linux.devices", err);
+		r = append(devs, device_entry(n), "linux.devices", err);
 		if (r < 0)
 			return r;
 		ch->devices++;
@@ -128,6 +151,7 @@ static int add_allow_rules(json_t *linux_, const struct orh_plan *plan,
 			   struct orh_spec_changes *ch, struct orh_err *err)
 {
 	json_t *res = NULL, *rules = NULL;
+	size_t n_spec = 0;
 	int r;
 
 	if (plan->n_nodes == 0)
@@ -138,6 +162,8 @@ static int add_allow_rules(json_t *linux_, const struct orh_plan *plan,
 	r = child(res, "devices", JSON_ARRAY, &rules, "linux.resources.devices", err);
 	if (r < 0)
 		return r;
+	/* the plan holds each node once: only the spec's own rules can allow one */
+	n_spec = json_array_size(rules);
 	for (size_t i = 0; i < plan->n_nodes; i++) {
 		const struct orh_devnode *n = &plan->nodes[i];
 		bool present = false;
@@ -146,7 +172,7 @@ static int add_allow_rules(json_t *linux_, const struct orh_plan *plan,
 
 		/* Rules apply in order, so only a rule after every deny counts; ours is
 		 * only skipped when the very same allow rule is already present. */
-		json_array_foreach(rules, k, e)
+		for (k = 0; k < n_spec && (e = json_array_get(rules, k)); k++)
 			if (json_is_true(json_object_get(e, "allow")) &&
 			    str_eq(json_object_get(e, "type"), "c") &&
 			    num_eq(json_object_get(e, "major"), n->major) &&
@@ -155,10 +181,7 @@ static int add_allow_rules(json_t *linux_, const struct orh_plan *plan,
 				present = true;
 		if (present)
 			continue;
-		r = append(rules, json_pack("{s:b, s:s, s:I, s:I, s:s}", "allow", 1, "type", "c",
-					    "major", (json_int_t)n->major,
-					    "minor", (json_int_t)n->minor, "access", "rwm"),
-			   "linux.resources.devices", err);
+		r = append(rules, allow_rule(n), "linux.resources.devices", err);
 		if (r < 0)
 			return r;
 		ch->allow_rules++;

@@ -2,10 +2,9 @@
 /*
  * Unsigned 64-bit integers through jansson (signed 64-bit only): see include/orh/spec.h.
  *
- * A literal above INT64_MAX becomes the string "\0orh-u64:<digits>" before parsing and
- * is written back as <digits> after dumping. jansson refuses NUL in object keys, and
- * orh_json_u64_count() refuses NUL in any other string, so in a dump the text
- * "\u0000orh-u64: right after a quote can only be a marker made here.
+ * A literal above INT64_MAX becomes the string "\0orh-u64:<digits>" before parsing, and
+ * orh_json_dump() (jsondump.c) writes such a string as <digits>. orh_json_u64_count()
+ * refuses NUL in any other string of a parsed document, so a marker is one made here.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,9 +15,6 @@
 
 #define MARK "orh-u64:"
 #define MARK_LEN (sizeof(MARK) - 1)
-/* How the marker's leading NUL and the prefix look in jansson's output. */
-#define DUMPED "\"\\u0000" MARK
-#define DUMPED_LEN (sizeof(DUMPED) - 1)
 
 json_t *orh_json_u64(uint64_t v)
 {
@@ -188,41 +184,8 @@ int orh_json_u64_count(const json_t *j, size_t *n_markers)
 
 int orh_spec_dump(const json_t *spec, char **out, size_t *len, struct orh_err *err)
 {
-	_cleanup_free_ char *s = NULL;
-	char *o = NULL, *w = NULL;
-	const char *p = NULL;
-
-	*out = NULL;
-	s = json_dumps(spec, JSON_COMPACT);
-	if (!s)
+	*out = orh_json_dump(spec, len);
+	if (!*out)
 		return orh_fail(err, ENOMEM, "serialising config.json");
-	/* The output only shrinks. */
-	o = orh_xmalloc(strlen(s) + 1);
-	w = o;
-	p = s;
-	for (;;) {
-		const char *m = strstr(p, DUMPED);
-		const char *d = NULL;
-
-		if (!m) {
-			strcpy(w, p);
-			w += strlen(p);
-			break;
-		}
-		memcpy(w, p, (size_t)(m - p));
-		w += m - p;
-		d = m + DUMPED_LEN;
-		while (*d >= '0' && *d <= '9')
-			*w++ = *d++;
-		if (*d != '"') {
-			free(o);
-			return orh_fail(err, EINVAL, "serialising config.json: a malformed number marker");
-		}
-		p = d + 1;
-	}
-	*w = '\0';
-	if (len)
-		*len = (size_t)(w - o);
-	*out = o;
 	return 0;
 }

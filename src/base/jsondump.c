@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Compact JSON text of a jansson tree: see include/orh/spec.h (orh_json_dump).
+ *
+ * The text is the one json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes, byte for
+ * byte (tests/test_spec.c compares them), but it is written in one pass into one growing
+ * buffer: jansson's dump goes through a callback per piece and decodes every string
+ * code point by code point, which made it the largest part of the runtime shim's own
+ * work on a node of 16 HCAs (bench part 3d). A string holding a u64 marker
+ * (orh_json_u64) is written as the number it holds, as orh_spec_dump() needs.
+ *
+ * orh_json_object_of() builds an object from literal keys without json_pack, whose
+ * format parsing took more than half of the spec edit's instructions on that node: the
+ * edit and the record make an object per device node and per port.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orh/spec.h"
+#include "orh/util.h"
+
+struct out {
+	char *p;
+	size_t n;
+	size_t cap;
+};
+
+static void grow(struct out *o, size_t more)
+{
+	if (o->cap - o->n >= more + 1)
+		return;
+	o->cap = (o->n + more + 1) * 2;
+	o->p = orh_xrealloc(o->p, o->cap);
+}
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	grow(o, n);
+	memcpy(o->p + o->n, s, n);
+	o->n += n;
+}
+
+static void put_c(struct out *o, char c)
+{
+	grow(o, 1);
+	o->p[o->n++] = c;
+}
+
+/* Bytes a JSON string cannot hold as they are: '"', '\\' and the control characters. */
+static bool must_escape(unsigned char c)
+{
+	return c < 0x20 || c == '"' || c == '\\';
+}
+
+static void put_string(struct out *o, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t i = 0;
+
+	put_c(o, '"');
+	while (i < len) {
+		size_t run = i;
+		unsigned char c;
+
+		while (run < len && !must_escape((unsigned char)s[run]))
+			run++;
+		put(o, s + i, run - i);
+		if (run == len)
+			break;
+		c = (unsigned char)s[run];
+		switch (c) {
+		case '"': put(o, "\\\"", 2); break;
+		case '\\': put(o, "\\\\", 2); break;
+		case '\b': put(o, "\\b", 2); break;
+		case '\f': put(o, "\\f", 2); break;
+		case '\n': put(o, "\\n", 2); break;
+		case '\r': put(o, "\\r", 2); break;
+		case '\t': put(o, "\\t", 2); break;
+		default: {
+			char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+
+			put(o, u, sizeof(u));
+		}
+		}
+		i = run + 1;
+	}
+	put_c(o, '"');
+}
+
+/* The decimal digits of v, with a '-' when negative: snprintf's format parsing cost more
+ * than the rest of a spec's text, which holds an integer or more per device node. */
+static void put_u64(struct out *o, uint64_t v, bool negative)
+{
+	char buf[24];
+	size_t i = sizeof(buf);
+
+	do
+		buf[--i] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	if (negative)
+		buf[--i] = '-';
+	put(o, buf + i, sizeof(buf) - i);
+}
+
+static void put_int(struct out *o, json_int_t v)
+{
+	/* the magnitude of INT64_MIN, computed without overflow */
+	put_u64(o, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, v < 0);
+}
+
+static int put_value(struct out *o, const json_t *v, int depth)
+{
+	const char *key = NULL;
+	json_t *e = NULL;
+	size_t i = 0;
+	bool first = true;
+
+	if (depth > 2048)
+		return -1; /* jansson's own parser stops far earlier */
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		put_c(o, '{');
+		json_object_foreach((json_t *)v, key, e) {
+			if (!first)
+				put_c(o, ',');
+			first = false;
+			put_string(o, key, strlen(key));
+			put_c(o, ':');
+			if (put_value(o, e, depth + 1) < 0)
+				return -1;
+		}
+		put_c(o, '}');
+		return 0;
+	case JSON_ARRAY:
+		put_c(o, '[');
+		json_array_foreach(v, i, e) {
+			if (i > 0)
+				put_c(o, ',');
+			if (put_value(o, e, depth + 1) < 0)
+				return -1;
+		}
+		put_c(o, ']');
+		return 0;
+	case JSON_STRING: {
+		uint64_t x = 0;
+
+		if (strlen(json_string_value(v)) != json_string_length(v) && orh_json_get_u64(v, &x)) {
+			put_u64(o, x, false);
+			return 0;
+		}
+		put_string(o, json_string_value(v), json_string_length(v));
+		return 0;
+	}
+	case JSON_INTEGER:
+		put_int(o, json_integer_value(v));
+		return 0;
+	case JSON_TRUE:
+		put(o, "true", 4);
+		return 0;
+	case JSON_FALSE:
+		put(o, "false", 5);
+		return 0;
+	case JSON_NULL:
+		put(o, "null", 4);
+		return 0;
+	case JSON_REAL: {
+		/* rare in a spec or a record: jansson's own text for it */
+		char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+
+		if (!t)
+			return -1;
+		put(o, t, strlen(t));
+		free(t);
+		return 0;
+	}
+	}
+	return -1;
+}
+
+char *orh_json_dump(const json_t *v, size_t *len)
+{
+	struct out o = { NULL, 0, 0 };
+
+	grow(&o, 4096);
+	if (put_value(&o, v, 0) < 0) {
+		free(o.p);
+		return NULL;
+	}
+	o.p[o.n] = '\0';
+	if (len)
+		*len = o.n;
+	return o.p;
+}
+
+json_t *orh_json_object_of(size_t n, const char *const *keys, json_t **vals)
+{
+	json_t *o = json_object();
+	size_t i = 0;
+
+	/* json_object_set_new_nocheck takes the value's reference, on failure too */
+	while (o && i < n && vals[i] && json_object_set_new_nocheck(o, keys[i], vals[i]) == 0)
+		i++;
+	if (o && i == n)
+		return o;
+	for (size_t k = o && vals[i] ? i + 1 : i; k < n; k++)
+		json_decref(vals[k]);
+	json_decref(o);
+	return NULL;
+}
