@@ -233,7 +233,7 @@ def sweep(b):
         made.append(d)
         rec["id"] = os.path.basename(d)
         with open(os.path.join(d, "record.json"), "w") as f:
-            json.dump(rec, f, indent=2, sort_keys=True)
+            json.dump(rec, f, separators=(",", ":"))  # compact, as the hook writes it
     hook_b = b.p("bundles", "hook-scale")
     cid = f"orhb-{os.getpid()}-sweep"
     swept = os.path.join(STATE, ".swept")
