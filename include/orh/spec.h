@@ -2,7 +2,7 @@
 /*
  * Editing a container's config.json before the runtime creates the container: the one
  * way to change PID 1's environment and rlimits (precreate hook, runtime shim). Pure
- * functions of their inputs (src/apply/spec.c, src/base/jsonu64.c).
+ * functions of their inputs (src/apply/spec.c, src/base/jsonu64.c, src/base/jsondump.c).
  */
 #ifndef ORH_SPEC_H
 #define ORH_SPEC_H
