@@ -119,7 +119,7 @@ static int put_value(struct out *o, const json_t *v, int depth)
 	bool first = true;
 
 	if (depth > 2048)
-		return -1; /* bounds the recursion; no spec or record nests this deep */
+		return -1; /* bounds the recursion: a deeper tree is refused */
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
 		put_c(o, '{');
