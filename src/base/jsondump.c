@@ -107,7 +107,7 @@ static void put_u64(struct out *o, uint64_t v, bool negative)
 
 static void put_int(struct out *o, json_int_t v)
 {
-	/* the magnitude of INT64_MIN, computed without overflow */
+	/* a negative value's magnitude, INT64_MIN's included, without signed overflow */
 	put_u64(o, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, v < 0);
 }
 
