@@ -320,16 +320,41 @@ rm -rf "$ALONE_STATE"
 echo "# shim alone: $window of $npoints kills left /etc/nccl.conf complete and config.json the original"
 
 # ---- 4. runc, the createRuntime hook killed after a random delay -------------------------
+# The delays are drawn from the hook's own run time in this build on this machine (a
+# sanitizer build is several times slower): first measured in complete runs, through the
+# same wrapper, then the 20 delays spread from a tenth of it to twice it, so that some runs
+# are cut and some finish, at any speed.
 make_rootfs "$WORK/base"
 cp -a "$WORK/base" "$WORK/rr"
 printf 'NCCL_DEBUG=WARN\n' >"$WORK/rr/etc/nccl.conf"
 make_bundle "$WORK/br" "$WORK/rr" "$WORK/node" "$WORK/hook.conf" 'cat /etc/nccl.conf' "$HOSTNET"
+# hook_wrapper DELAY: the bundle's hook.sh runs createRuntime under `timeout -s KILL DELAY`
+# and appends the hook's run time in microseconds to $WORK/br/took
+hook_wrapper() {
+	printf '#!/bin/sh\ncase "$*" in *createRuntime) t0=$(date +%%s%%N); timeout -s KILL %s "%s" "$@" 2>>"%s"; rc=$?; echo $((($(date +%%s%%N) - t0) / 1000)) >>"%s"; exit $rc ;; esac\nexec "%s" "$@" 2>>"%s"\n' \
+		"$1" "$HOOK" "$WORK/br/hook.log" "$WORK/br/took" "$HOOK" "$WORK/br/hook.log" >"$WORK/br/hook.sh"
+}
+hook_wrapper 60
+rm -f "$WORK/br/took"
+measured=0
+for i in 1 2 3 4 5; do
+	run_ctr "$WORK/br"
+	[ "$RC" = 0 ] && grep -q "^NCCL_DEBUG=WARN" <<<"$OUT" && measured=$((measured + 1))
+done
+# the median of the five complete runs, in microseconds
+took=$(sort -n "$WORK/br/took" 2>/dev/null | sed -n 3p)
+check "runc, hook timed: 5 complete runs ($measured started), median ${took:-?} us" \
+	[ "$measured" = 5 -a -n "$took" ]
+took=${took:-10000}
+printf 'NCCL_DEBUG=WARN\n' >"$WORK/rr/etc/nccl.conf"
 started=0 failed=0 bad=0
 for i in $(seq 1 20); do
-	delay=$(printf '0.%03d' $((RANDOM % 25 + 1)))
+	# the i-th twentieth of [0, 2 x took], a random point within it; at least 1 ms
+	us=$((took * (i * 100 - RANDOM % 100) / 1000))
+	[ "$us" -ge 1000 ] || us=1000
+	delay=$(printf '%d.%06d' $((us / 1000000)) $((us % 1000000)))
 	# the createRuntime hook alone is killed: poststop, which cleans up after it, runs whole
-	printf '#!/bin/sh\ncase "$*" in *createRuntime) exec timeout -s KILL %s "%s" "$@" 2>>"%s" ;; esac\nexec "%s" "$@" 2>>"%s"\n' \
-		"$delay" "$HOOK" "$WORK/br/hook.log" "$HOOK" "$WORK/br/hook.log" >"$WORK/br/hook.sh"
+	hook_wrapper "$delay"
 	run_ctr "$WORK/br"
 	if [ "$RC" = 0 ]; then started=$((started + 1)); else failed=$((failed + 1)); fi
 	if ! cmp -s "$WORK/rr/etc/nccl.conf" "$WORK/nccl.full" && [ "$(cat "$WORK/rr/etc/nccl.conf")" != NCCL_DEBUG=WARN ]; then
