@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * `oci-rdma-hook install` (src/cmd/cmd_install.c, src/cmd/install_files.c): the installer
- * image's entrypoint. It copies the binary, the oci-rdma-runtime link, the node config and
- * the hooks.d files into a host root, registers the hook with the engine found there
- * (configure's code, through orh_configure_under), restarts or signals that engine, and on
- * SIGTERM undoes all of it. What it added is recorded in a manifest under the root, so that
- * an undo removes that and nothing else.
+ * `oci-rdma-hook install` (src/cmd/cmd_install.c, src/cmd/install_files.c,
+ * src/cmd/install_engine.c): the installer image's entrypoint. It copies the binary, the
+ * oci-rdma-runtime link, the node config and the hooks.d files into a host root, registers
+ * the hook with the engine found there (configure's code, through orh_configure_under),
+ * restarts or signals that engine, and once the engine reports the handler loaded, says so
+ * (a ready file, a node-feature-discovery feature file). On SIGTERM it reverts the engine's
+ * config and removes those marks; the binary, the link, the hooks.d files and the node
+ * config stay for the containers that still run through them, until `install --purge`.
+ * What it added is recorded in a manifest under the root, so that an undo or a purge
+ * removes that and nothing else.
  */
 #ifndef ORH_INSTALL_H
 #define ORH_INSTALL_H
@@ -25,14 +29,21 @@
 #define ORH_INSTALL_LABEL "feature.node.kubernetes.io/oci-rdma-hook-runtime"
 #define ORH_INSTALL_FEATURE_FILE "/etc/kubernetes/node-feature-discovery/features.d/oci-rdma-hook"
 
-/* One thing install added. */
+/* What a k3s or rke2 containerd template starts with: k3s's own template, then the lines
+ * appended to it. install writes a template of this line alone where none is. */
+#define ORH_INSTALL_TEMPLATE_BASE "{{ template \"base\" . }}\n"
+
+/* One thing install added. Kinds: 'd' a directory it made, 'f' a file, 'l' a link, 'c' the
+ * node config (kept by the undo, like 'f' and 'l'); 's' a mark of the installed state (the
+ * feature file), 't' a containerd template it made (both removed by the undo). */
 struct orh_inst_entry {
-	char kind;  /* 'd' a directory it made, 'f' a file, 'l' a link, 'c' the node config */
+	char kind;
 	char *path; /* host path */
 };
 
 struct orh_inst_manifest {
-	char *engine;        /* the engine configured, NULL while none is */
+	char *engine;        /* the engine configured (its flavour: k3s, containerd, ...), NULL
+			      * while none is */
 	char *handler;
 	char *engine_config; /* NULL: the engine's default */
 	struct orh_inst_entry *v;
@@ -49,21 +60,70 @@ bool orh_inst_has(const struct orh_inst_manifest *m, const char *path);
 /* Put data at the host path under root with mode, making (and recording) the missing
  * directories, unless something that install did not add is there (kept: *what says so).
  * A path install added is rewritten (removed, then written anew) when its content or its
- * mode differs, except the node config (kind 'c'), which is never rewritten once there.
- * The manifest is saved before each write. *what: "created", "updated", "unchanged" or
- * "kept". 0 or -errno. */
+ * mode differs; the node config (kind 'c') is compared without configure's blocks (the
+ * runtime block configure adds to it). The manifest is saved before each write. *what:
+ * "created", "updated", "unchanged" or "kept". 0 or -errno. */
 int orh_inst_put(const char *root, struct orh_inst_manifest *m, char kind, const char *path,
 		 const char *data, size_t len, unsigned mode, const char **what,
 		 struct orh_err *err);
 /* A symbolic link path -> target, on the same terms. */
 int orh_inst_link(const char *root, struct orh_inst_manifest *m, const char *path,
 		  const char *target, const char **what, struct orh_err *err);
-/* Remove what m lists, in reverse order, then the manifest and the directories install
- * made. The node config is kept where it differs from conf_default (an edited config);
- * done gets one line per path removed or kept. 0 or -errno (the first failure; the rest
- * is still done). */
-int orh_inst_remove_all(const char *root, struct orh_inst_manifest *m, const char *conf_default,
-			size_t conf_len, struct orh_strv *done, struct orh_err *err);
+/* The undo's part: remove the entries of kind ('s' or 't'; a 't' only where it holds
+ * exactly base, else it is kept as edited and no longer listed), then the directories
+ * install made that are empty now; m loses what is gone and is saved. done gets one line
+ * per path removed or kept. 0 or -errno (the first failure; the rest is still done). */
+int orh_inst_undo_kind(const char *root, struct orh_inst_manifest *m, char kind,
+		       const char *base, struct orh_strv *done, struct orh_err *err);
+/* The purge: remove what m lists, in reverse order, then the manifest and the directories
+ * install made. done gets one line per path removed or kept. 0 or -errno (the first
+ * failure; the rest is still done). */
+int orh_inst_remove_all(const char *root, struct orh_inst_manifest *m, struct orh_strv *done,
+			struct orh_err *err);
+
+/* ---- the engine (install_engine.c) ---- */
+
+enum orh_inst_restart {
+	ORH_RESTART_DEFAULT,
+	ORH_RESTART_SIGNAL,  /* SIGHUP to the PID behind the socket */
+	ORH_RESTART_SYSTEMD, /* systemctl try-restart UNITS, chrooted into the root */
+	ORH_RESTART_NONE,
+};
+
+struct orh_inst_engine {
+	enum orh_engine engine;
+	const char *flavour;   /* "containerd", "k3s", "rke2", "crio", "docker", "podman" */
+	char *config;          /* the file configure edits (a host path) */
+	char *rendered;        /* the file the engine reads: config, or a template's config.toml */
+	char *socket;          /* NULL: none to find the engine by */
+	const char *units;     /* the systemd units, space-separated */
+	const char *const *binaries; /* where the engine's binary may be (containerd's) */
+	enum orh_inst_restart restart;
+	int signalled;         /* the PID sent SIGHUP; 0: none */
+	bool listened;         /* an engine listened on the socket when it was restarted */
+};
+
+/* The engine under root: flavour (a flavour or engine name) when given, else found from
+ * CONTAINERD_CONFIG or CONTAINERD_SOCKET in the environment, else from the files and
+ * sockets under root (rke2, k3s, containerd, CRI-O, docker, podman). config and socket
+ * override the flavour's (NULL: the environment's, else the flavour's). A k3s or rke2
+ * config is a template beside the rendered config.toml, never the rendered file. notes
+ * says what was chosen where that is not plain. 0 or -errno. */
+int orh_inst_engine_find(const char *root, const char *flavour, const char *config,
+			 const char *socket, struct orh_inst_engine *e, struct orh_strv *notes,
+			 struct orh_err *err);
+void orh_inst_engine_free(struct orh_inst_engine *e);
+/* Restart e as mode says (ORH_RESTART_DEFAULT: the flavour's way), recording in e what
+ * was signalled. 0 or -errno. */
+int orh_inst_engine_restart(const char *root, struct orh_inst_engine *e,
+			    enum orh_inst_restart mode, struct orh_strv *notes, struct orh_err *err);
+/* Has e loaded handler with shim, as the engine reports it (containerd: `containerd config
+ * dump` of its config, run chrooted into root; CRI-O: `crio status config`; docker:
+ * `docker info`)? 1 with *what saying how it was seen, 0 with *why saying what is missing
+ * (an engine signalled and not back, a dump without the handler), -errno. */
+int orh_inst_engine_loaded(const char *root, const struct orh_inst_engine *e,
+			   const char *handler, const char *shim, char **what, char **why,
+			   struct orh_err *err);
 
 /* configure (src/cmd/configure/cmd_configure.c) with every file under root: the plan for
  * req, written. changed: "created|changed|removed PATH" per file. 0 or -errno. */

@@ -2,62 +2,59 @@
 /*
  * oci-rdma-hook install --root DIR [--engine E] [--engine-config PATH] [--handler NAME]
  *     [--shim PATH] [--runtime PATH] [--restart-mode signal|systemd|none] [--socket PATH]
- *     [--from DIR] [--once | --uninstall]
+ *     [--from DIR] [--node-config FILE] [--ready-file FILE] [--ready-timeout SECONDS]
+ *     [--once | --uninstall | --purge]
+ * oci-rdma-hook install --probe [--ready-file FILE]
  *
  * The installer image's entrypoint (include/orh/install.h): puts the binary, the
- * oci-rdma-runtime link, the node config (only where none is) and the hooks.d files at
- * their installed paths under DIR, registers the hook with the engine found there
- * (configure's plan, every file read and written under DIR), restarts or signals that
- * engine, marks the node with a node-feature-discovery feature file, then waits. SIGTERM
- * or SIGINT undo it all: configure --undo, the engine restarted again, and every path the
- * manifest lists removed, an edited node config kept.
+ * oci-rdma-runtime link, the node config (--node-config: the DaemonSet's ConfigMap) and
+ * the hooks.d files at their installed paths under DIR, registers the hook with the engine
+ * found there (configure's plan, every file read and written under DIR), restarts or
+ * signals that engine, and once the engine reports the handler loaded writes the ready
+ * file (what --probe, the DaemonSet's readinessProbe, checks) and the node-feature-discovery
+ * feature file. Then it waits. SIGTERM or SIGINT undo the engine's part: the feature file
+ * and the ready file removed, configure --undo, the engine restarted again. The binary,
+ * the link, the hooks.d files and the node config stay for the containers that still run
+ * through them; --purge removes them too.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "orh-config.h"
+#include "orh/atomic.h"
 #include "orh/install.h"
 
 #define INST_SOURCE_MAX_BYTES (256 * 1024 * 1024)
+/* In the installer's own filesystem: the DaemonSet mounts an emptyDir there. */
+#define INST_READY_FILE "/run/oci-rdma-hook-installer/ready"
+#define INST_READY_TIMEOUT 120
 
 static const char usage_text[] =
-	"usage: oci-rdma-hook install --root DIR [--engine containerd|crio|docker|podman]\n"
-	"           [--engine-config PATH] [--handler NAME] [--shim PATH] [--runtime PATH]\n"
+	"usage: oci-rdma-hook install --root DIR\n"
+	"           [--engine containerd|k3s|rke2|crio|docker|podman] [--engine-config PATH]\n"
+	"           [--handler NAME] [--shim PATH] [--runtime PATH]\n"
 	"           [--restart-mode signal|systemd|none] [--socket PATH] [--from DIR]\n"
-	"           [--once | --uninstall]\n";
-
-enum restart_mode { RESTART_DEFAULT, RESTART_SIGNAL, RESTART_SYSTEMD, RESTART_NONE };
+	"           [--node-config FILE] [--ready-file FILE] [--ready-timeout SECONDS]\n"
+	"           [--once | --uninstall | --purge]\n"
+	"       oci-rdma-hook install --probe [--ready-file FILE]\n";
 
 struct inst_opts {
-	const char *root;    /* "" for / */
-	const char *from;    /* where the image holds the files: "" for / */
-	const char *engine;  /* NULL: found under root */
-	const char *socket;  /* NULL: the engine's */
-	enum restart_mode restart;
+	const char *root;        /* "" for / */
+	const char *from;        /* where the image holds the files: "" for / */
+	const char *engine;      /* NULL: found under root */
+	const char *socket;      /* NULL: the engine's */
+	const char *node_config; /* NULL: the image's */
+	const char *ready_file;
+	unsigned ready_timeout;  /* --once: how long the engine may take to load the handler */
+	enum orh_inst_restart restart;
 	struct orh_configure_req req;
-	bool once, uninstall;
-};
-
-/* What each engine is found by (its config, or its socket), its socket and its unit. The
- * sockets are named under /run: /var/run is often an absolute link to /run, which under
- * the root would lead out of it. */
-static const struct {
-	const char *name, *config, *socket, *unit;
-	enum restart_mode restart;
-} engines[] = {
-	{ "containerd", "/etc/containerd/config.toml", "/run/containerd/containerd.sock",
-	  "containerd", RESTART_SIGNAL },
-	{ "crio", "/etc/crio/crio.conf", "/run/crio/crio.sock", "crio", RESTART_SYSTEMD },
-	{ "docker", "/etc/docker/daemon.json", "/run/docker.sock", "docker", RESTART_SIGNAL },
-	{ "podman", "/etc/containers/containers.conf", NULL, NULL, RESTART_NONE },
+	bool once, uninstall, purge, probe;
 };
 
 static const char *opt_value(int argc, char **argv, int *i, const char *name)
@@ -71,17 +68,40 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name)
 	return NULL;
 }
 
-static const char *parse_restart(const char *v, enum restart_mode *m)
+static const char *parse_restart(const char *v, enum orh_inst_restart *m)
 {
-	static const char *const names[] = { [RESTART_SIGNAL] = "signal",
-					     [RESTART_SYSTEMD] = "systemd", [RESTART_NONE] = "none" };
+	static const char *const names[] = { [ORH_RESTART_SIGNAL] = "signal",
+					     [ORH_RESTART_SYSTEMD] = "systemd",
+					     [ORH_RESTART_NONE] = "none" };
 
-	for (size_t i = RESTART_SIGNAL; i < ORH_ARRAY_SIZE(names); i++)
+	for (size_t i = ORH_RESTART_SIGNAL; i < ORH_ARRAY_SIZE(names); i++)
 		if (!strcmp(v, names[i])) {
-			*m = (enum restart_mode)i;
+			*m = (enum orh_inst_restart)i;
 			return NULL;
 		}
 	return "--restart-mode is signal, systemd or none";
+}
+
+static const char *parse_timeout(const char *v, unsigned *out)
+{
+	unsigned long long n = 0;
+
+	if (orh_parse_uint(v, 86400, &n) < 0)
+		return "--ready-timeout is a number of seconds (at most 86400)";
+	*out = (unsigned)n;
+	return NULL;
+}
+
+static bool parse_flag(const char *arg, struct inst_opts *o)
+{
+	bool *flag = !strcmp(arg, "--once")	 ? &o->once :
+		     !strcmp(arg, "--uninstall") ? &o->uninstall :
+		     !strcmp(arg, "--purge")	 ? &o->purge :
+		     !strcmp(arg, "--probe")	 ? &o->probe : NULL;
+
+	if (flag)
+		*flag = true;
+	return flag != NULL;
 }
 
 /* One option into o; NULL when argv[*i] is none of install's. */
@@ -106,13 +126,34 @@ static const char *parse_one(int argc, char **argv, int *i, struct inst_opts *o,
 		o->req.runtime = v;
 	else if ((v = opt_value(argc, argv, i, "--socket")))
 		o->socket = v;
+	else if ((v = opt_value(argc, argv, i, "--node-config")))
+		o->node_config = v;
+	else if ((v = opt_value(argc, argv, i, "--ready-file")))
+		o->ready_file = v;
+	else if ((v = opt_value(argc, argv, i, "--ready-timeout")))
+		*problem = parse_timeout(v, &o->ready_timeout);
 	else if ((v = opt_value(argc, argv, i, "--restart-mode")))
 		*problem = parse_restart(v, &o->restart);
-	else if (!strcmp(argv[*i], "--once"))
-		o->once = true, v = argv[*i];
-	else if (!strcmp(argv[*i], "--uninstall"))
-		o->uninstall = true, v = argv[*i];
+	else if (parse_flag(argv[*i], o))
+		v = argv[*i];
 	return v;
+}
+
+static const char *check_args(const struct inst_opts *o)
+{
+	if (o->probe)
+		return NULL;
+	if (!o->root)
+		return "--root is required";
+	if (*o->root != '/' && *o->root)
+		return "--root is not an absolute path";
+	if (*o->from && *o->from != '/')
+		return "--from is not an absolute path";
+	if (o->once + o->uninstall + o->purge > 1)
+		return "--once, --uninstall and --purge exclude each other";
+	if (o->req.engine_config && o->req.engine_config[0] != '/')
+		return "--engine-config is not an absolute path";
+	return NULL;
 }
 
 /* ORH_EXIT_OK, -1 after --help, or ORH_EXIT_USAGE (after saying why). */
@@ -131,126 +172,13 @@ static int parse_args(int argc, char **argv, struct inst_opts *o)
 			return ORH_EXIT_USAGE;
 		}
 	}
-	if (!problem && !o->root)
-		problem = "--root is required";
-	else if (!problem && (*o->root != '/' && *o->root))
-		problem = "--root is not an absolute path";
-	else if (!problem && *o->from && *o->from != '/')
-		problem = "--from is not an absolute path";
-	else if (!problem && o->once && o->uninstall)
-		problem = "--once and --uninstall exclude each other";
-	else if (!problem && o->engine && orh_engine_from_name(o->engine, &o->req.engine) < 0)
-		problem = "unknown engine";
+	if (!problem)
+		problem = check_args(o);
 	if (problem) {
 		fprintf(stderr, "oci-rdma-hook: install: %s\n%s", problem, usage_text);
 		return ORH_EXIT_USAGE;
 	}
 	return ORH_EXIT_OK;
-}
-
-static bool exists_under(const char *root, const char *path)
-{
-	_cleanup_free_ char *p = orh_xasprintf("%s%s", root, path);
-	struct stat st;
-
-	return lstat(p, &st) == 0;
-}
-
-/* The engine named, else the first whose config or socket is under root. */
-static int find_engine(struct inst_opts *o, struct orh_err *err)
-{
-	for (size_t i = 0; !o->engine && i < ORH_ARRAY_SIZE(engines); i++)
-		if (exists_under(o->root, engines[i].config) ||
-		    (engines[i].socket && exists_under(o->root, engines[i].socket)))
-			o->engine = engines[i].name;
-	if (!o->engine)
-		return orh_fail(err, ENOENT, "no engine under '%s/': none of containerd's, "
-				"CRI-O's, docker's or podman's configs or sockets (give --engine)",
-				o->root);
-	return orh_engine_from_name(o->engine, &o->req.engine);
-}
-
-/* An install over an earlier one: the engine and handler it configured. */
-static int same_engine(struct inst_opts *o, const struct orh_inst_manifest *m,
-		       struct orh_err *err)
-{
-	o->req.handler = m->handler;
-	o->req.engine_config = m->engine_config;
-	if (orh_engine_from_name(m->engine, &o->req.engine) < 0)
-		return orh_fail(err, EINVAL, "%s: unknown engine '%s'", ORH_INSTALL_MANIFEST,
-				m->engine);
-	return 0;
-}
-
-/* The engine's pid from its socket's peer credentials, then SIGHUP. An engine that does
- * not run (no socket, nobody listening) reads its config when it starts. */
-static int signal_engine(const char *root, const char *sock, struct orh_strv *notes,
-			 struct orh_err *err)
-{
-	_cleanup_free_ char *p = orh_xasprintf("%s%s", root, sock);
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct ucred cred = { 0 };
-	socklen_t len = sizeof(cred);
-
-	if (fd < 0 || orh_strlcpy(sa.sun_path, p, sizeof(sa.sun_path)) < 0)
-		return orh_fail(err, fd < 0 ? errno : ENAMETOOLONG, "socket '%s'", p);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		if (errno != ENOENT && errno != ECONNREFUSED)
-			return orh_fail(err, errno, "connecting to '%s': %s", p, strerror(errno));
-		orh_strv_pushf(notes, "no engine listens on %s: it reads its config when it "
-			       "starts", sock);
-		return 0;
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return orh_fail(err, errno, "SO_PEERCRED of '%s': %s", p, strerror(errno));
-	if (cred.pid <= 0)
-		return orh_fail(err, ESRCH, "the process behind '%s' is outside this PID "
-				"namespace (hostPID)", p);
-	if (kill(cred.pid, SIGHUP) < 0)
-		return orh_fail(err, errno, "SIGHUP to pid %d: %s", (int)cred.pid, strerror(errno));
-	orh_strv_pushf(notes, "sent SIGHUP to pid %d (behind %s)", (int)cred.pid, sock);
-	return 0;
-}
-
-/* chroot ROOT systemctl restart UNIT */
-static int systemd_restart(const char *root, const char *unit, struct orh_strv *notes,
-			   struct orh_err *err)
-{
-	int status = 0;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return orh_fail(err, errno, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		char *argv[] = { "systemctl", "restart", (char *)unit, NULL };
-
-		if ((*root && chroot(root) < 0) || chdir("/") < 0)
-			_exit(126);
-		execv("/usr/bin/systemctl", argv);
-		execv("/bin/systemctl", argv);
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
-		return orh_fail(err, ECHILD, "systemctl restart %s under '%s/': status %d", unit,
-				root, status);
-	orh_strv_pushf(notes, "restarted %s (systemctl)", unit);
-	return 0;
-}
-
-static int restart_engine(const struct inst_opts *o, struct orh_strv *notes, struct orh_err *err)
-{
-	size_t e = o->req.engine;
-	enum restart_mode m = o->restart ? o->restart : engines[e].restart;
-	const char *sock = o->socket ? o->socket : engines[e].socket;
-
-	if (m == RESTART_SIGNAL && !sock)
-		return orh_fail(err, EINVAL, "%s has no socket to find it by", engines[e].name);
-	if (m == RESTART_SIGNAL)
-		return signal_engine(o->root, sock, notes, err);
-	if (m == RESTART_SYSTEMD && engines[e].unit)
-		return systemd_restart(o->root, engines[e].unit, notes, err);
-	return 0;
 }
 
 static int read_source(const char *path, char **out, size_t *len, struct orh_err *err)
@@ -264,12 +192,10 @@ static int read_source(const char *path, char **out, size_t *len, struct orh_err
 	return r < 0 ? orh_fail(err, r, "reading '%s': %s", path, strerror(-r)) : 0;
 }
 
-/* One file of the image (the binary: this process's own) put at its path under root. */
+/* The file src of the image put at path under root. */
 static int put_file(const struct inst_opts *o, struct orh_inst_manifest *m, char kind,
-		    const char *path, unsigned mode, struct orh_err *err)
+		    const char *src, const char *path, unsigned mode, struct orh_err *err)
 {
-	_cleanup_free_ char *src = kind == 'b' ? orh_xstrdup("/proc/self/exe")
-					      : orh_xasprintf("%s%s", o->from, path);
 	_cleanup_free_ char *data = NULL;
 	const char *what = NULL;
 	size_t len = 0;
@@ -277,35 +203,65 @@ static int put_file(const struct inst_opts *o, struct orh_inst_manifest *m, char
 
 	r = read_source(src, &data, &len, err);
 	if (r >= 0)
-		r = orh_inst_put(o->root, m, kind == 'b' ? 'f' : kind, path, data, len, mode,
-				 &what, err);
-	if (r >= 0)
+		r = orh_inst_put(o->root, m, kind, path, data, len, mode, &what, err);
+	if (r >= 0 && kind == 'c' && !strcmp(what, "kept"))
+		printf("kept %s (there before the installer: %s is not installed)\n", path, src);
+	else if (r >= 0)
 		printf("%s %s\n", what, path);
 	return r;
+}
+
+/* A file of the image at its own path under --from (the binary: this process's own). */
+static int put_own(const struct inst_opts *o, struct orh_inst_manifest *m, const char *path,
+		   unsigned mode, struct orh_err *err)
+{
+	_cleanup_free_ char *src = orh_xasprintf("%s%s", o->from, path);
+
+	return put_file(o, m, 'f', src, path, mode, err);
 }
 
 static int put_files(const struct inst_opts *o, struct orh_inst_manifest *m, const char *conf,
 		     struct orh_err *err)
 {
+	_cleanup_free_ char *conf_src = o->node_config ? orh_xstrdup(o->node_config)
+						       : orh_xasprintf("%s%s", o->from, conf);
 	const char *what = NULL;
 	int r;
 
-	r = put_file(o, m, 'b', ORH_BINDIR "/oci-rdma-hook", 0755, err);
+	r = put_file(o, m, 'f', "/proc/self/exe", ORH_BINDIR "/oci-rdma-hook", 0755, err);
 	if (r >= 0)
 		r = orh_inst_link(o->root, m, ORH_BINDIR "/oci-rdma-runtime", "oci-rdma-hook",
 				  &what, err);
 	if (r >= 0)
 		printf("%s %s\n", what, ORH_BINDIR "/oci-rdma-runtime");
 	if (r >= 0)
-		r = put_file(o, m, 'c', conf, 0644, err);
+		r = put_file(o, m, 'c', conf_src, conf, 0644, err);
 	if (r >= 0)
-		r = put_file(o, m, 'f', ORH_CONTAINERS_HOOKS_DIR "/oci-rdma-hook.json", 0644, err);
+		r = put_own(o, m, ORH_CONTAINERS_HOOKS_DIR "/oci-rdma-hook.json", 0644, err);
 	if (r >= 0)
-		r = put_file(o, m, 'f', ORH_CONTAINERS_HOOKS_DIR "/oci-rdma-hook-poststop.json",
-			     0644, err);
+		r = put_own(o, m, ORH_CONTAINERS_HOOKS_DIR "/oci-rdma-hook-poststop.json", 0644,
+			    err);
 	if (r >= 0)
-		r = put_file(o, m, 'f', ORH_OWN_HOOKS_DIR "/oci-rdma-hook-precreate.json", 0644,
-			     err);
+		r = put_own(o, m, ORH_OWN_HOOKS_DIR "/oci-rdma-hook-precreate.json", 0644, err);
+	return r;
+}
+
+/* A k3s or rke2 template where none is: k3s's base template and nothing else, which
+ * renders as no template does; configure then appends to it. */
+static int put_template(const struct inst_opts *o, struct orh_inst_manifest *m,
+			const struct orh_inst_engine *e, struct orh_err *err)
+{
+	_cleanup_free_ char *p = orh_xasprintf("%s%s", o->root, e->config);
+	const char *what = NULL;
+	size_t len = strlen(e->config);
+	int r;
+
+	if (len < 5 || strcmp(e->config + len - 5, ".tmpl") || access(p, F_OK) == 0)
+		return 0;
+	r = orh_inst_put(o->root, m, 't', e->config, ORH_INSTALL_TEMPLATE_BASE,
+			 strlen(ORH_INSTALL_TEMPLATE_BASE), 0644, &what, err);
+	if (r >= 0)
+		printf("%s %s\n", what, e->config);
 	return r;
 }
 
@@ -317,76 +273,214 @@ static void print_lines(const char *prefix, struct orh_strv *lines)
 	orh_strv_free(lines);
 }
 
-/* configure for the engine, the engine restarted where a file changed, the node marked. */
-static int configure_engine(const struct inst_opts *o, struct orh_inst_manifest *m,
-			    const char *conf, struct orh_err *err)
+/* Did configure change a file the engine reads (not only the node config)? */
+static bool engine_changed(const struct orh_strv *changed, const char *conf)
 {
-	_cleanup_free_ char *label = orh_xasprintf(ORH_INSTALL_LABEL "=%s\n",
-						  o->req.handler);
-	struct orh_strv changed = { 0 }, notes = { 0 };
-	const char *what = NULL;
+	for (size_t i = 0; i < changed->n; i++) {
+		const char *path = strchr(changed->v[i], ' ');
+
+		if (path && strcmp(path + 1, conf))
+			return true;
+	}
+	return false;
+}
+
+/* configure for the engine (--undo with o->req.undo), then the engine restarted where a
+ * file it reads changed; a k3s template install made and configure emptied again is
+ * removed before that restart. */
+static int configure_engine(const struct inst_opts *o, struct orh_inst_manifest *m,
+			    struct orh_inst_engine *e, const char *conf, struct orh_err *err)
+{
+	struct orh_strv changed = { 0 }, notes = { 0 }, done = { 0 };
+	struct orh_configure_req req = o->req;
+	bool restart;
 	int r;
 
-	if (!m->engine) {
-		m->engine = orh_xstrdup(orh_engine_name(o->req.engine));
-		m->handler = orh_xstrdup(o->req.handler);
-		m->engine_config = o->req.engine_config ? orh_xstrdup(o->req.engine_config) : NULL;
-	}
-	r = orh_inst_save(o->root, m, err);
-	if (r >= 0)
-		r = orh_configure_under(o->root, &o->req, conf, &changed, &notes, err);
-	if (r >= 0 && changed.n)
-		r = restart_engine(o, &notes, err);
+	req.engine = e->engine;
+	req.engine_config = e->config;
+	r = orh_configure_under(o->root, &req, conf, &changed, &notes, err);
+	restart = engine_changed(&changed, conf);
 	print_lines("", &changed);
+	if (r >= 0 && req.undo)
+		r = orh_inst_undo_kind(o->root, m, 't', ORH_INSTALL_TEMPLATE_BASE, &done, err);
+	print_lines("", &done);
+	if (r >= 0 && restart)
+		r = orh_inst_engine_restart(o->root, e, o->restart, &notes, err);
 	print_lines("note: ", &notes);
-	if (r >= 0)
-		r = orh_inst_put(o->root, m, 'f', ORH_INSTALL_FEATURE_FILE, label, strlen(label),
-				 0644, &what, err);
-	if (r >= 0)
-		printf("%s %s\n", what, ORH_INSTALL_FEATURE_FILE);
 	return r;
 }
 
-/* Undo what m records: configure --undo, the engine restarted, the files removed. */
+static int write_ready(const char *path, const char *text, struct orh_err *err)
+{
+	_cleanup_free_ char *dir = orh_xstrdup(path);
+	_cleanup_close_ int dirfd = -1;
+	char *slash = strrchr(dir, '/');
+
+	if (!slash || slash == dir)
+		return orh_fail(err, EINVAL, "--ready-file '%s' is not a path in a directory", path);
+	*slash = '\0';
+	for (char *q = dir + 1; *q; q++)
+		if (*q == '/') {
+			*q = '\0';
+			mkdir(dir, 0755);
+			*q = '/';
+		}
+	mkdir(dir, 0755);
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return orh_fail(err, errno, "opening '%s': %s", dir, strerror(errno));
+	return orh_write_atomic(dirfd, slash + 1, text, strlen(text), 0644, err);
+}
+
+/* The engine reports the handler: the ready file, then the feature file that labels the
+ * node. */
+static int mark_ready(const struct inst_opts *o, struct orh_inst_manifest *m, const char *what,
+		      struct orh_err *err)
+{
+	_cleanup_free_ char *label = orh_xasprintf(ORH_INSTALL_LABEL "=%s\n", o->req.handler);
+	_cleanup_free_ char *text = orh_xasprintf("%s\n", what);
+	const char *done = NULL;
+	int r;
+
+	printf("ready: %s\n", what);
+	r = write_ready(o->ready_file, text, err);
+	if (r >= 0)
+		r = orh_inst_put(o->root, m, 's', ORH_INSTALL_FEATURE_FILE, label, strlen(label),
+				 0644, &done, err);
+	if (r >= 0)
+		printf("%s %s\n", done, ORH_INSTALL_FEATURE_FILE);
+	fflush(stdout);
+	return r;
+}
+
+/* Ask the engine until it reports the handler, then mark_ready. --once: for at most
+ * --ready-timeout seconds; else until a signal, which sets *stopped. 0 or -errno. */
+static int await_loaded(const struct inst_opts *o, struct orh_inst_manifest *m,
+			const struct orh_inst_engine *e, sigset_t *set, bool *stopped,
+			struct orh_err *err)
+{
+	_cleanup_free_ char *last = NULL;
+	time_t end = time(NULL) + o->ready_timeout;
+	struct timespec pause = { .tv_sec = 2 };
+	int r, sig;
+
+	for (;;) {
+		_cleanup_free_ char *what = NULL;
+		char *why = NULL;
+
+		r = orh_inst_engine_loaded(o->root, e, o->req.handler, o->req.shim, &what, &why,
+					   err);
+		if (r != 0)
+			return r < 0 ? r : mark_ready(o, m, what, err);
+		if (!last || strcmp(last, why))
+			printf("not ready: %s\n", why);
+		fflush(stdout);
+		free(last);
+		last = why;
+		if (o->once && time(NULL) >= end)
+			return orh_fail(err, ETIMEDOUT, "not ready after %u s: %s", o->ready_timeout,
+					last);
+		sig = sigtimedwait(set, NULL, &pause);
+		if (sig == SIGTERM || sig == SIGINT) {
+			printf("signal %d: undoing the installation\n", sig);
+			*stopped = true;
+			return 0;
+		}
+	}
+}
+
+static int install(struct inst_opts *o, struct orh_inst_manifest *m, struct orh_inst_engine *e,
+		   const char *conf, sigset_t *set, bool *stopped, struct orh_err *err)
+{
+	struct orh_strv notes = { 0 };
+	int r;
+
+	/* the engine first: nothing is put on a host where none is found */
+	if (m->engine)
+		o->req.handler = m->handler;
+	r = orh_inst_engine_find(o->root, m->engine ? m->engine : o->engine,
+				 m->engine ? m->engine_config : o->req.engine_config, o->socket, e,
+				 &notes, err);
+	print_lines("note: ", &notes);
+	if (r < 0)
+		return r;
+	printf("engine %s: %s\n", e->flavour, e->config);
+	if (!m->engine) {
+		m->engine = orh_xstrdup(e->flavour);
+		m->handler = orh_xstrdup(o->req.handler);
+		m->engine_config = orh_xstrdup(e->config);
+	}
+	r = put_files(o, m, conf, err);
+	if (r >= 0)
+		r = put_template(o, m, e, err);
+	if (r >= 0)
+		r = configure_engine(o, m, e, conf, err);
+	if (r >= 0)
+		r = await_loaded(o, m, e, set, stopped, err);
+	return r;
+}
+
+/* Undo what m records of the engine: the ready file and the node's label first (no new pod
+ * comes), then configure --undo and the engine restarted. The files stay. */
 static int undo(struct inst_opts *o, struct orh_inst_manifest *m, const char *conf,
 		struct orh_err *err)
 {
-	_cleanup_free_ char *src = orh_xasprintf("%s%s", o->from, conf);
-	_cleanup_free_ char *dflt = NULL;
-	struct orh_strv changed = { 0 }, notes = { 0 };
-	struct orh_err noconf = { 0 };
-	size_t len = 0;
-	int r = 0;
+	struct orh_inst_engine e = { 0 };
+	struct orh_strv done = { 0 }, notes = { 0 };
+	int r;
 
-	if (m->engine) {
+	if (unlink(o->ready_file) == 0)
+		printf("removed %s\n", o->ready_file);
+	r = orh_inst_undo_kind(o->root, m, 's', NULL, &done, err);
+	print_lines("", &done);
+	if (r >= 0 && m->engine) {
 		o->req.undo = true;
 		o->req.handler = m->handler;
-		o->req.engine_config = m->engine_config;
-		r = orh_engine_from_name(m->engine, &o->req.engine);
-		if (r < 0)
-			return orh_fail(err, EINVAL, "%s: unknown engine '%s'",
-					ORH_INSTALL_MANIFEST, m->engine);
-		r = orh_configure_under(o->root, &o->req, conf, &changed, &notes, err);
-		if (r >= 0 && changed.n)
-			r = restart_engine(o, &notes, err);
-		print_lines("", &changed);
+		r = orh_inst_engine_find(o->root, m->engine, m->engine_config, o->socket, &e, &notes,
+					 err);
 		print_lines("note: ", &notes);
+		if (r >= 0)
+			r = configure_engine(o, m, &e, conf, err);
+		orh_inst_engine_free(&e);
 	}
-	/* without the image's config, every node config counts as edited and stays */
-	if (r >= 0 && read_source(src, &dflt, &len, &noconf) < 0)
-		dflt = NULL, len = 0;
-	if (r >= 0)
-		r = orh_inst_remove_all(o->root, m, dflt ? dflt : "", dflt ? len : 1, &changed,
-					err);
-	print_lines("", &changed);
+	if (r >= 0 && m->engine) {
+		free(TAKE_PTR(m->engine));
+		free(TAKE_PTR(m->handler));
+		free(TAKE_PTR(m->engine_config));
+		r = orh_inst_save(o->root, m, err);
+	}
+	if (r >= 0 && m->n && !o->purge)
+		printf("kept the binary, the hooks.d files and the node config for the containers "
+		       "that run through them (install --purge removes them)\n");
 	return r;
+}
+
+static int purge(const struct inst_opts *o, struct orh_inst_manifest *m, struct orh_err *err)
+{
+	struct orh_strv done = { 0 };
+	int r = orh_inst_remove_all(o->root, m, &done, err);
+
+	print_lines("", &done);
+	return r;
+}
+
+static int probe(const struct inst_opts *o)
+{
+	char buf[4096] = "";
+
+	if (orh_read_file_at(AT_FDCWD, o->ready_file, buf, sizeof(buf)) < 0) {
+		fprintf(stderr, "oci-rdma-hook: install: not ready (no %s)\n", o->ready_file);
+		return ORH_EXIT_FAIL;
+	}
+	fputs(buf, stdout);
+	return ORH_EXIT_OK;
 }
 
 static void on_signal(int sig)
 {
 }
 
-static int wait_for_stop(sigset_t *set)
+static void wait_for_stop(sigset_t *set)
 {
 	int sig = 0;
 
@@ -395,21 +489,25 @@ static int wait_for_stop(sigset_t *set)
 	while (sigwait(set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
 		;
 	printf("signal %d: undoing the installation\n", sig);
-	return sig;
 }
 
 int orh_cmd_install(struct orh_ctx *ctx, int argc, char **argv)
 {
-	struct inst_opts o = { .from = "", .req = { .handler = "rdma",
-						    .shim = ORH_BINDIR "/oci-rdma-runtime" } };
+	struct inst_opts o = { .from = "", .ready_file = INST_READY_FILE,
+			       .ready_timeout = INST_READY_TIMEOUT,
+			       .req = { .handler = "rdma", .shim = ORH_BINDIR "/oci-rdma-runtime" } };
 	struct orh_inst_manifest m = { 0 };
+	struct orh_inst_engine e = { 0 };
 	struct orh_err err = { 0 };
+	bool stopped = false;
 	sigset_t set;
 	int r;
 
 	r = parse_args(argc, argv, &o);
 	if (r != ORH_EXIT_OK)
 		return r < 0 ? ORH_EXIT_OK : r; /* -1: --help */
+	if (o.probe)
+		return probe(&o);
 	/* a SIGTERM during the install is taken after it, then undoes it */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -418,21 +516,21 @@ int orh_cmd_install(struct orh_ctx *ctx, int argc, char **argv)
 	/* a handler, too: as a container's PID 1 it gets no signal left at SIG_DFL */
 	sigaction(SIGTERM, &(struct sigaction){ .sa_handler = on_signal }, NULL);
 	sigaction(SIGINT, &(struct sigaction){ .sa_handler = on_signal }, NULL);
+	/* one an earlier container of this pod left: not ready until the engine says so */
+	unlink(o.ready_file);
 	r = orh_inst_load(o.root, &m, &err);
-	if (r >= 0 && !o.uninstall) {
-		/* the engine first: nothing is put on a host where none is found */
-		r = m.engine ? same_engine(&o, &m, &err) : find_engine(&o, &err);
-		if (r >= 0)
-			r = put_files(&o, &m, ctx->config_path, &err);
-		if (r >= 0)
-			r = configure_engine(&o, &m, ctx->config_path, &err);
-	}
-	if (r >= 0 && !o.once && !o.uninstall)
+	if (r >= 0 && !o.uninstall && !o.purge)
+		r = install(&o, &m, &e, ctx->config_path, &set, &stopped, &err);
+	if (r >= 0 && !o.once && !o.uninstall && !o.purge && !stopped)
 		wait_for_stop(&set);
 	if (r >= 0 && !o.once)
 		r = undo(&o, &m, ctx->config_path, &err);
+	if (r >= 0 && o.purge)
+		r = purge(&o, &m, &err);
+	fflush(stdout);
 	if (r < 0)
 		fprintf(stderr, "oci-rdma-hook: install: %s\n", err.msg);
+	orh_inst_engine_free(&e);
 	orh_inst_free(&m);
 	return r < 0 ? ORH_EXIT_FAIL : ORH_EXIT_OK;
 }

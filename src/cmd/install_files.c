@@ -2,11 +2,13 @@
 /*
  * What `install` adds under a host root, and its removal (include/orh/install.h). Each
  * directory made, file or link written is recorded in the manifest before the next step,
- * so that an undo, also one after a killed installer, removes what was added and nothing
- * that was there before.
+ * so that an undo or a purge, also one after a killed installer, removes what was added
+ * and nothing that was there before. The undo removes the marks of the installed state and
+ * the templates it made; the purge removes the rest.
  *
  * The manifest is text: "engine NAME HANDLER CONFIG" ("-": the engine's default config)
- * once configure has run, then one line per entry, "KIND PATH", in the order added.
+ * while the engine is configured, then one line per entry, "KIND PATH", in the order
+ * added.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,7 +75,7 @@ static int parse_line(struct orh_inst_manifest *m, char *line, unsigned no, stru
 		m->engine_config = strcmp(c, "-") ? orh_xstrdup(c) : NULL;
 		return 0;
 	}
-	if (!line[0] || !strchr("dflc", line[0]) || line[1] != ' ' || line[2] != '/' ||
+	if (!line[0] || !strchr("dflcst", line[0]) || line[1] != ' ' || line[2] != '/' ||
 	    strstr(line, "/../") || strstr(line, "/./") || strstr(line, "//") ||
 	    ends_with(line, "/..") || ends_with(line, "/."))
 		return orh_fail(err, EINVAL, "%s:%u: not 'KIND /PATH' (a path without '.', '..' "
@@ -134,7 +136,7 @@ static int make_dirs(const char *root, struct orh_inst_manifest *m, const char *
 static char *manifest_text(const struct orh_inst_manifest *m)
 {
 	char *text = orh_xstrdup("# oci-rdma-hook install: what it added under this root, "
-				 "removed in reverse order by its undo\n");
+				 "removed in reverse order by its undo and purge\n");
 
 	if (m->engine) {
 		char *t = orh_xasprintf("%sengine %s %s %s\n", text, m->engine, m->handler,
@@ -185,15 +187,28 @@ int orh_inst_save(const char *root, struct orh_inst_manifest *m, struct orh_err 
 	return r < 0 ? orh_err_prefix(err, "writing %s%s", root, ORH_INSTALL_MANIFEST) : 0;
 }
 
-/* Does dirfd/name hold exactly data? */
-static bool same_content(int dirfd, const char *name, const char *data, size_t len)
+static bool exists_at(const char *root, const char *path)
+{
+	_cleanup_free_ char *p = orh_xasprintf("%s%s", root, path);
+	struct stat st;
+
+	return lstat(p, &st) == 0;
+}
+
+/* Does dirfd/name hold exactly data (unblocked: once configure's blocks are left out)? */
+static bool same_content(int dirfd, const char *name, const char *data, size_t len,
+			 bool unblocked)
 {
 	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	_cleanup_free_ char *old = NULL;
+	_cleanup_free_ char *old = NULL, *own = NULL;
 	size_t n = 0;
 
 	if (fd < 0 || orh_read_fd_all(fd, INST_COMPARE_MAX_BYTES, &old, &n) < 0)
 		return false;
+	if (unblocked && strlen(old) == n) {
+		own = orh_block_strip_all(old);
+		return strlen(own) == len && !memcmp(own, data, len);
+	}
 	return n == len && !memcmp(old, data, len);
 }
 
@@ -216,12 +231,12 @@ int orh_inst_put(const char *root, struct orh_inst_manifest *m, char kind, const
 	if (dirfd < 0)
 		return dirfd;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		/* there before, or the node config: never rewritten */
+		/* there before: never rewritten */
 		*what = "kept";
-		if (ours && kind != 'c' && same_content(dirfd, name, data, len) &&
+		if (ours && same_content(dirfd, name, data, len, kind == 'c') &&
 		    (st.st_mode & 07777) == mode)
 			*what = "unchanged";
-		if (!ours || kind == 'c' || !strcmp(*what, "unchanged"))
+		if (!ours || !strcmp(*what, "unchanged"))
 			return orh_inst_save(root, m, err);
 		/* a file of our own with other content: the new one, with the image's mode */
 		*what = "updated";
@@ -266,9 +281,9 @@ int orh_inst_link(const char *root, struct orh_inst_manifest *m, const char *pat
 	return r;
 }
 
-/* Remove one entry; an edited node config is kept. */
-static int remove_one(const char *root, const struct orh_inst_entry *e, const char *conf,
-		      size_t conf_len, struct orh_strv *done, struct orh_err *err)
+/* Remove one entry (a directory: where it is empty). 1 removed, 0 gone already or kept
+ * (a directory not empty), -errno. */
+static int remove_one(const char *root, const struct orh_inst_entry *e, struct orh_err *err)
 {
 	_cleanup_close_ int dirfd = -1;
 	const char *name = NULL;
@@ -276,44 +291,92 @@ static int remove_one(const char *root, const struct orh_inst_entry *e, const ch
 	dirfd = open_parent(root, e->path, &name, err);
 	if (dirfd < 0)
 		return dirfd == -ENOENT ? 0 : dirfd;
-	if (e->kind == 'c' && !same_content(dirfd, name, conf, conf_len) &&
-	    faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-		orh_strv_pushf(done, "kept %s (edited)", e->path);
+	if (unlinkat(dirfd, name, e->kind == 'd' ? AT_REMOVEDIR : 0) == 0)
+		return 1;
+	if (errno == ENOENT || (e->kind == 'd' && (errno == ENOTEMPTY || errno == EEXIST)))
 		return 0;
-	}
-	if (unlinkat(dirfd, name, e->kind == 'd' ? AT_REMOVEDIR : 0) == 0) {
-		orh_strv_pushf(done, "removed %s", e->path);
-		return 0;
-	}
-	if (errno == ENOENT)
-		return 0;
-	if (e->kind == 'd' && (errno == ENOTEMPTY || errno == EEXIST)) {
-		orh_strv_pushf(done, "kept %s (not empty)", e->path);
-		return 0;
-	}
 	return orh_fail(err, errno, "removing '%s%s': %s", root, e->path, strerror(errno));
 }
 
-int orh_inst_remove_all(const char *root, struct orh_inst_manifest *m, const char *conf_default,
-			size_t conf_len, struct orh_strv *done, struct orh_err *err)
+/* Drop entry i of m. */
+static void drop_entry(struct orh_inst_manifest *m, size_t i)
+{
+	free(m->v[i].path);
+	memmove(&m->v[i], &m->v[i + 1], (m->n - i - 1) * sizeof(*m->v));
+	m->n--;
+}
+
+/* Is the host path under root exactly text? */
+static bool holds(const char *root, const char *path, const char *text)
+{
+	_cleanup_close_ int dirfd = -1;
+	const char *name = NULL;
+	struct orh_err ignored = { 0 };
+
+	dirfd = open_parent(root, path, &name, &ignored);
+	return dirfd >= 0 && same_content(dirfd, name, text, strlen(text), false);
+}
+
+/* Remove entry i (kept where r already failed: e2 then takes the error); done says so. */
+static int remove_listed(const char *root, struct orh_inst_manifest *m, size_t i, int r,
+			 struct orh_strv *done, struct orh_err *err)
+{
+	struct orh_err e2 = { 0 };
+	int r2 = remove_one(root, &m->v[i], r < 0 ? &e2 : err);
+
+	if (r2 > 0)
+		orh_strv_pushf(done, "removed %s", m->v[i].path);
+	if (r2 >= 0 && (r2 > 0 || m->v[i].kind != 'd'))
+		drop_entry(m, i);
+	return r < 0 ? r : r2 < 0 ? r2 : 0;
+}
+
+int orh_inst_undo_kind(const char *root, struct orh_inst_manifest *m, char kind,
+		       const char *base, struct orh_strv *done, struct orh_err *err)
+{
+	int r = 0, r2;
+
+	for (size_t i = m->n; i-- > 0;) {
+		if (m->v[i].kind != kind)
+			continue;
+		if (kind == 't' && !holds(root, m->v[i].path, base) &&
+		    exists_at(root, m->v[i].path)) {
+			orh_strv_pushf(done, "kept %s (edited)", m->v[i].path);
+			drop_entry(m, i);
+			continue;
+		}
+		r = remove_listed(root, m, i, r, done, err);
+	}
+	for (size_t i = m->n; i-- > 0;)
+		if (m->v[i].kind == 'd')
+			r = remove_listed(root, m, i, r, done, err);
+	r2 = orh_inst_save(root, m, r < 0 ? &(struct orh_err){ 0 } : err);
+	return r < 0 ? r : r2;
+}
+
+int orh_inst_remove_all(const char *root, struct orh_inst_manifest *m, struct orh_strv *done,
+			struct orh_err *err)
 {
 	struct orh_inst_entry man = { .kind = 'f', .path = (char *)ORH_INSTALL_MANIFEST };
 	struct orh_err e2 = { 0 };
 	int r = 0, r2;
 
-	for (size_t i = m->n; i-- > 0;) {
-		if (m->v[i].kind == 'd')
-			continue;
-		r2 = remove_one(root, &m->v[i], conf_default, conf_len, done, r < 0 ? &e2 : err);
-		r = r < 0 ? r : r2;
-	}
-	r2 = remove_one(root, &man, NULL, 0, done, r < 0 ? &e2 : err);
-	r = r < 0 ? r : r2;
+	for (size_t i = m->n; i-- > 0;)
+		if (m->v[i].kind != 'd')
+			r = remove_listed(root, m, i, r, done, err);
+	r2 = remove_one(root, &man, r < 0 ? &e2 : err);
+	if (r2 > 0)
+		orh_strv_pushf(done, "removed %s", ORH_INSTALL_MANIFEST);
+	r = r < 0 ? r : r2 < 0 ? r2 : 0;
 	for (size_t i = m->n; i-- > 0;) {
 		if (m->v[i].kind != 'd')
 			continue;
-		r2 = remove_one(root, &m->v[i], NULL, 0, done, r < 0 ? &e2 : err);
-		r = r < 0 ? r : r2;
+		r2 = remove_one(root, &m->v[i], r < 0 ? &e2 : err);
+		if (r2 > 0)
+			orh_strv_pushf(done, "removed %s", m->v[i].path);
+		else if (r2 == 0 && exists_at(root, m->v[i].path))
+			orh_strv_pushf(done, "kept %s (not empty)", m->v[i].path);
+		r = r < 0 ? r : r2 < 0 ? r2 : 0;
 	}
 	return r;
 }
