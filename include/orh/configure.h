@@ -31,6 +31,8 @@ struct orh_toml_entry {
 	char *value;     /* the value's source text (NULL for a table header) */
 	unsigned line;   /* 1-based line of the key or header */
 	size_t start;    /* byte offset of the line */
+	size_t end;      /* byte offset past the entry's last line (its newline included) */
+	bool array;      /* a header of an array of tables, [[...]] */
 };
 
 struct orh_toml {

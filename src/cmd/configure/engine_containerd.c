@@ -1,156 +1,457 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * containerd: a handler block appended to config.toml (include/orh/configure.h). A
- * drop-in through `imports` does not work in containerd 1.x: an imported file replaces
- * each plugin's whole table, so a drop-in holding only the handler would drop every other
- * CRI setting of the node.
+ * containerd: the handler in a drop-in of configure's own, imported by the main file
+ * (include/orh/configure.h). What containerd reads is taken as containerd merges it
+ * (cd_view.c): the default runtime to chain is the effective one (the NVIDIA runtime where
+ * nvidia-ctk made it the default), and the drop-in holds what the merge needs:
+ *   - containerd 1.x (config version 1 or 2) replaces an imported plugin table whole, so the
+ *     drop-in carries the whole CRI table that containerd read before it, then the handler;
+ *     it is named to come after nvidia-ctk's 99-nvidia.toml in the imported directory;
+ *   - containerd 2.x (version 3 and 4) merges key by key: the handler alone.
+ * Either way the default runtime's own table is written where no file has it (a config
+ * without containerd's built-in runc table stops the CRI plugin).
+ *
+ * The handler is found by what it is: the table named --handler whose BinaryName is the
+ * shim, in any file, with or without configure's comments. One left in the main file (a
+ * block of an earlier configure, or the same after a TOML library rewrote the file) moves
+ * into the drop-in. A k3s/rke2 template (config.toml.tmpl, which k3s renders at every
+ * start) gets the handler appended, as containerd's base template has the rest.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engines_priv.h"
 
-/* What configure takes from the operator's config.toml. */
-struct cd_node {
-	long version;       /* 1, 2 or 3 */
-	const char *plugin; /* the CRI runtime plugin's name in that version */
-	char *dflt;         /* default_runtime_name; NULL: runc */
-	char *binary;       /* that handler's options.BinaryName */
-	bool systemd;       /* its options.SystemdCgroup */
+struct cd_plan {
+	struct cd_view v;
+	char *dflt;    /* the effective default_runtime_name, else runc */
+	char *binary;  /* its options.BinaryName */
+	bool systemd;  /* its options.SystemdCgroup */
+	bool missing;  /* no file has the default runtime's table */
+	char *dropin;  /* where our drop-in is, or goes */
+	char *glob;    /* what the main file's imports must gain for it; NULL: nothing */
 };
 
-static void cd_node_free(struct cd_node *n)
+static void plan_free(struct cd_plan *p)
 {
-	free(n->dflt);
-	free(n->binary);
+	cd_view_free(&p->v);
+	free(p->dflt);
+	free(p->binary);
+	free(p->dropin);
+	free(p->glob);
 }
 
-static int read_version(const struct orh_toml *t, const struct orh_cfg_file *f,
-			struct cd_node *n, struct orh_err *err)
+static char *handler_rel(const char *handler)
 {
-	const struct orh_toml_entry *e = orh_toml_get(t, "version");
-	char *end = NULL;
+	return orh_toml_key("containerd", "runtimes", handler, NULL);
+}
 
-	/* no file: a new one, version 2, which 1.x reads and 2.x migrates at load */
-	n->version = f->old && !e ? 1 : 2;
-	if (e) {
-		n->version = strtol(e->value, &end, 10);
-		if (*end || n->version < 1 || n->version > 3)
-			return orh_fail(err, EINVAL, "%s:%u: version '%s' is not 1, 2 or 3", f->path,
-					e->line, e->value);
-	}
-	n->plugin = n->version == 1 ? "cri" : n->version == 2 ? "io.containerd.grpc.v1.cri"
-							    : "io.containerd.cri.v1.runtime";
+/* Is the handler table of src ours (its BinaryName the shim)? -EEXIST when it is another's. */
+static int src_handler(const struct cd_src *s, const struct orh_cfg_file *f,
+		       const struct orh_configure_req *req, bool *found, struct orh_err *err)
+{
+	_cleanup_free_ char *rel = handler_rel(req->handler);
+	_cleanup_free_ char *bin_rel = orh_toml_key(rel, "options", "BinaryName", NULL);
+	const struct orh_toml_entry *e = cd_src_find_under(s, rel);
+	const struct orh_toml_entry *b = cd_src_get(s, bin_rel);
+	_cleanup_free_ char *bin = NULL;
+
+	*found = e != NULL;
+	if (!e)
+		return 0;
+	if (!b || !orh_toml_string(b->value, &bin) || strcmp(bin, req->shim))
+		return orh_fail(err, EEXIST, "%s:%u: runtime handler '%s' is defined already, "
+				"running %s (give configure another --handler, or remove it)",
+				f->path, e->line, req->handler, bin ? bin : "another runtime");
 	return 0;
 }
 
-/* The handler must be new, and the runtimes a table it can be added to. */
-static int check_free(const struct orh_toml *t, const char *path, const char *runtimes,
-		      const char *handler, struct orh_err *err)
+/* text without the tables (and dotted keys) of our handler in a file of version ver. */
+static int drop_handler(const char *text, const char *path, long ver,
+			const struct orh_configure_req *req, char **out, struct orh_err *err)
 {
-	_cleanup_free_ char *key = orh_toml_key(runtimes, handler, NULL);
-	const struct orh_toml_entry *e = orh_toml_find_under(t, key);
-
-	if (e)
-		return orh_fail(err, EEXIST, "%s:%u: runtime handler '%s' is defined already "
-				"(give configure another --handler, or remove it)", path, e->line,
-				handler);
-	e = orh_toml_get(t, runtimes);
-	if (e)
-		return orh_fail(err, EINVAL, "%s:%u: the runtimes are an inline table, which "
-				"cannot be extended: write them as [tables]", path, e->line);
-	return 0;
-}
-
-static int read_node(const struct orh_cfg_file *f, const char *handler, struct cd_node *n,
-		     struct orh_err *err)
-{
-	_cleanup_free_ char *runtimes = NULL, *key = NULL;
-	const struct orh_toml_entry *e;
+	_cleanup_free_ char *key = orh_toml_key("plugins", cd_plugin_of(ver), "containerd",
+						"runtimes", req->handler, NULL);
+	_cleanup_free_ char *keep = NULL;
 	struct orh_toml t;
-	int r = cfg_scan(f, true, &t, err);
+	size_t n = strlen(text), o = 0;
+	int r = orh_toml_scan(text, path, &t, err);
 
+	*out = NULL;
 	if (r < 0)
 		return r;
-	r = read_version(&t, f, n, err);
-	if (r >= 0) {
-		runtimes = orh_toml_key("plugins", n->plugin, "containerd", "runtimes", NULL);
-		r = check_free(&t, f->path, runtimes, handler, err);
-	}
-	if (r >= 0) {
-		key = orh_toml_key("plugins", n->plugin, "containerd", "default_runtime_name", NULL);
-		r = cfg_get_string(&t, f->path, key, &n->dflt, err);
-	}
-	if (r >= 0) {
-		free(key);
-		key = orh_toml_key(runtimes, n->dflt ? n->dflt : "runc", "options", "BinaryName", NULL);
-		r = cfg_get_string(&t, f->path, key, &n->binary, err);
-	}
-	if (r >= 0) {
-		free(key);
-		key = orh_toml_key(runtimes, n->dflt ? n->dflt : "runc", "options", "SystemdCgroup", NULL);
-		e = orh_toml_get(&t, key);
-		if (e && !orh_toml_bool(e->value, &n->systemd))
-			r = orh_fail(err, EINVAL, "%s:%u: SystemdCgroup '%s' is not true or false",
-				     f->path, e->line, e->value);
+	keep = orh_xmalloc(n + 1);
+	memset(keep, 1, n);
+	for (size_t i = 0; i < t.n; i++) {
+		const struct orh_toml_entry *e = &t.v[i];
+		size_t end = e->end;
+		size_t kn = strlen(key);
+
+		if (strncmp(e->key, key, kn) || (e->key[kn] && e->key[kn] != ORH_TOML_SEP[0]))
+			continue;
+		if (!e->value) { /* a header: up to the next header */
+			end = n;
+			for (size_t k = i + 1; k < t.n; k++)
+				if (!t.v[k].value) {
+					end = t.v[k].start;
+					break;
+				}
+		}
+		memset(keep + e->start, 0, end - e->start);
 	}
 	orh_toml_free(&t);
+	*out = orh_xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		if (keep[i])
+			(*out)[o++] = text[i];
+	(*out)[o] = '\0';
+	return 0;
+}
+
+/* ---- the main file's imports ---- */
+
+static bool import_covers(const char *from, const char *entry, const char *path)
+{
+	_cleanup_free_ char *abs = NULL;
+	const char *slash = strrchr(from, '/');
+
+	abs = entry[0] == '/' ? orh_xstrdup(entry)
+			      : orh_xasprintf("%.*s/%s", (int)(slash - from), from, entry);
+	return fnmatch(abs, path, FNM_PATHNAME | FNM_PERIOD) == 0;
+}
+
+/* Where our drop-in goes: where it is, else a directory the main file imports with a
+ * pattern it matches, else conf.d beside the main file (whose glob is then imported). */
+static void place_dropin(struct cd_plan *p, const struct orh_cfg_files *files,
+			 const char *main_path)
+{
+	const struct orh_toml_entry *e = orh_toml_get(&p->v.src[0].t, "imports");
+	struct orh_strv imports = { 0 };
+	const char *slash = strrchr(main_path, '/');
+	_cleanup_free_ char *dir = orh_xasprintf("%.*s/conf.d", (int)(slash - main_path),
+						 main_path);
+
+	for (size_t i = 0; i < p->v.n; i++)
+		if (p->v.src[i].ours && !p->dropin)
+			p->dropin = orh_xstrdup(files->v[p->v.src[i].fi].path);
+	if (p->dropin)
+		return;
+	p->dropin = orh_xasprintf("%s/" CD_DROPIN, dir);
+	if (e)
+		orh_strv_free(&imports), (void)orh_toml_string_array(e->value, &imports);
+	for (size_t i = 0; i < imports.n; i++)
+		if (import_covers(main_path, imports.v[i], p->dropin)) {
+			orh_strv_free(&imports);
+			return;
+		}
+	orh_strv_free(&imports);
+	p->glob = orh_xasprintf("%s/*.toml", dir);
+}
+
+/* text with entry added to its top-level imports (a new line after `version` where it
+ * has none; a new file when text is NULL). */
+static char *imports_add(const char *text, const struct orh_toml *t, const char *entry)
+{
+	_cleanup_free_ char *q = orh_toml_quote(entry);
+	const struct orh_toml_entry *e, *v;
+
+	if (!text)
+		return orh_xasprintf("version = 2\nimports = [%s]\n", q);
+	e = orh_toml_get(t, "imports");
+	v = orh_toml_get(t, "version");
+	if (e) {
+		const char *val = strstr(text + e->start, e->value);
+		const char *close = val + strlen(e->value) - 1; /* its ']' */
+		const char *prev = close - 1;
+
+		while (prev > val && (*prev == ' ' || *prev == '\t' || *prev == '\n' || *prev == '\r'))
+			prev--;
+		return orh_xasprintf("%.*s%s%s%s", (int)(close - text), text,
+				     *prev == '[' || *prev == ',' ? "" : ", ", q, close);
+	}
+	if (v)
+		return orh_xasprintf("%.*simports = [%s]\n%s", (int)v->end, text, q, text + v->end);
+	return orh_xasprintf("imports = [%s]\n%s", q, text);
+}
+
+/* text without entry in its imports: the line where it was the only one, else the entry. */
+static char *imports_remove(const char *text, const struct orh_toml *t, const char *entry)
+{
+	const struct orh_toml_entry *e = orh_toml_get(t, "imports");
+	_cleanup_free_ char *q = orh_toml_quote(entry);
+	struct orh_strv list = { 0 };
+	const char *val, *at;
+	char *out = NULL;
+
+	if (!e || !orh_toml_string_array(e->value, &list) || !orh_strv_contains(&list, entry)) {
+		orh_strv_free(&list);
+		return NULL;
+	}
+	val = strstr(text + e->start, e->value);
+	if (list.n == 1) {
+		out = orh_xasprintf("%.*s%s", (int)e->start, text, text + e->end);
+	} else if ((at = strstr(val, q)) && at < val + strlen(e->value)) {
+		const char *from = at, *to = at + strlen(q);
+
+		if (strncmp(to, ", ", 2) == 0)
+			to += 2; /* the first of several */
+		else if (from - val >= 2 && strncmp(from - 2, ", ", 2) == 0)
+			from -= 2;
+		out = orh_xasprintf("%.*s%s", (int)(from - text), text, to);
+	}
+	orh_strv_free(&list);
+	return out;
+}
+
+/* ---- what the plan reads ---- */
+
+static int read_default(struct cd_plan *p, const char *path, struct orh_err *err)
+{
+	_cleanup_free_ char *dkey = orh_toml_key("containerd", "default_runtime_name", NULL);
+	_cleanup_free_ char *rt = NULL, *bkey = NULL, *skey = NULL;
+	const struct cd_ent *d = cd_view_get(&p->v, dkey), *b, *s;
+	bool found = false;
+
+	if (d && !orh_toml_string(d->e->value, &p->dflt))
+		return orh_fail(err, EINVAL, "%s:%u: 'default_runtime_name' is not a string", path,
+				d->e->line);
+	if (!p->dflt || !*p->dflt)
+		free(p->dflt), p->dflt = orh_xstrdup("runc");
+	rt = orh_toml_key("containerd", "runtimes", p->dflt, NULL);
+	for (size_t i = 0; i < p->v.nents; i++)
+		found |= cd_rel_under(p->v.ents[i].rel, rt);
+	p->missing = !found;
+	if (p->missing && strcmp(p->dflt, "runc"))
+		return orh_fail(err, EINVAL, "%s: default_runtime_name '%s' names no runtime in "
+				"any file containerd reads", path, p->dflt);
+	bkey = orh_toml_key(rt, "options", "BinaryName", NULL);
+	skey = orh_toml_key(rt, "options", "SystemdCgroup", NULL);
+	b = cd_view_get(&p->v, bkey);
+	s = cd_view_get(&p->v, skey);
+	if (b && !orh_toml_string(b->e->value, &p->binary))
+		return orh_fail(err, EINVAL, "%s:%u: 'BinaryName' is not a string", path,
+				b->e->line);
+	if (s && !orh_toml_bool(s->e->value, &p->systemd))
+		return orh_fail(err, EINVAL, "%s:%u: SystemdCgroup '%s' is not true or false",
+				path, s->e->line, s->e->value);
+	return 0;
+}
+
+/* Every file containerd reads: no other runtime under the handler's name. */
+static int check_handlers(const struct cd_plan *p, const struct orh_cfg_files *files,
+			  const struct orh_configure_req *req, struct orh_strv *notes,
+			  struct orh_err *err)
+{
+	for (size_t i = 0; i < p->v.n; i++) {
+		const struct orh_cfg_file *f = &files->v[p->v.src[i].fi];
+		bool found = false;
+		int r;
+
+		if (p->v.src[i].ours)
+			continue;
+		r = src_handler(&p->v.src[i], f, req, &found, err);
+		if (r < 0)
+			return r;
+		if (found && i > 0 && !req->undo)
+			orh_strv_pushf(notes, "%s holds handler '%s' too (another program copied "
+				       "containerd's merged config there)", f->path, req->handler);
+		if (found && i > 0 && req->undo)
+			orh_strv_pushf(notes, "%s still holds handler '%s': another program wrote it "
+				       "there, and configure leaves that file alone", f->path,
+				       req->handler);
+	}
+	return 0;
+}
+
+/* The handler's tables (and the default runtime's, where no file has it). */
+static void put_handler(FILE *out, const struct cd_plan *p, const struct orh_configure_req *req)
+{
+	const char *plugin = cd_plugin_of(p->v.version);
+	_cleanup_free_ char *shim = orh_toml_quote(req->shim);
+
+	if (p->missing)
+		fprintf(out, "\n[plugins.\"%s\".containerd.runtimes.runc]\n"
+			"  runtime_type = \"io.containerd.runc.v2\"\n", plugin);
+	fprintf(out, "\n[plugins.\"%s\".containerd.runtimes.%s]\n"
+		"  runtime_type = \"io.containerd.runc.v2\"\n"
+		"  pod_annotations = [\"oci-rdma-hook/*\"]\n"
+		"\n[plugins.\"%s\".containerd.runtimes.%s.options]\n"
+		"  BinaryName = %s\n"
+		"  SystemdCgroup = %s\n",
+		plugin, req->handler, plugin, req->handler, shim, p->systemd ? "true" : "false");
+}
+
+static int dropin_text(const struct cd_plan *p, const struct orh_configure_req *req,
+		       char **out, struct orh_err *err)
+{
+	_cleanup_free_ char *skip = handler_rel(req->handler);
+	size_t len = 0;
+	FILE *f = open_memstream(out, &len);
+	int r = 0;
+
+	if (!f)
+		abort();
+	fprintf(f, "# Written by `oci-rdma-hook configure --engine containerd --handler %s`;\n"
+		"# `oci-rdma-hook configure --engine containerd --undo` removes this file.\n",
+		req->handler);
+	if (!p->v.merge_keys)
+		fputs("# containerd 1.x replaces an imported plugin table whole: this file holds\n"
+		      "# the CRI table that containerd read before it, then the handler.\n", f);
+	fprintf(f, "version = %ld\n", p->v.version);
+	if (!p->v.merge_keys)
+		r = cd_view_emit(&p->v, cd_plugin_of(p->v.version), skip, f, err);
+	put_handler(f, p, req);
+	fclose(f);
+	if (r < 0)
+		free(TAKE_PTR(*out));
 	return r;
 }
 
-/* The handler's tables, their headers as containerd's documentation writes them. */
-static char *handler_body(const struct cd_node *n, const struct orh_configure_req *req)
-{
-	_cleanup_free_ char *shim = orh_toml_quote(req->shim);
-	_cleanup_free_ char *table = n->version == 1 ?
-		orh_xasprintf("plugins.cri.containerd.runtimes.%s", req->handler) :
-		orh_xasprintf("plugins.\"%s\".containerd.runtimes.%s", n->plugin, req->handler);
+/* ---- the main file ---- */
 
-	return orh_xasprintf("[%s]\n"
-			     "  runtime_type = \"io.containerd.runc.v2\"\n"
-			     "  pod_annotations = [\"oci-rdma-hook/*\"]\n"
-			     "[%s.options]\n"
-			     "  BinaryName = %s\n"
-			     "  SystemdCgroup = %s\n",
-			     table, table, shim, n->systemd ? "true" : "false");
+/* The main file's new text: our earlier block and handler tables out, the import in (or
+ * out, on --undo, where no other file is under it). NULL: unchanged. */
+static int main_text(const struct cd_plan *p, struct orh_cfg_file *f,
+		     const struct orh_configure_req *req, const struct orh_cfg_reader *rd,
+		     struct orh_err *err)
+{
+	_cleanup_free_ char *id = orh_xasprintf("--engine containerd --handler %s", req->handler);
+	_cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+	struct orh_block blk = { .id = id, .header = "version = 2\n" };
+	struct orh_toml t;
+	bool remove = false;
+	int r;
+
+	if (!f->old) {
+		if (!req->undo && p->glob)
+			f->new = imports_add(NULL, NULL, p->glob);
+		return 0;
+	}
+	r = orh_block_remove(f->old, f->path, &blk, &a, &remove, err);
+	if (r >= 0)
+		r = drop_handler(a ? a : f->old, f->path, p->v.version, req, &b, err);
+	if (r >= 0)
+		r = orh_toml_scan(b, f->path, &t, err);
+	if (r < 0)
+		return r;
+	if (!req->undo && p->glob) {
+		c = imports_add(b, &t, p->glob);
+	} else if (req->undo) {
+		const char *slash = strrchr(f->path, '/');
+		_cleanup_free_ char *glob = orh_xasprintf("%.*s/conf.d/*.toml",
+							  (int)(slash - f->path), f->path);
+
+		if (!cfg_dir_has_other(rd, glob, CD_DROPIN))
+			c = imports_remove(b, &t, glob);
+		if (c && !strcmp(c, "version = 2\n"))
+			remove = true;
+	}
+	orh_toml_free(&t);
+	if (remove || (c && !strcmp(c, "version = 2\n"))) {
+		f->remove = true;
+		return 0;
+	}
+	if (!c)
+		c = TAKE_PTR(b);
+	if (strcmp(c, f->old))
+		f->new = TAKE_PTR(c);
+	return 0;
+}
+
+/* ---- a k3s/rke2 template ---- */
+
+static bool is_template(const struct orh_cfg_file *f)
+{
+	size_t n = strlen(f->path);
+
+	return (n > 5 && !strcmp(f->path + n - 5, ".tmpl")) || (f->old && strstr(f->old, "{{"));
+}
+
+static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file *f,
+		       struct cd_plan *p, struct orh_strv *notes, struct orh_err *err)
+{
+	_cleanup_free_ char *id = orh_xasprintf("--engine containerd --handler %s", req->handler);
+	_cleanup_free_ char *body = NULL, *without = NULL;
+	struct orh_block blk = { .id = id, .header = "{{ template \"base\" . }}\n" };
+	struct cd_src s = { .version = 2 };
+	size_t len = 0;
+	FILE *out;
+	int r = cfg_scan(f, true, &s.t, err);
+
+	if (r >= 0)
+		r = src_handler(&s, f, req, &(bool){ false }, err);
+	orh_toml_free(&s.t);
+	if (r < 0)
+		return r;
+	if (req->undo) {
+		bool remove = false;
+
+		r = orh_block_remove(f->old, f->path, &blk, &f->new, &remove, err);
+		f->remove = remove;
+		if (r >= 0 && f->old && !f->new && !remove) /* rewritten without our comments */
+			r = drop_handler(f->old, f->path, 2, req, &without, err);
+		if (without && strcmp(without, f->old))
+			f->new = TAKE_PTR(without);
+		return r;
+	}
+	out = open_memstream(&body, &len);
+	if (!out)
+		abort();
+	p->v.version = 2;
+	put_handler(out, p, req);
+	fclose(out);
+	blk.body = body + 1; /* without its first blank line */
+	r = orh_block_install(f->old, f->path, &blk, &f->new, err);
+	if (r >= 0)
+		orh_strv_pushf(notes, "containerd: handler '%s' in the template %s (k3s and rke2 "
+			       "render it at their next start)", req->handler, f->path);
+	return r;
 }
 
 int cfg_containerd(const struct orh_configure_req *req, const char *node_config,
 		   const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
 		   struct orh_strv *notes, struct orh_err *err)
 {
-	_cleanup_free_ char *id = orh_xasprintf("--engine containerd --handler %s", req->handler);
-	_cleanup_free_ char *runtime = NULL, *body = NULL;
-	struct orh_block b = { .id = id, .header = "version = 2\n" };
-	struct cd_node n = { 0 };
+	_cleanup_free_ char *runtime = NULL, *text = NULL;
+	struct cd_plan p = { 0 };
 	struct orh_cfg_file *f = NULL;
-	bool remove = false;
 	int r;
 
-	r = cfg_add_file(rd, files, cfg_engine_path(req), &f, err);
-	if (r < 0)
-		return r;
-	if (req->undo) {
-		r = orh_block_remove(f->old, f->path, &b, &f->new, &remove, err);
-		f->remove = remove;
+	r = cd_view_read(rd, files, cfg_engine_path(req), &p.v, err);
+	if (r >= 0 && is_template(&files->v[p.v.src[0].fi])) {
+		r = cd_template(req, &files->v[p.v.src[0].fi], &p, notes, err);
+		plan_free(&p);
 		return r < 0 ? r : cfg_node_runtime(req, node_config, rd, NULL, files, notes, err);
 	}
-	r = read_node(f, req->handler, &n, err);
-	if (r >= 0 && req->runtime)
-		runtime = orh_xstrdup(req->runtime);
-	else if (r >= 0 && cfg_shim_runtime(rd, n.binary, &runtime, notes) < 0)
-		r = orh_fail(err, ENOENT, "%s: BinaryName '%s' of handler '%s' is not found "
-			     "(give configure --runtime PATH)", f->path, n.binary,
-			     n.dflt ? n.dflt : "runc");
-	if (r >= 0) {
-		b.body = body = handler_body(&n, req);
-		r = orh_block_install(f->old, f->path, &b, &f->new, err);
-	}
 	if (r >= 0)
-		orh_strv_pushf(notes, "containerd: handler '%s' (config version %ld, SystemdCgroup = "
-			       "%s as handler '%s'); restart containerd to load it", req->handler,
-			       n.version, n.systemd ? "true" : "false", n.dflt ? n.dflt : "runc");
-	cd_node_free(&n);
-	return r < 0 ? r : cfg_node_runtime(req, node_config, rd, runtime, files, notes, err);
+		r = check_handlers(&p, files, req, notes, err);
+	if (r >= 0 && !req->undo)
+		r = read_default(&p, cfg_engine_path(req), err);
+	if (r >= 0) {
+		place_dropin(&p, files, cfg_engine_path(req));
+		r = main_text(&p, &files->v[p.v.src[0].fi], req, rd, err);
+	}
+	if (r >= 0 && !req->undo)
+		r = dropin_text(&p, req, &text, err);
+	if (r >= 0)
+		r = cfg_own_file(rd, p.dropin, req->undo ? NULL : text, files, &f, err);
+	if (r >= 0 && !req->undo && req->runtime)
+		runtime = orh_xstrdup(req->runtime);
+	else if (r >= 0 && !req->undo && cfg_shim_runtime(rd, p.binary, &runtime, notes) < 0)
+		r = orh_fail(err, ENOENT, "%s: BinaryName '%s' of handler '%s' is not found "
+			     "(give configure --runtime PATH)", cfg_engine_path(req), p.binary,
+			     p.dflt);
+	if (r >= 0 && !req->undo)
+		orh_strv_pushf(notes, "containerd: handler '%s' in %s (config version %ld, chaining "
+			       "the default runtime '%s', SystemdCgroup = %s); restart containerd to "
+			       "load it", req->handler, p.dropin, p.v.version, p.dflt,
+			       p.systemd ? "true" : "false");
+	plan_free(&p);
+	if (r < 0)
+		return r;
+	return cfg_node_runtime(req, node_config, rd, req->undo ? NULL : runtime, files, notes,
+				err);
 }

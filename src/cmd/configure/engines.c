@@ -8,6 +8,7 @@
  * config, only where it is not the `runc` the shim finds by itself.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -260,6 +261,45 @@ int cfg_last_string(const struct orh_cfg_files *files, size_t first, const char 
 		}
 	}
 	return 0;
+}
+
+int cfg_own_file(const struct orh_cfg_reader *rd, const char *path, const char *text,
+		 struct orh_cfg_files *files, struct orh_cfg_file **out, struct orh_err *err)
+{
+	struct orh_cfg_file *f = NULL;
+	int r = 0;
+
+	for (size_t i = 0; i < files->n && !f; i++)
+		if (!strcmp(files->v[i].path, path))
+			f = &files->v[i];
+	if (!f)
+		r = cfg_add_file(rd, files, path, &f, err);
+	if (r < 0)
+		return r;
+	f->mkdir = true;
+	if (!text)
+		f->remove = f->old != NULL;
+	else if (!f->old || strcmp(f->old, text))
+		f->new = orh_xstrdup(text);
+	*out = f;
+	return 0;
+}
+
+bool cfg_dir_has_other(const struct orh_cfg_reader *rd, const char *glob, const char *name)
+{
+	const char *slash = strrchr(glob, '/');
+	_cleanup_free_ char *dir = orh_xasprintf("%.*s", (int)(slash - glob), glob);
+	struct orh_strv names = { 0 };
+	struct orh_err err = { 0 };
+	bool other = false;
+
+	if (rd->list(rd->arg, *dir ? dir : "/", &names, &err) < 0)
+		return true; /* unreadable: taken as in use */
+	for (size_t i = 0; i < names.n; i++)
+		if (strcmp(names.v[i], name) && fnmatch(slash + 1, names.v[i], FNM_PERIOD) == 0)
+			other = true;
+	orh_strv_free(&names);
+	return other;
 }
 
 int cfg_own_dropin(const struct orh_cfg_reader *rd, const char *dir, const char *text,

@@ -268,6 +268,13 @@ static void push(struct orh_toml *t, char *key, char *value, unsigned line, size
 	};
 }
 
+/* The last entry pushed ends where the scan is now (past its line's newline). */
+static void mark_end(struct orh_toml *t, const struct scan *s)
+{
+	if (t->n)
+		t->v[t->n - 1].end = (size_t)(s->p - s->text);
+}
+
 int orh_toml_scan(const char *text, const char *name, struct orh_toml *out, struct orh_err *err)
 {
 	struct scan s = { .p = text, .text = text, .name = name, .line = 1, .line_start = text,
@@ -286,6 +293,14 @@ int orh_toml_scan(const char *text, const char *name, struct orh_toml *out, stru
 			r = scan_eol(&s);
 			continue;
 		}
+		if (s.p[0] == '{' && s.p[1] == '{') {
+			/* a Go template action on a line of its own (k3s's config.toml.tmpl): not
+			 * TOML, passed over whole */
+			while (*s.p && *s.p != '\n')
+				s.p++;
+			r = scan_eol(&s);
+			continue;
+		}
 		if (*s.p == '[') {
 			bool array = s.p[1] == '[';
 
@@ -301,7 +316,9 @@ int orh_toml_scan(const char *text, const char *name, struct orh_toml *out, stru
 			free(table);
 			table = orh_xstrdup(key);
 			push(out, key, NULL, line, start);
+			out->v[out->n - 1].array = array;
 			r = scan_eol(&s);
+			mark_end(out, &s);
 			continue;
 		}
 		if (table)
@@ -320,6 +337,7 @@ int orh_toml_scan(const char *text, const char *name, struct orh_toml *out, stru
 		}
 		push(out, key, value, line, start);
 		r = scan_eol(&s);
+		mark_end(out, &s);
 	}
 	if (r < 0)
 		orh_toml_free(out);
