@@ -143,6 +143,26 @@ Test(block, changed_block_is_replaced_in_place_and_a_broken_one_refused)
 	free(with);
 }
 
+/* Marker lines that gained CRLF or a trailing blank are still configure's: a re-run replaces
+ * that block in place (one block), and --undo removes it. */
+Test(block, markers_with_crlf_or_trailing_blanks_are_found)
+{
+	const char *edited = "x = 1\r\n\r\n# >>> oci-rdma-hook configure --engine x \r\n[a]\r\n"
+			     "# <<< oci-rdma-hook configure --engine x\t\r\n";
+	struct orh_err err = { 0 };
+	char *out = NULL;
+	bool remove = false;
+
+	cr_assert_eq(orh_block_install(edited, "f", &blk, &out, &err), 0, "%s", err.msg);
+	cr_assert_not_null(out);
+	cr_assert_str_eq(out, "x = 1\r\n\r\n# >>> oci-rdma-hook configure --engine x\n[a]\nb = 1\n"
+			      "# <<< oci-rdma-hook configure --engine x\n");
+	free(out);
+	cr_assert_eq(orh_block_remove(edited, "f", &blk, &out, &remove, &err), 1);
+	cr_assert_str_eq(out, "x = 1\r\n");
+	free(out);
+}
+
 /* ---- engines, on files held in memory ---- */
 
 struct fake_fs {
@@ -208,14 +228,28 @@ static const struct orh_cfg_file *file(const struct orh_cfg_files *f, const char
 	return NULL;
 }
 
+static size_t count(const char *text, const char *what)
+{
+	size_t n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)); p++)
+		n++;
+	return n;
+}
+
+#define CD_MAIN "/etc/containerd/config.toml"
+#define CD_OURS "/etc/containerd/conf.d/99-oci-rdma-hook.toml"
+#define CD_NODE "/etc/oci-rdma-hook/oci-rdma-hook.conf"
+#define CRI "[plugins.\"io.containerd.grpc.v1.cri\""
+
 Test(engines, containerd_copies_systemd_cgroup_and_the_nvidia_runtime)
 {
 	struct fake_fs fs = {
-		.path = { "/etc/containerd/config.toml", "/etc/oci-rdma-hook/oci-rdma-hook.conf" },
+		.path = { CD_MAIN, CD_NODE },
 		.text = { "version = 2\n"
-			  "[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+			  CRI ".containerd]\n"
 			  "default_runtime_name = \"nvidia\"\n"
-			  "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+			  CRI ".containerd.runtimes.nvidia.options]\n"
 			  "BinaryName = \"/usr/local/nvidia/toolkit/nvidia-container-runtime\"\n"
 			  "SystemdCgroup = true\n",
 			  "[node]\n" },
@@ -224,16 +258,140 @@ Test(engines, containerd_copies_systemd_cgroup_and_the_nvidia_runtime)
 	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
 	struct orh_cfg_files files;
 	struct orh_err err = { 0 };
-	const struct orh_cfg_file *cd, *node;
+	const struct orh_cfg_file *cd, *ours, *node;
 
 	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cd = file(&files, "/etc/containerd/config.toml");
-	cr_assert(strstr(cd->new, "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.rdma.options]\n"
-			  "  BinaryName = \"/usr/bin/oci-rdma-runtime\"\n  SystemdCgroup = true\n"));
-	cr_assert(strstr(cd->new, "pod_annotations = [\"oci-rdma-hook/*\"]"));
-	node = file(&files, "/etc/oci-rdma-hook/oci-rdma-hook.conf");
+	cd = file(&files, CD_MAIN);
+	ours = file(&files, CD_OURS);
+	/* the main file gains the import of conf.d, right after its version line */
+	cr_assert_str_eq(cd->new, "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n"
+			 CRI ".containerd]\ndefault_runtime_name = \"nvidia\"\n"
+			 CRI ".containerd.runtimes.nvidia.options]\n"
+			 "BinaryName = \"/usr/local/nvidia/toolkit/nvidia-container-runtime\"\n"
+			 "SystemdCgroup = true\n");
+	/* the drop-in: the CRI table read before it (1.x replaces it whole), then the handler */
+	cr_assert(strstr(ours->new, CRI ".containerd]\n  default_runtime_name = \"nvidia\"\n"),
+		  "%s", ours->new);
+	cr_assert(strstr(ours->new, CRI ".containerd.runtimes.rdma.options]\n"
+			 "  BinaryName = \"/usr/bin/oci-rdma-runtime\"\n  SystemdCgroup = true\n"),
+		  "%s", ours->new);
+	cr_assert(strstr(ours->new, "pod_annotations = [\"oci-rdma-hook/*\"]"));
+	node = file(&files, CD_NODE);
 	cr_assert(strstr(node->new, "\n[containers]\nruntime = /usr/local/nvidia/toolkit/nvidia-container-runtime\n"),
 		  "%s", node->new);
+	orh_cfg_files_free(&files);
+}
+
+/* No config.toml, or a minimal one: the drop-in has containerd's runc table too, since a
+ * file that defines runtimes without the default's stops the CRI plugin. */
+Test(engines, containerd_without_a_config_keeps_the_default_runtime)
+{
+	const char *mains[] = { NULL, "version = 2\n" CRI "]\n  sandbox_image = \"pause:3.9\"\n" };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct fake_fs fs = { .path = { mains[i] ? CD_MAIN : "/x" }, .text = { mains[i] } };
+		struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
+		struct orh_cfg_files files;
+		struct orh_err err = { 0 };
+		const struct orh_cfg_file *cd, *ours;
+
+		cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+		cd = file(&files, CD_MAIN);
+		ours = file(&files, CD_OURS);
+		cr_assert(strstr(cd->new, "imports = [\"/etc/containerd/conf.d/*.toml\"]\n"), "%s",
+			  cd->new);
+		cr_assert(strstr(ours->new, CRI ".containerd.runtimes.runc]\n"
+				 "  runtime_type = \"io.containerd.runc.v2\"\n"), "%s", ours->new);
+		cr_assert(strstr(ours->new, CRI ".containerd.runtimes.rdma]\n"), "%s", ours->new);
+		cr_assert_eq(!!strstr(ours->new, "sandbox_image = \"pause:3.9\""), i == 1, "%s",
+			     ours->new);
+		orh_cfg_files_free(&files);
+	}
+}
+
+/* nvidia-ctk's drop-in layout: the default runtime is the merged one, nothing changes in
+ * the main file (its glob covers ours), the drop-in carries nvidia's CRI table. */
+Test(engines, containerd_reads_the_imports_as_containerd_merges_them)
+{
+	struct fake_fs fs = {
+		.path = { CD_MAIN, "/etc/containerd/conf.d/99-nvidia.toml" },
+		.text = { "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n"
+			  CRI ".containerd]\n  snapshotter = \"overlayfs\"\n",
+			  "version = 2\n" CRI ".containerd]\n  default_runtime_name = \"nvidia\"\n"
+			  CRI ".containerd.runtimes.nvidia]\n  runtime_type = \"io.containerd.runc.v2\"\n"
+			  CRI ".containerd.runtimes.nvidia.options]\n  BinaryName = \"/opt/nvidia-container-runtime\"\n" },
+		.exe = { "/opt/nvidia-container-runtime" },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+	const struct orh_cfg_file *ours;
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cr_assert_null(file(&files, CD_MAIN)->new);
+	ours = file(&files, CD_OURS);
+	/* 1.x: the imported table replaced the main file's (no snapshotter) */
+	cr_assert_null(strstr(ours->new, "snapshotter"), "%s", ours->new);
+	cr_assert(strstr(ours->new, "  BinaryName = \"/opt/nvidia-container-runtime\"\n"));
+	cr_assert_null(strstr(ours->new, ".runtimes.runc]"), "%s", ours->new);
+	cr_assert(strstr(file(&files, CD_NODE)->new, "runtime = /opt/nvidia-container-runtime\n"));
+	orh_cfg_files_free(&files);
+}
+
+/* containerd 2.x merges key by key: the drop-in holds the handler alone. */
+Test(engines, containerd_2_gets_the_handler_alone)
+{
+	struct fake_fs fs = {
+		.path = { CD_MAIN },
+		.text = { "version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd]\n"
+			  "  default_runtime_name = 'runc'\n"
+			  "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n"
+			  "  runtime_type = 'io.containerd.runc.v2'\n" },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+	const struct orh_cfg_file *ours;
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	ours = file(&files, CD_OURS);
+	cr_assert(strstr(ours->new, "version = 3\n"));
+	cr_assert_null(strstr(ours->new, "default_runtime_name"), "%s", ours->new);
+	cr_assert(strstr(ours->new, "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.rdma]\n"));
+	orh_cfg_files_free(&files);
+}
+
+/* The handler is found by what it is: a file rewritten without configure's comments (and
+ * with CRLF line ends) keeps one handler on a re-run, which moves it into the drop-in, and
+ * --undo leaves no handler at all. */
+Test(engines, containerd_finds_its_handler_by_what_it_is)
+{
+	const char *rewritten =
+		"version = 2\r\n"
+		CRI ".containerd.runtimes.rdma]\r\n"
+		"  pod_annotations = [\"oci-rdma-hook/*\"]\r\n"
+		"  runtime_type = \"io.containerd.runc.v2\"\r\n"
+		CRI ".containerd.runtimes.rdma.options]\r\n"
+		"  BinaryName = \"/usr/bin/oci-rdma-runtime\"\r\n"
+		CRI ".containerd.runtimes.runc]\r\n"
+		"  runtime_type = \"io.containerd.runc.v2\"\r\n";
+	struct fake_fs fs = { .path = { CD_MAIN }, .text = { rewritten } };
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+	const struct orh_cfg_file *cd;
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cd = file(&files, CD_MAIN);
+	cr_assert_null(strstr(cd->new, "rdma"), "%s", cd->new);
+	cr_assert(strstr(cd->new, CRI ".containerd.runtimes.runc]\r\n"), "%s", cd->new);
+	/* one handler table, in the drop-in */
+	cr_assert_eq(count(file(&files, CD_OURS)->new, ".runtimes.rdma]"), 1);
+	orh_cfg_files_free(&files);
+	req.undo = true;
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cr_assert_null(strstr(file(&files, CD_MAIN)->new, "rdma"));
+	cr_assert_not(file(&files, CD_OURS)->new);
 	orh_cfg_files_free(&files);
 }
 
@@ -242,18 +400,22 @@ Test(engines, containerd_refuses_what_it_cannot_extend)
 	const struct {
 		const char *text, *msg;
 	} bad[] = {
-		{ "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.rdma]\n",
+		{ "version = 2\n" CRI ".containerd.runtimes.rdma]\n",
 		  "/etc/containerd/config.toml:2: runtime handler 'rdma' is defined already" },
-		{ "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\nruntimes = {}\n",
+		{ "version = 2\n" CRI ".containerd.runtimes.rdma.options]\nBinaryName = \"/usr/bin/runc\"\n",
+		  "/etc/containerd/config.toml:2: runtime handler 'rdma' is defined already, running /usr/bin/runc" },
+		{ "version = 2\n" CRI ".containerd]\nruntimes = {}\n",
 		  "/etc/containerd/config.toml:3: the runtimes are an inline table" },
-		{ "version = 4\n", "/etc/containerd/config.toml:1: version '4' is not 1, 2 or 3" },
+		{ "version = 5\n", "/etc/containerd/config.toml:1: version '5' is not 1, 2, 3 or 4" },
 		{ "version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\n"
 		  "SystemdCgroup = \"yes\"\n",
 		  "/etc/containerd/config.toml:3: SystemdCgroup '\"yes\"' is not true or false" },
+		{ "version = 2\n" CRI ".containerd]\ndefault_runtime_name = \"kata\"\n",
+		  "/etc/containerd/config.toml: default_runtime_name 'kata' names no runtime" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct fake_fs fs = { .path = { "/etc/containerd/config.toml" }, .text = { bad[i].text } };
+		struct fake_fs fs = { .path = { CD_MAIN }, .text = { bad[i].text } };
 		struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
 		struct orh_cfg_files files;
 		struct orh_err err = { 0 };

@@ -21,11 +21,15 @@ static size_t line_len(const char *p)
 	return nl ? (size_t)(nl - p) : strlen(p);
 }
 
+/* Is the line at p prefix id suffix, whatever blanks or CR end it (an editor's or another
+ * program's rewrite may add them)? */
 static bool line_is(const char *p, const char *prefix, const char *id, const char *suffix)
 {
-	size_t lp = strlen(prefix), li = strlen(id), ls = strlen(suffix);
+	size_t lp = strlen(prefix), li = strlen(id), ls = strlen(suffix), n = line_len(p);
 
-	return line_len(p) == lp + li + ls && !strncmp(p, prefix, lp) &&
+	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r'))
+		n--;
+	return n == lp + li + ls && !strncmp(p, prefix, lp) &&
 	       !strncmp(p + lp, id, li) && !strncmp(p + lp + li, suffix, ls);
 }
 
@@ -118,6 +122,8 @@ int orh_block_remove(const char *old, const char *name, const struct orh_block *
 		return r;
 	/* the "\n" that install put before the block */
 	cut = f.begin > old && f.begin[-1] == '\n' ? f.begin - 1 : f.begin;
+	if (cut < f.begin && cut > old && cut[-1] == '\r')
+		cut--; /* that line end, written CRLF */
 	if (f.new_file && *f.end == '\0' && (size_t)(cut - old) == strlen(b->header) &&
 	    !strncmp(old, b->header, strlen(b->header))) {
 		*remove = true; /* made by configure, and nothing else is in it */

@@ -33,6 +33,7 @@ struct cd_plan {
 	bool missing;  /* no file has the default runtime's table */
 	char *dropin;  /* where our drop-in is, or goes */
 	char *glob;    /* what the main file's imports must gain for it; NULL: nothing */
+	const struct orh_cfg_files *files; /* the plan's files, which the view indexes */
 };
 
 static void plan_free(struct cd_plan *p)
@@ -42,6 +43,12 @@ static void plan_free(struct cd_plan *p)
 	free(p->binary);
 	free(p->dropin);
 	free(p->glob);
+}
+
+/* The file an entry of the merged view comes from. */
+static const char *path_of(const struct cd_plan *p, const struct cd_ent *c)
+{
+	return p->files->v[p->v.src[c->src].fi].path;
 }
 
 static char *handler_rel(const char *handler)
@@ -216,10 +223,19 @@ static int read_default(struct cd_plan *p, const char *path, struct orh_err *err
 	bool found = false;
 
 	if (d && !orh_toml_string(d->e->value, &p->dflt))
-		return orh_fail(err, EINVAL, "%s:%u: 'default_runtime_name' is not a string", path,
-				d->e->line);
-	if (!p->dflt || !*p->dflt)
-		free(p->dflt), p->dflt = orh_xstrdup("runc");
+		return orh_fail(err, EINVAL, "%s:%u: 'default_runtime_name' is not a string",
+				path_of(p, d), d->e->line);
+	if (!p->dflt || !*p->dflt) {
+		free(p->dflt);
+		p->dflt = orh_xstrdup("runc");
+	}
+	rt = orh_toml_key("containerd", "runtimes", NULL);
+	b = cd_view_get(&p->v, rt);
+	if (b)
+		return orh_fail(err, EINVAL, "%s:%u: the runtimes are an inline table, which "
+				"cannot be extended: write them as [tables]",
+				path_of(p, b), b->e->line);
+	free(rt);
 	rt = orh_toml_key("containerd", "runtimes", p->dflt, NULL);
 	for (size_t i = 0; i < p->v.nents; i++)
 		found |= cd_rel_under(p->v.ents[i].rel, rt);
@@ -232,11 +248,11 @@ static int read_default(struct cd_plan *p, const char *path, struct orh_err *err
 	b = cd_view_get(&p->v, bkey);
 	s = cd_view_get(&p->v, skey);
 	if (b && !orh_toml_string(b->e->value, &p->binary))
-		return orh_fail(err, EINVAL, "%s:%u: 'BinaryName' is not a string", path,
-				b->e->line);
+		return orh_fail(err, EINVAL, "%s:%u: 'BinaryName' is not a string",
+				path_of(p, b), b->e->line);
 	if (s && !orh_toml_bool(s->e->value, &p->systemd))
 		return orh_fail(err, EINVAL, "%s:%u: SystemdCgroup '%s' is not true or false",
-				path, s->e->line, s->e->value);
+				path_of(p, s), s->e->line, s->e->value);
 	return 0;
 }
 
@@ -416,7 +432,7 @@ int cfg_containerd(const struct orh_configure_req *req, const char *node_config,
 		   struct orh_strv *notes, struct orh_err *err)
 {
 	_cleanup_free_ char *runtime = NULL, *text = NULL;
-	struct cd_plan p = { 0 };
+	struct cd_plan p = { .files = files };
 	struct orh_cfg_file *f = NULL;
 	int r;
 
