@@ -304,6 +304,28 @@ Test(atomic, device_node_has_no_content, .init = setup, .fini = teardown)
 	cr_assert_str_eq(entries(), "");
 }
 
+/* A symlink replaces a file (and a symlink), with its target as given; one without a
+ * target is refused. */
+Test(atomic, symlink_entry, .init = setup, .fini = teardown)
+{
+	struct orh_replace how = { .type = S_IFLNK, .data = "/some/where/else" };
+	struct orh_replace none = { .type = S_IFLNK };
+	struct orh_err err = { 0 };
+	char target[64] = "";
+
+	put("l", "a file in the way", 0600);
+	cr_assert_eq(orh_replace_at(dfd, "l", &how, &err), 0, "%s", err.msg);
+	cr_assert_eq(readlinkat(dfd, "l", target, sizeof(target) - 1), 16);
+	cr_assert_str_eq(target, "/some/where/else");
+	how.data = "again";
+	cr_assert_eq(orh_replace_at(dfd, "l", &how, &err), 0, "%s", err.msg);
+	memset(target, 0, sizeof(target));
+	cr_assert_eq(readlinkat(dfd, "l", target, sizeof(target) - 1), 5);
+	cr_assert_str_eq(target, "again");
+	cr_assert_eq(orh_replace_at(dfd, "m", &none, &err), -EINVAL);
+	cr_assert_str_eq(entries(), "l");
+}
+
 /* orh_write_atomic keeps the mode of the file it replaces and refuses to replace what is
  * not a regular file. */
 Test(atomic, write_atomic_keeps_mode, .init = setup, .fini = teardown)

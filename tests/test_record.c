@@ -2,7 +2,8 @@
 /*
  * The record (src/apply/record.c): the JSON built from a decision and a stage's results,
  * the checks of the container's own context on values, the parsing of /proc/<pid>/limits
- * and stat, and the sweep of a run dir (a temporary directory; no root needed).
+ * and stat, the names of state directories, and the sweep of a run dir (a temporary
+ * directory; no root needed).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -15,6 +16,8 @@
 #include <unistd.h>
 
 #include "orh/record.h"
+#include "orh/statedir.h"
+#include "orh/sysview.h"
 
 static struct orh_port ports[2];
 static struct orh_device devs[2];
@@ -70,6 +73,8 @@ Test(record, build_holds_what_was_done)
 		.spec_devices = -1, .conf = "written", .conf_added = 3, .conf_bound_from = "",
 		.conf_kept = &kept, .warnings = &warn, .n_steps = 1,
 		.step_names = { "device nodes" }, .step_ms = { 1.5 }, .total_ms = 2.0,
+		.ns = { .pid = 4026531836ULL, .mnt = 4026531841ULL },
+		.sysfs_view = "0123456789abcdef",
 	};
 	json_t *rec, *p0;
 
@@ -99,6 +104,10 @@ Test(record, build_holds_what_was_done)
 			 "from the stage");
 	cr_assert_eq(json_integer_value(json_object_get(json_object_get(rec, "nodes"),
 							"created")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(rec, "pid_ns")), 4026531836LL);
+	cr_assert_eq(json_integer_value(json_object_get(rec, "mnt_ns")), 4026531841LL);
+	cr_assert_str_eq(json_string_value(json_object_get(rec, "sysfs_view")),
+			 ORH_SYSVIEW_DIR "/0123456789abcdef");
 	json_decref(rec);
 	orh_strv_free(&warn);
 	orh_strv_free(&kept);
@@ -190,39 +199,74 @@ static void write_file(const char *path, const char *text)
 	fclose(f);
 }
 
+/* This process's start time. */
+static unsigned long long my_start_time(void)
+{
+	unsigned long long me = 0;
+	char text[1024];
+	int fd = open("/proc/self/stat", O_RDONLY);
+
+	text[read(fd, text, sizeof(text) - 1)] = '\0';
+	close(fd);
+	cr_assert_eq(orh_stat_start_time(text, &me), 0);
+	return me;
+}
+
+/* A record of this format, written in this process's pid namespace, of the process pid
+ * with start time t (this process and its own: alive; another time: gone), at
+ * run/name/record.json (the directory made). */
+static void put_record(const char *run, const char *name, long pid, unsigned long long t)
+{
+	struct orh_ns_ids here;
+	char p[512], text[256];
+
+	orh_ns_ids_read("/proc", &here);
+	snprintf(p, sizeof(p), "%s/%s", run, name);
+	cr_assert_eq(mkdir(p, 0700), 0, "%s", p);
+	snprintf(p, sizeof(p), "%s/%s/record.json", run, name);
+	snprintf(text, sizeof(text), "{\"version\": %d, \"pid\": %ld, \"start_time\": %llu, "
+		 "\"pid_ns\": %llu}", ORH_RECORD_VERSION, pid, t, here.pid);
+	write_file(p, text);
+}
+
+static bool there(const char *run, const char *name)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", run, name);
+	return access(p, F_OK) == 0;
+}
+
+static void remove_run(const char *run)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "chmod -R u+w '%s'; rm -rf '%s'", run, run);
+	cr_assert_eq(system(p), 0);
+}
+
 /* A run dir: "alive" (this process, its start time), "gone" (a pid with another start
  * time), "fresh" (no record, new), "orphan" (no record, old), "foreign" (gone, holds a
  * file not ours), "link" (a symlink to a directory of a gone record). */
 Test(record, sweep_removes_only_the_dead_and_ours)
 {
-	char run[] = "/tmp/orh-rec-XXXXXX", other[] = "/tmp/orh-rec-other-XXXXXX", p[512],
-	     stat_text[1024];
-	unsigned long long me = 0;
+	char run[] = "/tmp/orh-rec-XXXXXX", other[] = "/tmp/orh-rec-other-XXXXXX", p[512];
+	unsigned long long me = my_start_time();
 	struct timeval old[2] = { { 1000, 0 }, { 1000, 0 } };
-	int fd;
 
 	cr_assert_not_null(mkdtemp(run));
 	cr_assert_not_null(mkdtemp(other));
-	fd = open("/proc/self/stat", O_RDONLY);
-	stat_text[read(fd, stat_text, sizeof(stat_text) - 1)] = '\0';
-	close(fd);
-	cr_assert_eq(orh_stat_start_time(stat_text, &me), 0);
 	const char *names[] = { "alive", "gone", "fresh", "orphan", "foreign" };
-	for (size_t i = 0; i < 5; i++) {
-		snprintf(p, sizeof(p), "%s/%s", run, names[i]);
-		cr_assert_eq(mkdir(p, 0700), 0);
-	}
-	snprintf(p, sizeof(p), "{\"pid\": %d, \"start_time\": %llu}", getpid(), me);
+	put_record(run, "alive", getpid(), me);
+	put_record(run, "gone", getpid(), me + 1);
+	put_record(run, "foreign", 1, 1);
+	snprintf(p, sizeof(p), "%s/fresh", run);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/orphan", run);
+	cr_assert_eq(mkdir(p, 0700), 0);
 	char rec[512];
-	snprintf(rec, sizeof(rec), "%s/alive/record.json", run);
-	write_file(rec, p);
-	snprintf(p, sizeof(p), "{\"pid\": %d, \"start_time\": %llu}", getpid(), me + 1);
-	snprintf(rec, sizeof(rec), "%s/gone/record.json", run);
-	write_file(rec, p);
 	snprintf(rec, sizeof(rec), "%s/gone/nccl.conf", run);
 	write_file(rec, "NCCL_IB_HCA=mlx5_0\n");
-	snprintf(rec, sizeof(rec), "%s/foreign/record.json", run);
-	write_file(rec, "{\"pid\": 1, \"start_time\": 1}");
 	snprintf(rec, sizeof(rec), "%s/foreign/notours", run);
 	write_file(rec, "x");
 	snprintf(rec, sizeof(rec), "%s/orphan", run);
@@ -252,21 +296,14 @@ Test(record, sweep_removes_only_the_dead_and_ours)
 Test(record, sweep_of_a_container_start_runs_once_a_minute)
 {
 	char run[] = "/tmp/orh-rec-XXXXXX", p[512];
-	const char *gone = "{\"pid\": 1, \"start_time\": 1}";
 	struct stat st;
 
 	cr_assert_not_null(mkdtemp(run));
-	snprintf(p, sizeof(p), "%s/g1", run);
-	cr_assert_eq(mkdir(p, 0700), 0);
-	snprintf(p, sizeof(p), "%s/g1/record.json", run);
-	write_file(p, gone);
+	put_record(run, "g1", 1, 1);
 	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, ORH_RECORD_SWEEP_EVERY), 1);
 	snprintf(p, sizeof(p), "%s/%s", run, ORH_RECORD_SWEPT);
 	cr_assert_eq(stat(p, &st), 0, "the sweep left no mark");
-	snprintf(p, sizeof(p), "%s/g2", run);
-	cr_assert_eq(mkdir(p, 0700), 0);
-	snprintf(p, sizeof(p), "%s/g2/record.json", run);
-	write_file(p, gone);
+	put_record(run, "g2", 1, 1);
 	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, ORH_RECORD_SWEEP_EVERY), 0);
 	snprintf(p, sizeof(p), "%s/g2", run);
 	cr_assert_eq(access(p, F_OK), 0, "a sweep within the minute ran");
@@ -304,8 +341,213 @@ Test(record, the_state_entries_the_hook_makes)
 	cr_assert(orh_state_entry_ours("record.json"));
 	cr_assert(orh_state_entry_ours(".nccl.conf.orh-Ab12Cd"));
 	cr_assert(orh_state_entry_ours(".record.json.orh-Ab12Cd"));
+	cr_assert(orh_state_entry_ours(ORH_RECORD_VIEW_LINK));
+	cr_assert(orh_state_entry_ours("." ORH_RECORD_VIEW_LINK ".orh-Ab12Cd"));
 	cr_assert_not(orh_state_entry_ours("not-ours"));
 	cr_assert_not(orh_state_entry_ours("nccl.conf.bak"));
 	cr_assert_not(orh_state_entry_ours(".nccl.conf"));
 	cr_assert_not(orh_state_entry_ours("decision.json"));
+}
+
+/* The ids runc accepts name a state directory; one starting with a dot gets a name of its
+ * own (the run dir's own entries start with one), and back. */
+Test(record, container_ids_as_runc_accepts_them)
+{
+	char name[NAME_MAX + 1], id[NAME_MAX + 1], longest[NAME_MAX + 2];
+	const char *good[] = { "job+1.a_b-c", "A", "..x", ".hidden", "a..b", "0123-_+." };
+	const char *bad[] = { "", ".", "..", "a/b", "a b", "a:b", "é", "a\nb" };
+	char *path;
+
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(good); i++)
+		cr_assert(orh_state_id_usable(good[i]), "%s", good[i]);
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(bad); i++)
+		cr_assert_not(orh_state_id_usable(bad[i]), "%s", bad[i]);
+	memset(longest, 'a', NAME_MAX);
+	longest[NAME_MAX] = '\0';
+	cr_assert(orh_state_id_usable(longest));
+	longest[NAME_MAX] = 'a';
+	longest[NAME_MAX + 1] = '\0';
+	cr_assert_not(orh_state_id_usable(longest), "longer than a file name");
+
+	cr_assert(orh_state_dir_name("job+1.a_b-c", name));
+	cr_assert_str_eq(name, "job+1.a_b-c");
+	cr_assert(orh_state_dir_name(".sysfs", name));
+	cr_assert_str_eq(name, "@sysfs");
+	cr_assert(orh_state_id_of_dir(name, id));
+	cr_assert_str_eq(id, ".sysfs");
+	cr_assert(orh_state_id_of_dir("job+1.a_b-c", id));
+	cr_assert_str_eq(id, "job+1.a_b-c");
+	cr_assert_not(orh_state_id_of_dir(".swept", id), "the run dir's own");
+	cr_assert_not(orh_state_id_of_dir(".sysfs", id), "the run dir's own");
+	cr_assert_not(orh_state_dir_name("..", name));
+	path = orh_state_dir_path("/run/x", "..y");
+	cr_assert_str_eq(path, "/run/x/@.y");
+	free(path);
+	cr_assert_null(orh_state_dir_path("/run/x", "a/b"));
+}
+
+/* A fake proc tree whose self/ns/pid and self/ns/mnt are files of its own: what a process
+ * of another pid namespace with its own /proc (unshare -p -f --mount-proc) sees. */
+static void fake_proc(char *proc)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "mkdir -p %s/self/ns && touch %s/self/ns/pid %s/self/ns/mnt",
+		 proc, proc, proc);
+	cr_assert_eq(system(p), 0);
+}
+
+/* From another pid namespace the sweep removes no record's directory, gone or not, and
+ * their liveness is unknown there; a record of another format version, or one that names
+ * no namespace, is never swept, not even from the writer's. */
+Test(record, a_record_of_another_namespace_or_version_is_never_swept)
+{
+	char run[] = "/tmp/orh-rec-ns-XXXXXX", proc[] = "/tmp/orh-rec-proc-XXXXXX", p[512];
+	unsigned long long me = my_start_time();
+	struct orh_ns_ids here, there_ns;
+	json_t *rec;
+
+	cr_assert_not_null(mkdtemp(run));
+	cr_assert_not_null(mkdtemp(proc));
+	fake_proc(proc);
+	put_record(run, "alive", getpid(), me);
+	put_record(run, "gone", getpid(), me + 1);
+	orh_ns_ids_read(proc, &there_ns);
+	orh_ns_ids_read("/proc", &here);
+	cr_assert_neq(there_ns.pid, here.pid);
+
+	cr_assert_eq(orh_record_sweep(run, proc, NULL, 0), 0);
+	cr_assert(there(run, "alive") && there(run, "gone"), "removed from another namespace");
+	snprintf(p, sizeof(p), "%s/alive/record.json", run);
+	rec = orh_record_load_at(AT_FDCWD, p);
+	cr_assert_eq(orh_record_liveness(rec, proc, &there_ns), ORH_ALIVE_UNKNOWN);
+	cr_assert_eq(orh_record_liveness(rec, "/proc", &here), ORH_ALIVE_YES);
+	json_decref(rec);
+
+	snprintf(p, sizeof(p), "%s/v2", run);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/v2/record.json", run);
+	char text[256];
+	snprintf(text, sizeof(text), "{\"version\": %d, \"pid\": 1, \"start_time\": 1, "
+		 "\"pid_ns\": %llu}", ORH_RECORD_VERSION + 1, here.pid);
+	write_file(p, text);
+	snprintf(p, sizeof(p), "%s/nons", run);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/nons/record.json", run);
+	write_file(p, "{\"version\": 1, \"pid\": 1, \"start_time\": 1}");
+
+	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, 0), 1, "the writer's sweeps the gone");
+	cr_assert(there(run, "alive") && !there(run, "gone"));
+	cr_assert(there(run, "v2"), "a version it does not know");
+	cr_assert(there(run, "nons"), "a record that names no namespace");
+	remove_run(run);
+	remove_run(proc);
+}
+
+/* Every stale directory goes within ceil(N / ORH_RECORD_SWEEP_MAX) sweeps, however many
+ * live ones there are: 400 live and 100 gone, mixed, take 2. */
+Test(record, the_sweep_is_fair)
+{
+	char run[] = "/tmp/orh-rec-fair-XXXXXX", name[32];
+	unsigned long long me = my_start_time();
+	size_t left = 0;
+
+	cr_assert_not_null(mkdtemp(run));
+	for (int i = 0; i < 500; i++) {
+		snprintf(name, sizeof(name), "c%03d", i);
+		put_record(run, name, getpid(), i % 5 == 2 ? me + 1 : me);
+	}
+	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, 0) +
+		     orh_record_sweep(run, "/proc", NULL, 0), 100);
+	for (int i = 0; i < 500; i++) {
+		snprintf(name, sizeof(name), "c%03d", i);
+		cr_assert_eq(there(run, name), i % 5 != 2, "%s", name);
+		left += there(run, name);
+	}
+	cr_assert_eq(left, 400);
+	remove_run(run);
+}
+
+/* FIFOs where the sweep, inspect or a stage reads (the mark, a record) hold none of them:
+ * a regular file alone is opened, without blocking. */
+Test(record, nothing_in_the_run_dir_blocks, .timeout = 30)
+{
+	char run[] = "/tmp/orh-rec-fifo-XXXXXX", p[512];
+	struct stat st;
+
+	cr_assert_not_null(mkdtemp(run));
+	snprintf(p, sizeof(p), "%s/%s", run, ORH_RECORD_SWEPT);
+	cr_assert_eq(mkfifo(p, 0600), 0);
+	snprintf(p, sizeof(p), "%s/c1", run);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/c1/record.json", run);
+	cr_assert_eq(mkfifo(p, 0600), 0);
+	cr_assert_null(orh_record_load_at(AT_FDCWD, p));
+	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, ORH_RECORD_SWEEP_EVERY), 0);
+	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, 0), 0);
+	snprintf(p, sizeof(p), "%s/%s", run, ORH_RECORD_SWEPT);
+	cr_assert_eq(lstat(p, &st), 0);
+	cr_assert(S_ISREG(st.st_mode), "the mark is a file again");
+	remove_run(run);
+}
+
+/* A record that names a sysfs view links its state directory to it; the sweep removes a
+ * view once no state directory left links to it and it was not used lately: that of a
+ * container gone goes with its directory, one in use stays. */
+Test(record, views_are_swept_with_the_last_link)
+{
+	char run[] = "/tmp/orh-rec-view-XXXXXX", p[512], target[256] = "";
+	const char *live = "aaaaaaaaaaaaaaaa", *dead = "bbbbbbbbbbbbbbbb";
+	unsigned long long me = my_start_time();
+	struct timeval old[2] = { { 1000, 0 }, { 1000, 0 } };
+	struct orh_err err = { 0 };
+	struct orh_ns_ids here;
+	json_t *rec;
+
+	cr_assert_not_null(mkdtemp(run));
+	orh_ns_ids_read("/proc", &here);
+	for (int i = 0; i < 2; i++) {
+		rec = json_pack("{s:i, s:i, s:I, s:I, s:s+}", "version", ORH_RECORD_VERSION,
+				"pid", getpid(), "start_time", (json_int_t)(me + (unsigned)i),
+				"pid_ns", (json_int_t)here.pid, "sysfs_view",
+				ORH_SYSVIEW_DIR "/", i ? dead : live);
+		snprintf(p, sizeof(p), "%s/%s", run, i ? "gone" : "alive");
+		cr_assert_eq(orh_record_write(p, rec, &err), 0, "%s", err.msg);
+		json_decref(rec);
+		/* a view, last used long ago */
+		snprintf(p, sizeof(p), "mkdir -p %s/" ORH_SYSVIEW_SUBDIR "/%s/infiniband", run,
+			 i ? dead : live);
+		cr_assert_eq(system(p), 0);
+		snprintf(p, sizeof(p), "%s/" ORH_SYSVIEW_SUBDIR "/%s", run, i ? dead : live);
+		cr_assert_eq(utimes(p, old), 0);
+	}
+	snprintf(p, sizeof(p), "%s/alive/" ORH_RECORD_VIEW_LINK, run);
+	memset(target, 0, sizeof(target));
+	cr_assert_gt(readlink(p, target, sizeof(target) - 1), 0);
+	cr_assert_str_eq(target, ORH_SYSVIEW_DIR "/aaaaaaaaaaaaaaaa");
+
+	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, 0), 2, "the gone and its view");
+	cr_assert(there(run, "alive") && !there(run, "gone"));
+	cr_assert(there(run, ORH_SYSVIEW_SUBDIR "/aaaaaaaaaaaaaaaa"), "linked from a live one");
+	cr_assert_not(there(run, ORH_SYSVIEW_SUBDIR "/bbbbbbbbbbbbbbbb"));
+	remove_run(run);
+}
+
+/* The view that the spec edit mounts is the record's. */
+Test(record, the_spec_names_its_view)
+{
+	struct orh_record_in in = { 0 };
+	json_t *spec = json_pack("{s:[{s:s, s:s}, {s:s, s:s}]}", "mounts", "destination",
+				 "/proc", "source", "proc", "destination",
+				 "/sys/class/infiniband", "source",
+				 ORH_SYSVIEW_DIR "/0123456789abcdef/infiniband");
+
+	orh_record_spec(&in, spec);
+	cr_assert_str_eq(in.sysfs_view, "0123456789abcdef");
+	json_decref(spec);
+	spec = json_pack("{s:[{s:s, s:s}]}", "mounts", "destination", "/x", "source",
+			 ORH_SYSVIEW_DIR "/nothex/infiniband");
+	orh_record_spec(&in, spec);
+	cr_assert_str_eq(in.sysfs_view, "");
+	json_decref(spec);
 }

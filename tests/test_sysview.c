@@ -4,10 +4,14 @@
  * and the spec mounts. No root needed. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "node_fixture.h"
@@ -214,6 +218,100 @@ Test(sysview, the_directory_holds_the_kept_entries_read_only)
 	/* made once: a second build finds it */
 	cr_assert_eq(orh_sysview_build(&v, base, dir, sizeof(dir), &err), 0, "%s", err.msg);
 	orh_sysview_free(&v);
+}
+
+/* The view of the one device named, built under base; its id into id. */
+static void build_one(const char *base, const char *dev, char id[17])
+{
+	const char *const one[] = { dev };
+	struct orh_plan p = plan_of(one, 1);
+	struct orh_err err = { 0 };
+	struct orh_sysview v;
+	char dir[PATH_MAX];
+
+	read_view(&v);
+	orh_sysview_decide(&v, &p);
+	cr_assert_eq(orh_sysview_build(&v, base, dir, sizeof(dir), &err), 0, "%s", err.msg);
+	memcpy(id, v.id, 17);
+	orh_sysview_free(&v);
+}
+
+/* base/name's mtime set an hour back */
+static void age(const char *base, const char *name)
+{
+	struct timeval old[2] = { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } };
+	char path[PATH_MAX * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", base, name);
+	cr_assert_eq(utimes(path, old), 0, "%s", path);
+}
+
+static bool there(const char *base, const char *name)
+{
+	char path[PATH_MAX * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", base, name);
+	return access(path, F_OK) == 0;
+}
+
+/* A view made before is used as it is, and its mtime says it was used now. */
+Test(sysview, a_view_used_again_is_marked_used)
+{
+	char base[PATH_MAX], path[PATH_MAX * 2], id[17], again[17];
+	struct stat st;
+
+	snprintf(base, sizeof(base), "%s/views", root);
+	build_one(base, "mlx5_1", id);
+	age(base, id);
+	build_one(base, "mlx5_1", again);
+	cr_assert_str_eq(again, id);
+	snprintf(path, sizeof(path), "%s/%s", base, id);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_gt(st.st_mtime, time(NULL) - 600, "the mtime of a view used again is now");
+}
+
+/* The sweep removes a view no one uses that was not used lately, and what a build or a
+ * sweep killed before its end left (a temporary view, read-only inside: a build killed at
+ * its rename); a view in use, one used lately, and a name that is no view's stay. While a
+ * build holds the lock it removes nothing. */
+Test(sysview, the_sweep_removes_unused_views_and_leftovers)
+{
+	char base[PATH_MAX], path[PATH_MAX * 2], cmd[PATH_MAX * 2], used_id[17], old_id[17],
+	     young_id[17];
+	struct orh_strv used = { 0 };
+	int fd;
+
+	snprintf(base, sizeof(base), "%s/views", root);
+	build_one(base, "mlx5_1", used_id);
+	build_one(base, "mlx5_2", old_id);
+	build_one(base, "mlx5_3", young_id);
+	age(base, used_id);
+	age(base, old_id);
+	snprintf(cmd, sizeof(cmd), "d=%s/.tmp-12345/infiniband; mkdir -p $d && touch $d/x && "
+		 "chmod 555 $d", base);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/.dead-1", base);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/notaview", base);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	age(base, "notaview");
+	orh_strv_pushf(&used, "%s", used_id);
+
+	fd = open(base, O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(flock(fd, LOCK_SH), 0);
+	cr_assert_eq(orh_sysview_sweep(AT_FDCWD, base, &used, 600), 0, "a build is at work");
+	cr_assert(there(base, old_id) && there(base, ".tmp-12345"));
+	close(fd);
+
+	cr_assert_eq(orh_sysview_sweep(AT_FDCWD, base, &used, 600), 3);
+	cr_assert(there(base, used_id), "in use");
+	cr_assert(there(base, young_id), "used lately");
+	cr_assert(there(base, "notaview"));
+	cr_assert_not(there(base, old_id), "unused");
+	cr_assert_not(there(base, ".tmp-12345"), "a killed build's");
+	cr_assert_not(there(base, ".dead-1"), "a killed sweep's");
+	orh_strv_free(&used);
 }
 
 /* ---- the spec mounts ---- */

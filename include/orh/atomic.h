@@ -7,7 +7,8 @@
  * none is written in place: the runtime shim's config.json, `cdi --output`, configure's
  * and install's files (orh_write_atomic), the container's /etc/nccl.conf, the copy of it
  * generated under /run/oci-rdma-hook (a new file each time: a copy mounted into a
- * container keeps its content), and every device node. Two writes are no replacement: an
+ * container keeps its content), the record, the sweep's mark and a state directory's link
+ * to its sysfs view there, and every device node. Two writes are no replacement: an
  * empty /etc/nccl.conf made with O_EXCL as a mount point where there is none, and the line
  * the runtime shim appends to runc's --log. (seccomp-gen, the build tool that runs on the
  * build machine, writes its header aside and renames it too.)
@@ -24,10 +25,12 @@
 /* What orh_replace_at() puts at dirfd/name, and how. A zeroed struct with .type set is an
  * empty file of mode 0, written without fsync. */
 struct orh_replace {
-	mode_t type;          /* S_IFREG: a file; S_IFCHR: a character device of number rdev */
+	mode_t type;          /* S_IFREG: a file; S_IFCHR: a character device of number rdev;
+			       * S_IFLNK: a symlink whose target is the string data */
 	dev_t rdev;
 	mode_t mode;          /* permission bits: a file gets them exactly (fchmod); a node
-			       * from mknodat, under the caller's umask (no chmod by name) */
+			       * from mknodat, under the caller's umask (no chmod by name); a
+			       * symlink has none */
 	bool chown;           /* give the entry uid:gid */
 	bool chown_eperm_ok;  /* an EPERM of that chown is no failure (an unprivileged writer:
 			       * the entry stays the writer's) */

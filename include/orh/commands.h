@@ -66,7 +66,8 @@ struct orh_flag {
 int orh_parse_flags(int argc, char **argv, const struct orh_flag *flags, size_t n);
 
 /* Logging for command drivers (src/base/log.c): stderr and, for the container paths (hook
- * stages, precreate, the runtime shim), syslog. */
+ * stages, precreate, the runtime shim), syslog. One line a message: its control
+ * characters are escaped (orh_text_escape), whatever their source. */
 void orh_log_open(const char *ident, bool use_syslog);
 void orh_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -23,13 +23,14 @@
 #define ORH_HANDOFF_FILE "node.json"
 #define ORH_HANDOFF_MAX_BYTES (4 * 1024 * 1024)
 
-/* Write <run_dir>/<id>/node.json: snapshot (taken) bound to <bundle>/config.json as it
- * is now and to sysroot. *created: the container's state directory was made here. */
+/* Write <run_dir>/<id's state directory>/node.json (orh_state_dir_name()): snapshot
+ * (taken) bound to <bundle>/config.json as it is now and to sysroot. *created: the
+ * container's state directory was made here. */
 int orh_handoff_write(const char *run_dir, const char *id, const char *bundle,
 		      const char *sysroot, json_t *snapshot, bool *created, struct orh_err *err);
 
-/* Remove <run_dir>/<id>/node.json, if there is one: an older one must not outlive an
- * edit that did not write it. */
+/* Remove <run_dir>/<id's state directory>/node.json, if there is one: an older one must
+ * not outlive an edit that did not write it. */
 void orh_handoff_drop(const char *run_dir, const char *id);
 
 /* The snapshot in <state_dir>/node.json when it is bound to <bundle>/config.json and to

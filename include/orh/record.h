@@ -9,6 +9,7 @@
 #define ORH_RECORD_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,17 +28,26 @@
  * sets a smaller memlock (the operator's number then): two of NCCL's 4 MiB buffers
  * (NCCL_BUFFSIZE's default), one connection's send and receive, are registered. */
 #define ORH_MEMLOCK_NEED ((uint64_t)8 << 20)
-/* A state directory with no record, older than this, is swept. */
-#define ORH_RECORD_ORPHAN_SECONDS 600
-/* The most state directories one sweep looks at. */
-#define ORH_RECORD_SWEEP_MAX 256
-#define ORH_RECORD_SWEEP_EVERY 60         /* seconds between the sweeps of container starts */
-#define ORH_RECORD_SWEPT ".swept"         /* in the run dir: its mtime, the last sweep's */
+/* In a state directory: a symlink to the sysfs view (orh/sysview.h) that the container's
+ * record names, made before the record; the sweep keeps every view that a state
+ * directory links to (orh/statedir.h). */
+#define ORH_RECORD_VIEW_LINK "sysfs-view"
+
+/* The pid and mount namespaces of a process, by their inode numbers (0: unknown). */
+struct orh_ns_ids {
+	unsigned long long pid, mnt;
+};
+/* The namespaces of this process, as <proc>/self/ns/{pid,mnt} show them ("/proc", or a
+ * fake tree whose self/ns/ holds files). */
+void orh_ns_ids_read(const char *proc, struct orh_ns_ids *ns);
 
 /* What one stage did, as the record holds it. The strings are the caller's. */
 struct orh_record_in {
 	const char *id;
 	const char *stage;              /* createRuntime, prestart, nccl-conf, cdi-createRuntime */
+	struct orh_ns_ids ns;           /* the writer's: the pid is one of its pid namespace, the
+					 * bundle's paths are of its mount namespace */
+	char sysfs_view[17];            /* the id of the container's sysfs view, or "" */
 	const char *edited_by;          /* nccl-conf: "spec edit" (precreate or the shim); NULL */
 	long pid;
 	unsigned long long start_time;  /* /proc/<pid>/stat field 22; 0: unknown */
@@ -81,7 +91,8 @@ struct orh_record_in {
 	double total_ms;
 };
 
-/* Read into rec what the spec holds: spec_devices, spec_memlock(_set). */
+/* Read into rec what the spec holds: spec_devices, spec_memlock(_set), and sysfs_view
+ * where a mount's source is a class directory of a view (the spec edit's). */
 void orh_record_spec(struct orh_record_in *rec, const json_t *spec);
 /* The record as JSON (a new reference). */
 json_t *orh_record_build(const struct orh_record_in *in);
@@ -112,22 +123,23 @@ int orh_limits_memlock(const char *text, uint64_t *soft, uint64_t *hard);
 int orh_stat_start_time(const char *text, unsigned long long *out);
 
 /* Write rec to <state_dir>/record.json (0644 root's file, atomically); the directory is
- * made (0700) where missing. 0 or -errno with err filled. */
+ * made (0700) where missing. A record that names a sysfs view gets its link
+ * (ORH_RECORD_VIEW_LINK) first. 0 or -errno with err filled. */
 int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *err);
-/* Remove the state directories under run_dir whose container no longer exists: its
- * record's pid is gone or has another start time (proc: "/proc" or a fake tree); one
- * without a record, older than ORH_RECORD_ORPHAN_SECONDS. skip_id is never removed.
- * Only directories, never through a symlink, and only the entries the hook makes in
- * them. every: nothing is done when a sweep ran in the last `every` seconds (0: always;
- * a container start passes ORH_RECORD_SWEEP_EVERY: a sweep reads every record, and a
- * node may hold hundreds). Returns how many were removed. */
-int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id,
-		     unsigned every);
-/* Is the container of record rec alive (its pid has the recorded start time; for a record
- * without a pid, its bundle's config.json is the one recorded, and the runtime's state
- * directory of the container is there, or the record is younger than
- * ORH_RECORD_RUNTIME_GRACE seconds: the runtime makes that directory after the shim)? */
+/* Whether the container of a record is there, as seen from the namespaces `here`:
+ *   YES / NO: for a record with a pid, whether that pid has the recorded start time
+ *   (under proc: "/proc" or a fake tree); for one without (the runtime shim's), whether
+ *   its bundle's config.json is the one recorded and the runtime's state directory of the
+ *   container is there, or the record is younger than ORH_RECORD_RUNTIME_GRACE seconds
+ *   (the runtime makes that directory after the shim).
+ *   UNKNOWN: the record is of another format version than ORH_RECORD_VERSION, or was
+ *   written in another pid namespace (a record with a pid) or mount namespace (one
+ *   without) than `here`, or names none: its pid or paths mean nothing here. */
 #define ORH_RECORD_RUNTIME_GRACE 10
+enum orh_alive { ORH_ALIVE_NO, ORH_ALIVE_YES, ORH_ALIVE_UNKNOWN };
+enum orh_alive orh_record_liveness(const json_t *rec, const char *proc,
+				   const struct orh_ns_ids *here);
+/* The same from this process's namespaces: true for YES alone. */
 bool orh_record_alive(const json_t *rec, const char *proc);
 /* The record dirfd/path (relative; no link followed), read in one buffer of at most
  * ORH_RECORD_MAX_BYTES and parsed; NULL where it is missing, not a regular file, larger,
@@ -135,21 +147,31 @@ bool orh_record_alive(const json_t *rec, const char *proc);
 #define ORH_RECORD_MAX_BYTES (1024 * 1024)
 json_t *orh_record_load_at(int dirfd, const char *path);
 /* The same for any JSON file of the state directory, of at most max bytes; *st is the
- * file's, when it could be opened. */
+ * file's, when it could be opened. Only a regular file is opened, and without blocking
+ * (O_NONBLOCK: a FIFO swapped in at the last moment cannot hold the reader). */
 json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat *st);
-/* Remove <run_dir>/<id>: its entries that are ours, then the directory (it stays where
- * anything else is in it). The runtime shim's `delete`: behind the shim no poststop hook
- * runs. False when there was none, or it stayed. */
-bool orh_state_dir_remove(const char *run_dir, const char *id);
-/* Can the container id name its state directory: 1 to 200 of [A-Za-z0-9_.-], not
- * starting with a dot? */
+/* Can the container id name its state directory? runc's rule: 1 to NAME_MAX (255) of
+ * [A-Za-z0-9_+.-], neither "." nor "..". */
 bool orh_state_id_usable(const char *id);
+/* The name of the state directory of a usable id: the id, but for a leading '.', which
+ * becomes ORH_STATE_DOT ('@', no id has one), so that no id names an entry of the run dir
+ * the hook makes for itself (those start with a dot: ORH_RECORD_SWEPT, the sysfs views).
+ * false for an unusable id. */
+#define ORH_STATE_DOT '@'
+bool orh_state_dir_name(const char *id, char out[NAME_MAX + 1]);
+/* The container id whose state directory is named name; false for a name that no usable
+ * id gives (the run dir's own entries among them). */
+bool orh_state_id_of_dir(const char *name, char out[NAME_MAX + 1]);
+/* <run_dir>/<the state directory's name of id> (a new string), or NULL for an unusable
+ * id. */
+char *orh_state_dir_path(const char *run_dir, const char *id);
 /* Make the container's state directory <state_dir> (root-only) and its parent as
  * orh_record_write() does; an fd of it, *created telling whether it was made here. */
 int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err);
 /* Is name an entry the hook makes in a container's state directory (the generated
- * nccl.conf, record.json, the shim's node.json) or a temporary name a killed writer of one left
- * (orh_replace_at's ".NAME.orh-*")? poststop and the sweep remove these and nothing else. */
+ * nccl.conf, record.json, the shim's node.json, the link to the sysfs view) or a temporary
+ * name a killed writer of one left (orh_replace_at's ".NAME.orh-*")? poststop and the
+ * sweep remove these and nothing else. */
 bool orh_state_entry_ours(const char *name);
 
 #endif

@@ -82,20 +82,37 @@ void orh_sysview_decide(struct orh_sysview *v, const struct orh_plan *plan);
 bool orh_sysview_may_subset(const struct orh_plan *plan, const struct orh_inventory *inv);
 void orh_sysview_free(struct orh_sysview *v);
 
+/* Is s a view's id: 16 lowercase hex digits? */
+bool orh_sysview_id_valid(const char *s);
+
 /* Where the views are made: one directory per view, named by its id, shared by every
- * container that gets the same view (made once, never changed: its name is its content;
- * kept until the host's /run is emptied). A name no container id can have (a state
- * directory's: cmd_hook.c). */
+ * container that gets the same view (made once, never changed: its name is its content).
+ * In the run dir (orh/record.h) under a name no state directory has (those of container
+ * ids that start with a dot do not either: orh_state_dir_name()). The sweep of the run dir
+ * removes a view that no state directory links to once it has not been made or used for a
+ * while (orh/statedir.h). */
+#define ORH_SYSVIEW_SUBDIR ".sysfs"
 #ifndef ORH_SYSVIEW_DIR
-#define ORH_SYSVIEW_DIR "/run/oci-rdma-hook/.sysfs"
+#define ORH_SYSVIEW_DIR "/run/oci-rdma-hook/" ORH_SYSVIEW_SUBDIR
 #endif
+/* A build or a use of a view and the sweep exclude each other (flock(2) of base: shared,
+ * exclusive); a build waits this long at most for a sweep to end. */
+#define ORH_SYSVIEW_LOCK_WAIT_MS 5000
 
 /* Make the view's directory under base (made when missing): base/<id>/<class>/ for each
  * class the host has, read-only (directories 0555, files 0444), made under a temporary
- * name and renamed into place; one that exists already is used as it is. dir gets its
- * path. */
+ * name (".tmp-<pid>") and renamed into place; one that exists already is used as it is,
+ * its mtime set to now (it is in use: the sweep keeps it). Under base's shared lock. dir
+ * gets its path. */
 int orh_sysview_build(const struct orh_sysview *v, const char *base, char *dir, size_t size,
 		      struct orh_err *err);
+/* The sweep of dirfd/base, under its exclusive lock, or not at all while a build holds
+ * it: removes each view whose id is not in used and whose mtime is more than unused_for
+ * seconds old (renamed to ".dead-<pid>" first, then removed), and what a killed build or
+ * sweep left (".tmp-*", ".dead-*": none is at work under the lock). Returns how many
+ * entries it removed. */
+int orh_sysview_sweep(int dirfd, const char *base, const struct orh_strv *used,
+		      unsigned unused_for);
 
 struct orh_sysview_result {
 	unsigned mounted;            /* class directories covered */

@@ -122,6 +122,11 @@ int orh_read_fd_all(int fd, size_t max, char **out, size_t *len);
  * sends a byte at a time). */
 int orh_read_fd_all_within(int fd, size_t max, unsigned timeout_ms, char **out, size_t *len);
 
+/* s as text that is safe on a terminal and in a log: each control character (C0, DEL, and
+ * C1 as UTF-8 encodes it) and each byte that is not part of well-formed UTF-8 becomes
+ * \xHH; the rest is copied. A new string (4 bytes a byte at most). */
+char *orh_text_escape(const char *s);
+
 /* Decode the octal escapes of a /proc/<pid>/mountinfo field (\040 = space) in place. */
 void orh_unescape_octal(char *s);
 

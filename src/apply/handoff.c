@@ -27,7 +27,7 @@ static void bind_to(json_t *snap, const struct stat *conf, const char *sysroot)
 int orh_handoff_write(const char *run_dir, const char *id, const char *bundle,
 		      const char *sysroot, json_t *snapshot, bool *created, struct orh_err *err)
 {
-	_cleanup_free_ char *state_dir = orh_xasprintf("%s/%s", run_dir, id);
+	_cleanup_free_ char *state_dir = orh_state_dir_path(run_dir, id);
 	_cleanup_free_ char *conf = orh_xasprintf("%s/config.json", bundle);
 	_cleanup_free_ char *text = NULL;
 	_cleanup_close_ int dirfd = -1;
@@ -35,6 +35,10 @@ int orh_handoff_write(const char *run_dir, const char *id, const char *bundle,
 	struct stat st;
 
 	*created = false;
+	if (!state_dir) {
+		json_decref(snapshot);
+		return orh_fail(err, EINVAL, "the container id '%s' names no state directory", id);
+	}
 	if (stat(conf, &st) < 0) {
 		json_decref(snapshot);
 		return orh_fail(err, errno, "'%s': %s", conf, strerror(errno));
@@ -54,9 +58,11 @@ int orh_handoff_write(const char *run_dir, const char *id, const char *bundle,
 
 void orh_handoff_drop(const char *run_dir, const char *id)
 {
-	_cleanup_free_ char *path = orh_xasprintf("%s/%s/%s", run_dir, id, ORH_HANDOFF_FILE);
+	_cleanup_free_ char *dir = orh_state_dir_path(run_dir, id);
+	_cleanup_free_ char *path = dir ? orh_xasprintf("%s/%s", dir, ORH_HANDOFF_FILE) : NULL;
 
-	unlink(path);
+	if (path)
+		unlink(path);
 }
 
 /* Is st this user's, writable by no other? */

@@ -2,7 +2,7 @@
 /*
  * The record of what was done for one container (orh/record.h): built from values, the
  * checks of the container's own context, the parsing of /proc/<pid>/limits and stat, the
- * atomic write, and the sweep of the state directories of containers that are gone.
+ * atomic write, whether its container is there, and the names of the state directories.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include "orh/handoff.h"
 #include "orh/record.h"
 #include "orh/spec.h"
+#include "orh/sysview.h"
 
 static json_t *limit_json(uint64_t v)
 {
@@ -152,6 +153,10 @@ json_t *orh_record_build(const struct orh_record_in *in)
 	rec = json_pack("{s:i, s:s, s:s, s:I, s:I}", "version", ORH_RECORD_VERSION,
 			"id", in->id ? in->id : "", "stage", in->stage,
 			"pid", (json_int_t)in->pid, "start_time", (json_int_t)in->start_time);
+	if (in->ns.pid)
+		json_object_set_new(rec, "pid_ns", json_integer((json_int_t)in->ns.pid));
+	if (in->ns.mnt)
+		json_object_set_new(rec, "mnt_ns", json_integer((json_int_t)in->ns.mnt));
 	if (in->edited_by)
 		json_object_set_new(rec, "edited_by", json_string(in->edited_by));
 	json_object_set_new(rec, "activation", json_pack("{s:s, s:s, s:b}", "result",
@@ -178,6 +183,9 @@ json_t *orh_record_build(const struct orh_record_in *in)
 		json_object_set_new(rec, "bundle", b);
 	}
 	set_nodes(rec, in);
+	if (in->sysfs_view[0])
+		json_object_set_new(rec, "sysfs_view", json_pack("s++", ORH_SYSVIEW_DIR, "/",
+								 in->sysfs_view));
 	if (in->cgroup)
 		json_object_set_new(rec, "cgroup", json_string(in->cgroup));
 	set_memlock(rec, in);
@@ -193,12 +201,34 @@ json_t *orh_record_build(const struct orh_record_in *in)
 	return rec;
 }
 
+/* The sysfs view whose class directory the spec mounts (the spec edit's), into id. */
+static void spec_view(const json_t *spec, char id[17])
+{
+	const size_t n = strlen(ORH_SYSVIEW_DIR "/");
+	const json_t *m;
+	size_t i;
+
+	json_array_foreach(json_object_get(spec, "mounts"), i, m) {
+		const char *src = json_string_value(json_object_get(m, "source"));
+
+		if (!src || strncmp(src, ORH_SYSVIEW_DIR "/", n) || strlen(src + n) < 17 ||
+		    src[n + 16] != '/')
+			continue;
+		memcpy(id, src + n, 16);
+		id[16] = '\0';
+		if (orh_sysview_id_valid(id))
+			return;
+	}
+	id[0] = '\0';
+}
+
 void orh_record_spec(struct orh_record_in *rec, const json_t *spec)
 {
 	const json_t *devs = json_object_get(json_object_get(spec, "linux"), "devices");
 	const json_t *rl = json_object_get(json_object_get(spec, "process"), "rlimits"), *e;
 	size_t i;
 
+	spec_view(spec, rec->sysfs_view);
 	rec->spec_devices = 0;
 	json_array_foreach(devs, i, e)
 		if (orh_startswith(json_string_value(json_object_get(e, "path")) ?: "", ORH_DEV_DIR))
@@ -396,9 +426,37 @@ bool orh_state_id_usable(const char *id)
 {
 	size_t n = id ? strlen(id) : 0;
 
-	if (n == 0 || n > 200 || id[0] == '.')
+	if (n == 0 || n > NAME_MAX || !strcmp(id, ".") || !strcmp(id, ".."))
 		return false;
-	return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
+	return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			  "_+.-") == n;
+}
+
+bool orh_state_dir_name(const char *id, char out[NAME_MAX + 1])
+{
+	if (!orh_state_id_usable(id))
+		return false;
+	memcpy(out, id, strlen(id) + 1);
+	if (out[0] == '.')
+		out[0] = ORH_STATE_DOT;
+	return true;
+}
+
+bool orh_state_id_of_dir(const char *name, char out[NAME_MAX + 1])
+{
+	if (name[0] == '.' || strlen(name) > NAME_MAX)
+		return false;
+	memcpy(out, name, strlen(name) + 1);
+	if (out[0] == ORH_STATE_DOT)
+		out[0] = '.';
+	return orh_state_id_usable(out);
+}
+
+char *orh_state_dir_path(const char *run_dir, const char *id)
+{
+	char name[NAME_MAX + 1];
+
+	return orh_state_dir_name(id, name) ? orh_xasprintf("%s/%s", run_dir, name) : NULL;
 }
 
 int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err)
@@ -425,6 +483,18 @@ int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err
 	return fd;
 }
 
+/* The link to the record's sysfs view, where it names one: the view's path. */
+static int write_view_link(int dirfd, const json_t *rec, struct orh_err *err)
+{
+	const char *view = json_string_value(json_object_get(rec, "sysfs_view"));
+	struct orh_replace how = { .type = S_IFLNK, .what = ORH_RECORD_VIEW_LINK };
+
+	if (!view)
+		return 0;
+	how.data = view;
+	return orh_replace_at(dirfd, ORH_RECORD_VIEW_LINK, &how, err);
+}
+
 int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *err)
 {
 	size_t len = 0;
@@ -432,16 +502,33 @@ int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *e
 	_cleanup_close_ int dirfd = -1;
 	struct orh_replace how = { .type = S_IFREG, .mode = 0644 };
 	bool created;
+	int r;
 
 	if (!text)
 		return orh_fail(err, ENOMEM, "formatting the record");
 	dirfd = orh_state_dir_open(state_dir, &created, err);
 	if (dirfd < 0)
 		return dirfd;
+	/* the link first: a view is never named by a record alone, which the sweep does not
+	 * read for it */
+	r = write_view_link(dirfd, rec, err);
+	if (r < 0)
+		return r;
 	how.data = text;
 	how.len = len;
 	how.what = ORH_RECORD_FILE;
 	return orh_replace_at(dirfd, ORH_RECORD_FILE, &how, err);
+}
+
+void orh_ns_ids_read(const char *proc, struct orh_ns_ids *ns)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/self/ns/pid", proc);
+	ns->pid = stat(path, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+	snprintf(path, sizeof(path), "%s/self/ns/mnt", proc);
+	ns->mnt = stat(path, &st) == 0 ? (unsigned long long)st.st_ino : 0;
 }
 
 /* The start time of pid under proc; 0 when it is gone or unreadable. */
@@ -482,22 +569,45 @@ static bool bundle_alive(const json_t *b)
 	       (json_int_t)time(NULL) - since < ORH_RECORD_RUNTIME_GRACE;
 }
 
-bool orh_record_alive(const json_t *rec, const char *proc)
+enum orh_alive orh_record_liveness(const json_t *rec, const char *proc,
+				   const struct orh_ns_ids *here)
 {
+	const json_t *version = json_object_get(rec, "version");
 	json_int_t pid = json_integer_value(json_object_get(rec, "pid"));
 	json_int_t st = json_integer_value(json_object_get(rec, "start_time"));
+	json_int_t ns = json_integer_value(json_object_get(rec, pid > 0 ? "pid_ns" : "mnt_ns"));
 
+	if (!json_is_integer(version) || json_integer_value(version) != ORH_RECORD_VERSION)
+		return ORH_ALIVE_UNKNOWN;
+	/* a pid is a number of the writer's pid namespace, a bundle's path one of its mount
+	 * namespace: elsewhere they name something else, or nothing */
+	if (ns <= 0 || (unsigned long long)ns != (pid > 0 ? here->pid : here->mnt))
+		return ORH_ALIVE_UNKNOWN;
 	if (pid <= 0)
-		return bundle_alive(json_object_get(rec, "bundle"));
-	return start_time_of(proc, (long)pid) == (unsigned long long)st && st != 0;
+		return bundle_alive(json_object_get(rec, "bundle")) ? ORH_ALIVE_YES : ORH_ALIVE_NO;
+	return start_time_of(proc, (long)pid) == (unsigned long long)st && st != 0
+		       ? ORH_ALIVE_YES
+		       : ORH_ALIVE_NO;
+}
+
+bool orh_record_alive(const json_t *rec, const char *proc)
+{
+	struct orh_ns_ids here;
+
+	orh_ns_ids_read(proc, &here);
+	return orh_record_liveness(rec, proc, &here) == ORH_ALIVE_YES;
 }
 
 json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat *st)
 {
-	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 
+	/* nothing but a regular file is opened (a device's open may act), and none waits */
+	if (fstatat(dirfd, path, st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st->st_mode))
+		return NULL;
+	fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || (size_t)st->st_size > max)
 		return NULL;
 	/* one read for the whole file (json_loadfd would read it a byte at a time) */
@@ -525,7 +635,8 @@ json_t *orh_record_load_at(int dirfd, const char *path)
 
 bool orh_state_entry_ours(const char *name)
 {
-	static const char *const files[] = { "nccl.conf", ORH_RECORD_FILE, ORH_HANDOFF_FILE };
+	static const char *const files[] = { "nccl.conf", ORH_RECORD_FILE, ORH_HANDOFF_FILE,
+					     ORH_RECORD_VIEW_LINK };
 
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(files); i++) {
 		size_t n = strlen(files[i]);
@@ -536,98 +647,4 @@ bool orh_state_entry_ours(const char *name)
 			return true;
 	}
 	return false;
-}
-
-/* Remove dirfd/name, a state directory: its entries that are ours, then itself (it stays
- * where anything else is in it). */
-static bool remove_state_dir(int runfd, const char *name)
-{
-	int fd = openat(runfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct dirent *de;
-	DIR *dir;
-
-	if (fd < 0 || !(dir = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return false;
-	}
-	while ((de = readdir(dir)))
-		if (orh_state_entry_ours(de->d_name))
-			unlinkat(dirfd(dir), de->d_name, 0);
-	closedir(dir);
-	return unlinkat(runfd, name, AT_REMOVEDIR) == 0;
-}
-
-bool orh_state_dir_remove(const char *run_dir, const char *id)
-{
-	_cleanup_close_ int runfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	return orh_state_id_usable(id) && runfd >= 0 && remove_state_dir(runfd, id);
-}
-
-/* Is the state directory dirfd/name stale: its record's container gone, or no record
- * and older than ORH_RECORD_ORPHAN_SECONDS? */
-static bool stale(int runfd, const char *name, const char *proc)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	json_t *rec;
-	bool gone;
-
-	if (fstatat(runfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != geteuid())
-		return false;
-	snprintf(path, sizeof(path), "%s/" ORH_RECORD_FILE, name);
-	if (faccessat(runfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT && time(NULL) - st.st_mtime > ORH_RECORD_ORPHAN_SECONDS;
-	rec = orh_record_load_at(runfd, path);
-	gone = rec && !orh_record_alive(rec, proc);
-	json_decref(rec);
-	return gone;
-}
-
-/* Has a sweep of runfd run in the last `every` seconds? If not, mark that one runs now:
- * the mtime of its empty file ORH_RECORD_SWEPT, made on the first sweep. */
-static bool swept_lately(int runfd, unsigned every)
-{
-	struct stat st;
-	int fd;
-
-	if (every && fstatat(runfd, ORH_RECORD_SWEPT, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode) && time(NULL) - st.st_mtime < (time_t)every)
-		return true;
-	fd = openat(runfd, ORH_RECORD_SWEPT, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		futimens(fd, NULL);
-		close(fd);
-	}
-	return false;
-}
-
-int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id,
-		     unsigned every)
-{
-	int fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int removed = 0, seen = 0;
-	struct dirent *de;
-	DIR *dir;
-
-	if (fd >= 0 && swept_lately(fd, every)) {
-		close(fd);
-		return 0;
-	}
-	if (fd < 0 || !(dir = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return 0;
-	}
-	while ((de = readdir(dir)) && seen < ORH_RECORD_SWEEP_MAX) {
-		if (de->d_name[0] == '.' || (skip_id && !strcmp(de->d_name, skip_id)))
-			continue;
-		seen++;
-		if (stale(dirfd(dir), de->d_name, proc) && remove_state_dir(dirfd(dir), de->d_name))
-			removed++;
-	}
-	closedir(dir);
-	return removed;
 }

@@ -201,12 +201,13 @@ int orh_precreate_refuse(const struct orh_ctx *ctx, const char *in, size_t in_le
 int orh_cmd_refuse(struct orh_ctx *ctx, int argc, char **argv)
 {
 	_cleanup_free_ char *state = NULL;
+	_cleanup_free_ char *why = orh_text_escape(
+		argc > 1 ? argv[1] : "the container was refused (see the system log)");
 	size_t len = 0;
 
 	(void)ctx;
 	(void)orh_read_fd_all_within(STDIN_FILENO, ORH_STATE_MAX_BYTES, REFUSE_STATE_TIMEOUT_MS,
 				     &state, &len);
-	fprintf(stderr, "oci-rdma-hook: error: %s\n",
-		argc > 1 ? argv[1] : "the container was refused (see the system log)");
+	fprintf(stderr, "oci-rdma-hook: error: %s\n", why);
 	return ORH_EXIT_FAIL;
 }

@@ -146,6 +146,7 @@ int orh_shimconf_record(const char *state_dir, const struct orh_shimconf_rec *in
 	if (orh_shimconf_memlock_short(in->spec, in->d, msg, sizeof(msg)))
 		orh_strv_pushf(warnings, "%s", msg);
 	orh_record_spec(&rec, in->spec);
+	orh_ns_ids_read("/proc", &rec.ns);
 	j = orh_record_build(&rec);
 	r = orh_record_write(state_dir, j, err);
 	json_decref(j);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A container's view of the RDMA classes of sysfs (include/orh/sysview.h), applied: the
- * view's directory on the host, its bind mounts into a live container, or into a spec.
+ * view's directory on the host and its sweep, its bind mounts into a live container, or
+ * into a spec.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -10,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "orh/mount.h"
@@ -56,20 +59,20 @@ static int fill_class(int dfd, const char *dir, const struct orh_sysview_class *
 	return 0;
 }
 
-/* Remove a temporary view that lost the race to another (a directory of directories of
- * symlinks and files). */
-static void remove_tree(int parent, const char *name)
+/* Remove a view, or a temporary one (a directory of directories of symlinks and files);
+ * true when it is gone. */
+static bool remove_tree(int parent, const char *name)
 {
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct dirent *de;
 	DIR *d;
 
 	if (fd < 0)
-		return;
+		return false;
 	fchmod(fd, 0755);
 	if (!(d = fdopendir(fd))) {
 		close(fd);
-		return;
+		return false;
 	}
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -78,7 +81,25 @@ static void remove_tree(int parent, const char *name)
 			remove_tree(dirfd(d), de->d_name);
 	}
 	closedir(d);
-	unlinkat(parent, name, AT_REMOVEDIR);
+	return unlinkat(parent, name, AT_REMOVEDIR) == 0;
+}
+
+/* Take the views' lock, basefd's flock: shared (a build or a use), waiting up to
+ * ORH_SYSVIEW_LOCK_WAIT_MS for a sweep to end, or exclusive (the sweep), never waiting.
+ * 0 or -errno. */
+static int lock_views(int basefd, bool exclusive)
+{
+	const struct timespec step = { 0, 10 * 1000 * 1000 };
+
+	for (unsigned waited = 0;; waited += 10) {
+		if (flock(basefd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (exclusive || waited >= ORH_SYSVIEW_LOCK_WAIT_MS)
+			return -EWOULDBLOCK;
+		nanosleep(&step, NULL);
+	}
 }
 
 static int fill_view(int tmpfd, const char *tmp, const struct orh_sysview *v,
@@ -122,8 +143,18 @@ int orh_sysview_build(const struct orh_sysview *v, const char *base, char *dir, 
 	basefd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (basefd < 0)
 		return orh_fail(err, errno, "opening '%s': %m", base);
-	if (fstatat(basefd, v->id, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-		return 0; /* made before: its name is its content */
+	/* held until the return (basefd's close): no sweep runs between here and the view's
+	 * new mtime or its rename into place */
+	r = lock_views(basefd, false);
+	if (r < 0)
+		return orh_fail(err, -r, "locking '%s' against its sweep: %s", base, strerror(-r));
+	if (fstatat(basefd, v->id, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+		/* made before: its name is its content; used from now on, which the sweep
+		 * reads from its mtime until a record links to it */
+		if (utimensat(basefd, v->id, NULL, AT_SYMLINK_NOFOLLOW) < 0)
+			return orh_fail(err, errno, "marking '%s' as used: %m", dir);
+		return 0;
+	}
 	snprintf(tmp, sizeof(tmp), ".tmp-%d", (int)getpid());
 	remove_tree(basefd, tmp); /* one a killed run of this pid left */
 	if (mkdirat(basefd, tmp, 0755) < 0)
@@ -136,6 +167,47 @@ int orh_sysview_build(const struct orh_sysview *v, const char *base, char *dir, 
 		r = orh_fail(err, errno, "renaming '%s/%s' to '%s': %m", base, tmp, dir);
 	remove_tree(basefd, tmp); /* gone when renamed; else another run made it first */
 	return r;
+}
+
+int orh_sysview_sweep(int dirfd, const char *base, const struct orh_strv *used,
+		      unsigned unused_for)
+{
+	_cleanup_close_ int basefd = openat(dirfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					    O_CLOEXEC);
+	int fd = -1, removed = 0;
+	struct dirent *de;
+	char dead[32];
+	DIR *d;
+
+	/* none yet, or a build at work: the next sweep */
+	if (basefd < 0 || lock_views(basefd, true) < 0)
+		return 0;
+	fd = openat(basefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	snprintf(dead, sizeof(dead), ".dead-%d", (int)getpid());
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		/* a build or a sweep killed before its end: under the lock none is at work */
+		if (orh_startswith(de->d_name, ".tmp-") || orh_startswith(de->d_name, ".dead-")) {
+			removed += remove_tree(basefd, de->d_name);
+			continue;
+		}
+		if (!orh_sysview_id_valid(de->d_name) || orh_strv_contains(used, de->d_name) ||
+		    fstatat(basefd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || time(NULL) - st.st_mtime <= (time_t)unused_for)
+			continue;
+		/* out of its name first: a sweep killed halfway leaves no part of a view where
+		 * a build would take it for whole */
+		if (renameat(basefd, de->d_name, basefd, dead) == 0)
+			removed += remove_tree(basefd, dead);
+	}
+	closedir(d);
+	return removed;
 }
 
 /* ---- the live hook ---------------------------------------------------------------- */

@@ -68,6 +68,8 @@ static int create_temp(int dirfd, const char *name, struct orh_replace *how, con
 			 (unsigned long long)rnd);
 		if (how->type == S_IFCHR) {
 			r = mknodat(dirfd, tmp, S_IFCHR | (how->mode & 07777), how->rdev);
+		} else if (how->type == S_IFLNK) {
+			r = symlinkat(how->data, dirfd, tmp);
 		} else {
 			/* root-only until it has its owner and mode, and only then the content */
 			*fd = openat(dirfd, tmp,
@@ -83,8 +85,8 @@ static int create_temp(int dirfd, const char *name, struct orh_replace *how, con
 		if (how->type == S_IFCHR)
 			return orh_fail(err, e, "mknod '%s' (%u:%u): %s", what, major(how->rdev),
 					minor(how->rdev), strerror(e));
-		return orh_fail(err, e, "'%s': creating the temporary file '%s': %s", what, tmp,
-				strerror(e));
+		return orh_fail(err, e, "'%s': creating the temporary %s '%s': %s", what,
+				how->type == S_IFLNK ? "symlink" : "file", tmp, strerror(e));
 	}
 }
 
@@ -95,14 +97,14 @@ static int fill_temp(int dirfd, const char *tmp, int fd, const struct orh_replac
 	int r;
 
 	if (how->chown) {
-		r = how->type == S_IFCHR
+		r = how->type != S_IFREG
 			    ? fchownat(dirfd, tmp, how->uid, how->gid, AT_SYMLINK_NOFOLLOW)
 			    : fchown(fd, how->uid, how->gid);
 		if (r < 0 && !(errno == EPERM && how->chown_eperm_ok))
 			return orh_fail(err, errno, "setting the owner of '%s': %s", what,
 					strerror(errno));
 	}
-	if (how->type == S_IFCHR)
+	if (how->type != S_IFREG)
 		return 0;
 	if (fchmod(fd, how->mode & 07777) < 0)
 		return orh_fail(err, errno, "setting the mode of '%s': %s", what, strerror(errno));
@@ -130,8 +132,10 @@ int orh_replace_at(int dirfd, const char *name, struct orh_replace *how, struct 
 	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..") ||
 	    strlen(name) > NAME_MAX)
 		return orh_fail(err, EINVAL, "'%s': not a plain file name", name);
-	if (how->type != S_IFREG && !(how->type == S_IFCHR && !how->len && !how->fill))
-		return orh_fail(err, EINVAL, "'%s': neither a file nor a device node", what);
+	if (how->type != S_IFREG && !(how->type == S_IFCHR && !how->len && !how->fill) &&
+	    !(how->type == S_IFLNK && how->data && !how->fill))
+		return orh_fail(err, EINVAL, "'%s': neither a file, a device node nor a symlink",
+				what);
 	if (how->sweep)
 		remove_stale_temps(dirfd, name, how->type);
 	r = create_temp(dirfd, name, how, what, tmp, &fd, err);

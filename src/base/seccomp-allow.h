@@ -22,7 +22,7 @@
 	"close_range",								\
 	"openat", "openat2", "open", "fstat", "newfstatat", "statx", "stat", "lstat",	\
 	"getdents64", "readlinkat", "readlink", "mkdirat", "mknodat", "fchmodat", "fchmod", \
-	"symlinkat",								\
+	"symlinkat", "utimensat",						\
 	"fchownat", "fchown", "renameat", "renameat2", "unlinkat", "fsync", "fdatasync", \
 	"fcntl", "dup", "dup2", "dup3", "pipe2", "ioctl", "faccessat", "faccessat2",	\
 	"access", "umask", "getcwd", "flock", "ftruncate", "poll", "ppoll",		\

@@ -337,6 +337,55 @@ int orh_read_fd_all_within(int fd, size_t max, unsigned timeout_ms, char **out, 
 			out, len);
 }
 
+/* The length of the well-formed UTF-8 sequence at p that is not a control character (C1
+ * is U+0080 to U+009F); 0 for any other. A NUL ends a sequence early: it is no
+ * continuation byte. */
+static size_t utf8_text_len(const unsigned char *p)
+{
+	static const unsigned min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	unsigned cp;
+	size_t n;
+
+	if (p[0] < 0x80)
+		return p[0] < 0x20 || p[0] == 0x7f ? 0 : 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2, cp = p[0] & 0x1f;
+	else if ((p[0] & 0xf0) == 0xe0)
+		n = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
+		return 0;
+	return n;
+}
+
+char *orh_text_escape(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *out = orh_xmalloc(strlen(s) * 4 + 1), *o = out;
+
+	while (*p) {
+		size_t n = utf8_text_len(p);
+
+		if (n == 0) {
+			o += sprintf(o, "\\x%02x", *p++);
+			continue;
+		}
+		memcpy(o, p, n);
+		o += n;
+		p += n;
+	}
+	*o = '\0';
+	return out;
+}
+
 void orh_unescape_octal(char *s)
 {
 	char *o = s;

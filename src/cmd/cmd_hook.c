@@ -40,6 +40,7 @@
 #include "orh/plan.h"
 #include "orh/record.h"
 #include "orh/sandbox.h"
+#include "orh/statedir.h"
 #include "orh/sysview.h"
 
 struct hook {
@@ -258,8 +259,11 @@ static int apply_sysview(struct hook *h, struct orh_sysview_result *vres, struct
 	orh_sysview_decide(&v, &h->d.plan);
 	if (v.subset) {
 		r = orh_sysview_build(&v, ORH_SYSVIEW_DIR, dir, sizeof(dir), err);
-		if (r == 0)
+		if (r == 0) {
+			/* the record names it, and its state directory links to it */
+			memcpy(h->rec.sysfs_view, v.id, sizeof(h->rec.sysfs_view));
 			r = orh_sysview_mount(&h->target, h->rootfd, &v, dir, vres, err);
+		}
 		if (r == 0)
 			orh_log(LOG_INFO, "container %s: %s: sysfs view: %zu of %zu devices; %u of "
 				"/sys/class/infiniband* covered from '%s' (%u already, %u not in "
@@ -342,6 +346,7 @@ static int finish(struct hook *h)
 	h->rec.id = cid(h);
 	h->rec.stage = h->stage;
 	h->rec.pid = h->st.pid;
+	orh_ns_ids_read("/proc", &h->rec.ns);
 	if (orh_read_file_at(h->target.procfd, "stat", buf, sizeof(buf)) >= 0)
 		orh_stat_start_time(buf, &h->rec.start_time);
 	h->rec.d = &h->d;
@@ -701,8 +706,11 @@ static int run(struct hook *h)
 		orh_log(LOG_ERR, "%s: %s; nothing done", h->stage, err.msg);
 		return ORH_EXIT_OK; /* cannot tell whether RDMA was requested */
 	}
-	if (orh_state_id_usable(h->st.id))
-		snprintf(h->state_dir, sizeof(h->state_dir), "%s/%s", ORH_RUN_DIR, h->st.id);
+	if (orh_state_id_usable(h->st.id)) {
+		_cleanup_free_ char *dir = orh_state_dir_path(ORH_RUN_DIR, h->st.id);
+
+		snprintf(h->state_dir, sizeof(h->state_dir), "%s", dir);
+	}
 	if (h->ctx->config_failed) {
 		orh_log(LOG_ERR, "container %s: %s: %s; container left unchanged", cid(h), h->stage,
 			h->ctx->config_err.msg);

@@ -2,7 +2,9 @@
 /*
  * oci-rdma-hook inspect [ID] [--json] [--run-dir DIR]: the records of the containers the
  * hook served (orh/record.h), as a table, or one (ID or a unique prefix of it) in full.
- * First it sweeps the state directories of containers that no longer exist.
+ * First it sweeps the state directories of containers that no longer exist, and the sysfs
+ * views none links to (orh/statedir.h). The text it prints is escaped
+ * (orh_text_escape): what a record quotes from an image or a spec stays text.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,13 +16,43 @@
 
 #include "orh/commands.h"
 #include "orh/record.h"
+#include "orh/statedir.h"
+
+/* What inspect looks from: the proc tree and this process's namespaces. */
+struct view {
+	const char *proc;
+	struct orh_ns_ids here;
+};
 
 static json_t *load_record(const char *run_dir, const char *id)
 {
+	_cleanup_free_ char *dir = orh_state_dir_path(run_dir, id);
 	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/%s/" ORH_RECORD_FILE, run_dir, id);
+	if (!dir)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/" ORH_RECORD_FILE, dir);
 	return orh_record_load_at(AT_FDCWD, path);
+}
+
+/* Print s escaped, in a column of width bytes at least (and prec at most: -1 none), then
+ * end. */
+static void print_text(const char *s, int width, int prec, const char *end)
+{
+	_cleanup_free_ char *t = orh_text_escape(s ? s : "");
+
+	printf("%-*.*s%s", width, prec < 0 ? (int)strlen(t) : prec, t, end);
+}
+
+/* The record's container's liveness, into the record ("alive": true, false, or null where
+ * it cannot be told from here); the table's word for it. */
+static const char *set_alive(json_t *rec, const struct view *v)
+{
+	enum orh_alive a = orh_record_liveness(rec, v->proc, &v->here);
+
+	json_object_set_new(rec, "alive", a == ORH_ALIVE_UNKNOWN ? json_null()
+							       : json_boolean(a == ORH_ALIVE_YES));
+	return a == ORH_ALIVE_UNKNOWN ? "?" : a == ORH_ALIVE_YES ? "yes" : "no";
 }
 
 /* The HCA ports the plan uses: the first, and how many more ("mlx5_1:1 +7"). */
@@ -54,20 +86,21 @@ static void print_flat(const char *prefix, const json_t *v)
 			snprintf(name, sizeof(name), "%s%s%s", prefix, *prefix ? "." : "", key);
 			print_flat(name, e);
 		}
-	} else if (json_is_array(v)) {
+		return;
+	}
+	if (json_is_array(v)) {
 		if (json_array_size(v) == 0)
-			printf("%s: -\n", prefix);
+			print_text(prefix, 0, -1, ": -\n");
 		json_array_foreach(v, i, e) {
 			snprintf(name, sizeof(name), "%s[%zu]", prefix, i);
 			print_flat(name, e);
 		}
-	} else if (json_is_string(v)) {
-		printf("%s: %s\n", prefix, json_string_value(v));
-	} else {
-		_cleanup_free_ char *text = json_dumps(v, JSON_ENCODE_ANY);
-
-		printf("%s: %s\n", prefix, text ? text : "?");
+		return;
 	}
+	_cleanup_free_ char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY);
+
+	print_text(prefix, 0, -1, ": ");
+	print_text(json_is_string(v) ? json_string_value(v) : text ? text : "?", 0, -1, "\n");
 }
 
 static void limit_text(const json_t *v, char *out, size_t size)
@@ -80,7 +113,7 @@ static void limit_text(const json_t *v, char *out, size_t size)
 		snprintf(out, size, "-");
 }
 
-static void row(const json_t *rec, const char *proc)
+static void row(const json_t *rec, const char *alive)
 {
 	const json_t *act = json_object_get(rec, "activation");
 	const json_t *after = json_object_get(json_object_get(rec, "memlock"), "after");
@@ -88,24 +121,25 @@ static void row(const json_t *rec, const char *proc)
 
 	hcas(rec, h, sizeof(h));
 	limit_text(json_object_get(after, "soft"), ml, sizeof(ml));
-	printf("%-16.16s %-17s %-10s %-14s %-12s %-8zu %s\n",
-	       json_string_value(json_object_get(rec, "id")),
-	       json_string_value(json_object_get(rec, "stage")),
-	       json_string_value(json_object_get(act, "result")), h, ml,
-	       json_array_size(json_object_get(rec, "warnings")),
-	       orh_record_alive(rec, proc) ? "yes" : "no");
+	print_text(json_string_value(json_object_get(rec, "id")), 16, 16, " ");
+	print_text(json_string_value(json_object_get(rec, "stage")), 17, -1, " ");
+	print_text(json_string_value(json_object_get(act, "result")), 10, -1, " ");
+	print_text(h, 14, -1, " ");
+	print_text(ml, 12, -1, " ");
+	printf("%-8zu %s\n", json_array_size(json_object_get(rec, "warnings")), alive);
 }
 
-/* The ids of the state directories under run_dir, sorted by name (json array). */
+/* The ids of the state directories under run_dir (json array). */
 static json_t *list_ids(const char *run_dir)
 {
 	DIR *dir = opendir(run_dir);
 	json_t *ids = json_array();
+	char id[NAME_MAX + 1];
 	struct dirent *de;
 
 	while (dir && (de = readdir(dir)))
-		if (de->d_name[0] != '.')
-			json_array_append_new(ids, json_string(de->d_name));
+		if (orh_state_id_of_dir(de->d_name, id))
+			json_array_append_new(ids, json_string(id));
 	if (dir)
 		closedir(dir);
 	return ids;
@@ -128,25 +162,30 @@ static int find_id(const json_t *ids, const char *want)
 }
 
 static int show_one(const char *run_dir, const json_t *ids, const char *want, bool as_json,
-		    const char *proc)
+		    const struct view *v)
 {
 	int k = find_id(ids, want);
+	const char *id = json_string_value(json_array_get(ids, (size_t)(k < 0 ? 0 : k)));
 	json_t *rec;
 
 	if (k < 0) {
+		_cleanup_free_ char *w = orh_text_escape(want);
+		_cleanup_free_ char *d = orh_text_escape(run_dir);
+
 		fprintf(stderr, "oci-rdma-hook: inspect: %s container id '%s' in '%s'\n",
-			k == -1 ? "no record of a" : "more than one record for the", want,
-			run_dir);
+			k == -1 ? "no record of a" : "more than one record for the", w, d);
 		return ORH_EXIT_FAIL;
 	}
-	rec = load_record(run_dir, json_string_value(json_array_get(ids, (size_t)k)));
+	rec = load_record(run_dir, id);
 	if (!rec) {
-		fprintf(stderr, "oci-rdma-hook: inspect: '%s/%s/" ORH_RECORD_FILE
-			"': missing or not JSON\n", run_dir,
-			json_string_value(json_array_get(ids, (size_t)k)));
+		_cleanup_free_ char *dir = orh_state_dir_path(run_dir, id);
+		_cleanup_free_ char *d = orh_text_escape(dir ? dir : run_dir);
+
+		fprintf(stderr, "oci-rdma-hook: inspect: '%s/" ORH_RECORD_FILE
+			"': missing or not JSON\n", d);
 		return ORH_EXIT_FAIL;
 	}
-	json_object_set_new(rec, "alive", json_boolean(orh_record_alive(rec, proc)));
+	set_alive(rec, v);
 	if (as_json) {
 		json_dumpf(rec, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
 		putchar('\n');
@@ -157,22 +196,23 @@ static int show_one(const char *run_dir, const json_t *ids, const char *want, bo
 	return ORH_EXIT_OK;
 }
 
-static int show_all(const char *run_dir, const json_t *ids, bool as_json, const char *proc)
+static int show_all(const char *run_dir, const json_t *ids, bool as_json, const struct view *v)
 {
-	json_t *all = json_array(), *v;
+	json_t *all = json_array(), *id;
 	size_t i;
 
 	if (!as_json)
 		printf("%-16s %-17s %-10s %-14s %-12s %-8s %s\n", "ID", "WAY IN", "ACTIVATED",
 		       "HCAS", "MEMLOCK", "WARNINGS", "ALIVE");
-	json_array_foreach(ids, i, v) {
-		json_t *rec = load_record(run_dir, json_string_value(v));
+	json_array_foreach(ids, i, id) {
+		json_t *rec = load_record(run_dir, json_string_value(id));
+		const char *alive;
 
 		if (!rec)
 			continue;
-		json_object_set_new(rec, "alive", json_boolean(orh_record_alive(rec, proc)));
+		alive = set_alive(rec, v);
 		if (!as_json)
-			row(rec, proc);
+			row(rec, alive);
 		json_array_append_new(all, rec);
 	}
 	if (as_json) {
@@ -185,7 +225,8 @@ static int show_all(const char *run_dir, const json_t *ids, bool as_json, const 
 
 int orh_cmd_inspect(struct orh_ctx *ctx, int argc, char **argv)
 {
-	const char *run_dir = ORH_RUN_DIR, *id = NULL, *proc = "/proc";
+	const char *run_dir = ORH_RUN_DIR, *id = NULL;
+	struct view v = { .proc = "/proc" };
 	bool as_json = false;
 	json_t *ids;
 	int rc;
@@ -199,14 +240,19 @@ int orh_cmd_inspect(struct orh_ctx *ctx, int argc, char **argv)
 		else if (argv[i][0] != '-' && !id)
 			id = argv[i];
 		else {
+			_cleanup_free_ char *arg = orh_text_escape(argv[i]);
+
 			fprintf(stderr, "oci-rdma-hook: inspect: unknown or incomplete argument "
-				"'%s'\n", argv[i]);
+				"'%s'\n", arg);
 			return ORH_EXIT_USAGE;
 		}
 	}
-	orh_record_sweep(run_dir, proc, NULL, 0);
+	/* from another pid namespace (a pod without the host's pids) the records' pids mean
+	 * nothing: the sweep removes none of theirs, and their liveness is unknown here */
+	orh_record_sweep(run_dir, v.proc, NULL, 0);
+	orh_ns_ids_read(v.proc, &v.here);
 	ids = list_ids(run_dir);
-	rc = id ? show_one(run_dir, ids, id, as_json, proc) : show_all(run_dir, ids, as_json, proc);
+	rc = id ? show_one(run_dir, ids, id, as_json, &v) : show_all(run_dir, ids, as_json, &v);
 	json_decref(ids);
 	return rc;
 }

@@ -33,6 +33,7 @@
 #include "orh/record.h"
 #include "orh/refuse.h"
 #include "orh/shimconf.h"
+#include "orh/statedir.h"
 
 /* The runtime is looked up here only, never in the caller's PATH. */
 #define ORH_RUNTIME_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -245,7 +246,7 @@ static void record_own(struct orh_ctx *ctx, const struct runtime_args *ra, int d
 		       const json_t *spec, const struct orh_edit_result *res,
 		       const struct orh_ncclconf_result *conf, json_t *steps)
 {
-	_cleanup_free_ char *dir = orh_xasprintf("%s/%s", ORH_RUN_DIR, ra->id);
+	_cleanup_free_ char *dir = orh_state_dir_path(ORH_RUN_DIR, ra->id);
 	_cleanup_free_ char *bundle = ra->bundle[0] == '/' ? orh_xstrdup(ra->bundle)
 							   : realpath(ra->bundle, NULL);
 	_cleanup_free_ char *rstate = runtime_state(ctx, ra);

@@ -76,6 +76,11 @@ void orh_sysview_decide(struct orh_sysview *v, const struct orh_plan *plan)
 	snprintf(v->id, sizeof(v->id), "%016llx", (unsigned long long)h);
 }
 
+bool orh_sysview_id_valid(const char *s)
+{
+	return strlen(s) == 16 && strspn(s, "0123456789abcdef") == 16;
+}
+
 bool orh_sysview_may_subset(const struct orh_plan *plan, const struct orh_inventory *inv)
 {
 	if (plan->n_nodes == 0)
