@@ -426,6 +426,34 @@ Test(engines, containerd_refuses_what_it_cannot_extend)
 	}
 }
 
+/* CRI-O reads every file of crio.conf.d, not only *.conf: nvidia-ctk's 99-nvidia.toml
+ * makes its runtime the default, and the shim chains that one. */
+Test(engines, crio_reads_every_dropin_file)
+{
+	struct fake_fs fs = {
+		.path = { "/etc/crio/crio.conf", "/etc/crio/crio.conf.d/99-nvidia.toml" },
+		.text = { "[crio.runtime]\ndefault_runtime = \"crun\"\n",
+			  "[crio.runtime]\ndefault_runtime = \"nvidia\"\n"
+			  "[crio.runtime.runtimes.nvidia]\n"
+			  "runtime_path = \"/usr/local/nvidia/toolkit/nvidia-container-runtime\"\n"
+			  "runtime_root = \"/run/nvidia\"\n" },
+		.exe = { "/usr/bin/crun", "/usr/local/nvidia/toolkit/nvidia-container-runtime" },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CRIO };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+	const struct orh_cfg_file *d;
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	d = file(&files, "/etc/crio/crio.conf.d/99-oci-rdma-hook.conf");
+	cr_assert(strstr(d->new, "runtime_root = \"/run/nvidia\"\n"), "%s", d->new);
+	cr_assert(strstr(file(&files, CD_NODE)->new,
+			 "runtime = /usr/local/nvidia/toolkit/nvidia-container-runtime\n"));
+	/* ours sorts after nvidia's, so its handler table is the last word */
+	cr_assert_gt(strcmp("99-oci-rdma-hook.conf", "99-nvidia.toml"), 0);
+	orh_cfg_files_free(&files);
+}
+
 Test(engines, crio_adds_to_the_nodes_hooks_dir)
 {
 	struct fake_fs fs = {

@@ -131,6 +131,8 @@ struct orh_cfg_reader {
 	/* Is path an executable file (under --root)? */
 	bool (*executable)(void *arg, const char *path);
 	void *arg;
+	/* Is path a directory (under --root)? NULL: none is. */
+	bool (*is_dir)(void *arg, const char *path);
 };
 
 /* Default paths. */

@@ -93,6 +93,14 @@ static bool executable_under(void *arg, const char *path)
 	return stat(p, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
 }
 
+static bool is_dir_under(void *arg, const char *path)
+{
+	_cleanup_free_ char *p = under(arg, path);
+	struct stat st;
+
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* mkdir -p of path's directory, under the root. */
 static int make_parent(const struct root *rt, const char *path, struct orh_err *err)
 {
@@ -229,7 +237,8 @@ int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv)
 	struct orh_err err = { 0 };
 	struct root rt = { .dir = "" };
 	struct orh_cfg_reader rd = { .read = read_under, .list = list_under,
-				     .executable = executable_under, .arg = &rt };
+				     .executable = executable_under, .arg = &rt,
+				     .is_dir = is_dir_under };
 	bool dry_run = false;
 	size_t changed = 0;
 	int r;
@@ -275,7 +284,8 @@ int orh_configure_under(const char *root, const struct orh_configure_req *req,
 	struct orh_cfg_files files = { 0 };
 	struct root rt = { .dir = root };
 	struct orh_cfg_reader rd = { .read = read_under, .list = list_under,
-				     .executable = executable_under, .arg = &rt };
+				     .executable = executable_under, .arg = &rt,
+				     .is_dir = is_dir_under };
 	int r;
 
 	r = orh_configure_plan(req, node_config, &rd, &files, notes, err);

@@ -157,7 +157,7 @@ int cfg_crio(const struct orh_configure_req *req, const char *node_config,
 	size_t first = 0;
 	int r;
 
-	r = cfg_read_dropins(rd, cfg_engine_path(req), dir, files, &first, err);
+	r = cfg_read_dropins(rd, cfg_engine_path(req), dir, true, files, &first, err);
 	if (r >= 0 && req->undo)
 		r = cfg_own_dropin(rd, dir, NULL, files, err);
 	if (r < 0 || req->undo)

@@ -23,7 +23,7 @@ int cfg_podman(const struct orh_configure_req *req, const struct orh_cfg_reader 
 	/* containers.conf is read after the distribution's defaults file */
 	r = cfg_add_file(rd, files, "/usr/share/containers/containers.conf", &f, err);
 	if (r >= 0)
-		r = cfg_read_dropins(rd, cfg_engine_path(req), dir, files, &rest, err);
+		r = cfg_read_dropins(rd, cfg_engine_path(req), dir, false, files, &rest, err);
 	if (r < 0 || req->undo)
 		return r < 0 ? r : cfg_own_dropin(rd, dir, NULL, files, err);
 	r = cfg_last_array(files, first, key, &dirs, &set, err);

@@ -185,11 +185,37 @@ static bool handler_name_ok(const char *h)
 	return true;
 }
 
-int cfg_read_dropins(const struct orh_cfg_reader *rd, const char *main_path,
-			const char *dir, struct orh_cfg_files *files, size_t *first,
-			struct orh_err *err)
+/* dir's files in lexical order into files: *.conf only, or (every) every file, directories
+ * entered where they sort (CRI-O's walk of crio.conf.d); ours left out. */
+static int read_dir(const struct orh_cfg_reader *rd, const char *dir, bool every,
+		    struct orh_cfg_files *files, unsigned depth, struct orh_err *err)
 {
 	struct orh_strv names = { 0 };
+	struct orh_cfg_file *f = NULL;
+	int r;
+
+	if (depth > 8)
+		return orh_fail(err, ELOOP, "'%s': drop-in directories nested too deep", dir);
+	r = rd->list(rd->arg, dir, &names, err);
+	for (size_t i = 0; r >= 0 && i < names.n; i++) {
+		size_t n = strlen(names.v[i]);
+		_cleanup_free_ char *p = orh_xasprintf("%s/%s", dir, names.v[i]);
+
+		if (!strcmp(names.v[i], ORH_DROPIN_NAME) && depth == 0)
+			continue;
+		if (every && rd->is_dir && rd->is_dir(rd->arg, p))
+			r = read_dir(rd, p, every, files, depth + 1, err);
+		else if (every || (n >= 6 && !strcmp(names.v[i] + n - 5, ".conf")))
+			r = cfg_add_file(rd, files, p, &f, err);
+	}
+	orh_strv_free(&names);
+	return r;
+}
+
+int cfg_read_dropins(const struct orh_cfg_reader *rd, const char *main_path,
+		     const char *dir, bool every, struct orh_cfg_files *files, size_t *first,
+		     struct orh_err *err)
+{
 	struct orh_cfg_file *f = NULL;
 	int r;
 
@@ -199,18 +225,7 @@ int cfg_read_dropins(const struct orh_cfg_reader *rd, const char *main_path,
 		if (r < 0)
 			return r;
 	}
-	r = rd->list(rd->arg, dir, &names, err);
-	for (size_t i = 0; r >= 0 && i < names.n; i++) {
-		size_t n = strlen(names.v[i]);
-		_cleanup_free_ char *p = NULL;
-
-		if (n < 6 || strcmp(names.v[i] + n - 5, ".conf") || !strcmp(names.v[i], ORH_DROPIN_NAME))
-			continue;
-		p = orh_xasprintf("%s/%s", dir, names.v[i]);
-		r = cfg_add_file(rd, files, p, &f, err);
-	}
-	orh_strv_free(&names);
-	return r;
+	return read_dir(rd, dir, every, files, 0, err);
 }
 
 int cfg_last_array(const struct orh_cfg_files *files, size_t first, const char *key,

@@ -44,10 +44,12 @@ int cfg_shim_runtime(const struct orh_cfg_reader *rd, const char *name, char **o
 int cfg_node_runtime(const struct orh_configure_req *req, const char *node_config,
 		     const struct orh_cfg_reader *rd, const char *runtime,
 		     struct orh_cfg_files *files, struct orh_strv *notes, struct orh_err *err);
-/* The files an engine reads before our drop-in: main_path (may be absent), then dir's
- * *.conf in order, without ours; *first is the index of the first of them in files. */
+/* The files an engine reads beside our drop-in: main_path (may be absent), then dir's *.conf
+ * (podman), or every file under dir, recursively (every: CRI-O), in lexical order, without
+ * ours; *first is the index of the first of them in files. */
 int cfg_read_dropins(const struct orh_cfg_reader *rd, const char *main_path, const char *dir,
-		     struct orh_cfg_files *files, size_t *first, struct orh_err *err);
+		     bool every, struct orh_cfg_files *files, size_t *first,
+		     struct orh_err *err);
 /* The last string array (*set) or string set at key in files[first..]. */
 int cfg_last_array(const struct orh_cfg_files *files, size_t first, const char *key,
 		   struct orh_strv *out, bool *set, struct orh_err *err);
