@@ -1,50 +1,86 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * oci-rdma-hook configure --engine containerd|crio|docker|podman [--engine-config PATH]
- *     [--handler NAME] [--shim PATH] [--runtime PATH] [--root DIR] [--dry-run] [--undo]
+ *     [--handler NAME] [--shim PATH] [--runtime PATH] [--root DIR] [--dry-run | --check]
+ *     [--undo]
  *
  * Registers the hook with an engine (oci-rdma-hook-registration(7), CONFIGURE). engines.c
- * decides what each file must hold; this file reads the files (under --root), then prints
- * the changes (--dry-run) or writes them, each file replaced atomically.
+ * decides what each file must hold; this file reads the files (every path resolved inside
+ * --root, symlinks included), then prints the changes (--dry-run), tells whether there
+ * are any (--check: exit 1 when the files are not as configure would leave them), or
+ * writes them: each file replaced atomically, all of them or none, one configure at a
+ * time on a root (an flock on its directory).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "orh-config.h"
 #include "orh/atomic.h"
 #include "orh/commands.h"
 #include "orh/configure.h"
 #include "orh/install.h"
+#include "orh/rootfs.h"
 
 #define ORH_ENGINE_CONFIG_MAX_BYTES (1024 * 1024)
 
 static const char usage_text[] =
 	"usage: oci-rdma-hook configure --engine containerd|crio|docker|podman\n"
 	"           [--engine-config PATH] [--handler NAME] [--shim PATH] [--runtime PATH]\n"
-	"           [--root DIR] [--dry-run] [--undo]\n";
+	"           [--root DIR] [--dry-run | --check] [--undo]\n";
 
 struct root {
 	const char *dir; /* "" for / */
+	int fd;          /* the root, O_PATH: every path resolves inside it */
 };
 
+/* The name of path under the root, for messages. */
 static char *under(const struct root *rt, const char *path)
 {
 	return orh_xasprintf("%s%s", rt->dir, path);
 }
 
+/* path resolved inside the root, as the engine would read it (symlinks followed, absolute
+ * ones from the root, never above it): its parent directory (O_PATH) and final name.
+ * Without openat2 the final name is taken as it is. */
+static int resolve(const struct root *rt, const char *path, bool create, int *dirfd,
+		   char name[NAME_MAX + 1], struct orh_err *err)
+{
+	char real[PATH_MAX];
+	int r = orh_rootfs_resolve(rt->fd, path, real, sizeof(real));
+
+	if (r == -ENOSYS)
+		snprintf(real, sizeof(real), "%s", path);
+	else if (r < 0)
+		return orh_fail(err, -r, "resolving '%s' under '%s': %s", path,
+				*rt->dir ? rt->dir : "/", strerror(-r));
+	r = orh_rootfs_parent(rt->fd, real, create, ORH_MOUNT_ANY, dirfd, name, err);
+	return r < 0 ? orh_err_prefix(err, "under '%s'", *rt->dir ? rt->dir : "/") : 0;
+}
+
 static int read_under(void *arg, const char *path, char **out, struct orh_err *err)
 {
-	_cleanup_free_ char *p = under(arg, path);
-	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	const struct root *rt = arg;
+	_cleanup_free_ char *p = under(rt, path);
+	_cleanup_close_ int dirfd = -1, fd = -1;
+	char name[NAME_MAX + 1];
 	struct stat st;
 	size_t len = 0;
 	int r;
 
 	*out = NULL;
+	r = resolve(rt, path, false, &dirfd, name, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT)
 		return 0;
 	if (fd < 0)
@@ -68,14 +104,23 @@ static int cmp_str(const void *a, const void *b)
 
 static int list_under(void *arg, const char *dir, struct orh_strv *names, struct orh_err *err)
 {
-	_cleanup_free_ char *p = under(arg, dir);
-	DIR *d = opendir(p);
+	const struct root *rt = arg;
+	_cleanup_free_ char *p = under(rt, dir);
+	_cleanup_close_ int pfd = -1;
+	struct orh_err ignored = { 0 };
 	struct dirent *de;
+	DIR *d;
+	int fd;
 
-	if (!d && errno == ENOENT)
-		return 0;
-	if (!d)
+	if (orh_rootfs_dir(rt->fd, dir, false, ORH_MOUNT_ANY, &pfd, &ignored) < 0)
+		return 0; /* no such directory: nothing in it */
+	fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return orh_fail(err, errno, "reading directory '%s': %s", p, strerror(errno));
+	}
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.')
 			orh_strv_push(names, orh_xstrdup(de->d_name));
@@ -85,68 +130,103 @@ static int list_under(void *arg, const char *dir, struct orh_strv *names, struct
 	return 0;
 }
 
+static bool stat_under(const struct root *rt, const char *path, struct stat *st)
+{
+	_cleanup_close_ int dirfd = -1;
+	struct orh_err ignored = { 0 };
+	char name[NAME_MAX + 1];
+
+	return resolve(rt, path, false, &dirfd, name, &ignored) == 0 &&
+	       fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 static bool executable_under(void *arg, const char *path)
 {
-	_cleanup_free_ char *p = under(arg, path);
 	struct stat st;
 
-	return stat(p, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+	return stat_under(arg, path, &st) && S_ISREG(st.st_mode) && (st.st_mode & 0111);
 }
 
 static bool is_dir_under(void *arg, const char *path)
 {
-	_cleanup_free_ char *p = under(arg, path);
 	struct stat st;
 
-	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+	return stat_under(arg, path, &st) && S_ISDIR(st.st_mode);
 }
 
-/* mkdir -p of path's directory, under the root. */
-static int make_parent(const struct root *rt, const char *path, struct orh_err *err)
+/* One change, written under the root (its directories made where missing). */
+static int apply(const struct root *rt, const struct orh_cfg_file *f, const char *text,
+		 bool remove, struct orh_err *err)
 {
-	_cleanup_free_ char *p = under(rt, path);
-	char *slash = strrchr(p, '/');
+	_cleanup_free_ char *p = under(rt, f->path);
+	_cleanup_close_ int pfd = -1, dirfd = -1;
+	char name[NAME_MAX + 1];
+	int r = resolve(rt, f->path, !remove, &pfd, name, err);
 
-	if (!slash || slash == p)
+	if (r == -ENOENT && remove)
 		return 0;
-	*slash = '\0';
-	for (char *q = p + 1; *q; q++) {
-		if (*q != '/')
-			continue;
-		*q = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return orh_fail(err, errno, "creating '%s': %s", p, strerror(errno));
-		*q = '/';
+	if (r < 0)
+		return r;
+	dirfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return orh_fail(err, errno, "opening the directory of '%s': %s", p, strerror(errno));
+	if (remove) {
+		if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+			return orh_fail(err, errno, "removing '%s': %s", p, strerror(errno));
+		return fsync(dirfd) < 0 ? orh_fail(err, errno, "fsync of the directory of '%s'", p)
+					: 0;
 	}
-	if (mkdir(p, 0755) < 0 && errno != EEXIST)
-		return orh_fail(err, errno, "creating '%s': %s", p, strerror(errno));
+	r = orh_write_atomic(dirfd, name, text, strlen(text), 0644, err);
+	return r < 0 ? orh_err_prefix(err, "writing '%s'", p) : 0;
+}
+
+/* Every change of the plan, or none: on a failure, the files already written get their
+ * old text back (a file configure created is removed). */
+static int apply_all(const struct root *rt, const struct orh_cfg_files *files,
+		     struct orh_strv *done, struct orh_err *err)
+{
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < files->n && r >= 0; i++) {
+		const struct orh_cfg_file *f = &files->v[i];
+
+		if (f->new || f->remove)
+			r = apply(rt, f, f->new, f->remove, err);
+		if (r >= 0 && (f->new || f->remove))
+			orh_strv_pushf(done, "%s %s%s", f->remove ? "removed" :
+				       f->old ? "changed" : "created", rt->dir, f->path);
+	}
+	if (r >= 0)
+		return r;
+	for (size_t k = 0; k + 1 < i; k++) {
+		const struct orh_cfg_file *f = &files->v[k];
+		struct orh_err ignored = { 0 };
+
+		if (f->new || f->remove)
+			(void)apply(rt, f, f->old, !f->old, &ignored);
+	}
+	orh_strv_free(done);
+	return r;
+}
+
+/* configure (and install) run one at a time on a root: an flock on the root directory
+ * itself, which leaves nothing behind. */
+static int lock_root(const struct root *rt, int *out, struct orh_err *err)
+{
+	*out = openat(rt->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*out < 0 || flock(*out, LOCK_EX) < 0)
+		return orh_fail(err, errno, "locking '%s': %s", *rt->dir ? rt->dir : "/",
+				strerror(errno));
 	return 0;
 }
 
-static int apply(const struct root *rt, const struct orh_cfg_file *f, struct orh_err *err)
+/* The root's fd and its lock. */
+static int open_root(struct root *rt, int *lock, struct orh_err *err)
 {
-	_cleanup_free_ char *p = under(rt, f->path);
-	char *slash = strrchr(p, '/');
-	_cleanup_close_ int dirfd = -1;
-	int r;
+	int r = orh_rootfs_open(*rt->dir ? rt->dir : "/", &rt->fd, err);
 
-	if (!f->old && f->new) {
-		r = make_parent(rt, f->path, err);
-		if (r < 0)
-			return r;
-	}
-	*slash = '\0';
-	dirfd = open(slash == p ? "/" : p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		return orh_fail(err, errno, "opening '%s': %s", p, strerror(errno));
-	if (f->remove) {
-		if (unlinkat(dirfd, slash + 1, 0) < 0 && errno != ENOENT)
-			return orh_fail(err, errno, "removing '%s/%s': %s", p, slash + 1,
-					strerror(errno));
-		return fsync(dirfd) < 0 ? orh_fail(err, errno, "fsync '%s'", p) : 0;
-	}
-	r = orh_write_atomic(dirfd, slash + 1, f->new, strlen(f->new), 0644, err);
-	return r < 0 ? orh_err_prefix(err, "writing '%s/%s'", p, slash + 1) : 0;
+	return r < 0 ? r : lock_root(rt, lock, err);
 }
 
 /* What --dry-run prints for one file: an appended tail as such, else the whole text. */
@@ -176,8 +256,10 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name)
 
 /* The command line into req; ORH_EXIT_OK, -1 after --help printed the usage, or
  * ORH_EXIT_USAGE (after saying why). */
+enum mode { MODE_WRITE, MODE_DRY_RUN, MODE_CHECK };
+
 static int parse_args(int argc, char **argv, struct orh_configure_req *req, const char **root,
-		      bool *dry_run)
+		      enum mode *mode)
 {
 	const char *engine = NULL, *problem = NULL;
 	bool handler_given = false;
@@ -199,7 +281,9 @@ static int parse_args(int argc, char **argv, struct orh_configure_req *req, cons
 		} else if ((v = opt_value(argc, argv, &i, "--root"))) {
 			*root = strcmp(v, "/") ? v : "";
 		} else if (!strcmp(argv[i], "--dry-run")) {
-			*dry_run = true;
+			*mode = MODE_DRY_RUN;
+		} else if (!strcmp(argv[i], "--check")) {
+			*mode = MODE_CHECK;
 		} else if (!strcmp(argv[i], "--undo")) {
 			req->undo = true;
 		} else if (!strcmp(argv[i], "--help")) {
@@ -229,38 +313,48 @@ static int parse_args(int argc, char **argv, struct orh_configure_req *req, cons
 	return ORH_EXIT_OK;
 }
 
+/* The plan for req under rt, locked against another configure or install of that root. */
+static int plan_under(struct root *rt, const struct orh_configure_req *req,
+		      const char *node_config, int *lock, struct orh_cfg_files *files,
+		      struct orh_strv *notes, struct orh_err *err)
+{
+	struct orh_cfg_reader rd = { .read = read_under, .list = list_under,
+				     .executable = executable_under, .arg = rt,
+				     .is_dir = is_dir_under };
+	int r = open_root(rt, lock, err);
+
+	return r < 0 ? r : orh_configure_plan(req, node_config, &rd, files, notes, err);
+}
+
 int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv)
 {
 	struct orh_configure_req req = { .handler = "rdma", .shim = ORH_BINDIR "/oci-rdma-runtime" };
 	struct orh_cfg_files files = { 0 };
-	struct orh_strv notes = { 0 };
+	struct orh_strv notes = { 0 }, done = { 0 };
 	struct orh_err err = { 0 };
-	struct root rt = { .dir = "" };
-	struct orh_cfg_reader rd = { .read = read_under, .list = list_under,
-				     .executable = executable_under, .arg = &rt,
-				     .is_dir = is_dir_under };
-	bool dry_run = false;
+	struct root rt = { .dir = "", .fd = -1 };
+	enum mode mode = MODE_WRITE;
+	int lock = -1, r;
 	size_t changed = 0;
-	int r;
 
-	r = parse_args(argc, argv, &req, &rt.dir, &dry_run);
+	r = parse_args(argc, argv, &req, &rt.dir, &mode);
 	if (r != ORH_EXIT_OK)
 		return r < 0 ? ORH_EXIT_OK : r; /* -1: --help */
-	r = orh_configure_plan(&req, ctx->config_path, &rd, &files, &notes, &err);
-	for (size_t i = 0; r >= 0 && i < files.n; i++) {
-		const struct orh_cfg_file *f = &files.v[i];
-
-		if (!f->new && !f->remove)
-			continue;
-		changed++;
-		if (dry_run)
-			show(&rt, f);
-		else
-			r = apply(&rt, f, &err);
-		if (r >= 0 && !dry_run)
-			printf("%s %s%s\n", f->remove ? "removed" : f->old ? "changed" : "created",
-			       rt.dir, f->path);
-	}
+	r = plan_under(&rt, &req, ctx->config_path, &lock, &files, &notes, &err);
+	for (size_t i = 0; r >= 0 && i < files.n; i++)
+		if (files.v[i].new || files.v[i].remove) {
+			changed++;
+			if (mode == MODE_DRY_RUN)
+				show(&rt, &files.v[i]);
+			else if (mode == MODE_CHECK)
+				printf("# %s%s: %s\n", rt.dir, files.v[i].path,
+				       files.v[i].remove ? "to be removed" : "not as configure "
+				       "would write it");
+		}
+	if (r >= 0 && mode == MODE_WRITE)
+		r = apply_all(&rt, &files, &done, &err);
+	for (size_t i = 0; i < done.n; i++)
+		printf("%s\n", done.v[i]);
 	if (r < 0) {
 		fprintf(stderr, "oci-rdma-hook: configure: %s\n", err.msg);
 	} else {
@@ -269,36 +363,44 @@ int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv)
 		if (!changed)
 			fprintf(stderr, "oci-rdma-hook: configure: nothing to change\n");
 	}
+	if (rt.fd >= 0)
+		close(rt.fd);
+	if (lock >= 0)
+		close(lock);
 	orh_cfg_files_free(&files);
 	orh_strv_free(&notes);
-	return r < 0 ? (err.code == EINVAL || err.code == EEXIST ? ORH_EXIT_USAGE : ORH_EXIT_FAIL)
-		     : ORH_EXIT_OK;
+	orh_strv_free(&done);
+	if (r < 0)
+		return err.code == EINVAL || err.code == EEXIST ? ORH_EXIT_USAGE : ORH_EXIT_FAIL;
+	return mode == MODE_CHECK && changed ? ORH_EXIT_FAIL : ORH_EXIT_OK;
 }
 
 /* What `install` runs: the plan for req with every file read under root ("" for /), then
- * each change written there. changed gets the host path of each file written or removed. */
+ * every change written there, or none. changed gets "created|changed|removed PATH" (PATH
+ * as the host knows it) for each file written or removed. */
 int orh_configure_under(const char *root, const struct orh_configure_req *req,
 			const char *node_config, struct orh_strv *changed, struct orh_strv *notes,
 			struct orh_err *err)
 {
 	struct orh_cfg_files files = { 0 };
-	struct root rt = { .dir = root };
-	struct orh_cfg_reader rd = { .read = read_under, .list = list_under,
-				     .executable = executable_under, .arg = &rt,
-				     .is_dir = is_dir_under };
-	int r;
+	struct root rt = { .dir = root, .fd = -1 };
+	struct orh_strv done = { 0 };
+	int lock = -1;
+	int r = plan_under(&rt, req, node_config, &lock, &files, notes, err);
 
-	r = orh_configure_plan(req, node_config, &rd, &files, notes, err);
-	for (size_t i = 0; r >= 0 && i < files.n; i++) {
-		const struct orh_cfg_file *f = &files.v[i];
+	if (r >= 0)
+		r = apply_all(&rt, &files, &done, err);
+	for (size_t i = 0; i < done.n; i++) {
+		const char *sp = strchr(done.v[i], ' ');
 
-		if (!f->new && !f->remove)
-			continue;
-		r = apply(&rt, f, err);
-		if (r >= 0)
-			orh_strv_pushf(changed, "%s %s", f->remove ? "removed" :
-				       f->old ? "changed" : "created", f->path);
+		orh_strv_pushf(changed, "%.*s %s", (int)(sp - done.v[i]), done.v[i],
+			       sp + 1 + strlen(root));
 	}
+	if (rt.fd >= 0)
+		close(rt.fd);
+	if (lock >= 0)
+		close(lock);
 	orh_cfg_files_free(&files);
+	orh_strv_free(&done);
 	return r;
 }
