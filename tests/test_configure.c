@@ -454,6 +454,31 @@ Test(engines, crio_reads_every_dropin_file)
 	orh_cfg_files_free(&files);
 }
 
+/* Two engines on one node keep their runtimes: containerd's default (nvidia) goes into
+ * the node config, docker's own default rides in its entry's runtimeArgs. */
+Test(engines, two_engines_keep_their_runtimes)
+{
+	struct fake_fs fs = {
+		.path = { "/etc/docker/daemon.json", CD_NODE },
+		.text = { "{\"default-runtime\": \"kata\", \"runtimes\": {\"kata\": {\"path\": \"/opt/kata-runtime\"}}}",
+			  "[node]\n# >>> oci-rdma-hook configure --engine containerd\n"
+			  "[containers]\nruntime = /opt/nvidia-container-runtime\n"
+			  "# <<< oci-rdma-hook configure --engine containerd\n" },
+		.exe = { "/opt/kata-runtime" },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_DOCKER };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+	const struct orh_cfg_file *d;
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	d = file(&files, "/etc/docker/daemon.json");
+	cr_assert(strstr(d->new, "\"runtimeArgs\": [\n        \"--orh-runtime=/opt/kata-runtime\"\n"),
+		  "%s", d->new);
+	cr_assert_null(file(&files, CD_NODE)->new, "%s", file(&files, CD_NODE)->new);
+	orh_cfg_files_free(&files);
+}
+
 Test(engines, crio_adds_to_the_nodes_hooks_dir)
 {
 	struct fake_fs fs = {

@@ -91,7 +91,8 @@ struct orh_config {
 	bool request_env;           /* also read the request from process.env (OCI_RDMA_HOOK_*) */
 	enum orh_request_scope request_scope; /* who may be served at all (an allocation) */
 	enum orh_on_error on_error;
-	char *runtime;              /* the runtime the shim execs; default "runc" */
+	char *runtime;              /* the runtime the shim execs; default "runc" (a first
+				     * argument ORH_RUNTIME_ARG of the shim wins over it) */
 	bool add_ipc_lock;          /* precreate/shim add CAP_IPC_LOCK */
 	/* [env] */
 	struct orh_env_setting *env;
@@ -120,5 +121,8 @@ bool orh_env_nccl_reads(const char *name);
 /* Is VALUE acceptable in /etc/nccl.conf and in an environment (no newline, CR, NUL,
  * at most 1023 bytes)? */
 bool orh_env_value_allowed(const char *value);
+
+/* The shim's first argument that names its runtime for one engine's registration. */
+#define ORH_RUNTIME_ARG "--orh-runtime="
 
 #endif

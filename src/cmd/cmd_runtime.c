@@ -392,6 +392,16 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 	bool fatal = false;
 	int r = 0;
 
+	/* The runtime an engine's registration names for itself (docker's runtimeArgs): the
+	 * first argument, never passed on. It wins over the node config's `runtime`, so that
+	 * engines chaining different runtimes share one node config. */
+	if (argc > 1 && !strncmp(argv[1], ORH_RUNTIME_ARG, strlen(ORH_RUNTIME_ARG))) {
+		free(ctx->cfg.runtime);
+		ctx->cfg.runtime = orh_xstrdup(argv[1] + strlen(ORH_RUNTIME_ARG));
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
 	parse_args(argc, argv, &ra);
 	if (ra.cmd > 0 && (!strcmp(argv[ra.cmd], "create") || !strcmp(argv[ra.cmd], "run"))) {
 		/* During create, the runtime's stderr is often the container's own stderr

@@ -2,7 +2,9 @@
 /*
  * docker: the runtime merged into daemon.json, every other key kept
  * (include/orh/configure.h). JSON has no comments, and dockerd refuses keys it does not
- * know: configure's entry is told by its name and the shim's path.
+ * know: configure's entry is told by its name and the shim's path. The runtime docker
+ * ran before is the entry's runtimeArgs (the shim's first argument), not the node
+ * config's, which another engine may set.
  */
 #include <errno.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include <jansson.h>
 
 #include "engines_priv.h"
+#include "orh/config.h"
 
 static char *dump(const json_t *root)
 {
@@ -88,18 +91,30 @@ int cfg_docker(const struct orh_configure_req *req, const char *node_config,
 		return r < 0 ? r : cfg_node_runtime(req, node_config, rd, NULL, files, notes, err);
 	}
 	r = default_runtime(req, rd, f->path, root, runtimes, &runtime, notes, err);
-	if (r >= 0 && !mine) {
+	if (r >= 0) {
+		/* the runtime docker ran before rides in the entry's own arguments, so that
+		 * another engine's runtime in the node config is not docker's */
+		json_t *entry = json_pack("{s:s}", "path", req->shim);
+
+		if (runtime)
+			json_object_set_new(entry, "runtimeArgs",
+					    json_pack("[s+]", ORH_RUNTIME_ARG, runtime));
 		if (!runtimes) {
 			runtimes = json_object();
 			json_object_set_new(root, "runtimes", runtimes);
 		}
-		json_object_set_new(runtimes, req->handler, json_pack("{s:s}", "path", req->shim));
-		f->new = dump(root);
+		if (!mine || !json_equal(mine, entry)) {
+			json_object_set(runtimes, req->handler, entry);
+			f->new = dump(root);
+		}
+		json_decref(entry);
 	}
 	json_decref(root);
 	if (r < 0)
 		return r;
-	orh_strv_pushf(notes, "docker: runtime '%s' (docker run --runtime %s); reload dockerd "
-		       "(SIGHUP, or systemctl reload docker) to load it", req->handler, req->handler);
-	return cfg_node_runtime(req, node_config, rd, runtime, files, notes, err);
+	orh_strv_pushf(notes, "docker: runtime '%s' (docker run --runtime %s), executing %s; "
+		       "reload dockerd (SIGHUP, or systemctl reload docker) to load it",
+		       req->handler, req->handler, runtime ? runtime : "runc");
+	/* (a runtime block of an earlier configure of docker goes) */
+	return cfg_node_runtime(req, node_config, rd, NULL, files, notes, err);
 }
