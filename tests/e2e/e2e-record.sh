@@ -3,7 +3,10 @@
 # The record of what was done (record.json under /run/oci-rdma-hook/<id>) and `inspect`,
 # with runc containers served by the live hook: a running container's record is listed
 # and printed, and is gone once the container is deleted (poststop); a state directory of
-# a container that is gone is swept; a container whose memlock the spec caps below what
+# a container that is gone is swept, one of an unknown record version is not; a container
+# with an id of every character runc accepts has its record, whose text from the image
+# and the spec inspect and the log print escaped, and which inspect from another pid
+# namespace leaves; a container whose memlock the spec caps below what
 # RDMA needs starts with a warning under on_error = warn and is refused under fail; one
 # given devices whose ports are all down likewise; one holding a GPU where GPUDirect RDMA
 # cannot work gets a warning; podman's precreate path leaves the record of nccl-conf.
@@ -58,18 +61,72 @@ check "after delete (poststop) the state directory is gone" [ ! -e "$RUN/$ID" ]
 check "inspect ID of a deleted container fails" \
 	sh -c '! "$1" inspect "$2" >/dev/null 2>&1' _ "$HOOK" "$ID"
 
-# A stale directory: its record names a process that is gone (pid 1 with another start
-# time); one that is not ours (a file of another name) keeps that file.
-mkdir -p "$RUN/orh-e2e-$$-stale" "$RUN/orh-e2e-$$-other"
-echo '{"pid": 1, "start_time": 1}' >"$RUN/orh-e2e-$$-stale/record.json"
+# A stale directory: its record, written in this pid namespace, names a process that is
+# gone (pid 1 with another start time); one that is not ours (a file of another name)
+# keeps that file; a record of a format version this binary does not know is never swept.
+PIDNS=$(stat -Lc %i /proc/self/ns/pid)
+GONE_REC='{"version": 1, "pid": 1, "start_time": 1, "pid_ns": '$PIDNS'}'
+mkdir -p "$RUN/orh-e2e-$$-stale" "$RUN/orh-e2e-$$-other" "$RUN/orh-e2e-$$-v99"
+echo "$GONE_REC" >"$RUN/orh-e2e-$$-stale/record.json"
 echo x >"$RUN/orh-e2e-$$-stale/nccl.conf"
-echo '{"pid": 1, "start_time": 1}' >"$RUN/orh-e2e-$$-other/record.json"
+echo "$GONE_REC" >"$RUN/orh-e2e-$$-other/record.json"
 echo x >"$RUN/orh-e2e-$$-other/not-ours"
+echo '{"version": 99, "pid": 1, "start_time": 1, "pid_ns": '$PIDNS'}' \
+	>"$RUN/orh-e2e-$$-v99/record.json"
 "$HOOK" inspect >/dev/null 2>&1 || true
 check "inspect sweeps the state directory of a container that is gone" \
 	[ ! -e "$RUN/orh-e2e-$$-stale" ]
 check "the sweep leaves a file it did not make" [ -e "$RUN/orh-e2e-$$-other/not-ours" ]
-rm -rf "$RUN/orh-e2e-$$-other"
+check "the sweep leaves a record of a version it does not know" \
+	[ -e "$RUN/orh-e2e-$$-v99/record.json" ]
+rm -rf "$RUN/orh-e2e-$$-other" "$RUN/orh-e2e-$$-v99"
+
+# A container whose id has every character runc accepts gets its record; text from its
+# image (an /etc/nccl.conf line with ESC, BEL and CR) and its spec (an env value with a
+# newline, quoted by a warning) is printed escaped by inspect and in the hook's log, and
+# stays exact in --json. inspect from another pid namespace (its own /proc) leaves the
+# running container's record, and cannot tell whether it is alive.
+JOB="orh-e2e-$$-job+1.a_b-c"
+make_rootfs "$WORK/rootfs-job"
+printf 'NCCL_IB_GID_INDEX=3\033]0;pwned\007\rX\n' >"$WORK/rootfs-job/etc/nccl.conf"
+make_bundle "$WORK/bj" "$WORK/rootfs-job" "$WORK/node" "$WORK/warn.conf" \
+	'echo "memlock $(ulimit -l)" >/tmp/out; sleep 60' \
+	"$ASK; c['process']['env'].append('OCI_RDMA_HOOK_ENABLE=yes' + chr(10) + 'forged: line')"
+runc run -d --bundle "$WORK/bj" "$JOB" </dev/null >"$WORK/bj.out" 2>&1 || true
+OUT=""
+for i in $(seq 1 50); do
+	OUT=$(runc exec "$JOB" cat /tmp/out 2>/dev/null || true)
+	inside_ran && break
+	sleep 0.1
+done
+check_ran "container $JOB"
+check "container $JOB: its record is there while it runs" [ -f "$RUN/$JOB/record.json" ]
+TXT=$("$HOOK" inspect "$JOB" 2>&1 || true)
+check "inspect ID: the image's line and the env value print escaped" \
+	python3 -c 'import sys
+t = sys.argv[1]
+assert "id: " + sys.argv[2] in t, t
+assert "NCCL_IB_GID_INDEX=3\\x1b]0;pwned\\x07\\x0dX" in t, t
+assert "yes\\x0aforged: line" in t, t
+assert not any(c in t for c in "\x1b\x07\r"), repr(t)
+assert not any(l.startswith("forged") for l in t.split("\n")), t' "$TXT" "$JOB"
+J=$("$HOOK" inspect "$JOB" --json 2>&1 || true)
+check "inspect ID --json: the same text, exact" \
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["nccl_conf"]["image_lines_kept"] == ["NCCL_IB_GID_INDEX=3\x1b]0;pwned\x07\rX"], r
+assert any("yes\nforged: line" in w for w in r["warnings"]), r["warnings"]' "$J"
+check "the hook's log: the env value escaped, no forged line" \
+	bash -c 'grep -qF "yes\x0aforged: line" "$1" && ! grep -q "^forged" "$1"' _ "$WORK/bj/hook.log"
+FOREIGN=$(unshare -p -f --mount-proc "$HOOK" inspect 2>&1 || true)
+check "inspect in another pid namespace (unshare -p -f --mount-proc) lists it, alive unknown" \
+	grep -Eq "^${JOB:0:16} +createRuntime +requested .* \?$" <<<"$FOREIGN"
+check "inspect in another pid namespace leaves the running container's record" \
+	[ -f "$RUN/$JOB/record.json" ]
+check "inspect here still sees it alive" \
+	grep -Eq "^${JOB:0:16} +createRuntime +requested .* yes$" <<<"$("$HOOK" inspect 2>&1)"
+runc delete -f "$JOB" >/dev/null 2>&1 || true
+check "after delete (poststop) its state directory is gone" [ ! -e "$RUN/$JOB" ]
 
 # Memlock capped by the spec below the need (1 MiB hard and soft): warn starts it with a
 # warning; fail refuses a container that asked.
