@@ -479,6 +479,32 @@ Test(engines, two_engines_keep_their_runtimes)
 	orh_cfg_files_free(&files);
 }
 
+/* containerd and CRI-O share the node config's runtime: a second engine that chains
+ * another one is refused, naming both. */
+Test(engines, one_node_config_runtime_is_not_overwritten)
+{
+	struct fake_fs fs = {
+		.path = { "/etc/crio/crio.conf", CD_NODE },
+		.text = { "[crio.runtime]\ndefault_runtime = \"crun\"\n",
+			  "[node]\n\n# >>> oci-rdma-hook configure --engine containerd\n"
+			  "[containers]\nruntime = /opt/nvidia-container-runtime\n"
+			  "# <<< oci-rdma-hook configure --engine containerd\n" },
+		.exe = { "/usr/bin/crun" },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CRIO };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), -EEXIST, "%s", err.msg);
+	cr_assert(strstr(err.msg, "executes /opt/nvidia-container-runtime for containerd"), "%s",
+		  err.msg);
+	cr_assert(strstr(err.msg, "whose runtime is /usr/bin/crun"), "%s", err.msg);
+	orh_cfg_files_free(&files);
+	req.runtime = "/opt/nvidia-container-runtime";
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	orh_cfg_files_free(&files);
+}
+
 Test(engines, crio_adds_to_the_nodes_hooks_dir)
 {
 	struct fake_fs fs = {

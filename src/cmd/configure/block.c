@@ -159,3 +159,20 @@ char *orh_block_strip_all(const char *old)
 	out[n] = '\0';
 	return out;
 }
+
+char *orh_block_body(const char *old, const struct orh_block *b)
+{
+	struct orh_err ignored = { 0 };
+	const char *from, *to;
+	struct found f;
+
+	if (!old || find_block(old, "", b->id, &f, &ignored) <= 0)
+		return NULL;
+	from = f.begin + line_len(f.begin);
+	from += *from == '\n';
+	/* the end marker's line starts after the newline before it */
+	to = f.end > old && f.end[-1] == '\n' ? f.end - 1 : f.end;
+	while (to > from && to[-1] != '\n')
+		to--;
+	return orh_xasprintf("%.*s", (int)(to - from), from);
+}

@@ -131,6 +131,33 @@ int cfg_shim_runtime(const struct orh_cfg_reader *rd, const char *name, char **o
  * `runtime` rather than the runc it finds itself (runtime NULL), unless the operator's own
  * lines set a runtime other than runc (a note says so, and nothing is written); removed
  * otherwise and on --undo. */
+/* Another engine's runtime block in the node config must chain the same runtime (one
+ * `runtime` serves every engine whose registration names none of its own). */
+static int other_engines(const struct orh_configure_req *req, const struct orh_cfg_file *f,
+			 const char *runtime, struct orh_err *err)
+{
+	for (size_t e = 0; e < ORH_ARRAY_SIZE(engine_names) && f->old; e++) {
+		_cleanup_free_ char *id = orh_xasprintf("--engine %s", engine_names[e]);
+		struct orh_block b = { .id = id };
+		_cleanup_free_ char *body = e == req->engine ? NULL : orh_block_body(f->old, &b);
+		const char *line = body ? strstr(body, "\nruntime = ") : NULL;
+		size_t n;
+
+		if (!line)
+			continue;
+		line += strlen("\nruntime = ");
+		n = strcspn(line, "\r\n");
+		if (strlen(runtime) != n || strncmp(line, runtime, n))
+			return orh_fail(err, EEXIST, "%s: the shim executes %.*s for %s (configure's "
+					"block); one node config runtime serves %s too, whose runtime "
+					"is %s: give configure --runtime %.*s, or make the engines "
+					"chain the same runtime", f->path, (int)n, line,
+					engine_names[e], engine_names[req->engine], runtime, (int)n,
+					line);
+	}
+	return 0;
+}
+
 int cfg_node_runtime(const struct orh_configure_req *req, const char *node_config,
 			const struct orh_cfg_reader *rd, const char *runtime,
 			struct orh_cfg_files *files, struct orh_strv *notes, struct orh_err *err)
@@ -143,6 +170,8 @@ int cfg_node_runtime(const struct orh_configure_req *req, const char *node_confi
 	int r;
 
 	r = cfg_add_file(rd, files, node_config, &f, err);
+	if (r >= 0 && !req->undo && req->engine != ORH_ENGINE_DOCKER)
+		r = other_engines(req, f, runtime ? runtime : "runc", err);
 	if (r < 0)
 		return r;
 	if (!req->undo && runtime) {
