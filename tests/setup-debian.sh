@@ -39,3 +39,32 @@ if ((${#missing[@]})); then
 	apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 echo "setup: all packages present"
+
+# Real peers that Debian 12 lacks, built from the Go module proxy with the Go toolchain on
+# the machine (tests/e2e/e2e-fleet.sh judges configure with them): containerd 2.x with its
+# ctr and runc shim, nvidia-ctk (its `runtime configure` makes the NVIDIA layouts) and
+# crictl. Installed into ORH_GO_BIN, once: a version file says what is there.
+ORH_GO_BIN=${ORH_GO_BIN:-/opt/oci-rdma-hook-peers/bin}
+go_peers=(
+	"github.com/containerd/containerd/v2/cmd/containerd@v2.3.4"
+	"github.com/containerd/containerd/v2/cmd/ctr@v2.3.4"
+	"nogrpc github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@v2.3.4"
+	"github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk@v1.20.0"
+	"sigs.k8s.io/cri-tools/cmd/crictl@v1.36.0"
+)
+GO=$(command -v go || echo /usr/local/go/bin/go)
+if [ ! -x "$GO" ]; then
+	echo "setup: no Go toolchain: the fleet tests will say they cannot run"
+elif [ "$(cat "$ORH_GO_BIN/.versions" 2>/dev/null)" != "${go_peers[*]}" ]; then
+	echo "setup: building the Go peers into $ORH_GO_BIN"
+	mkdir -p "$ORH_GO_BIN"
+	for p in "${go_peers[@]}"; do
+		if [ "${p%% *}" = nogrpc ]; then
+			GOBIN=$ORH_GO_BIN CGO_ENABLED=0 "$GO" install -tags no_grpc "${p#nogrpc }"
+		else
+			GOBIN=$ORH_GO_BIN "$GO" install "$p"
+		fi
+	done
+	printf '%s' "${go_peers[*]}" >"$ORH_GO_BIN/.versions"
+fi
+echo "setup: Go peers in $ORH_GO_BIN"
