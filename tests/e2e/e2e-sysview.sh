@@ -11,6 +11,8 @@
 # host's /sys would show), read-only, and the view goes over that.
 # The config's UCX_TLS reaches PID 1's environment through the shim and precreate; the
 # live hook writes it into /etc/nccl.conf and its log says the environment lacks it.
+# The views of 300 random subsets of a 64-HCA node are all removed by inspect's sweeps once
+# their containers are gone.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/e2e-containerd-lib.sh"
 
@@ -158,5 +160,63 @@ else
 fi
 check "the sample node's class directories are as they were, after every engine" \
 	[ "$(cd "$CLASS" && find . -printf '%p %y %l\n' | sort)" = "$FIXTURE_BEFORE" ]
+
+# ---- 300 subsets of a 64-HCA node: no view left once their containers are gone ----
+# The live hook serves 300 containers, each given a random subset of the node's 64 devices
+# (rule 8): one stand-in process (fake_ctr) that every hook takes for the container it
+# serves. Each gets the view of its subset, which its record names and its state
+# directory links to. Once the containers are gone, inspect's sweeps remove their state
+# directories (256 a sweep: two sweeps), then the views that no state directory links to.
+# The sweep keeps a view made or used in the last 10 minutes (a container may be starting
+# with it): the mtimes of these views are set back 20 minutes, as that wait would.
+RUN=/run/oci-rdma-hook
+python3 "$MKNODE" "$NODES/scale.json" "$WORK/node64" --devnodes \
+	--scale hcas=64,ports=1,gid_tbl_len=4,addrs_per_port=1 >/dev/null
+write_conf "$WORK/node64.conf" "[node]
+skip_default_route_nic = no
+[containers]
+activation = always"
+make_rootfs "$WORK/r64"
+make_bundle "$WORK/b64" "$WORK/r64" "$WORK/node64" "$WORK/node64.conf" true \
+	'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
+python3 - "$WORK/b64" "$WORK/node64/dev/infiniband" <<'EOF2'
+import json, os, random, sys
+b, dev = sys.argv[1:3]
+c = json.load(open(b + "/config.json"))
+rnd = random.Random(28)
+for i in range(1, 301):
+    given = [n for n in range(64) if rnd.random() < 0.5] or [0]
+    c["linux"]["devices"] = []
+    for n in given:
+        st = os.stat("%s/uverbs%d" % (dev, n))
+        c["linux"]["devices"].append({"path": "/dev/infiniband/uverbs%d" % n, "type": "c",
+                                      "major": os.major(st.st_rdev),
+                                      "minor": os.minor(st.st_rdev), "fileMode": 438})
+    os.makedirs("%s/%d" % (b, i), exist_ok=True)
+    json.dump(c, open("%s/%d/config.json" % (b, i), "w"))
+EOF2
+if fake_ctr "$WORK/r64"; then
+	for i in $(seq 1 300); do
+		printf '{"ociVersion":"1.0.2","id":"orh-e2e-%s-v%s","status":"creating","pid":%s,"bundle":"%s"}' \
+			"$$" "$i" "$SLEEPER" "$WORK/b64/$i" |
+			"$HOOK" --sysroot "$WORK/node64" --config "$WORK/node64.conf" createRuntime \
+			2>>"$WORK/b64.log" || true
+	done
+fi
+VIEWS=$(python3 -c 'import glob, json, sys
+for f in glob.glob(sys.argv[1] + "/orh-e2e-" + sys.argv[2] + "-v*/record.json"):
+    print(json.load(open(f)).get("sysfs_view", "none"))' "$RUN" "$$" | sort -u)
+check "300 subsets: 300 records, each naming its view, which is there ($(wc -l <<<"$VIEWS") views)" \
+	bash -c '[ "$(ls -d "$1/orh-e2e-$2-v"* | wc -l)" = 300 ] && [ "$(wc -l <<<"$3")" = 300 ] &&
+		! grep -qx none <<<"$3" && while read -r v; do [ -d "$v" ] || exit 1; done <<<"$3"' \
+	_ "$RUN" "$$" "$VIEWS"
+stop_fake_ctr
+while read -r v; do [ ! -d "$v" ] || touch -d '-20 minutes' "$v"; done <<<"$VIEWS"
+"$HOOK" inspect >/dev/null 2>&1 || true
+"$HOOK" inspect >/dev/null 2>&1 || true
+check "300 subsets, their containers gone: no state directory left" \
+	bash -c '! ls -d "$1/orh-e2e-$2-v"* >/dev/null 2>&1' _ "$RUN" "$$"
+check "300 subsets, their containers gone: none of their views left ($(ls -A "$RUN/.sysfs" | wc -l) entries in $RUN/.sysfs)" \
+	bash -c 'while read -r v; do [ ! -e "$v" ] || exit 1; done <<<"$1"' _ "$VIEWS"
 
 finish
