@@ -171,14 +171,14 @@ printf 'NCCL_DEBUG=WARN\n' >"$WORK/r4/etc/nccl.conf"
 make_bundle "$WORK/b4" "$WORK/r4" "$WORK/node" "$WORK/always.conf" true \
 	"$HOSTNET; c['root']['readonly'] = True"
 mkdir -p "$WORK/cwd"
-for id in "../../../..$WORK/escape" "a/../../b" ".hidden" "$(printf 'x%.0s' $(seq 300))"; do
+for id in "../../../..$WORK/escape" "a/../../b" ".." "$(printf 'x%.0s' $(seq 300))"; do
 	(cd "$WORK/cwd" && hook_direct "$WORK/b4" "$WORK/always.conf" "$id"
 	 printf '%s\n%s\n' "$HRC" "$HLOG" >"$WORK/b4/res")
 	HRC=$(head -1 "$WORK/b4/res")
 	check "id '${id:0:40}': exit 0" [ "$HRC" = 0 ]
 	check "id '${id:0:40}': no directory named after it under /run/oci-rdma-hook or $WORK" \
 		said "no state directory (the container id cannot name one)" "$(cat "$WORK/b4/direct.log")" \
-		bash -c '[ ! -e "$1/escape" ] && [ -z "$(ls -A "$1/cwd")" ] && ! ls -a /run/oci-rdma-hook 2>/dev/null | grep -qx "$(basename "$2")"' \
+		bash -c '[ ! -e "$1/escape" ] && [ -z "$(ls -A "$1/cwd")" ] && ! ls -A /run/oci-rdma-hook 2>/dev/null | grep -qx "$(basename "$2")"' \
 		_ "$WORK" "$id"
 	# (in the mount table of the stand-in container: its rootfs is mounted there)
 	check "id '${id:0:40}': nothing was mounted over the image file" \
