@@ -314,32 +314,33 @@ static int run_under(const char *root, const char *const *bins, char **argv, cha
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* chroot ROOT systemctl try-restart UNITS... (only the units that run are restarted) */
+/* chroot ROOT systemctl try-restart UNIT, for each of e's units: a unit that runs is
+ * restarted, one that does not is left, one the host does not have (status 5: k3s-agent on
+ * a k3s server) is skipped. */
 static int systemd_restart(const char *root, struct orh_inst_engine *e, struct orh_strv *notes,
 			   struct orh_err *err)
 {
 	static const char *const bins[] = { "/usr/bin/systemctl", "/bin/systemctl", NULL };
 	_cleanup_free_ char *units = orh_xstrdup(e->units);
-	_cleanup_free_ char *out = NULL;
-	char *argv[8] = { "systemctl", "try-restart" };
 	char *save = NULL;
-	size_t n = 2;
 	int pid = e->socket ? peer_pid(root, e->socket, err) : 0;
-	int status;
 
 	if (pid < 0)
 		return pid;
 	e->listened = pid > 0;
-	for (char *u = strtok_r(units, " ", &save); u && n < ORH_ARRAY_SIZE(argv) - 1;
-	     u = strtok_r(NULL, " ", &save))
-		argv[n++] = u;
-	status = run_under(root, bins, argv, &out, err);
-	if (status < 0)
-		return status;
-	if (status)
-		return orh_fail(err, ECHILD, "systemctl try-restart %s under '%s/': status %d",
-				e->units, root, status);
-	orh_strv_pushf(notes, "restarted %s where it runs (systemctl try-restart)", e->units);
+	for (char *u = strtok_r(units, " ", &save); u; u = strtok_r(NULL, " ", &save)) {
+		_cleanup_free_ char *out = NULL;
+		char *argv[] = { "systemctl", "try-restart", u, NULL };
+		int status = run_under(root, bins, argv, &out, err);
+
+		if (status < 0)
+			return status;
+		if (status && status != 5)
+			return orh_fail(err, ECHILD, "systemctl try-restart %s under '%s/': status %d",
+					u, root, status);
+		if (!status)
+			orh_strv_pushf(notes, "systemctl try-restart %s (restarted where it runs)", u);
+	}
 	return 0;
 }
 
