@@ -264,7 +264,8 @@ Test(engines, containerd_copies_systemd_cgroup_and_the_nvidia_runtime)
 	cd = file(&files, CD_MAIN);
 	ours = file(&files, CD_OURS);
 	/* the main file gains the import of conf.d, right after its version line */
-	cr_assert_str_eq(cd->new, "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n"
+	cr_assert_str_eq(cd->new, "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"] # added "
+			 "by oci-rdma-hook configure\n"
 			 CRI ".containerd]\ndefault_runtime_name = \"nvidia\"\n"
 			 CRI ".containerd.runtimes.nvidia.options]\n"
 			 "BinaryName = \"/usr/local/nvidia/toolkit/nvidia-container-runtime\"\n"
@@ -298,7 +299,8 @@ Test(engines, containerd_without_a_config_keeps_the_default_runtime)
 		cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
 		cd = file(&files, CD_MAIN);
 		ours = file(&files, CD_OURS);
-		cr_assert(strstr(cd->new, "imports = [\"/etc/containerd/conf.d/*.toml\"]\n"), "%s",
+		cr_assert(strstr(cd->new, "imports = [\"/etc/containerd/conf.d/*.toml\"] # added by "
+				 "oci-rdma-hook configure\n"), "%s",
 			  cd->new);
 		cr_assert(strstr(ours->new, CRI ".containerd.runtimes.runc]\n"
 				 "  runtime_type = \"io.containerd.runc.v2\"\n"), "%s", ours->new);
@@ -383,14 +385,14 @@ Test(engines, containerd_finds_its_handler_by_what_it_is)
 
 	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
 	cd = file(&files, CD_MAIN);
-	cr_assert_null(strstr(cd->new, "rdma"), "%s", cd->new);
+	cr_assert_null(strstr(cd->new, "runtimes.rdma"), "%s", cd->new);
 	cr_assert(strstr(cd->new, CRI ".containerd.runtimes.runc]\r\n"), "%s", cd->new);
 	/* one handler table, in the drop-in */
 	cr_assert_eq(count(file(&files, CD_OURS)->new, ".runtimes.rdma]"), 1);
 	orh_cfg_files_free(&files);
 	req.undo = true;
 	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cr_assert_null(strstr(file(&files, CD_MAIN)->new, "rdma"));
+	cr_assert_null(strstr(file(&files, CD_MAIN)->new, "runtimes.rdma"));
 	cr_assert_not(file(&files, CD_OURS)->new);
 	orh_cfg_files_free(&files);
 }

@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # `oci-rdma-hook configure`, checked by the engines themselves where this machine has them:
-#   containerd 1.6: `containerd config dump` of the changed config.toml shows the handler,
-#     and every other setting as before; configure writes the 2.x form (version = 3) too,
-#     checked against containerd 2.x's documented schema (no 2.x binary here);
+#   containerd 1.6: `containerd config dump` of the changed config (the main file and the
+#     drop-in it imports) shows the handler, and every other setting as before; configure
+#     writes the 2.x form (version = 3) too, checked against containerd 2.x's documented
+#     schema (e2e-fleet.sh runs containerd 2.x itself);
 #   podman: its debug log reads hooks from the package's own directory (the drop-in);
 #   CRI-O (not packaged here): the drop-in parses as TOML, with the packaging's paths and
 #     hooks_dir added to rather than replaced;
@@ -75,10 +76,18 @@ grep -q '^version = 2' "$R/etc/containerd/config.toml" || cant_run "containerd c
 sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' "$R/etc/containerd/config.toml"
 printf '# the operator'"'"'s comment\n' >>"$R/etc/containerd/config.toml"
 cp -a "$R" "$WORK/cd.orig"
-dump() { containerd --config "$1" config dump 2>"$WORK/dump.err"; }
-dump "$R/etc/containerd/config.toml" >"$WORK/dump.before" || cant_run "containerd config dump: $(cat "$WORK/dump.err")"
+# dump ROOT: containerd's merged config of ROOT's /etc/containerd (a private mount namespace
+# where it is /etc/containerd, so that its imports resolve as on the node)
+dump() {
+	unshare -m bash -c 'mount --make-rprivate / && mount --bind "$0/etc/containerd" /etc/containerd &&
+		exec containerd --config /etc/containerd/config.toml config dump' "$1" 2>"$WORK/dump.err"
+}
+export -f dump
+export WORK
+mkdir -p /etc/containerd
+dump "$R" >"$WORK/dump.before" || cant_run "containerd config dump: $(cat "$WORK/dump.err")"
 idempotent "containerd" "$R" --engine containerd
-dump "$R/etc/containerd/config.toml" >"$WORK/dump.after"
+dump "$R" >"$WORK/dump.after"
 check "containerd config dump accepts the changed config ($(cat "$WORK/dump.err"))" [ -s "$WORK/dump.after" ]
 check "containerd's dump has handler rdma: runc shim, the pod annotations, BinaryName = the shim, SystemdCgroup as runc's" \
 	toml "$WORK/dump.after" '
@@ -95,10 +104,12 @@ except ImportError:  # Python 3.10: tomli, the same parser
     import tomli as tomllib
 a, b = (tomllib.load(open(f, "rb")) for f in sys.argv[1:3])
 del b["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["rdma"]
+a.pop("imports", None), b.pop("imports", None)  # the files read, which now include ours
 sys.exit(a != b)' "$WORK/dump.before" "$WORK/dump.after"
-check "containerd: every line of the operator's file is still there, in order" \
-	bash -c 'head -c "$(stat -c %s "$1")" "$2" | cmp -s - "$1"' _ \
-	"$WORK/cd.orig/etc/containerd/config.toml" "$R/etc/containerd/config.toml"
+check "containerd: the handler is in the drop-in; the operator's file gained the import line alone" \
+	bash -c 'grep -q "runtimes.rdma\]" "$3" && sed "s|^imports = \[\"/etc/containerd/conf.d/\*.toml\"\]$|imports = []|" "$2" | cmp -s - "$1"' _ \
+	"$WORK/cd.orig/etc/containerd/config.toml" "$R/etc/containerd/config.toml" \
+	"$R/etc/containerd/conf.d/99-oci-rdma-hook.toml"
 check "containerd: runc's handler is the default: no runtime block in the node config" \
 	[ ! -e "$R/etc/oci-rdma-hook/oci-rdma-hook.conf" ]
 check "containerd: --undo succeeds" cfg --root "$R" --engine containerd --undo
@@ -114,7 +125,7 @@ check "containerd: the refused run wrote nothing" [ "$(snapshot "$WORK/cd.orig")
 R=$WORK/cd-none
 mkdir -p "$R"
 idempotent "containerd without a config" "$R" --engine containerd
-check "containerd config dump reads the new file" bash -c 'containerd --config "$1" config dump >/dev/null' _ "$R/etc/containerd/config.toml"
+check "containerd config dump reads the new files" bash -c 'dump "$1" | grep -q "runtimes.rdma\]"' _ "$R"
 check "the new file starts with version = 2" [ "$(head -n 1 "$R/etc/containerd/config.toml")" = "version = 2" ]
 cfg --root "$R" --engine containerd --undo >/dev/null 2>&1
 check "containerd without a config: --undo removes the file it made" \
@@ -137,8 +148,8 @@ EOF
 printf '[containers]\nactivation = devices\n' >"$R/etc/oci-rdma-hook/oci-rdma-hook.conf"
 cp -a "$R" "$WORK/cd-gpu.orig"
 idempotent "containerd 2.x with the NVIDIA runtime" "$R" --engine containerd
-check "containerd 2.x: the handler in the version 3 table, as its documented schema has it" \
-	toml "$R/etc/containerd/config.toml" '
+check "containerd 2.x: the handler in the version 3 table of the drop-in, as its documented schema has it" \
+	toml "$R/etc/containerd/conf.d/99-oci-rdma-hook.toml" '
 r = t["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]
 assert t["version"] == 3 and "io.containerd.grpc.v1.cri" not in t["plugins"], t
 assert r["rdma"] == {"runtime_type": "io.containerd.runc.v2", "pod_annotations": ["oci-rdma-hook/*"],

@@ -158,6 +158,10 @@ static void place_dropin(struct cd_plan *p, const struct orh_cfg_files *files,
 	p->glob = orh_xasprintf("%s/*.toml", dir);
 }
 
+/* The end of the line configure adds where a file has no imports (so that --undo gives
+ * back a file without the key, rather than an empty list). */
+#define IMPORTS_ADDED " # added by oci-rdma-hook configure"
+
 /* text with entry added to its top-level imports (a new line after `version` where it
  * has none; a new file when text is NULL). */
 static char *imports_add(const char *text, const struct orh_toml *t, const char *entry)
@@ -166,7 +170,7 @@ static char *imports_add(const char *text, const struct orh_toml *t, const char 
 	const struct orh_toml_entry *e, *v;
 
 	if (!text)
-		return orh_xasprintf("version = 2\nimports = [%s]\n", q);
+		return orh_xasprintf("version = 2\nimports = [%s]" IMPORTS_ADDED "\n", q);
 	e = orh_toml_get(t, "imports");
 	v = orh_toml_get(t, "version");
 	if (e) {
@@ -180,11 +184,12 @@ static char *imports_add(const char *text, const struct orh_toml *t, const char 
 				     *prev == '[' || *prev == ',' ? "" : ", ", q, close);
 	}
 	if (v)
-		return orh_xasprintf("%.*simports = [%s]\n%s", (int)v->end, text, q, text + v->end);
-	return orh_xasprintf("imports = [%s]\n%s", q, text);
+		return orh_xasprintf("%.*simports = [%s]" IMPORTS_ADDED "\n%s", (int)v->end, text, q,
+				     text + v->end);
+	return orh_xasprintf("imports = [%s]" IMPORTS_ADDED "\n%s", q, text);
 }
 
-/* text without entry in its imports: the line where it was the only one, else the entry. */
+/* text without entry in its imports: the line where configure added it, else the entry. */
 static char *imports_remove(const char *text, const struct orh_toml *t, const char *entry)
 {
 	const struct orh_toml_entry *e = orh_toml_get(t, "imports");
@@ -198,8 +203,11 @@ static char *imports_remove(const char *text, const struct orh_toml *t, const ch
 		return NULL;
 	}
 	val = strstr(text + e->start, e->value);
-	if (list.n == 1) {
+	if (list.n == 1 && strstr(text + e->start, IMPORTS_ADDED) &&
+	    strstr(text + e->start, IMPORTS_ADDED) < text + e->end) {
 		out = orh_xasprintf("%.*s%s", (int)e->start, text, text + e->end);
+	} else if (list.n == 1) {
+		out = orh_xasprintf("%.*s[]%s", (int)(val - text), text, val + strlen(e->value));
 	} else if ((at = strstr(val, q)) && at < val + strlen(e->value)) {
 		const char *from = at, *to = at + strlen(q);
 
