@@ -45,6 +45,7 @@ def snippets(page):
 
 
 def dry_run(binary, engine, root):
+    os.makedirs(root, exist_ok=True)
     for rel, text in SETUP[engine].items():
         path = os.path.join(root, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
