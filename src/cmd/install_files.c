@@ -195,7 +195,8 @@ static bool exists_at(const char *root, const char *path)
 	return lstat(p, &st) == 0;
 }
 
-/* Does dirfd/name hold exactly data (unblocked: once configure's blocks are left out)? */
+/* Does dirfd/name hold exactly data (unblocked: once configure's blocks, and the empty
+ * lines before them, are left out)? */
 static bool same_content(int dirfd, const char *name, const char *data, size_t len,
 			 bool unblocked)
 {
@@ -206,8 +207,14 @@ static bool same_content(int dirfd, const char *name, const char *data, size_t l
 	if (fd < 0 || orh_read_fd_all(fd, INST_COMPARE_MAX_BYTES, &old, &n) < 0)
 		return false;
 	if (unblocked && strlen(old) == n) {
+		size_t k;
+
 		own = orh_block_strip_all(old);
-		return strlen(own) == len && !memcmp(own, data, len);
+		/* less the empty line configure puts before its block */
+		k = strlen(own);
+		while (k > len && k >= 2 && own[k - 1] == '\n' && own[k - 2] == '\n')
+			k--;
+		return k == len && !memcmp(own, data, len);
 	}
 	return n == len && !memcmp(old, data, len);
 }
