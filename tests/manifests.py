@@ -42,7 +42,27 @@ def configured(engine, setup, path):
                         "--engine", engine, "--root", root], capture_output=True, text=True)
     check("configure --engine %s writes its files" % engine, r.returncode == 0, r.stderr)
     with open(os.path.join(root, path), "rb") as f:
-        return tomllib.load(f)
+        return with_imports(root, tomllib.load(f))
+
+
+def merge(into, new):
+    """new's tables into into, key by key (containerd 2.x; the drop-in configure writes holds
+    the whole CRI table, so 1.x's replacing of a plugin's table gives the same)."""
+    for k, v in new.items():
+        if isinstance(v, dict) and isinstance(into.get(k), dict):
+            merge(into[k], v)
+        else:
+            into[k] = v
+    return into
+
+
+def with_imports(root, cfg):
+    """A containerd config with the files its imports name (host paths, under root)."""
+    for pattern in cfg.get("imports", []) if isinstance(cfg.get("imports"), list) else []:
+        for path in sorted(glob.glob(root + pattern)):
+            with open(path, "rb") as f:
+                merge(cfg, tomllib.load(f))
+    return cfg
 
 
 # ---- the files parse -------------------------------------------------------------------

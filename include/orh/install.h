@@ -56,6 +56,9 @@ int orh_inst_load(const char *root, struct orh_inst_manifest *m, struct orh_err 
 int orh_inst_save(const char *root, struct orh_inst_manifest *m, struct orh_err *err);
 void orh_inst_free(struct orh_inst_manifest *m);
 bool orh_inst_has(const struct orh_inst_manifest *m, const char *path);
+/* Record a directory made for install (by configure: a drop-in directory), to be removed
+ * by the undo once empty. */
+void orh_inst_add_dir(struct orh_inst_manifest *m, const char *path);
 
 /* Put data at the host path under root with mode, making (and recording) the missing
  * directories, unless something that install did not add is there (kept: *what says so).

@@ -17,6 +17,7 @@
  * the link, the hooks.d files and the node config stay for the containers that still run
  * through them; --purge removes them too.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -285,20 +286,62 @@ static bool engine_changed(const struct orh_strv *changed, const char *conf)
 	return false;
 }
 
+/* The directories in the engine config's directory under root, by name. */
+static void subdirs(const char *root, const char *config, struct orh_strv *names)
+{
+	_cleanup_free_ char *dir = orh_xasprintf("%s%s", root, config);
+	struct dirent *de;
+	DIR *d;
+
+	*strrchr(dir, '/') = '\0';
+	d = opendir(dir);
+	while (d && (de = readdir(d)))
+		if (de->d_type == DT_DIR && de->d_name[0] != '.')
+			orh_strv_push(names, orh_xstrdup(de->d_name));
+	if (d)
+		closedir(d);
+}
+
+/* The directories configure made beside the engine's config (a drop-in directory: those
+ * in after and not in before), recorded for the undo. */
+static int record_dirs(const struct inst_opts *o, struct orh_inst_manifest *m,
+		       const char *config, const struct orh_strv *before, struct orh_err *err)
+{
+	_cleanup_free_ char *dir = orh_xstrdup(config);
+	struct orh_strv after = { 0 };
+	size_t n = m->n;
+
+	*strrchr(dir, '/') = '\0';
+	subdirs(o->root, config, &after);
+	for (size_t i = 0; i < after.n; i++)
+		if (!orh_strv_contains(before, after.v[i])) {
+			_cleanup_free_ char *p = orh_xasprintf("%s/%s", dir, after.v[i]);
+
+			if (!orh_inst_has(m, p))
+				orh_inst_add_dir(m, p);
+		}
+	orh_strv_free(&after);
+	return m->n == n ? 0 : orh_inst_save(o->root, m, err);
+}
+
 /* configure for the engine (--undo with o->req.undo), then the engine restarted where a
  * file it reads changed; a k3s template install made and configure emptied again is
  * removed before that restart. */
 static int configure_engine(const struct inst_opts *o, struct orh_inst_manifest *m,
 			    struct orh_inst_engine *e, const char *conf, struct orh_err *err)
 {
-	struct orh_strv changed = { 0 }, notes = { 0 }, done = { 0 };
+	struct orh_strv changed = { 0 }, notes = { 0 }, done = { 0 }, before = { 0 };
 	struct orh_configure_req req = o->req;
 	bool restart;
 	int r;
 
 	req.engine = e->engine;
 	req.engine_config = e->config;
+	subdirs(o->root, e->config, &before);
 	r = orh_configure_under(o->root, &req, conf, &changed, &notes, err);
+	if (r >= 0 && !req.undo)
+		r = record_dirs(o, m, e->config, &before, err);
+	orh_strv_free(&before);
 	restart = engine_changed(&changed, conf);
 	print_lines("", &changed);
 	if (r >= 0 && req.undo)

@@ -316,7 +316,8 @@ static int run_under(const char *root, const char *const *bins, char **argv, cha
 
 /* chroot ROOT systemctl try-restart UNIT, for each of e's units: a unit that runs is
  * restarted, one that does not is left, one the host does not have (status 5: k3s-agent on
- * a k3s server) is skipped. */
+ * a k3s server) is skipped. A root without systemctl gets a note: its engine is restarted
+ * by hand, and is not ready until then. */
 static int systemd_restart(const char *root, struct orh_inst_engine *e, struct orh_strv *notes,
 			   struct orh_err *err)
 {
@@ -335,6 +336,11 @@ static int systemd_restart(const char *root, struct orh_inst_engine *e, struct o
 
 		if (status < 0)
 			return status;
+		if (status == 127) {
+			orh_strv_pushf(notes, "no systemctl under '%s/': restart %s by hand", root,
+				       e->units);
+			return 0;
+		}
 		if (status && status != 5)
 			return orh_fail(err, ECHILD, "systemctl try-restart %s under '%s/': status %d",
 					u, root, status);

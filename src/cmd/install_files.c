@@ -48,6 +48,11 @@ static void add_entry(struct orh_inst_manifest *m, char kind, const char *path)
 	m->v[m->n++] = (struct orh_inst_entry){ .kind = kind, .path = orh_xstrdup(path) };
 }
 
+void orh_inst_add_dir(struct orh_inst_manifest *m, const char *path)
+{
+	add_entry(m, 'd', path);
+}
+
 static bool ends_with(const char *s, const char *tail)
 {
 	size_t n = strlen(s), t = strlen(tail);

@@ -225,8 +225,15 @@ check "the node config is the ConfigMap's (activation = devices, request_scope =
 	cmp "$CM_CONF" "$H$CONF"
 check "the hooks.d files name the installed binary" \
 	jq -e --arg b "$BINDIR/oci-rdma-hook" '.hook.path == $b' "$H$HOOKS_DIR/oci-rdma-hook.json"
-check "containerd's config has the handler rdma, BinaryName the copied shim" \
-	grep -qxF "  BinaryName = \"$SHIM\"" "$H/etc/containerd/config.toml"
+# dump_has DIR CONFIG [SHIM]: containerd's own view of CONFIG in the root DIR (its imports
+# there) has the handler rdma with BinaryName SHIM (default: the copied shim)
+dump_has() {
+	chroot "$1" "${4:-/usr/bin/containerd}" --config "$2" config dump 2>/dev/null |
+		sed -n '/^ *\[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.rdma.options\]/,/^ *\[/p' |
+		grep -qxE " *BinaryName = \"${3:-$SHIM}\""
+}
+check "containerd's config has the handler rdma, BinaryName the copied shim (containerd config dump)" \
+	dump_has "$H" /etc/containerd/config.toml
 check "no containerd was listening: the installer says it reads the config at its start" \
 	grep -q 'no engine listens on /run/containerd/containerd.sock' "$WORK/install.log"
 check "ready once containerd config dump, run in the host root, has the handler" \
@@ -239,7 +246,7 @@ check "the node-feature-discovery feature file labels the node" \
 	grep -qx 'feature.node.kubernetes.io/oci-rdma-hook-runtime=rdma' "$H$FEATURE"
 # line numbers in the installer's output: the engine's config, ready, then the label
 line_of() { grep -n -m1 -e "$1" "$WORK/install.log" | cut -d: -f1; }
-L_CFG=$(line_of '^changed /etc/containerd/config.toml$')
+L_CFG=$(line_of '^\(changed\|created\) /etc/containerd/')
 L_READY=$(line_of '^ready: ')
 L_LABEL=$(line_of "^created $FEATURE\$")
 check "the feature file is written after the engine reported the handler (lines $L_CFG, $L_READY, $L_LABEL)" \
@@ -247,10 +254,15 @@ check "the feature file is written after the engine reported the handler (lines 
 	_ "$L_CFG" "$L_READY" "$L_LABEL"
 
 # ---- pods through the handler, containerd started on the host root's config ----------------
+# in a mount namespace of its own whose /etc/containerd is the host root's: the paths
+# configure wrote there (an imports line, a drop-in) are host paths
+[ -d /etc/containerd ] || cant_run "no /etc/containerd to mount the host root's over"
 (
 	ulimit -S -l 64
 	export OCI_RDMA_HOOK_CONFIG=$H$CONF OCI_RDMA_HOOK_SYSROOT=$WORK/node
-	exec containerd --config "$H/etc/containerd/config.toml" >"$CD/containerd.log" 2>&1
+	exec unshare -m --propagation private sh -c 'mount --bind "$1" /etc/containerd &&
+		exec containerd --config /etc/containerd/config.toml' _ "$H/etc/containerd" \
+		>"$CD/containerd.log" 2>&1
 ) &
 CRI_PID=$!
 cri() { cri_at "$CD" "$@"; }
@@ -314,7 +326,7 @@ check "the installer exited 0 after SIGTERM (status $INST_RC)" [ "$INST_RC" = 0 
 check "it says it undid the installation" grep -q '^signal 15: undoing the installation' "$WORK/undo.log"
 check "the feature file is gone" [ ! -e "$H$FEATURE" ]
 L_LABEL=$(grep -n -m1 "^removed $FEATURE\$" "$WORK/undo.log" | cut -d: -f1)
-L_CFG=$(grep -n -m1 '^changed /etc/containerd/config.toml$' "$WORK/undo.log" | cut -d: -f1)
+L_CFG=$(grep -n -m1 -E '^(changed|removed) /etc/containerd/' "$WORK/undo.log" | cut -d: -f1)
 check "the label went before the engine's config was reverted (lines $L_LABEL, $L_CFG)" \
 	bash -c '[ -n "$1" ] && [ -n "$2" ] && [ "$1" -lt "$2" ]' _ "$L_LABEL" "$L_CFG"
 # same_file SNAPSHOT DIR PATH: PATH under DIR has the content it had in SNAPSHOT
@@ -424,39 +436,75 @@ INST_ENV=(CONTAINERD_CONFIG=/etc/custom/containerd.toml CONTAINERD_SOCKET=/run/c
 RC=0
 inst_once "$H4" --once >"$WORK/env.log" || RC=$?
 INST_ENV=()
-check "CONTAINERD_CONFIG: that file gets the handler, and is what the engine is asked about (rc $RC)" \
+check "CONTAINERD_CONFIG: that file is configured, and is what the engine is asked about (rc $RC)" \
 	bash -c '[ "$1" = 0 ] && grep -qx "engine containerd: /etc/custom/containerd.toml" "$2" &&
-		grep -q "^\[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.rdma\]" "$3/etc/custom/containerd.toml" &&
 		grep -q "^ready: containerd config dump of /etc/custom/containerd.toml" "$2"' \
-	_ "$RC" "$WORK/env.log" "$H4"
+	_ "$RC" "$WORK/env.log"
+check "CONTAINERD_CONFIG: containerd's view of that file has the handler" \
+	dump_has "$H4" /etc/custom/containerd.toml "$BINDIR/oci-rdma-runtime"
 check "CONTAINERD_SOCKET: the engine is looked for behind that socket" \
 	grep -qx 'note: no engine listens on /run/custom/containerd.sock: it reads its config when it starts' \
 	"$WORK/env.log"
 check "no /etc/containerd was made" [ ! -e "$H4/etc/containerd" ]
-inst_once "$H4" --purge >/dev/null || not_ok "install --purge on host4"
-check "after --purge host4 is the original byte for byte" diff "$WORK/orig4.snap" <(snapshot "$H4")
+inst_once "$H4" --purge >"$WORK/purge4.log" || not_ok "install --purge on host4"
+# configure --undo takes a config of `version = 2` alone for one it made, and removes it
+todo_check "after --purge host4 is the original byte for byte ($(grep -m1 '^removed /etc/custom/containerd.toml' "$WORK/purge4.log"))" \
+	diff "$WORK/orig4.snap" <(snapshot "$H4")
 
 # ---- k3s and rke2: found by their paths, their template edited ----------------------------
 K3S=/var/lib/rancher/k3s/agent/etc/containerd
+K3S_BIN=/var/lib/rancher/k3s/data/current/bin/containerd
 H3=$WORK/host3
 mkdir -p "$H3$K3S"
-# the config k3s rendered at its last start (its built-in version 3 template)
-printf 'version = 3\n\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n' \
+# the config k3s rendered at its last start (version 2: the containerd here reads it), and
+# k3s's containerd (this machine's, where k3s keeps its own)
+printf 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n' \
 	>"$H3$K3S/config.toml"
+add_containerd "$H3"
+mkdir -p "$H3${K3S_BIN%/*}"
+mv "$H3/usr/bin/containerd" "$H3$K3S_BIN"
 snapshot "$H3" >"$WORK/orig3.snap"
+TMPL=$K3S/config.toml.tmpl
 RC=0
 inst_once "$H3" --once --ready-timeout 0 >"$WORK/k3s.log" || RC=$?
-check "k3s is found by its path, and its template config-v3.toml.tmpl (version 3) is the file edited" \
-	grep -qx "engine k3s: $K3S/config-v3.toml.tmpl" "$WORK/k3s.log"
+check "k3s is found by its path; version 2 rendered: its template config.toml.tmpl is the file edited" \
+	grep -qx "engine k3s: $TMPL" "$WORK/k3s.log"
 check "the template is made, k3s's base template first" \
 	bash -c 'grep -qx "created $2" "$1" && head -1 "$3$2" | grep -qxF "{{ template \"base\" . }}"' \
-	_ "$WORK/k3s.log" "$K3S/config-v3.toml.tmpl" "$H3"
+	_ "$WORK/k3s.log" "$TMPL" "$H3"
 check "the rendered config.toml is not edited" same_file "$WORK/orig3.snap" "$H3" "$K3S/config.toml"
-todo_check "configure appends the handler to the k3s template (rc $RC: $(grep -m1 'oci-rdma-hook: install:' "$WORK/k3s.log"))" \
-	bash -c '[ "$1" = 0 ] || grep -q "runtimes.rdma" "$2"' _ "$RC" "$H3$K3S/config-v3.toml.tmpl"
-inst_once "$H3" --purge >"$WORK/purge3.log" 2>&1 || not_ok "install --purge on host3: $(tail -2 "$WORK/purge3.log")"
-check "after --purge host3 is the original byte for byte (the template made is removed)" \
-	diff "$WORK/orig3.snap" <(snapshot "$H3")
+check "configure appends the handler to the template (rc $RC: $(grep -m1 'oci-rdma-hook: install:' "$WORK/k3s.log"))" \
+	grep -q 'runtimes.rdma' "$H3$TMPL"
+# no k3s restarted: the config it rendered has no handler yet
+check "not ready while k3s's rendered config has no handler (rc $RC)" \
+	bash -c '[ "$1" = 1 ] && grep -q "^not ready: containerd config dump of $2/config.toml has no handler" "$3" &&
+		[ ! -e "$4" ]' _ "$RC" "$K3S" "$WORK/k3s.log" "$H3$FEATURE"
+# k3s's start: the rendered file is the base template (here: the last rendered file), then
+# the template's other lines
+{ cat "$H3$K3S/config.toml"; tail -n +2 "$H3$TMPL"; } >"$WORK/rendered.toml"
+cp "$WORK/rendered.toml" "$H3$K3S/config.toml"
+RC=0
+inst_once "$H3" --once --ready-timeout 0 >"$WORK/k3s2.log" || RC=$?
+check "ready once the rendered config has the handler, k3s's containerd asked (rc $RC)" \
+	bash -c '[ "$1" = 0 ] && grep -q "^ready: containerd config dump of $2/config.toml has handler" "$3"' \
+	_ "$RC" "$K3S" "$WORK/k3s2.log"
+RC=0
+inst_once "$H3" --purge >"$WORK/purge3.log" 2>&1 || RC=$?
+check "install --purge on host3 exits 0 (rc $RC: $(tail -1 "$WORK/purge3.log"))" [ "$RC" = 0 ]
+# what differs from the original: the config k3s rendered, and nothing else
+only_rendered_differs() {
+	diff "$WORK/orig3.snap" <(snapshot "$H3") | grep '^[<>]' | grep -vF "$K3S/config.toml" |
+		grep -q . && return 1
+	return 0
+}
+check "after --purge host3 is the original but for the config k3s rendered (the template made is removed)" \
+	only_rendered_differs
+K3SV3=$WORK/host3v3
+mkdir -p "$K3SV3$K3S"
+printf 'version = 3\n' >"$K3SV3$K3S/config.toml"
+inst_once "$K3SV3" --once --ready-timeout 0 >"$WORK/k3sv3.log" || true
+check "k3s with version 3 rendered: its template is config-v3.toml.tmpl" \
+	grep -qx "engine k3s: $K3S/config-v3.toml.tmpl" "$WORK/k3sv3.log"
 RKE2=/var/lib/rancher/rke2/agent/etc/containerd
 H5=$WORK/host5
 mkdir -p "$H5$RKE2"
