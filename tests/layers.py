@@ -85,6 +85,7 @@ EXEMPT = {
 }
 
 IDENT = re.compile(r'[A-Za-z_]\w*')
+TAG = re.compile(r'\b(?:struct|union|enum)\s+\w+')
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -154,7 +155,8 @@ def scan(root):
                 code = strip(text)
                 files[rel] = {
                     'includes': INCLUDE.findall(text),
-                    'idents': set(IDENT.findall(code)),
+                    # a struct's tag is no use of a function of the same name
+                    'idents': set(IDENT.findall(TAG.sub(' ', code))),
                     'defs': definitions(code) if n.endswith('.c') else set(),
                 }
     return files

@@ -43,5 +43,9 @@ struct orh_ctx;
  * exit status alone). */
 int orh_precreate_refuse(const struct orh_ctx *ctx, const char *in, size_t in_len,
 			 const char *reason);
+/* `oci-rdma-hook refuse REASON`, the command (main() calls it as it calls those of
+ * orh/commands.h): the hook precreate puts first in a container it refuses: argv[1] to
+ * stderr, exit 1. */
+int orh_cmd_refuse(struct orh_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -2,7 +2,8 @@
 /*
  * Editing a container's config.json before the runtime creates the container: the one
  * way to change PID 1's environment and rlimits (precreate hook, runtime shim). Pure
- * functions of their inputs (src/apply/spec.c, src/base/jsonu64.c, src/base/jsondump.c).
+ * functions of their inputs (src/apply/spec.c). The JSON helpers it uses, integers above
+ * INT64_MAX among them, are orh/json.h's.
  */
 #ifndef ORH_SPEC_H
 #define ORH_SPEC_H
@@ -11,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "orh/json.h"
 #include "orh/plan.h"
 #include "orh/util.h"
 
@@ -73,30 +75,8 @@ bool orh_spec_has_our_live_hook(const json_t *spec);
  * does, unless orh_spec_has_our_live_hook(); *added says whether it was. */
 int orh_spec_add_nccl_hook(json_t *spec, const json_t *hook, bool *added, struct orh_err *err);
 
-/*
- * Unsigned 64-bit integers. jansson integers are signed 64-bit, but config.json carries
- * values up to 2^64-1 (an unlimited rlimit is 18446744073709551615). orh_spec_parse()
- * turns each integer literal above INT64_MAX into a marker string; orh_json_u64() makes
- * one; orh_spec_dump() writes them back as plain numbers. A document whose own strings
- * hold a NUL byte outside such markers is refused, so a marker cannot be forged.
- */
-json_t *orh_json_u64(uint64_t v);
-/* Is j a non-negative integer or a marker? Stores the value. */
-bool orh_json_get_u64(const json_t *j, uint64_t *v);
-/* Rewrite integer literals above INT64_MAX in a JSON text into markers. *out is NULL when
- * nothing needed rewriting; *n_markers counts the rewrites. */
-int orh_json_u64_escape(const char *buf, size_t len, char **out, size_t *out_len,
-			size_t *n_markers);
-/* Count the markers in a tree; -EINVAL when a string other than a marker holds a NUL. */
-int orh_json_u64_count(const json_t *j, size_t *n_markers);
-/* Compact JSON text of v, as json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes it (the
- * objects' own key order), each marker written as the number it holds; malloc'd and
- * NUL-terminated, its length in *len. NULL when v holds what JSON cannot (jsondump.c). */
-char *orh_json_dump(const json_t *v, size_t *len);
-/* An object of the n pairs keys[i] (literal, valid UTF-8): vals[i], every value's reference
- * taken; NULL (nothing left behind) when a value is NULL or out of memory. */
-json_t *orh_json_object_of(size_t n, const char *const *keys, json_t **vals);
-/* Serialise a spec (orh_json_dump); *out is malloc'd and NUL-terminated. */
+/* Serialise a spec (orh_json_dump: integers above INT64_MAX as plain numbers); *out is
+ * malloc'd and NUL-terminated. */
 int orh_spec_dump(const json_t *spec, char **out, size_t *len, struct orh_err *err);
 
 #endif

@@ -7,83 +7,22 @@
  * (../../devices/..., which resolves in the container's own /sys), and copies of the
  * class's regular files (abi_version). A container given every device sees the host's
  * directories unchanged.
- *   reading the host's entries  orh_sysview_read()    src/node/sysclass.c
+ *   reading the host's entries  orh_sysview_read()    src/node/sysclass.c  orh/sysclass.h
  *   which entries are kept      orh_sysview_decide()  src/decide/sysview.c (pure)
+ *                                                     orh/sysview_decide.h
  *   the directory, the mounts   orh_sysview_build(), orh_sysview_mount(),
- *                               orh_sysview_spec_mounts()  src/apply/sysview.c
+ *                               orh_sysview_spec_mounts()  src/apply/sysview.c  (here)
  */
 #ifndef ORH_SYSVIEW_H
 #define ORH_SYSVIEW_H
 
 #include <jansson.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "orh/inventory.h"
-#include "orh/plan.h"
+#include "orh/sysview_decide.h"
 #include "orh/target.h"
 #include "orh/util.h"
-
-#define ORH_SYSVIEW_N_CLASSES 3
-/* "infiniband", "infiniband_verbs", "infiniband_mad" */
-extern const char *const orh_sysview_classes[ORH_SYSVIEW_N_CLASSES];
-
-/* Entries and files a class directory may hold before it is refused (a node holds far
- * fewer: 2 per port for infiniband_mad). */
-#define ORH_SYSVIEW_MAX_ENTRIES 4096
-#define ORH_SYSVIEW_MAX_FILES 16
-#define ORH_SYSVIEW_FILE_MAX_BYTES 4096
-
-/* One symlink of a class directory. */
-struct orh_sysview_link {
-	char name[ORH_NAME_MAX];     /* "mlx5_0", "uverbs0", "umad1" */
-	char ibdev[ORH_NAME_MAX];    /* the device it belongs to: the name itself for
-				      * infiniband, its "ibdev" file for the others (empty
-				      * when unreadable) */
-	char target[PATH_MAX];       /* the symlink's target, as the host has it */
-	bool keep;                   /* orh_sysview_decide(): the container sees it */
-};
-
-/* One regular file of a class directory (abi_version). */
-struct orh_sysview_file {
-	char name[ORH_NAME_MAX];
-	char *data;
-	size_t len;
-};
-
-struct orh_sysview_class {
-	bool present;                /* the host has this class directory */
-	struct orh_sysview_link *links;
-	size_t n_links;
-	struct orh_sysview_file *files;
-	size_t n_files;
-};
-
-struct orh_sysview {
-	struct orh_sysview_class cls[ORH_SYSVIEW_N_CLASSES];
-	/* orh_sysview_decide(): some entry is left out, so the container gets the view */
-	bool subset;
-	size_t kept_devs, all_devs;  /* entries of infiniband kept, and there */
-	char id[17];                 /* what is kept, hashed (hex): the directory's name */
-};
-
-/* Read the three class directories under <sysroot>/sys/class: each symlink's name and
- * target (and the ibdev file of the verbs and mad entries), each regular file. A missing
- * class is not present; other entries (a directory) are skipped. -errno, naming the path,
- * only when a directory cannot be listed or holds too much. */
-int orh_sysview_read(const char *sysroot, struct orh_sysview *v, struct orh_err *err);
-/* Which entries the container sees: those of the devices the plan gives it (the owners of
- * its device nodes). Sets keep, subset, the counts and id. Reads nothing. */
-void orh_sysview_decide(struct orh_sysview *v, const struct orh_plan *plan);
-/* Whether a view may be needed before the classes are read: the plan gives nodes, and
- * some device of the inventory owns none of them. false: the container is given every
- * device the node has (or nothing) and sees the host's view, with nothing read. */
-bool orh_sysview_may_subset(const struct orh_plan *plan, const struct orh_inventory *inv);
-void orh_sysview_free(struct orh_sysview *v);
-
-/* Is s a view's id: 16 lowercase hex digits? */
-bool orh_sysview_id_valid(const char *s);
 
 /* Where the views are made: one directory per view, named by its id, shared by every
  * container that gets the same view (made once, never changed: its name is its content).

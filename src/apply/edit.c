@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "orh/netns.h"
-#include "orh/commands.h"
+#include "orh/ctx.h"
 #include "orh/decide.h"
 #include "orh/edit.h"
 #include "orh/handoff.h"

@@ -13,7 +13,8 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/commands.h"
+#include "orh/ctx.h"
+#include "orh/log.h"
 #include "orh/oci.h"
 #include "orh/refuse.h"
 #include "orh/spec.h"

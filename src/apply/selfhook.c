@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "orh/commands.h"
+#include "orh/ctx.h"
 #include "orh/spec.h"
 
 /* How long the runtime lets one of our stages run, as in the shipped hooks.d files. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Applying a plan to a config.json before the runtime creates the container
- * (include/orh/spec.h). A pure function of (spec, plan, options): the precreate hook and
- * the runtime shim call it, nothing here touches the system.
+ * Applying a plan to a config.json before the runtime creates the container, and the text
+ * of the result (include/orh/spec.h). Pure functions of their inputs: the precreate hook and
+ * the runtime shim call them, nothing here touches the system.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -460,4 +460,12 @@ int orh_spec_apply_plan(json_t *spec, const struct orh_plan *plan,
 	if (changes)
 		*changes = ch;
 	return (int)(ch.devices + ch.allow_rules + ch.memlock + ch.hooks + ch.caps + ch.env);
+}
+
+int orh_spec_dump(const json_t *spec, char **out, size_t *len, struct orh_err *err)
+{
+	*out = orh_json_dump(spec, len);
+	if (!*out)
+		return orh_fail(err, ENOMEM, "serialising config.json");
+	return 0;
 }

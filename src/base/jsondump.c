@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Compact JSON text of a jansson tree: see include/orh/spec.h (orh_json_dump).
+ * Compact JSON text of a jansson tree: see include/orh/json.h (orh_json_dump).
  *
  * The text is the one json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes, byte for
  * byte (tests/test_jsondump.c compares them), written in one pass into one growing
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/spec.h"
+#include "orh/json.h"
 #include "orh/util.h"
 
 struct out {

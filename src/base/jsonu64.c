@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unsigned 64-bit integers through jansson (signed 64-bit only): see include/orh/spec.h.
+ * Unsigned 64-bit integers through jansson (signed 64-bit only): see include/orh/json.h.
  *
  * A literal above INT64_MAX becomes the string "\0orh-u64:<digits>" before parsing, and
  * orh_json_dump() (jsondump.c) writes such a string as <digits>. orh_json_u64_count()
@@ -11,7 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/spec.h"
+#include "orh/json.h"
+#include "orh/util.h"
 
 #define MARK "orh-u64:"
 #define MARK_LEN (sizeof(MARK) - 1)
@@ -180,12 +181,4 @@ int orh_json_u64_count(const json_t *j, size_t *n_markers)
 	default:
 		return 0;
 	}
-}
-
-int orh_spec_dump(const json_t *spec, char **out, size_t *len, struct orh_err *err)
-{
-	*out = orh_json_dump(spec, len);
-	if (!*out)
-		return orh_fail(err, ENOMEM, "serialising config.json");
-	return 0;
 }

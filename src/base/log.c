@@ -7,7 +7,8 @@
 #include <string.h>
 #include <syslog.h>
 
-#include "orh/commands.h"
+#include "orh/log.h"
+#include "orh/util.h"
 
 static bool log_syslog;
 static const char *log_ident = "oci-rdma-hook";

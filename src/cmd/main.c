@@ -12,6 +12,7 @@
 #include "orh-config.h"
 #include "orh/commands.h"
 #include "orh/install.h"
+#include "orh/refuse.h"
 #include "orh/sandbox.h"
 
 static void usage(FILE *f)

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "orh/json.h"
 #include "orh/oci.h"
-#include "orh/spec.h"
 
 /* json_decref on scope exit, through the json_decrefp that jansson >= 2.9 provides for its
  * json_auto_t. */

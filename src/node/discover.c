@@ -23,7 +23,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "discover_priv.h"
+#include "discover_chardev.h"
+#include "discover_gids.h"
+#include "sysfs.h"
 
 #define ROUTE_MAX (1024 * 1024)
 #define MAX_DEVICES 1024

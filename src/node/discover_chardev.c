@@ -19,7 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "discover_priv.h"
+#include "discover_chardev.h"
+#include "sysfs.h"
 
 #define PROC_DEVICES_MAX (64 * 1024) /* a few hundred lines on a busy host */
 

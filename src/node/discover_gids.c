@@ -17,7 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "discover_priv.h"
+#include "discover_gids.h"
+#include "snapline.h"
+#include "sysfs.h"
 
 /* Per tracked port: how to read its entries, and what has been read. */
 struct orh_port_gids {

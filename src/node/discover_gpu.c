@@ -23,7 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "discover_priv.h"
+#include "sysfs.h"
 #include "orh/gpu.h"
 
 #define NVIDIA_VENDOR 0x10de

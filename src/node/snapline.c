@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "discover_priv.h"
+#include "snapline.h"
+#include "sysfs.h"
 
 int snap_fail(struct snap_rd *rd, int field, const char *why)
 {

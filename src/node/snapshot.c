@@ -24,7 +24,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "discover_priv.h"
+#include "discover_gids.h"
+#include "snapline.h"
+#include "sysfs.h"
 #include "orh/snapshot.h"
 
 #define MAGIC "orh-node"

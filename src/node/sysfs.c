@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Reading sysfs for discovery (discover_priv.h): bounded reads of a value, with a warning
+ * Reading sysfs for discovery (sysfs.h): bounded reads of a value, with a warning
  * naming the file when it cannot be read, directory listings, link names, one GID entry,
  * and where a sysfs path leads. discover.c, discover_chardev.c, discover_gids.c and
  * discover_gpu.c read through these; of each other's functions, only discover.c calls
@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "discover_priv.h"
+#include "sysfs.h"
 
 void disc_warn(struct scan *sc, const char *fmt, ...)
 {

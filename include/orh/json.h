@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * JSON helpers over jansson that every stage may use: unsigned 64-bit integers
+ * (src/base/jsonu64.c) and the compact text of a tree (src/base/jsondump.c).
+ */
+#ifndef ORH_JSON_H
+#define ORH_JSON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Unsigned 64-bit integers. jansson integers are signed 64-bit, but config.json carries
+ * values up to 2^64-1 (an unlimited rlimit is 18446744073709551615). orh_json_u64_escape()
+ * turns each integer literal above INT64_MAX of a text into a marker string before jansson
+ * parses it (orh_spec_parse() does); orh_json_u64() makes one; orh_json_dump() writes them
+ * back as plain numbers. A document whose own strings
+ * hold a NUL byte outside such markers is refused, so a marker cannot be forged.
+ */
+json_t *orh_json_u64(uint64_t v);
+/* Is j a non-negative integer or a marker? Stores the value. */
+bool orh_json_get_u64(const json_t *j, uint64_t *v);
+/* Rewrite integer literals above INT64_MAX in a JSON text into markers. *out is NULL when
+ * nothing needed rewriting; *n_markers counts the rewrites. */
+int orh_json_u64_escape(const char *buf, size_t len, char **out, size_t *out_len,
+			size_t *n_markers);
+/* Count the markers in a tree; -EINVAL when a string other than a marker holds a NUL. */
+int orh_json_u64_count(const json_t *j, size_t *n_markers);
+/* Compact JSON text of v, as json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes it (the
+ * objects' own key order), each marker written as the number it holds; malloc'd and
+ * NUL-terminated, its length in *len. NULL when v holds what JSON cannot (jsondump.c). */
+char *orh_json_dump(const json_t *v, size_t *len);
+/* An object of the n pairs keys[i] (literal, valid UTF-8): vals[i], every value's reference
+ * taken; NULL (nothing left behind) when a value is NULL or out of memory. */
+json_t *orh_json_object_of(size_t n, const char *const *keys, json_t **vals);
+
+#endif

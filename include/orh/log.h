@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the command drivers share (src/base/log.c): the process's exit codes, logging and
+ * boolean flags. Only main() and the drivers log, and refuse.c's two exceptions
+ * (HACKING.md, the error contract).
+ */
+#ifndef ORH_LOG_H
+#define ORH_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* What each command returns as the process's exit code (orh/commands.h). */
+#define ORH_EXIT_OK 0
+#define ORH_EXIT_FAIL 1
+#define ORH_EXIT_USAGE 2
+
+/* Logging for command drivers: stderr and, for the container paths (hook stages,
+ * precreate, the runtime shim), syslog. One line a message: its control characters are
+ * escaped (orh_text_escape), whatever their source. */
+void orh_log_open(const char *ident, bool use_syslog);
+void orh_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A subcommand's boolean flags: every argv[1..] must be one of flags[].name, which sets
+ * its *value. Anything else is reported as "<argv[0]>: unknown argument" and gives
+ * ORH_EXIT_USAGE; otherwise 0. */
+struct orh_flag {
+	const char *name;
+	bool *value;
+};
+int orh_parse_flags(int argc, char **argv, const struct orh_flag *flags, size_t n);
+
+#endif
