@@ -116,6 +116,8 @@ int orh_inst_engine_find(const char *root, const char *flavour, const char *conf
 			 const char *socket, struct orh_inst_engine *e, struct orh_strv *notes,
 			 struct orh_err *err);
 void orh_inst_engine_free(struct orh_inst_engine *e);
+/* Is name one of the engines (flavours) orh_inst_engine_find knows? */
+bool orh_inst_engine_known(const char *name);
 /* Restart e as mode says (ORH_RESTART_DEFAULT: the flavour's way), recording in e what
  * was signalled. 0 or -errno. */
 int orh_inst_engine_restart(const char *root, struct orh_inst_engine *e,

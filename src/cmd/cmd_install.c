@@ -154,6 +154,8 @@ static const char *check_args(const struct inst_opts *o)
 		return "--once, --uninstall and --purge exclude each other";
 	if (o->req.engine_config && o->req.engine_config[0] != '/')
 		return "--engine-config is not an absolute path";
+	if (o->engine && !orh_inst_engine_known(o->engine))
+		return "unknown engine";
 	return NULL;
 }
 

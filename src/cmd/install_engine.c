@@ -126,6 +126,11 @@ static const struct flavour *flavour_named(const char *name)
 	return NULL;
 }
 
+bool orh_inst_engine_known(const char *name)
+{
+	return flavour_named(name) != NULL;
+}
+
 /* The flavour a containerd config path belongs to: k3s's or rke2's directory, else plain. */
 static const struct flavour *flavour_of_path(const char *path)
 {

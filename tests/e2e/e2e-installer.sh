@@ -505,6 +505,11 @@ printf 'version = 3\n' >"$K3SV3$K3S/config.toml"
 inst_once "$K3SV3" --once --ready-timeout 0 >"$WORK/k3sv3.log" || true
 check "k3s with version 3 rendered: its template is config-v3.toml.tmpl" \
 	grep -qx "engine k3s: $K3S/config-v3.toml.tmpl" "$WORK/k3sv3.log"
+# k3s renders config-v3.toml.tmpl on its version 3 base template, whose CRI runtime plugin is
+# io.containerd.cri.v1.runtime (containerd 2.x): the handler's table must be that plugin's
+todo_check "the handler in config-v3.toml.tmpl is io.containerd.cri.v1.runtime's" \
+	grep -q '^\[plugins\."io\.containerd\.cri\.v1\.runtime"\.containerd\.runtimes\.rdma\]' \
+	"$K3SV3$K3S/config-v3.toml.tmpl"
 RKE2=/var/lib/rancher/rke2/agent/etc/containerd
 H5=$WORK/host5
 mkdir -p "$H5$RKE2"
