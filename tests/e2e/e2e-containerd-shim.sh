@@ -62,8 +62,10 @@ assert r["node_read"] == "by the runtime shim" and "node_from" not in r, r
 assert r["nccl_conf"]["result"] == "written" and r["nccl_conf"]["added"] > 0, r["nccl_conf"]
 assert any(p["used"] for p in r["plan"]["ports"]), r["plan"]
 assert r["time_ms"]["shim"]["steps"]["/etc/nccl.conf"] > 0, r["time_ms"]' "$J" "orh-e2e-$$-x"
+# (the bundle's path comes from inspect: none, or no config.json there, fails the check)
 check "the shim's edit registered no nccl-conf stage, and left no node.json" \
-	bash -c '! grep -q nccl-conf "$1"/config.json && [ ! -e "$2/node.json" ] && [ -f "$2/record.json" ]' \
+	bash -c '[ -n "$1" ] && [ -f "$1/config.json" ] && ! grep -q nccl-conf "$1/config.json" &&
+		[ ! -e "$2/node.json" ] && [ -f "$2/record.json" ]' \
 	_ "$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["bundle"]["path"])' "$J" 2>/dev/null)" \
 	"/run/oci-rdma-hook/orh-e2e-$$-x"
 ctr -a "$CD_SOCK" -n "$NS" task kill -s KILL "orh-e2e-$$-x" >/dev/null 2>&1 || true

@@ -29,7 +29,12 @@ file_is_static() {
 	! ldd "$1" >/dev/null 2>&1
 }
 
+# finish: the summary line; fails when a check failed, or when none was recorded (a script
+# that checked nothing proved nothing: one that cannot run says so with cant_run)
 finish() {
+	if [ $((PASSES + FAILS)) = 0 ]; then
+		not_ok "the script recorded no check"
+	fi
 	echo "# $PASSES passed, $FAILS failed"
 	[ "$FAILS" = 0 ]
 }
