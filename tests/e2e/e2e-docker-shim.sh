@@ -6,7 +6,9 @@
 # gives the container the devices, the memlock limit and the plan's settings in
 # /etc/nccl.conf (written by the nccl-conf hook the shim registers), keeps a variable the
 # user set and the image's own nccl.conf lines, and a process started with `docker exec`
-# sees the same settings; `docker run` with the default runtime stays untouched.
+# sees the same settings; `docker run` with the default runtime stays untouched. Where
+# dockerd ran another runtime by default, configure keeps it in the entry's runtimeArgs and
+# the shim chains it, whatever runtime the node config names.
 # Under activation = annotation, `docker run -e OCI_RDMA_HOOK_ENABLE=true` asks for RDMA.
 # containerd and dockerd are private to the test (own roots, sockets and pidfile).
 . "$(dirname "$0")/lib.sh"
@@ -160,11 +162,38 @@ check "runtime not found: the container does not run (rc $RC)" \
 check "runtime not found: docker's error gives the reason (stderr: $ERR)" \
 	grep -q "oci-rdma-runtime: runtime 'no-such-runtime-orh' not found in " <<<"$ERR"
 
+# a node whose dockerd ran another runtime by default: configure keeps that runtime in the
+# entry's runtimeArgs, and the shim chains it; the node config's runtime (which containerd
+# or CRI-O may set: here the missing one above) is not docker's
+printf '#!/bin/sh\necho "$*" >>"%s"\nexec runc "$@"\n' "$WORK/chained.log" >"$WORK/chained-runc"
+chmod 755 "$WORK/chained-runc"
+python3 - "$D/daemon.json" "$WORK/chained-runc" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["default-runtime"] = "chained"
+d["runtimes"]["chained"] = {"path": sys.argv[2]}
+json.dump(d, open(sys.argv[1], "w"), indent=2)
+PY
+check "configure keeps docker's default runtime in the entry's runtimeArgs" bash -c \
+	'"$1" --config "$2" configure --engine docker --engine-config "$3" --shim "$4" >/dev/null 2>&1 &&
+	 python3 -c "import json, sys; sys.exit(json.load(open(sys.argv[1]))[\"runtimes\"][\"rdma\"] != {\"path\": sys.argv[2], \"runtimeArgs\": [\"--orh-runtime=\" + sys.argv[3]]})" "$3" "$4" "$5"' \
+	_ "$HOOK" "$WORK/node.conf" "$D/daemon.json" "$SHIM" "$WORK/chained-runc"
+kill -HUP "$(cat "$D/docker.pid")"
+check "dockerd reloads the entry with its runtimeArgs" \
+	wait_for 30 bash -c 'runtimes | grep -q -- "--orh-runtime="'
+rm -f "$WORK/chained.log"
+printf '[containers]\nactivation = always\n' >>"$WORK/node.conf"
+run_docker --runtime=rdma
+check "runtimeArgs: docker run --runtime=rdma runs (rc $RC: $ERR)" [ "$RC" = 0 ]
+check_served "runtimeArgs: the shim served it"
+check "runtimeArgs: the shim executed docker's own default runtime, without the argument" \
+	bash -c 'grep -q " create " "$1" && ! grep -q -- "--orh-runtime" "$1"' _ "$WORK/chained.log"
+
 docker rmi -f orh-e2e-bb orh-e2e-img >/dev/null 2>&1 || true
 check "configure --undo takes the runtime out of daemon.json, every other key kept" bash -c \
 	'"$1" --config "$2" configure --engine docker --engine-config "$3" --shim "$4" --undo >/dev/null 2>&1 &&
-	 python3 -c "import json, sys; sys.exit(json.load(open(sys.argv[1])) != {\"log-level\": \"warn\"})" "$3"' \
-	_ "$HOOK" "$WORK/node.conf" "$D/daemon.json" "$SHIM"
+	 python3 -c "import json, sys; sys.exit(json.load(open(sys.argv[1])) != {\"log-level\": \"warn\", \"default-runtime\": \"chained\", \"runtimes\": {\"chained\": {\"path\": sys.argv[2]}}})" "$3" "$5"' \
+	_ "$HOOK" "$WORK/node.conf" "$D/daemon.json" "$SHIM" "$WORK/chained-runc"
 # (a reload does not drop it: dockerd applies only the keys its file sets, and a file
 # without "runtimes" leaves the runtimes it had; it is gone at its next start)
 
