@@ -397,6 +397,55 @@ Test(engines, containerd_finds_its_handler_by_what_it_is)
 	orh_cfg_files_free(&files);
 }
 
+/* --undo removes a main file only where configure made it: an operator's own "version = 2"
+ * file stays. */
+Test(engines, containerd_undo_keeps_the_operators_file)
+{
+	struct fake_fs fs = { .path = { CD_MAIN }, .text = { "version = 2\n" } };
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+	const struct orh_cfg_file *cd;
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	fs.text[0] = file(&files, CD_MAIN)->new;
+	fs.path[1] = CD_OURS;
+	fs.text[1] = file(&files, CD_OURS)->new;
+	req.undo = true;
+	{
+		struct orh_cfg_files undo;
+
+		cr_assert_eq(plan(&fs, &req, &undo, &err), 0, "%s", err.msg);
+		cd = file(&undo, CD_MAIN);
+		cr_assert_not(cd->remove);
+		cr_assert_str_eq(cd->new, "version = 2\n");
+		cr_assert(file(&undo, CD_OURS)->remove);
+		orh_cfg_files_free(&undo);
+	}
+	orh_cfg_files_free(&files);
+}
+
+/* k3s's templates: the handler under the plugin of the version k3s renders them with. */
+Test(engines, containerd_k3s_templates)
+{
+	const char *v3 = "/var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.tmpl";
+	const char *v2 = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl";
+	struct fake_fs fs = { .path = { v3, v2 }, .text = { "{{ template \"base\" . }}\n",
+							   "{{ template \"base\" . }}\n" } };
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD, .engine_config = v3 };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cr_assert(strstr(file(&files, v3)->new, "{{ template \"base\" . }}\n\n# >>> "));
+	cr_assert(strstr(file(&files, v3)->new, "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.rdma]"));
+	orh_cfg_files_free(&files);
+	req.engine_config = v2;
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cr_assert(strstr(file(&files, v2)->new, CRI ".containerd.runtimes.rdma]"));
+	orh_cfg_files_free(&files);
+}
+
 Test(engines, containerd_refuses_what_it_cannot_extend)
 {
 	const struct {

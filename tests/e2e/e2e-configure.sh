@@ -126,7 +126,8 @@ R=$WORK/cd-none
 mkdir -p "$R"
 idempotent "containerd without a config" "$R" --engine containerd
 check "containerd config dump reads the new files" bash -c 'dump "$1" | grep -q "runtimes.rdma\]"' _ "$R"
-check "the new file starts with version = 2" [ "$(head -n 1 "$R/etc/containerd/config.toml")" = "version = 2" ]
+check "the new file says who made it, and is version = 2" \
+	bash -c '[ "$(head -n 2 "$1" | tail -n 1)" = "version = 2" ] && head -n 1 "$1" | grep -q "^# Made by oci-rdma-hook configure"' _ "$R/etc/containerd/config.toml"
 cfg --root "$R" --engine containerd --undo >/dev/null 2>&1
 check "containerd without a config: --undo removes the file it made" \
 	bash -c '[ -d "$1" ] && [ -z "$(find "$1" -type f)" ]' _ "$R"

@@ -161,6 +161,9 @@ static void place_dropin(struct cd_plan *p, const struct orh_cfg_files *files,
 /* The end of the line configure adds where a file has no imports (so that --undo gives
  * back a file without the key, rather than an empty list). */
 #define IMPORTS_ADDED " # added by oci-rdma-hook configure"
+/* A main file configure made where there was none; --undo removes it only while it holds
+ * nothing else (an operator's own "version = 2" file stays). */
+#define MADE_BY_US "# Made by oci-rdma-hook configure, to import its drop-in.\nversion = 2\n"
 
 /* text with entry added to its top-level imports (a new line after `version` where it
  * has none; a new file when text is NULL). */
@@ -170,7 +173,7 @@ static char *imports_add(const char *text, const struct orh_toml *t, const char 
 	const struct orh_toml_entry *e, *v;
 
 	if (!text)
-		return orh_xasprintf("version = 2\nimports = [%s]" IMPORTS_ADDED "\n", q);
+		return orh_xasprintf(MADE_BY_US "imports = [%s]" IMPORTS_ADDED "\n", q);
 	e = orh_toml_get(t, "imports");
 	v = orh_toml_get(t, "version");
 	if (e) {
@@ -370,11 +373,9 @@ static int main_text(const struct cd_plan *p, struct orh_cfg_file *f,
 
 		if (!cfg_dir_has_other(rd, glob, CD_DROPIN))
 			c = imports_remove(b, &t, glob);
-		if (c && !strcmp(c, "version = 2\n"))
-			remove = true;
 	}
 	orh_toml_free(&t);
-	if (remove || (c && !strcmp(c, "version = 2\n"))) {
+	if (remove || (c && !strcmp(c, MADE_BY_US))) {
 		f->remove = true;
 		return 0;
 	}
@@ -400,7 +401,10 @@ static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file 
 	_cleanup_free_ char *id = orh_xasprintf("--engine containerd --handler %s", req->handler);
 	_cleanup_free_ char *body = NULL, *without = NULL;
 	struct orh_block blk = { .id = id, .header = "{{ template \"base\" . }}\n" };
-	struct cd_src s = { .version = 2 };
+	const char *base = strrchr(f->path, '/');
+	/* k3s renders config-v3.toml.tmpl with its version 3 base */
+	long version = base && !strcmp(base + 1, "config-v3.toml.tmpl") ? 3 : 2;
+	struct cd_src s = { .version = version };
 	size_t len = 0;
 	FILE *out;
 	int r = cfg_scan(f, true, &s.t, err);
@@ -416,7 +420,7 @@ static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file 
 		r = orh_block_remove(f->old, f->path, &blk, &f->new, &remove, err);
 		f->remove = remove;
 		if (r >= 0 && f->old && !f->new && !remove) /* rewritten without our comments */
-			r = drop_handler(f->old, f->path, 2, req, &without, err);
+			r = drop_handler(f->old, f->path, version, req, &without, err);
 		if (without && strcmp(without, f->old))
 			f->new = TAKE_PTR(without);
 		return r;
@@ -424,7 +428,7 @@ static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file 
 	out = open_memstream(&body, &len);
 	if (!out)
 		abort();
-	p->v.version = 2;
+	p->v.version = version;
 	put_handler(out, p, req);
 	fclose(out);
 	blk.body = body + 1; /* without its first blank line */
