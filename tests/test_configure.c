@@ -340,6 +340,24 @@ Test(engines, containerd_reads_the_imports_as_containerd_merges_them)
 	orh_cfg_files_free(&files);
 }
 
+/* containerd 1.x: a CRI table in a file read after the drop-in would replace it whole. */
+Test(engines, containerd_refuses_a_file_read_after_its_dropin)
+{
+	struct fake_fs fs = {
+		.path = { CD_MAIN, "/etc/containerd/conf.d/zz-site.toml" },
+		.text = { "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n",
+			  "version = 2\n" CRI "]\n  sandbox_image = \"x\"\n" },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), -EINVAL);
+	cr_assert(strstr(err.msg, "/etc/containerd/conf.d/zz-site.toml:2: read after "), "%s",
+		  err.msg);
+	orh_cfg_files_free(&files);
+}
+
 /* containerd 2.x merges key by key: the drop-in holds the handler alone. */
 Test(engines, containerd_2_gets_the_handler_alone)
 {

@@ -337,6 +337,27 @@ static int dropin_text(const struct cd_plan *p, const struct orh_configure_req *
 	return r;
 }
 
+/* containerd 1.x: a file read after our drop-in that holds a CRI table replaces ours, and
+ * the handler with it. Refused, naming it. */
+static int check_after(const struct cd_plan *p, struct orh_err *err)
+{
+	const char *slash = strrchr(p->dropin, '/');
+	size_t dirlen = (size_t)(slash - p->dropin);
+
+	for (size_t i = 1; i < p->v.n && !p->v.merge_keys; i++) {
+		const char *path = p->files->v[p->v.src[i].fi].path;
+		const struct orh_toml_entry *e = cd_src_find_under(&p->v.src[i], "");
+
+		if (p->v.src[i].ours || !e || strncmp(path, p->dropin, dirlen + 1) ||
+		    strchr(path + dirlen + 1, '/') || strcmp(path + dirlen + 1, CD_DROPIN) < 0)
+			continue;
+		return orh_fail(err, EINVAL, "%s:%u: read after %s, its CRI table replaces that "
+				"one on containerd 1.x, and the handler with it (rename it to sort "
+				"before " CD_DROPIN ")", path, e->line, p->dropin);
+	}
+	return 0;
+}
+
 /* ---- the main file ---- */
 
 /* The main file's new text: our earlier block and handler tables out, the import in (or
@@ -460,8 +481,10 @@ int cfg_containerd(const struct orh_configure_req *req, const char *node_config,
 		r = read_default(&p, cfg_engine_path(req), err);
 	if (r >= 0) {
 		place_dropin(&p, files, cfg_engine_path(req));
-		r = main_text(&p, &files->v[p.v.src[0].fi], req, rd, err);
+		r = req->undo ? 0 : check_after(&p, err);
 	}
+	if (r >= 0)
+		r = main_text(&p, &files->v[p.v.src[0].fi], req, rd, err);
 	if (r >= 0 && !req->undo)
 		r = dropin_text(&p, req, &text, err);
 	if (r >= 0)
