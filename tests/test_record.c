@@ -341,8 +341,6 @@ Test(record, the_state_entries_the_hook_makes)
 	cr_assert(orh_state_entry_ours("record.json"));
 	cr_assert(orh_state_entry_ours(".nccl.conf.orh-Ab12Cd"));
 	cr_assert(orh_state_entry_ours(".record.json.orh-Ab12Cd"));
-	cr_assert(orh_state_entry_ours(ORH_RECORD_VIEW_LINK));
-	cr_assert(orh_state_entry_ours("." ORH_RECORD_VIEW_LINK ".orh-Ab12Cd"));
 	cr_assert_not(orh_state_entry_ours("not-ours"));
 	cr_assert_not(orh_state_entry_ours("nccl.conf.bak"));
 	cr_assert_not(orh_state_entry_ours(".nccl.conf"));
@@ -491,9 +489,9 @@ Test(record, nothing_in_the_run_dir_blocks, .timeout = 30)
 	remove_run(run);
 }
 
-/* A record that names a sysfs view links its state directory to it; the sweep removes a
- * view once no state directory left links to it and it was not used lately: that of a
- * container gone goes with its directory, one in use stays. */
+/* A record that names a sysfs view links its container to it; the sweep removes a view
+ * once no container whose state directory is left links to it and it was not used lately:
+ * that of a container gone goes after its directory, one in use stays. */
 Test(record, views_are_swept_with_the_last_link)
 {
 	char run[] = "/tmp/orh-rec-view-XXXXXX", p[512], target[256] = "";
@@ -511,20 +509,21 @@ Test(record, views_are_swept_with_the_last_link)
 				"pid", getpid(), "start_time", (json_int_t)(me + (unsigned)i),
 				"pid_ns", (json_int_t)here.pid, "sysfs_view",
 				ORH_SYSVIEW_DIR "/", i ? dead : live);
-		snprintf(p, sizeof(p), "%s/%s", run, i ? "gone" : "alive");
-		cr_assert_eq(orh_record_write(p, rec, &err), 0, "%s", err.msg);
-		json_decref(rec);
 		/* a view, last used long ago */
 		snprintf(p, sizeof(p), "mkdir -p %s/" ORH_SYSVIEW_SUBDIR "/%s/infiniband", run,
 			 i ? dead : live);
 		cr_assert_eq(system(p), 0);
 		snprintf(p, sizeof(p), "%s/" ORH_SYSVIEW_SUBDIR "/%s", run, i ? dead : live);
 		cr_assert_eq(utimes(p, old), 0);
+		snprintf(p, sizeof(p), "%s/%s", run, i ? "gone" : "alive");
+		cr_assert_eq(orh_record_write(p, rec, &err), 0, "%s", err.msg);
+		json_decref(rec);
 	}
-	snprintf(p, sizeof(p), "%s/alive/" ORH_RECORD_VIEW_LINK, run);
+	snprintf(p, sizeof(p), "%s/" ORH_SYSVIEW_SUBDIR "/" ORH_SYSVIEW_LINKS "/alive", run);
 	memset(target, 0, sizeof(target));
 	cr_assert_gt(readlink(p, target, sizeof(target) - 1), 0);
-	cr_assert_str_eq(target, ORH_SYSVIEW_DIR "/aaaaaaaaaaaaaaaa");
+	cr_assert_str_eq(target, "../aaaaaaaaaaaaaaaa");
+	cr_assert_not(there(run, "alive/sysfs-view"), "nothing more in the state directory");
 
 	cr_assert_eq(orh_record_sweep(run, "/proc", NULL, 0), 2, "the gone and its view");
 	cr_assert(there(run, "alive") && !there(run, "gone"));

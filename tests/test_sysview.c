@@ -270,23 +270,30 @@ Test(sysview, a_view_used_again_is_marked_used)
 	cr_assert_gt(st.st_mtime, time(NULL) - 600, "the mtime of a view used again is now");
 }
 
-/* The sweep removes a view no one uses that was not used lately, and what a build or a
- * sweep killed before its end left (a temporary view, read-only inside: a build killed at
- * its rename); a view in use, one used lately, and a name that is no view's stay. While a
- * build holds the lock it removes nothing. */
+/* The sweep removes a link whose container's state directory is gone, then a view that no
+ * link names and that was not used lately, and what a build or a sweep killed before its
+ * end left (a temporary view, read-only inside: a build killed at its rename); a view
+ * linked from a state directory that is there, one used lately, and a name that is no
+ * view's stay. While a build or a link holds the lock it removes nothing. */
 Test(sysview, the_sweep_removes_unused_views_and_leftovers)
 {
 	char base[PATH_MAX], path[PATH_MAX * 2], cmd[PATH_MAX * 2], used_id[17], old_id[17],
-	     young_id[17];
-	struct orh_strv used = { 0 };
-	int fd;
+	     young_id[17], gone_id[17];
+	struct orh_err err = { 0 };
+	int fd, runfd = open(root, O_RDONLY | O_DIRECTORY);
 
 	snprintf(base, sizeof(base), "%s/views", root);
 	build_one(base, "mlx5_1", used_id);
 	build_one(base, "mlx5_2", old_id);
 	build_one(base, "mlx5_3", young_id);
+	build_one(base, "mlx5_4", gone_id);
 	age(base, used_id);
 	age(base, old_id);
+	age(base, gone_id);
+	snprintf(path, sizeof(path), "%s/ctr-a", root);
+	cr_assert_eq(mkdir(path, 0700), 0, "a state directory");
+	cr_assert_eq(orh_sysview_link(base, "ctr-a", used_id, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_sysview_link(base, "ctr-gone", gone_id, &err), 0, "%s", err.msg);
 	snprintf(cmd, sizeof(cmd), "d=%s/.tmp-12345/infiniband; mkdir -p $d && touch $d/x && "
 		 "chmod 555 $d", base);
 	cr_assert_eq(system(cmd), 0);
@@ -295,23 +302,26 @@ Test(sysview, the_sweep_removes_unused_views_and_leftovers)
 	snprintf(path, sizeof(path), "%s/notaview", base);
 	cr_assert_eq(mkdir(path, 0755), 0);
 	age(base, "notaview");
-	orh_strv_pushf(&used, "%s", used_id);
 
 	fd = open(base, O_RDONLY | O_DIRECTORY);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(flock(fd, LOCK_SH), 0);
-	cr_assert_eq(orh_sysview_sweep(AT_FDCWD, base, &used, 600), 0, "a build is at work");
+	cr_assert_eq(orh_sysview_sweep(runfd, "views", 600), 0, "a build is at work");
 	cr_assert(there(base, old_id) && there(base, ".tmp-12345"));
+	cr_assert(there(base, ORH_SYSVIEW_LINKS "/ctr-gone"));
 	close(fd);
 
-	cr_assert_eq(orh_sysview_sweep(AT_FDCWD, base, &used, 600), 3);
-	cr_assert(there(base, used_id), "in use");
+	cr_assert_eq(orh_sysview_sweep(runfd, "views", 600), 4);
+	cr_assert(there(base, used_id), "linked");
+	cr_assert(there(base, ORH_SYSVIEW_LINKS "/ctr-a"));
 	cr_assert(there(base, young_id), "used lately");
 	cr_assert(there(base, "notaview"));
 	cr_assert_not(there(base, old_id), "unused");
+	cr_assert_not(there(base, gone_id), "its container's state directory is gone");
+	cr_assert_not(there(base, ORH_SYSVIEW_LINKS "/ctr-gone"));
 	cr_assert_not(there(base, ".tmp-12345"), "a killed build's");
 	cr_assert_not(there(base, ".dead-1"), "a killed sweep's");
-	orh_strv_free(&used);
+	close(runfd);
 }
 
 /* ---- the spec mounts ---- */

@@ -28,11 +28,6 @@
  * sets a smaller memlock (the operator's number then): two of NCCL's 4 MiB buffers
  * (NCCL_BUFFSIZE's default), one connection's send and receive, are registered. */
 #define ORH_MEMLOCK_NEED ((uint64_t)8 << 20)
-/* In a state directory: a symlink to the sysfs view (orh/sysview.h) that the container's
- * record names, made before the record; the sweep keeps every view that a state
- * directory links to (orh/statedir.h). */
-#define ORH_RECORD_VIEW_LINK "sysfs-view"
-
 /* The pid and mount namespaces of a process, by their inode numbers (0: unknown). */
 struct orh_ns_ids {
 	unsigned long long pid, mnt;
@@ -123,8 +118,10 @@ int orh_limits_memlock(const char *text, uint64_t *soft, uint64_t *hard);
 int orh_stat_start_time(const char *text, unsigned long long *out);
 
 /* Write rec to <state_dir>/record.json (0644 root's file, atomically); the directory is
- * made (0700) where missing. A record that names a sysfs view gets its link
- * (ORH_RECORD_VIEW_LINK) first. 0 or -errno with err filled. */
+ * made (0700) where missing. A record that names a sysfs view links the container to it
+ * first (orh_sysview_link(), in the views' directory beside state_dir): the sweep keeps
+ * a view while a state directory left has a link to it. 0 or -errno with err filled (a
+ * failed link's, the record written all the same). */
 int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *err);
 /* Whether the container of a record is there, as seen from the namespaces `here`:
  *   YES / NO: for a record with a pid, whether that pid has the recorded start time
@@ -169,9 +166,8 @@ char *orh_state_dir_path(const char *run_dir, const char *id);
  * orh_record_write() does; an fd of it, *created telling whether it was made here. */
 int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err);
 /* Is name an entry the hook makes in a container's state directory (the generated
- * nccl.conf, record.json, the shim's node.json, the link to the sysfs view) or a temporary
- * name a killed writer of one left (orh_replace_at's ".NAME.orh-*")? poststop and the
- * sweep remove these and nothing else. */
+ * nccl.conf, record.json, the shim's node.json) or a temporary name a killed writer of one left
+ * (orh_replace_at's ".NAME.orh-*")? poststop and the sweep remove these and nothing else. */
 bool orh_state_entry_ours(const char *name);
 
 #endif

@@ -28,12 +28,15 @@
  * container that gets the same view (made once, never changed: its name is its content).
  * In the run dir (orh/record.h) under a name no state directory has (those of container
  * ids that start with a dot do not either: orh_state_dir_name()). The sweep of the run dir
- * removes a view that no state directory links to once it has not been made or used for a
+ * removes a view that no container links to once it has not been made or used for a
  * while (orh/statedir.h). */
 #define ORH_SYSVIEW_SUBDIR ".sysfs"
 #ifndef ORH_SYSVIEW_DIR
 #define ORH_SYSVIEW_DIR "/run/oci-rdma-hook/" ORH_SYSVIEW_SUBDIR
 #endif
+/* In base, the directory of the containers' links to the views they use (a name no view
+ * has): one symlink per container, named by its state directory (orh_sysview_link()). */
+#define ORH_SYSVIEW_LINKS ".links"
 /* A build or a use of a view and the sweep exclude each other (flock(2) of base: shared,
  * exclusive); a build waits this long at most for a sweep to end. */
 #define ORH_SYSVIEW_LOCK_WAIT_MS 5000
@@ -45,13 +48,17 @@
  * gets its path. */
 int orh_sysview_build(const struct orh_sysview *v, const char *base, char *dir, size_t size,
 		      struct orh_err *err);
-/* The sweep of dirfd/base, under its exclusive lock, or not at all while a build holds
- * it: removes each view whose id is not in used and whose mtime is more than unused_for
- * seconds old (renamed to ".dead-<pid>" first, then removed), and what a killed build or
- * sweep left (".tmp-*", ".dead-*": none is at work under the lock). Returns how many
- * entries it removed. */
-int orh_sysview_sweep(int dirfd, const char *base, const struct orh_strv *used,
-		      unsigned unused_for);
+/* Link the container whose state directory is named owner to view id:
+ * base/ORH_SYSVIEW_LINKS/<owner>, a symlink to ../<id>, made (or replaced) under base's
+ * shared lock. 0 or -errno with err filled. */
+int orh_sysview_link(const char *base, const char *owner, const char *id,
+		     struct orh_err *err);
+/* The sweep of runfd/base, under its exclusive lock, or not at all while a build or a link
+ * holds it: removes each link whose state directory (in runfd) is gone, then each view
+ * that no link names and whose mtime is more than unused_for seconds old (renamed to
+ * ".dead-<pid>" first, then removed), and what a killed build or sweep left (".tmp-*",
+ * ".dead-*": none is at work under the lock). Returns how many entries it removed. */
+int orh_sysview_sweep(int runfd, const char *base, unsigned unused_for);
 
 struct orh_sysview_result {
 	unsigned mounted;            /* class directories covered */

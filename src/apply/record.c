@@ -483,16 +483,20 @@ int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err
 	return fd;
 }
 
-/* The link to the record's sysfs view, where it names one: the view's path. */
-static int write_view_link(int dirfd, const json_t *rec, struct orh_err *err)
+/* The container's link to the sysfs view its record names, if any: in the views'
+ * directory beside its state directory. */
+static int write_view_link(const char *state_dir, const json_t *rec, struct orh_err *err)
 {
 	const char *view = json_string_value(json_object_get(rec, "sysfs_view"));
-	struct orh_replace how = { .type = S_IFLNK, .what = ORH_RECORD_VIEW_LINK };
+	const char *id = view && strrchr(view, '/') ? strrchr(view, '/') + 1 : view;
+	const char *name = strrchr(state_dir, '/');
+	_cleanup_free_ char *base = NULL;
 
-	if (!view)
+	if (!id || !orh_sysview_id_valid(id))
 		return 0;
-	how.data = view;
-	return orh_replace_at(dirfd, ORH_RECORD_VIEW_LINK, &how, err);
+	base = name ? orh_xasprintf("%.*s/" ORH_SYSVIEW_SUBDIR, (int)(name - state_dir), state_dir)
+		    : orh_xstrdup(ORH_SYSVIEW_SUBDIR);
+	return orh_sysview_link(base, name ? name + 1 : state_dir, id, err);
 }
 
 int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *err)
@@ -509,15 +513,15 @@ int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *e
 	dirfd = orh_state_dir_open(state_dir, &created, err);
 	if (dirfd < 0)
 		return dirfd;
-	/* the link first: a view is never named by a record alone, which the sweep does not
-	 * read for it */
-	r = write_view_link(dirfd, rec, err);
-	if (r < 0)
-		return r;
+	/* the link first: the sweep reads no record for the views; a record is written even
+	 * where the link could not be (its error is returned then) */
+	r = write_view_link(state_dir, rec, err);
 	how.data = text;
 	how.len = len;
 	how.what = ORH_RECORD_FILE;
-	return orh_replace_at(dirfd, ORH_RECORD_FILE, &how, err);
+	if (orh_replace_at(dirfd, ORH_RECORD_FILE, &how, err) < 0)
+		return -err->code;
+	return r;
 }
 
 void orh_ns_ids_read(const char *proc, struct orh_ns_ids *ns)
@@ -635,8 +639,7 @@ json_t *orh_record_load_at(int dirfd, const char *path)
 
 bool orh_state_entry_ours(const char *name)
 {
-	static const char *const files[] = { "nccl.conf", ORH_RECORD_FILE, ORH_HANDOFF_FILE,
-					     ORH_RECORD_VIEW_LINK };
+	static const char *const files[] = { "nccl.conf", ORH_RECORD_FILE, ORH_HANDOFF_FILE };
 
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(files); i++) {
 		size_t n = strlen(files[i]);

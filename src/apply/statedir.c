@@ -2,7 +2,7 @@
 /*
  * The sweep of the run dir (orh/statedir.h): the state directories of containers that are
  * gone, looked at in turns from where the last sweep stopped, and the sysfs views that no
- * state directory links to.
+ * container whose state directory is left links to.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -136,33 +136,11 @@ static size_t list_names(int runfd, char ***out)
 	return n;
 }
 
-/* Into used, the ids of the sysfs views that the state directories `names` link to
- * (ORH_RECORD_VIEW_LINK; a removed one is NULL). */
-static void views_linked(int runfd, char *const *names, size_t n, struct orh_strv *used)
-{
-	for (size_t i = 0; i < n; i++) {
-		char path[PATH_MAX], target[PATH_MAX];
-		const char *id;
-		ssize_t len;
-
-		if (!names[i])
-			continue;
-		snprintf(path, sizeof(path), "%s/" ORH_RECORD_VIEW_LINK, names[i]);
-		len = readlinkat(runfd, path, target, sizeof(target) - 1);
-		if (len <= 0)
-			continue;
-		target[len] = '\0';
-		id = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
-		if (orh_sysview_id_valid(id) && !orh_strv_contains(used, id))
-			orh_strv_pushf(used, "%s", id);
-	}
-}
-
 /* The state directories: ORH_RECORD_SWEEP_MAX at most, in the order of their names, from
  * the first after cursor (around to the first name after the last); the mark names the
- * last of them. A removed one's name is freed and set to NULL. */
-static int sweep_dirs(int runfd, char **names, size_t n, const char *cursor, const char *skip,
-		      const char *proc)
+ * last of them. */
+static int sweep_dirs(int runfd, char *const *names, size_t n, const char *cursor,
+		      const char *skip, const char *proc)
 {
 	size_t start = 0, count = n < ORH_RECORD_SWEEP_MAX ? n : ORH_RECORD_SWEEP_MAX;
 	struct orh_ns_ids here;
@@ -177,12 +155,9 @@ static int sweep_dirs(int runfd, char **names, size_t n, const char *cursor, con
 	for (size_t k = 0; k < count; k++) {
 		size_t i = (start + k) % n;
 
-		if (!strcmp(names[i], skip) || !stale(runfd, names[i], proc, &here) ||
-		    !remove_state_dir(runfd, names[i]))
-			continue;
-		removed++;
-		free(names[i]);
-		names[i] = NULL;
+		if (strcmp(names[i], skip) && stale(runfd, names[i], proc, &here) &&
+		    remove_state_dir(runfd, names[i]))
+			removed++;
 	}
 	return removed;
 }
@@ -192,7 +167,6 @@ int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id,
 {
 	_cleanup_close_ int runfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	char cursor[NAME_MAX + 1], skip[NAME_MAX + 1] = "";
-	struct orh_strv used = { 0 };
 	char **names = NULL;
 	int removed = 0;
 	size_t n;
@@ -203,10 +177,8 @@ int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id,
 		skip[0] = '\0';
 	n = list_names(runfd, &names);
 	removed = sweep_dirs(runfd, names, n, cursor, skip, proc);
-	/* a view stays while any state directory left links to it */
-	views_linked(runfd, names, n, &used);
-	removed += orh_sysview_sweep(runfd, ORH_SYSVIEW_SUBDIR, &used, ORH_RECORD_ORPHAN_SECONDS);
-	orh_strv_free(&used);
+	/* a view stays while a state directory left links to it */
+	removed += orh_sysview_sweep(runfd, ORH_SYSVIEW_SUBDIR, ORH_RECORD_ORPHAN_SECONDS);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "orh/atomic.h"
 #include "orh/mount.h"
 #include "orh/rootfs.h"
 #include "orh/sysview.h"
@@ -169,23 +170,86 @@ int orh_sysview_build(const struct orh_sysview *v, const char *base, char *dir, 
 	return r;
 }
 
-int orh_sysview_sweep(int dirfd, const char *base, const struct orh_strv *used,
-		      unsigned unused_for)
+int orh_sysview_link(const char *base, const char *owner, const char *id,
+		     struct orh_err *err)
 {
-	_cleanup_close_ int basefd = openat(dirfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	_cleanup_close_ int basefd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int linksfd = -1;
+	char target[32];
+	struct orh_replace how = { .type = S_IFLNK, .data = target, .what = owner };
+	int r;
+
+	snprintf(target, sizeof(target), "../%.16s", id);
+	if (basefd < 0)
+		return orh_fail(err, errno, "opening '%s': %m", base);
+	r = lock_views(basefd, false);
+	if (r < 0)
+		return orh_fail(err, -r, "locking '%s' against its sweep: %s", base, strerror(-r));
+	if (mkdirat(basefd, ORH_SYSVIEW_LINKS, 0755) < 0 && errno != EEXIST)
+		return orh_fail(err, errno, "creating '%s/" ORH_SYSVIEW_LINKS "': %m", base);
+	linksfd = openat(basefd, ORH_SYSVIEW_LINKS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			 O_CLOEXEC);
+	if (linksfd < 0)
+		return orh_fail(err, errno, "opening '%s/" ORH_SYSVIEW_LINKS "': %m", base);
+	return orh_replace_at(linksfd, owner, &how, err);
+}
+
+/* The links of base (basefd): each whose state directory is gone (in runfd) is removed, and
+ * so is a temporary one a killed writer left; the views the others name go into used. */
+static void sweep_links(int runfd, int basefd, struct orh_strv *used)
+{
+	int fd = openat(basefd, ORH_SYSVIEW_LINKS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		char target[32];
+		const char *id;
+		struct stat st;
+		ssize_t n;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = '\0';
+		id = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+		/* (under the lock no link is being written: a temporary one is a killed one's) */
+		if (de->d_name[0] == '.' ||
+		    fstatat(runfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode)) {
+			unlinkat(dirfd(d), de->d_name, 0);
+			continue;
+		}
+		if (orh_sysview_id_valid(id) && !orh_strv_contains(used, id))
+			orh_strv_pushf(used, "%s", id);
+	}
+	closedir(d);
+}
+
+int orh_sysview_sweep(int runfd, const char *base, unsigned unused_for)
+{
+	_cleanup_close_ int basefd = openat(runfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 					    O_CLOEXEC);
+	struct orh_strv used = { 0 };
 	int fd = -1, removed = 0;
 	struct dirent *de;
 	char dead[32];
 	DIR *d;
 
-	/* none yet, or a build at work: the next sweep */
+	/* none yet, or a build or a link at work: the next sweep */
 	if (basefd < 0 || lock_views(basefd, true) < 0)
 		return 0;
+	sweep_links(runfd, basefd, &used);
 	fd = openat(basefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || !(d = fdopendir(fd))) {
 		if (fd >= 0)
 			close(fd);
+		orh_strv_free(&used);
 		return 0;
 	}
 	snprintf(dead, sizeof(dead), ".dead-%d", (int)getpid());
@@ -197,7 +261,7 @@ int orh_sysview_sweep(int dirfd, const char *base, const struct orh_strv *used,
 			removed += remove_tree(basefd, de->d_name);
 			continue;
 		}
-		if (!orh_sysview_id_valid(de->d_name) || orh_strv_contains(used, de->d_name) ||
+		if (!orh_sysview_id_valid(de->d_name) || orh_strv_contains(&used, de->d_name) ||
 		    fstatat(basefd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISDIR(st.st_mode) || time(NULL) - st.st_mtime <= (time_t)unused_for)
 			continue;
@@ -207,6 +271,7 @@ int orh_sysview_sweep(int dirfd, const char *base, const struct orh_strv *used,
 			removed += remove_tree(basefd, dead);
 	}
 	closedir(d);
+	orh_strv_free(&used);
 	return removed;
 }
 
