@@ -121,7 +121,8 @@ bool orh_inst_engine_known(const char *name);
 /* Restart e as mode says (ORH_RESTART_DEFAULT: the flavour's way), recording in e what
  * was signalled. 0 or -errno. */
 int orh_inst_engine_restart(const char *root, struct orh_inst_engine *e,
-			    enum orh_inst_restart mode, struct orh_strv *notes, struct orh_err *err);
+			    enum orh_inst_restart mode, struct orh_strv *notes,
+			    struct orh_err *err);
 /* Has e loaded handler with shim, as the engine reports it (containerd: `containerd config
  * dump` of its config, run chrooted into root; CRI-O: `crio status config`; docker:
  * `docker info`)? 1 with *what saying how it was seen, 0 with *why saying what is missing

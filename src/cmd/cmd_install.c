@@ -362,7 +362,8 @@ static int write_ready(const char *path, const char *text, struct orh_err *err)
 	char *slash = strrchr(dir, '/');
 
 	if (!slash || slash == dir)
-		return orh_fail(err, EINVAL, "--ready-file '%s' is not a path in a directory", path);
+		return orh_fail(err, EINVAL, "--ready-file '%s' is not a path in a directory",
+				path);
 	*slash = '\0';
 	for (char *q = dir + 1; *q; q++)
 		if (*q == '/') {
@@ -423,8 +424,8 @@ static int await_loaded(const struct inst_opts *o, struct orh_inst_manifest *m,
 		free(last);
 		last = why;
 		if (o->once && time(NULL) >= end)
-			return orh_fail(err, ETIMEDOUT, "not ready after %u s: %s", o->ready_timeout,
-					last);
+			return orh_fail(err, ETIMEDOUT, "not ready after %u s: %s",
+					o->ready_timeout, last);
 		sig = sigtimedwait(set, NULL, &pause);
 		if (sig == SIGTERM || sig == SIGINT) {
 			printf("signal %d: undoing the installation\n", sig);
@@ -481,8 +482,8 @@ static int undo(struct inst_opts *o, struct orh_inst_manifest *m, const char *co
 	if (r >= 0 && m->engine) {
 		o->req.undo = true;
 		o->req.handler = m->handler;
-		r = orh_inst_engine_find(o->root, m->engine, m->engine_config, o->socket, &e, &notes,
-					 err);
+		r = orh_inst_engine_find(o->root, m->engine, m->engine_config, o->socket, &e,
+					 &notes, err);
 		print_lines("note: ", &notes);
 		if (r >= 0)
 			r = configure_engine(o, m, &e, conf, err);
@@ -540,7 +541,8 @@ int orh_cmd_install(struct orh_ctx *ctx, int argc, char **argv)
 {
 	struct inst_opts o = { .from = "", .ready_file = INST_READY_FILE,
 			       .ready_timeout = INST_READY_TIMEOUT,
-			       .req = { .handler = "rdma", .shim = ORH_BINDIR "/oci-rdma-runtime" } };
+			       .req = { .handler = "rdma",
+					.shim = ORH_BINDIR "/oci-rdma-runtime" } };
 	struct orh_inst_manifest m = { 0 };
 	struct orh_inst_engine e = { 0 };
 	struct orh_err err = { 0 };

@@ -148,7 +148,8 @@ static const struct flavour *flavour_found(const char *root)
 {
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(flavours); i++) {
 		const struct flavour *f = &flavours[i];
-		_cleanup_free_ char *rendered = f->dir ? orh_xasprintf("%s/config.toml", f->dir) : NULL;
+		_cleanup_free_ char *rendered =
+			f->dir ? orh_xasprintf("%s/config.toml", f->dir) : NULL;
 
 		if ((f->dir && exists_under(root, f->dir) && exists_under(root, rendered)) ||
 		    (f->config && exists_under(root, f->config)) ||
@@ -207,7 +208,8 @@ int orh_inst_engine_find(const char *root, const char *flavour, const char *conf
 	if (f->engine == ORH_ENGINE_CONTAINERD && !socket)
 		socket = env_socket;
 	if (config && config[0] != '/')
-		return orh_fail(err, EINVAL, "the engine config '%s' is not an absolute path", config);
+		return orh_fail(err, EINVAL, "the engine config '%s' is not an absolute path",
+				config);
 	e->engine = f->engine;
 	e->flavour = f->name;
 	e->units = f->units;
@@ -347,16 +349,18 @@ static int systemd_restart(const char *root, struct orh_inst_engine *e, struct o
 			return 0;
 		}
 		if (status && status != 5)
-			return orh_fail(err, ECHILD, "systemctl try-restart %s under '%s/': status %d",
-					u, root, status);
+			return orh_fail(err, ECHILD, "systemctl try-restart %s under '%s/': "
+					"status %d", u, root, status);
 		if (!status)
-			orh_strv_pushf(notes, "systemctl try-restart %s (restarted where it runs)", u);
+			orh_strv_pushf(notes, "systemctl try-restart %s (restarted where it runs)",
+				       u);
 	}
 	return 0;
 }
 
 int orh_inst_engine_restart(const char *root, struct orh_inst_engine *e,
-			    enum orh_inst_restart mode, struct orh_strv *notes, struct orh_err *err)
+			    enum orh_inst_restart mode, struct orh_strv *notes,
+			    struct orh_err *err)
 {
 	enum orh_inst_restart m = mode ? mode : e->restart;
 
@@ -410,10 +414,12 @@ static bool ask_matches(const struct orh_inst_engine *e, const char *out, const 
 		headers[0] = h1 = orh_xasprintf("[crio.runtime.runtimes.%s]", handler);
 		want = orh_xasprintf("runtime_path = \"%s\"", shim);
 	} else {
-		headers[0] = h1 = orh_xasprintf("[plugins.\"io.containerd.grpc.v1.cri\".containerd."
-						"runtimes.%s.options]", handler);
-		headers[1] = h2 = orh_xasprintf("[plugins.\"io.containerd.cri.v1.runtime\".containerd."
-						"runtimes.%s.options]", handler);
+		h1 = orh_xasprintf("[plugins.\"%s\".containerd.runtimes.%s.options]",
+				   "io.containerd.grpc.v1.cri", handler);
+		h2 = orh_xasprintf("[plugins.\"%s\".containerd.runtimes.%s.options]",
+				   "io.containerd.cri.v1.runtime", handler);
+		headers[0] = h1;
+		headers[1] = h2;
 		want = orh_xasprintf("BinaryName = \"%s\"", shim);
 	}
 	return toml_has(out, headers, want);

@@ -228,17 +228,17 @@ check "the hooks.d files name the installed binary" \
 # dump_has DIR CONFIG [SHIM]: containerd's own view of CONFIG in the root DIR (its imports
 # there) has the handler rdma with BinaryName SHIM (default: the copied shim)
 dump_has() {
+	local table='^ *\[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.rdma.options\]'
 	chroot "$1" "${4:-/usr/bin/containerd}" --config "$2" config dump 2>/dev/null |
-		sed -n '/^ *\[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.rdma.options\]/,/^ *\[/p' |
-		grep -qxE " *BinaryName = \"${3:-$SHIM}\""
+		sed -n "/$table/,/^ *\[/p" | grep -qxE " *BinaryName = \"${3:-$SHIM}\""
 }
-check "containerd's config has the handler rdma, BinaryName the copied shim (containerd config dump)" \
+check "containerd's own view (config dump): the handler rdma, BinaryName the copied shim" \
 	dump_has "$H" /etc/containerd/config.toml
 check "no containerd was listening: the installer says it reads the config at its start" \
 	grep -q 'no engine listens on /run/containerd/containerd.sock' "$WORK/install.log"
 check "ready once containerd config dump, run in the host root, has the handler" \
-	grep -qxF "ready: containerd config dump of /etc/containerd/config.toml has handler 'rdma' with $SHIM" \
-	"$WORK/install.log"
+	grep -qxF "ready: containerd config dump of /etc/containerd/config.toml has handler 'rdma'$(
+		) with $SHIM" "$WORK/install.log"
 PROBE_RC=0
 PROBE_OUT=$(inst_probe 2>&1) || PROBE_RC=$?
 check "the readinessProbe's command exits 0 (rc $PROBE_RC: $PROBE_OUT)" [ "$PROBE_RC" = 0 ]
@@ -249,9 +249,13 @@ line_of() { grep -n -m1 -e "$1" "$WORK/install.log" | cut -d: -f1; }
 L_CFG=$(line_of '^\(changed\|created\) /etc/containerd/')
 L_READY=$(line_of '^ready: ')
 L_LABEL=$(line_of "^created $FEATURE\$")
-check "the feature file is written after the engine reported the handler (lines $L_CFG, $L_READY, $L_LABEL)" \
-	bash -c '[ -n "$1" ] && [ -n "$2" ] && [ -n "$3" ] && [ "$1" -lt "$2" ] && [ "$2" -lt "$3" ]' \
-	_ "$L_CFG" "$L_READY" "$L_LABEL"
+# in_order N...: each a line number, each above the one before
+in_order() {
+	local prev=0 n
+	for n in "$@"; do [ -n "$n" ] && [ "$n" -gt "$prev" ] || return 1; prev=$n; done
+}
+check "the feature file is written after the engine reported the handler ($L_CFG, $L_READY, $L_LABEL)" \
+	in_order "$L_CFG" "$L_READY" "$L_LABEL"
 
 # ---- pods through the handler, containerd started on the host root's config ----------------
 # in a mount namespace of its own whose /etc/containerd is the host root's: the paths
@@ -280,7 +284,8 @@ run_pod() {
 	local d=$WORK/pods/$1
 	mkdir -p "$d/logs"
 	cri_pod_json "$d/pod.json" "$1" 2 "$d/logs" "$2"
-	cri_ctr_json "$d/ctr.json" 2 "echo orh-inst-ran; $INSIDE; echo orh-inst-end; exec sleep 600" "$3"
+	cri_ctr_json "$d/ctr.json" 2 \
+		"echo orh-inst-ran; $INSIDE; echo orh-inst-end; exec sleep 600" "$3"
 	cri_start_pod "$CD" "$d" rdma || not_ok "$1: the pod through rdma: $CRI_ERR"
 	PODS+=("$CRI_POD")
 	wait_for 20 grep -q orh-inst-end "$d/logs/work.log" || true
@@ -294,7 +299,8 @@ run_pod allocated . ".devices = [{container_path: \"/dev/infiniband/uverbs2\",
 	host_path: \"$WORK/devplugin/uverbs2\", permissions: \"rwm\"}]"
 check "allocated uverbs2: NCCL_IB_HCA names mlx5_2 alone ($(grep '^conf:NCCL_IB_HCA' <<<"$OUT"))" \
 	grep -qx 'conf:NCCL_IB_HCA==mlx5_2:1' <<<"$OUT"
-check "allocated uverbs2: only uverbs2 and rdma_cm (saw: $(ib_nodes))" [ "$(ib_nodes)" = "rdma_cm uverbs2 " ]
+check "allocated uverbs2: only uverbs2 and rdma_cm (saw: $(ib_nodes))" \
+	[ "$(ib_nodes)" = "rdma_cm uverbs2 " ]
 run_pod annotated-only '.annotations["oci-rdma-hook/enable"] = "true"' .
 check "annotated, allocated nothing: no NCCL setting, no RDMA device (saw: $(ib_nodes))" \
 	out_lacks -e '^conf:NCCL_' -e '^/dev/infiniband'
@@ -314,8 +320,8 @@ check "a second install exits 0 (rc $RC: $(tail -2 "$WORK/second.log" | tr '\n' 
 check "it puts back the ConfigMap's node config (updated), the others unchanged" \
 	bash -c 'grep -qx "updated $2" "$1" && grep -q "^unchanged .*/oci-rdma-hook$" "$1"' \
 	_ "$WORK/second.log" "$CONF"
-check "it wrote no engine file" bash -c '! grep -Eq "^(created|changed|removed) /etc/containerd" "$1"' \
-	_ "$WORK/second.log"
+check "it wrote no engine file" \
+	bash -c '! grep -Eq "^(created|changed|removed) /etc/containerd" "$1"' _ "$WORK/second.log"
 check "it changed nothing else under the host root" diff "$WORK/installed.snap" <(snapshot "$H")
 
 # ---- SIGTERM undoes the engine's part, the files stay -------------------------------------
@@ -323,7 +329,8 @@ inst_stop
 # what it printed from the signal on
 inst_log | sed -n '/^signal 15: /,$p' >"$WORK/undo.log"
 check "the installer exited 0 after SIGTERM (status $INST_RC)" [ "$INST_RC" = 0 ]
-check "it says it undid the installation" grep -q '^signal 15: undoing the installation' "$WORK/undo.log"
+check "it says it undid the installation" \
+	grep -q '^signal 15: undoing the installation' "$WORK/undo.log"
 check "the feature file is gone" [ ! -e "$H$FEATURE" ]
 L_LABEL=$(grep -n -m1 "^removed $FEATURE\$" "$WORK/undo.log" | cut -d: -f1)
 L_CFG=$(grep -n -m1 -E '^(changed|removed) /etc/containerd/' "$WORK/undo.log" | cut -d: -f1)
@@ -339,7 +346,8 @@ check "the binary is kept" cmp "$HOOK" "$H$BINDIR/oci-rdma-hook"
 check "the oci-rdma-runtime link is kept" [ "$(readlink "$SHIM")" = oci-rdma-hook ]
 check "the hooks.d files are kept" [ -s "$H$HOOKS_DIR/oci-rdma-hook.json" ]
 check "the node config is kept, the ConfigMap's" cmp "$CM_CONF" "$H$CONF"
-check "it says what it kept and how to remove it" grep -q 'install --purge removes them' "$WORK/undo.log"
+check "it says what it kept and how to remove it" \
+	grep -q 'install --purge removes them' "$WORK/undo.log"
 # what differs from the original is what the manifest still lists, and the manifest itself
 added() {
 	diff "$WORK/orig.snap" <(snapshot "$H") | sed -n 's/^> //p' |
@@ -358,12 +366,12 @@ check "what is left beside the original is what the manifest lists as kept" \
 check "the manifest no longer names an engine" \
 	bash -c '! grep -q "^engine " "$1/var/lib/oci-rdma-hook/install.manifest"' _ "$H"
 if $IMAGE_MODE; then
-	check "the ready file is removed first" \
-		bash -c 'grep -n -m1 "^removed /run/oci-rdma-hook-installer/ready$" "$1" | grep -q "^[0-9]*:" &&
-			[ "$(grep -n -m1 "^removed /run/oci-rdma-hook-installer/ready$" "$1" | cut -d: -f1)" -lt "$2" ]' \
-		_ "$WORK/undo.log" "$L_LABEL"
+	L_READY=$(grep -n -m1 '^removed /run/oci-rdma-hook-installer/ready$' "$WORK/undo.log" |
+		cut -d: -f1)
+	check "the ready file is removed first ($L_READY, $L_LABEL)" in_order "$L_READY" "$L_LABEL"
 else
-	check "the readinessProbe's command fails once undone" bash -c '! "$@" 2>/dev/null' _ inst_probe
+	check "the readinessProbe's command fails once undone" \
+		bash -c '! "$@" 2>/dev/null' _ "$HOOK" install --probe --ready-file "$WORK/ready"
 fi
 RC=0
 inst_once "$H" --purge >"$WORK/purge.log" || RC=$?
@@ -400,8 +408,8 @@ check "it sent SIGHUP to containerd's PID ($CD2_PID), found behind its socket" \
 	grep -qx "note: sent SIGHUP to pid $CD2_PID (behind /run/containerd/containerd.sock)" \
 	"$WORK/signal.log"
 check "install --once with no containerd back after the signal: not ready, exit 1 (rc $RC)" \
-	bash -c '[ "$1" = 1 ] && grep -qx "not ready: no engine listens on /run/containerd/containerd.sock since it was restarted" "$2"' \
-	_ "$RC" "$WORK/signal.log"
+	bash -c '[ "$1" = 1 ] && grep -qx "not ready: no engine listens on $3 since it was restarted" "$2"' \
+	_ "$RC" "$WORK/signal.log" /run/containerd/containerd.sock
 check "not ready: no feature file" [ ! -e "$H2$FEATURE" ]
 CD2_RC=0
 # a containerd still running after 10 s is killed, so that the check fails, not hangs
@@ -432,7 +440,8 @@ mkdir -p "$H4/etc/custom"
 printf 'version = 2\n' >"$H4/etc/custom/containerd.toml"
 add_containerd "$H4"
 snapshot "$H4" >"$WORK/orig4.snap"
-INST_ENV=(CONTAINERD_CONFIG=/etc/custom/containerd.toml CONTAINERD_SOCKET=/run/custom/containerd.sock)
+INST_ENV=(CONTAINERD_CONFIG=/etc/custom/containerd.toml
+	CONTAINERD_SOCKET=/run/custom/containerd.sock)
 RC=0
 inst_once "$H4" --once >"$WORK/env.log" || RC=$?
 INST_ENV=()
@@ -443,12 +452,13 @@ check "CONTAINERD_CONFIG: that file is configured, and is what the engine is ask
 check "CONTAINERD_CONFIG: containerd's view of that file has the handler" \
 	dump_has "$H4" /etc/custom/containerd.toml "$BINDIR/oci-rdma-runtime"
 check "CONTAINERD_SOCKET: the engine is looked for behind that socket" \
-	grep -qx 'note: no engine listens on /run/custom/containerd.sock: it reads its config when it starts' \
-	"$WORK/env.log"
+	grep -qx "note: no engine listens on /run/custom/containerd.sock: it reads its config$(
+		) when it starts" "$WORK/env.log"
 check "no /etc/containerd was made" [ ! -e "$H4/etc/containerd" ]
 inst_once "$H4" --purge >"$WORK/purge4.log" || not_ok "install --purge on host4"
 # configure --undo takes a config of `version = 2` alone for one it made, and removes it
-todo_check "after --purge host4 is the original byte for byte ($(grep -m1 '^removed /etc/custom/containerd.toml' "$WORK/purge4.log"))" \
+todo_check "after --purge host4 is the original byte for byte ($(
+	grep -m1 '^removed /etc/custom/containerd.toml' "$WORK/purge4.log"))" \
 	diff "$WORK/orig4.snap" <(snapshot "$H4")
 
 # ---- k3s and rke2: found by their paths, their template edited ----------------------------
@@ -458,8 +468,12 @@ H3=$WORK/host3
 mkdir -p "$H3$K3S"
 # the config k3s rendered at its last start (version 2: the containerd here reads it), and
 # k3s's containerd (this machine's, where k3s keeps its own)
-printf 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n' \
-	>"$H3$K3S/config.toml"
+cat >"$H3$K3S/config.toml" <<'EOF'
+version = 2
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+EOF
 add_containerd "$H3"
 mkdir -p "$H3${K3S_BIN%/*}"
 mv "$H3/usr/bin/containerd" "$H3$K3S_BIN"
@@ -467,18 +481,20 @@ snapshot "$H3" >"$WORK/orig3.snap"
 TMPL=$K3S/config.toml.tmpl
 RC=0
 inst_once "$H3" --once --ready-timeout 0 >"$WORK/k3s.log" || RC=$?
-check "k3s is found by its path; version 2 rendered: its template config.toml.tmpl is the file edited" \
+check "k3s is found by its path; version 2 rendered: its template config.toml.tmpl is edited" \
 	grep -qx "engine k3s: $TMPL" "$WORK/k3s.log"
 check "the template is made, k3s's base template first" \
-	bash -c 'grep -qx "created $2" "$1" && head -1 "$3$2" | grep -qxF "{{ template \"base\" . }}"' \
-	_ "$WORK/k3s.log" "$TMPL" "$H3"
+	bash -c 'grep -qx "created $2" "$1" && head -1 "$3$2" | grep -qxF "$4"' \
+	_ "$WORK/k3s.log" "$TMPL" "$H3" '{{ template "base" . }}'
 check "the rendered config.toml is not edited" same_file "$WORK/orig3.snap" "$H3" "$K3S/config.toml"
-check "configure appends the handler to the template (rc $RC: $(grep -m1 'oci-rdma-hook: install:' "$WORK/k3s.log"))" \
+check "configure appends the handler to the template (rc $RC: $(
+	grep -m1 'oci-rdma-hook: install:' "$WORK/k3s.log"))" \
 	grep -q 'runtimes.rdma' "$H3$TMPL"
 # no k3s restarted: the config it rendered has no handler yet
 check "not ready while k3s's rendered config has no handler (rc $RC)" \
-	bash -c '[ "$1" = 1 ] && grep -q "^not ready: containerd config dump of $2/config.toml has no handler" "$3" &&
-		[ ! -e "$4" ]' _ "$RC" "$K3S" "$WORK/k3s.log" "$H3$FEATURE"
+	bash -c '[ "$1" = 1 ] && [ ! -e "$4" ] &&
+		grep -q "^not ready: containerd config dump of $2/config.toml has no handler" "$3"' \
+	_ "$RC" "$K3S" "$WORK/k3s.log" "$H3$FEATURE"
 # k3s's start: the rendered file is the base template (here: the last rendered file), then
 # the template's other lines
 { cat "$H3$K3S/config.toml"; tail -n +2 "$H3$TMPL"; } >"$WORK/rendered.toml"
@@ -486,7 +502,8 @@ cp "$WORK/rendered.toml" "$H3$K3S/config.toml"
 RC=0
 inst_once "$H3" --once --ready-timeout 0 >"$WORK/k3s2.log" || RC=$?
 check "ready once the rendered config has the handler, k3s's containerd asked (rc $RC)" \
-	bash -c '[ "$1" = 0 ] && grep -q "^ready: containerd config dump of $2/config.toml has handler" "$3"' \
+	bash -c '[ "$1" = 0 ] &&
+		grep -q "^ready: containerd config dump of $2/config.toml has handler" "$3"' \
 	_ "$RC" "$K3S" "$WORK/k3s2.log"
 RC=0
 inst_once "$H3" --purge >"$WORK/purge3.log" 2>&1 || RC=$?
@@ -497,7 +514,7 @@ only_rendered_differs() {
 		grep -q . && return 1
 	return 0
 }
-check "after --purge host3 is the original but for the config k3s rendered (the template made is removed)" \
+check "after --purge host3 is the original but for the config k3s rendered (no template)" \
 	only_rendered_differs
 K3SV3=$WORK/host3v3
 mkdir -p "$K3SV3$K3S"
