@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for orh_text_escape() (src/base/util.c): text from images and specs, as logs
- * and inspect print it. */
+ * and inspect print it; and orh_fail_errno(), the error text of an errno. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,4 +46,27 @@ Test(text, malformed_utf8_is_escaped)
 	escapes_to("\xed\xa0\x80", "\\xed\\xa0\\x80");
 	escapes_to("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80");
 	escapes_to("ok\xff", "ok\\xff");
+}
+
+/* orh_fail_errno() (src/base/util.c): orh_fail()'s message with ": " and the errno's text
+ * after it, whatever the code's sign; a message too long keeps its start. */
+Test(text, fail_errno_appends_the_errno_text)
+{
+	struct orh_err err = { 0 };
+	char want[ORH_ERR_MAX], *longer = NULL;
+
+	cr_assert_eq(orh_fail_errno(&err, -ENOENT, "opening '%s'", "x"), -ENOENT);
+	snprintf(want, sizeof(want), "opening 'x': %s", strerror(ENOENT));
+	cr_assert_str_eq(err.msg, want);
+	cr_assert_eq(err.code, ENOENT);
+	cr_assert_eq(orh_fail_errno(&err, EACCES, "reading"), -EACCES);
+	snprintf(want, sizeof(want), "reading: %s", strerror(EACCES));
+	cr_assert_str_eq(err.msg, want);
+	longer = malloc(ORH_ERR_MAX + 10);
+	memset(longer, 'a', ORH_ERR_MAX + 9);
+	longer[ORH_ERR_MAX + 9] = '\0';
+	orh_fail_errno(&err, EIO, "%s", longer);
+	cr_assert_eq(strlen(err.msg), ORH_ERR_MAX - 1);
+	cr_assert_eq(strspn(err.msg, "a"), ORH_ERR_MAX - 1);
+	free(longer);
 }

@@ -30,6 +30,10 @@ struct orh_err {
 /* Record an error and return -code. code may be given positive or negative. */
 int orh_fail(struct orh_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* orh_fail() with ": <the text of code>" (strerror) appended: the one way a message adds
+ * the errno's text. */
+int orh_fail_errno(struct orh_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Prepend "context: " to an existing error message; returns -err->code. */
 int orh_err_prefix(struct orh_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -173,25 +173,23 @@ static int grant_v1(const struct cg_files *cf, pid_t pid, const struct orh_devno
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
-		return orh_fail(err, r, "reading the devices cgroup of pid %d: %s", (int)pid,
-				strerror(-r));
+		return orh_fail_errno(err, r, "reading the devices cgroup of pid %d", (int)pid);
 	if (strcmp(path, "/") == 0)
 		return 0; /* the root cgroup allows everything */
 	r = open_cgroup_dir(mnt, mroot, path, &cgfd);
 	if (r < 0)
-		return orh_fail(err, r, "opening devices cgroup '%s' under '%s': %s", path, mnt,
-				strerror(-r));
+		return orh_fail_errno(err, r, "opening devices cgroup '%s' under '%s'", path, mnt);
 	afd = openat(cgfd, "devices.allow", O_WRONLY | O_CLOEXEC);
 	if (afd < 0)
-		return orh_fail(err, errno, "opening '%s%s/devices.allow': %m", mnt, path);
+		return orh_fail_errno(err, errno, "opening '%s%s/devices.allow'", mnt, path);
 	for (size_t i = 0; i < n; i++) {
 		char rule[64];
 		int len = snprintf(rule, sizeof(rule), "c %u:%u rwm", nodes[i].major,
 				   nodes[i].minor);
 
 		if (write(afd, rule, (size_t)len) != len)
-			return orh_fail(err, errno, "writing '%s' to '%s%s/devices.allow': %m",
-					rule, mnt, path);
+			return orh_fail_errno(err, errno, "writing '%s' to '%s%s/devices.allow'",
+					      rule, mnt, path);
 	}
 	*done = true;
 	return 0;
@@ -257,9 +255,9 @@ static int prog_open(uint32_t id, int *fd, struct orh_err *err)
 	attr.open_flags = 0;
 	*fd = sys_bpf(BPF_PROG_GET_FD_BY_ID, &attr);
 	if (*fd < 0)
-		return orh_fail(err, errno, "opening device program id %u: %m", id);
+		return orh_fail_errno(err, errno, "opening device program id %u", id);
 	if (fcntl(*fd, F_SETFD, FD_CLOEXEC) < 0)
-		return orh_fail(err, errno, "fcntl: %m");
+		return orh_fail_errno(err, errno, "fcntl");
 	return 0;
 }
 
@@ -275,7 +273,7 @@ static int prog_len(int fd, uint32_t id, size_t *nold, struct orh_err *err)
 	attr.info.info_len = sizeof(info);
 	attr.info.info = (uint64_t)(uintptr_t)&info;
 	if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr) < 0)
-		return orh_fail(err, errno, "reading device program id %u: %m", id);
+		return orh_fail_errno(err, errno, "reading device program id %u", id);
 	*nold = info.xlated_prog_len / sizeof(struct bpf_insn);
 	if (*nold == 0 || *nold > MAX_INSNS)
 		return orh_fail(err, EPERM,
@@ -300,8 +298,8 @@ static int prog_insns(int fd, uint32_t id, struct bpf_insn *out, size_t nold,
 	attr.info.info_len = sizeof(info);
 	attr.info.info = (uint64_t)(uintptr_t)&info;
 	if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr) < 0)
-		return orh_fail(err, errno, "reading the instructions of device program id %u: %m",
-				id);
+		return orh_fail_errno(err, errno,
+				      "reading the instructions of device program id %u", id);
 	if (info.xlated_prog_len != nold * sizeof(struct bpf_insn))
 		return orh_fail(err, EAGAIN, "device program id %u changed while read", id);
 	if (!reloadable(out, nold))
@@ -340,7 +338,7 @@ static int prog_load(const struct bpf_insn *prog, size_t cnt, char *log, uint32_
 		return orh_fail(err, errno, "loading the extended device program: %m%s%.300s",
 				log[0] ? "; verifier: " : "", log);
 	if (fcntl(*fd, F_SETFD, FD_CLOEXEC) < 0)
-		return orh_fail(err, errno, "fcntl: %m");
+		return orh_fail_errno(err, errno, "fcntl");
 	return 0;
 }
 
@@ -362,8 +360,8 @@ static int prog_attach_over(int cgfd, uint32_t id, uint32_t attach_flags, int ol
 		attr.attach_flags = attach_flags;
 	}
 	if (sys_bpf(BPF_PROG_ATTACH, &attr) < 0)
-		return orh_fail(err, errno, "attaching the extended device program over id %u: %m",
-				id);
+		return orh_fail_errno(err, errno,
+				      "attaching the extended device program over id %u", id);
 	return 0;
 }
 
@@ -422,7 +420,7 @@ int orh_cgroup_v2_grant_fd(int cgfd, const struct orh_devnode *nodes, size_t n,
 	attr.query.prog_ids = (uint64_t)(uintptr_t)ids;
 	attr.query.prog_cnt = MAX_PROGS;
 	if (sys_bpf(BPF_PROG_QUERY, &attr) < 0)
-		return orh_fail(err, errno, "querying the cgroup's device programs: %m");
+		return orh_fail_errno(err, errno, "querying the cgroup's device programs");
 	count = attr.query.prog_cnt;
 	if (count == 0) {
 		*open = true; /* nothing attached here: no restriction from this cgroup */
@@ -455,12 +453,10 @@ static int grant_v2(const struct cg_files *cf, pid_t pid, const struct orh_devno
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
-		return orh_fail(err, r, "reading the v2 cgroup of pid %d: %s", (int)pid,
-				strerror(-r));
+		return orh_fail_errno(err, r, "reading the v2 cgroup of pid %d", (int)pid);
 	r = open_cgroup_dir(mnt, mroot, path, &cgfd);
 	if (r < 0)
-		return orh_fail(err, r, "opening cgroup '%s' under '%s': %s", path, mnt,
-				strerror(-r));
+		return orh_fail_errno(err, r, "opening cgroup '%s' under '%s'", path, mnt);
 	r = orh_cgroup_v2_grant_fd(cgfd, nodes, n, &res->v2_progs, &res->v2_open, err);
 	if (r < 0)
 		return orh_err_prefix(err, "cgroup v2 '%s%s'", mnt, path);

@@ -63,9 +63,9 @@ static int bind_host_node(int dfd, const char *name, const struct orh_target *t,
 	src = openat(hostfd, n->path[0] == '/' ? n->path + 1 : n->path,
 		     O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (src < 0)
-		return orh_fail(err, errno, "opening host node '%s': %m", n->path);
+		return orh_fail_errno(err, errno, "opening host node '%s'", n->path);
 	if (fstat(src, &st) < 0)
-		return orh_fail(err, errno, "stat of host node '%s': %m", n->path);
+		return orh_fail_errno(err, errno, "stat of host node '%s'", n->path);
 	if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(n->major, n->minor))
 		return orh_fail(err, ENODEV,
 				"host node '%s' is not the character device %u:%u; not binding it",
@@ -80,7 +80,7 @@ static int bind_host_node(int dfd, const char *name, const struct orh_target *t,
 			return r;
 		target = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (target < 0)
-			return orh_fail(err, errno, "opening mount point '%s': %m", n->path);
+			return orh_fail_errno(err, errno, "opening mount point '%s'", n->path);
 		if (fstat(target, &st) < 0 || !S_ISREG(st.st_mode))
 			return orh_fail(err, EEXIST, "mount point '%s' was replaced; refusing",
 					n->path);
@@ -171,7 +171,7 @@ static int apply_one(int rootfd, uint64_t devmnt, const struct orh_target *t, in
 				       n->path, S_ISCHR(st.st_mode) ? 'c' : 'b', major(st.st_rdev),
 				       minor(st.st_rdev), n->major, n->minor);
 	} else if (errno != ENOENT) {
-		return orh_fail(err, errno, "device '%s': stat: %m", n->path);
+		return orh_fail_errno(err, errno, "device '%s': stat", n->path);
 	}
 
 	r = make_entry(dfd, name, true, n, &mknod_errno, err);
@@ -210,8 +210,7 @@ int orh_devices_apply(int rootfd, const struct orh_target *t, const char *host_r
 		return r;
 	r = orh_fd_mount_id(devfd, &devmnt);
 	if (r < 0)
-		return orh_fail(err, -r, "reading the mount of the container's /dev: %s",
-				strerror(-r));
+		return orh_fail_errno(err, -r, "reading the mount of the container's /dev");
 	if (host_root && t)
 		hostfd = open(host_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	old_umask = umask(0);

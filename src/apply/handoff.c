@@ -41,7 +41,7 @@ int orh_handoff_write(const char *run_dir, const char *id, const char *bundle,
 	}
 	if (stat(conf, &st) < 0) {
 		json_decref(snapshot);
-		return orh_fail(err, errno, "'%s': %s", conf, strerror(errno));
+		return orh_fail_errno(err, errno, "'%s'", conf);
 	}
 	bind_to(snapshot, &st, sysroot);
 	text = json_dumps(snapshot, JSON_COMPACT);

@@ -92,12 +92,12 @@ int orh_run_in_child(int (*fn)(void *), void *arg, void *out, size_t out_size,
 	pid_t child;
 
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return orh_fail(err, errno, "pipe: %m");
+		return orh_fail_errno(err, errno, "pipe");
 	child = fork();
 	if (child < 0) {
 		close(pipefd[0]);
 		close(pipefd[1]);
-		return orh_fail(err, errno, "fork: %m");
+		return orh_fail_errno(err, errno, "fork");
 	}
 	if (child == 0) {
 		int rc;
@@ -115,7 +115,7 @@ int orh_run_in_child(int (*fn)(void *), void *arg, void *out, size_t out_size,
 	close(pipefd[0]);
 	while (waitpid(child, &status, 0) < 0) {
 		if (errno != EINTR)
-			return orh_fail(err, errno, "waitpid: %m");
+			return orh_fail_errno(err, errno, "waitpid");
 	}
 	if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return orh_fail(err, EIO, "helper child failed (status 0x%x)", status);
@@ -178,14 +178,14 @@ int orh_bind_into_container_attr(const struct orh_target *t, int src_fd, int tar
 	tree = (int)syscall(SYS_open_tree, src_fd, "",
 			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (tree < 0)
-		return orh_fail(err, errno, "cloning the bind source: %m");
+		return orh_fail_errno(err, errno, "cloning the bind source");
 	if (attr_set) {
 		struct mount_attr attr = { .attr_set = attr_set };
 
 		if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr,
 			    sizeof(attr)) < 0)
-			return orh_fail(err, errno, "setting the bind mount's flags%s: %m",
-					attr_set == MOUNT_ATTR_RDONLY ? " (read-only)" : "");
+			return orh_fail_errno(err, errno, "setting the bind mount's flags%s",
+					      attr_set == MOUNT_ATTR_RDONLY ? " (read-only)" : "");
 	}
 	args = (struct bind_args){ .t = t, .tree = tree, .target = target_fd };
 	r = orh_run_in_child(bind_child, &args, NULL, 0, &rc, err);
@@ -197,10 +197,10 @@ int orh_bind_into_container_attr(const struct orh_target *t, int src_fd, int tar
 		if (((-rc) >> 16) == 1 && e == ESRCH &&
 		    orh_target_alive(t, "its mount namespace was entered", err) < 0)
 			return -ESRCH;
-		return orh_fail(err, e, "%s: %s",
-				((-rc) >> 16) == 1 ? "setns into the container's mount namespace"
-						   : "move_mount onto the target",
-				strerror(e));
+		return orh_fail_errno(err, e, "%s",
+				      ((-rc) >> 16) == 1 ?
+				      "setns into the container's mount namespace" :
+				      "move_mount onto the target");
 	}
 	return 0;
 }

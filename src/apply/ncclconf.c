@@ -200,12 +200,12 @@ static int open_existing(int etcfd, int *path_fd, struct stat *st, struct orh_er
 	if (fd < 0 && errno == ENOENT)
 		return 0;
 	if (fd < 0)
-		return orh_fail(err, errno, "opening /etc/nccl.conf: %m");
+		return orh_fail_errno(err, errno, "opening /etc/nccl.conf");
 	if (fstat(fd, st) < 0) {
 		int e = errno;
 
 		close(fd);
-		return orh_fail(err, e, "stat of /etc/nccl.conf: %s", strerror(e));
+		return orh_fail_errno(err, e, "stat of /etc/nccl.conf");
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(fd);
@@ -231,10 +231,10 @@ static int read_existing(int path_fd, char **text, size_t *len, struct orh_err *
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path_fd);
 	fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
-		return orh_fail(err, errno, "reopening /etc/nccl.conf: %m");
+		return orh_fail_errno(err, errno, "reopening /etc/nccl.conf");
 	r = orh_read_fd_all(fd, ORH_NCCL_CONF_MAX_BYTES, text, len);
 	if (r < 0)
-		return orh_fail(err, r, "reading /etc/nccl.conf: %s", strerror(-r));
+		return orh_fail_errno(err, r, "reading /etc/nccl.conf");
 	return 0;
 }
 
@@ -288,11 +288,11 @@ static int mkdir_host(const char *dir, struct orh_err *err)
 			continue;
 		*p = '\0';
 		if (mkdirat(AT_FDCWD, path, 0755) < 0 && errno != EEXIST)
-			return orh_fail(err, errno, "creating '%s': %m", path);
+			return orh_fail_errno(err, errno, "creating '%s'", path);
 		*p = '/';
 	}
 	if (mkdirat(AT_FDCWD, path, 0700) < 0 && errno != EEXIST)
-		return orh_fail(err, errno, "creating '%s': %m", path);
+		return orh_fail_errno(err, errno, "creating '%s'", path);
 	return 0;
 }
 
@@ -307,13 +307,13 @@ static int write_generated(const char *state_dir, const char *path, const char *
 	int r;
 
 	if (dirfd < 0)
-		return orh_fail(err, errno, "opening '%s': %m", state_dir);
+		return orh_fail_errno(err, errno, "opening '%s'", state_dir);
 	r = replace_conf(dirfd, text, old_st, 0777, path, &create_errno, err);
 	if (r < 0)
 		return r;
 	*out = openat(dirfd, "nccl.conf", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (*out < 0)
-		return orh_fail(err, errno, "opening '%s': %m", path);
+		return orh_fail_errno(err, errno, "opening '%s'", path);
 	return 0;
 }
 
@@ -338,7 +338,7 @@ static int bind_generated(int etcfd, int path_fd, const struct stat *old_st,
 	if (path_fd >= 0) {
 		target = fcntl(path_fd, F_DUPFD_CLOEXEC, 3);
 		if (target < 0)
-			return orh_fail(err, errno, "dup: %m");
+			return orh_fail_errno(err, errno, "dup");
 	} else {
 		/* a mount point is needed; runtimes create them the same way */
 		int fd = openat(etcfd, "nccl.conf",
@@ -347,12 +347,12 @@ static int bind_generated(int etcfd, int path_fd, const struct stat *old_st,
 		if (fd < 0 && errno == EEXIST)
 			return -EAGAIN; /* another hook on this rootfs made it since we looked */
 		if (fd < 0)
-			return orh_fail(err, errno,
-					"read-only rootfs without /etc/nccl.conf to mount over: %m");
+			return orh_fail_errno(err, errno, "read-only rootfs without /etc/nccl.conf"
+					      " to mount over");
 		close(fd);
 		target = openat(etcfd, "nccl.conf", O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (target < 0)
-			return orh_fail(err, errno, "opening /etc/nccl.conf: %m");
+			return orh_fail_errno(err, errno, "opening /etc/nccl.conf");
 		if (fstat(target, &st) < 0 || !S_ISREG(st.st_mode))
 			return orh_fail(err, EPERM, "/etc/nccl.conf was replaced; refusing");
 	}
@@ -445,8 +445,7 @@ static int apply_once(int rootfd, const struct orh_target *t, bool readonly, con
 	*res = (struct orh_ncclconf_result){ 0 };
 	r = orh_fd_mount_id(rootfd, &rootmnt);
 	if (r < 0)
-		return orh_fail(err, -r, "reading the mount of the container's root: %s",
-				strerror(-r));
+		return orh_fail_errno(err, -r, "reading the mount of the container's root");
 	r = open_etc(rootfd, rootmnt, !readonly, &etcfd, &foreign, err);
 	if (r < 0)
 		return r;
@@ -456,8 +455,7 @@ static int apply_once(int rootfd, const struct orh_target *t, bool readonly, con
 	if (path_fd >= 0) {
 		r = orh_fd_mount_id(path_fd, &filemnt);
 		if (r < 0)
-			return orh_fail(err, -r, "reading the mount of /etc/nccl.conf: %s",
-					strerror(-r));
+			return orh_fail_errno(err, -r, "reading the mount of /etc/nccl.conf");
 		foreign = foreign || filemnt != rootmnt;
 		r = read_existing(path_fd, &old, &old_len, err);
 		if (r < 0)
@@ -520,12 +518,12 @@ int orh_ncclconf_undo(int rootfd, struct orh_ncclconf_result *res, struct orh_er
 		return orh_err_prefix(err, "putting /etc/nccl.conf back");
 	if (!res->was) {
 		if (unlinkat(etcfd, "nccl.conf", 0) < 0 && errno != ENOENT)
-			return orh_fail(err, errno, "removing /etc/nccl.conf: %m");
+			return orh_fail_errno(err, errno, "removing /etc/nccl.conf");
 	} else if (fstatat(etcfd, "nccl.conf", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		   replace_conf(etcfd, res->was, &st, 07777, "/etc/nccl.conf", &create_errno,
 				err) < 0) {
 		return err->msg[0] ? orh_err_prefix(err, "putting /etc/nccl.conf back")
-				   : orh_fail(err, errno, "putting /etc/nccl.conf back: %m");
+				   : orh_fail_errno(err, errno, "putting /etc/nccl.conf back");
 	}
 	res->in_place = false;
 	return 0;

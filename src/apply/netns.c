@@ -221,7 +221,7 @@ int orh_netns_read(const char *nspath, struct orh_netns_info *out, struct orh_er
 
 	memset(out, 0, sizeof(*out));
 	if (nsfd < 0)
-		return orh_fail(err, errno, "opening network namespace '%s': %m", nspath);
+		return orh_fail_errno(err, errno, "opening network namespace '%s'", nspath);
 	args = (struct netns_args){ .nsfd = nsfd, .info = out };
 	r = orh_run_in_child(netns_child, &args, out, sizeof(*out), &rc, err);
 	if (r < 0)
@@ -230,8 +230,8 @@ int orh_netns_read(const char *nspath, struct orh_netns_info *out, struct orh_er
 		unsigned step = ((unsigned)-rc >> 16) & 3;
 
 		memset(out, 0, sizeof(*out));
-		return orh_fail(err, (-rc) & 0xffff, "network namespace '%s': %s: %s", nspath,
-				steps[step], strerror((-rc) & 0xffff));
+		return orh_fail_errno(err, (-rc) & 0xffff, "network namespace '%s': %s", nspath,
+				      steps[step]);
 	}
 	out->default_if[IFNAMSIZ - 1] = '\0';
 	if (out->n_addrs > ORH_NETNS_MAX_ADDRS)

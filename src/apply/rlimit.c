@@ -30,7 +30,7 @@ static int target_prlimit(const struct orh_target *t, const struct rlimit *set,
 	if (alive < 0)
 		return alive;
 	if (r < 0)
-		return orh_fail(err, e, "%s of pid %d: %s", doing, (int)t->pid, strerror(e));
+		return orh_fail_errno(err, e, "%s of pid %d", doing, (int)t->pid);
 	return 0;
 }
 

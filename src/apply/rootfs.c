@@ -40,7 +40,7 @@ int orh_rootfs_open(const char *path, int *out, struct orh_err *err)
 	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
-		return orh_fail(err, errno, "opening rootfs '%s': %m", path);
+		return orh_fail_errno(err, errno, "opening rootfs '%s'", path);
 	*out = fd;
 	return 0;
 }
@@ -104,7 +104,7 @@ static int check_mount(int fd, uint64_t mnt, const char *path, struct orh_err *e
 		return 0;
 	r = orh_fd_mount_id(fd, &id);
 	if (r < 0)
-		return orh_fail(err, -r, "reading the mount of '/%s': %s", path, strerror(-r));
+		return orh_fail_errno(err, -r, "reading the mount of '/%s'", path);
 	if (id != mnt)
 		return orh_fail(err, EXDEV, "'/%s' is on another mount (a volume?)", path);
 	return 0;
@@ -162,10 +162,10 @@ static int walk_open(const struct walk *w, const char *comp, const char *path, b
 		if (r < 0)
 			return r;
 		if (mkdirat(dirfd, comp, 0755) < 0 && errno != EEXIST)
-			return orh_fail(err, errno, "creating '%s' in '%s': %m", comp, path);
+			return orh_fail_errno(err, errno, "creating '%s' in '%s'", comp, path);
 	}
 	if (fd < 0)
-		return orh_fail(err, errno, "resolving '%s' at '%s': %m", path, comp);
+		return orh_fail_errno(err, errno, "resolving '%s' at '%s'", path, comp);
 	*out = fd;
 	return 0;
 }
@@ -182,7 +182,7 @@ static int walk_link(struct walk *w, int fd, const char *comp, const char *path,
 
 	close(fd);
 	if (len < 0)
-		return orh_fail(err, errno, "reading link '%s' in '%s': %m", comp, path);
+		return orh_fail_errno(err, errno, "reading link '%s' in '%s'", comp, path);
 	target[len] = '\0';
 	if (++*links > MAX_SYMLINKS)
 		return orh_fail(err, ELOOP, "resolving '%s': too many symlinks", path);
@@ -232,7 +232,7 @@ static int walk_resolve(int rootfd, const char *path, bool create, uint64_t mnt,
 		if (r < 0)
 			goto out;
 		if (fstat(fd, &st) < 0) {
-			r = orh_fail(err, errno, "stat of '%s' in '%s': %m", comp, path);
+			r = orh_fail_errno(err, errno, "stat of '%s' in '%s'", comp, path);
 			close(fd);
 			goto out;
 		}
@@ -256,7 +256,7 @@ static int walk_resolve(int rootfd, const char *path, bool create, uint64_t mnt,
 	if (w.n == 1) {
 		r = openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (r < 0) {
-			r = orh_fail(err, errno, "reopening the root: %m");
+			r = orh_fail_errno(err, errno, "reopening the root");
 			goto out;
 		}
 		*out = r;
@@ -306,8 +306,7 @@ int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int 
 		} else if (r == -EAGAIN) {
 			/* still racing: the walk below does not depend on those counts */
 		} else if (r != -ENOENT || !create) {
-			return orh_fail(err, r, "resolving '/%s' in the container: %s", path,
-					strerror(-r));
+			return orh_fail_errno(err, r, "resolving '/%s' in the container", path);
 		}
 		/* Something is missing: create it with the walk below, which resolves
 		 * every component itself, symlinks included, inside the root. */
@@ -342,14 +341,14 @@ int orh_rootfs_devdir(int rootfd, int *out, struct orh_err *err)
 
 	if (fd < 0 && errno == ENOENT) {
 		if (mkdirat(rootfd, "dev", 0755) < 0 && errno != EEXIST)
-			return orh_fail(err, errno, "creating /dev in the container: %m");
+			return orh_fail_errno(err, errno, "creating /dev in the container");
 		fd = openat(rootfd, "dev", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	}
 	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
 		return orh_fail(err, errno, "the container's /dev is not a directory (a symlink?); "
 					    "refusing to create device nodes");
 	if (fd < 0)
-		return orh_fail(err, errno, "opening the container's /dev: %m");
+		return orh_fail_errno(err, errno, "opening the container's /dev");
 	*out = fd;
 	return 0;
 }

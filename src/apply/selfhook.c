@@ -27,9 +27,8 @@ static int absolute(const char *path, char **out, struct orh_err *err)
 		return 0;
 	}
 	if (!getcwd(cwd, sizeof(cwd)))
-		return orh_fail(err, errno,
-				"making '%s' absolute: getting the working directory: %s", path,
-				strerror(errno));
+		return orh_fail_errno(err, errno,
+				      "making '%s' absolute: getting the working directory", path);
 	*out = orh_xasprintf("%s/%s", cwd, path);
 	return 0;
 }
@@ -48,7 +47,7 @@ int orh_self_hook(const struct orh_ctx *ctx, const char *stage, json_t **out,
 
 	*out = NULL;
 	if (n < 0)
-		return orh_fail(err, errno, "reading '/proc/self/exe': %s", strerror(errno));
+		return orh_fail_errno(err, errno, "reading '/proc/self/exe'");
 	if ((size_t)n >= sizeof(self))
 		return orh_fail(err, ENAMETOOLONG, "reading '/proc/self/exe': path too long");
 	self[n] = '\0';

@@ -91,10 +91,10 @@ int orh_shimconf_write(int bundle_fd, const json_t *spec, const struct orh_plan 
 		return orh_fail(err, EINVAL, "config.json: field 'root.path' is missing");
 	*rootfd = openat(bundle_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (*rootfd < 0)
-		return orh_fail(err, errno, "opening the root '%s': %m", path);
+		return orh_fail_errno(err, errno, "opening the root '%s'", path);
 	r = orh_shimconf_covered(*rootfd, spec, &dest);
 	if (r < 0)
-		return orh_fail(err, -r, "resolving /etc/nccl.conf in the root: %s", strerror(-r));
+		return orh_fail_errno(err, -r, "resolving /etc/nccl.conf in the root");
 	if (r > 0)
 		return orh_fail(err, EXDEV, "the spec mounts '%s' over /etc/nccl.conf or above it",
 				dest);

@@ -67,8 +67,7 @@ int orh_target_alive(const struct orh_target *t, const char *during, struct orh_
 				"pid %d exited while %s; its number may name another process now, "
 				"so nothing more is done with it",
 				(int)t->pid, during);
-	return orh_fail(err, e, "pid %d: checking that it is still there: %s", (int)t->pid,
-			strerror(e));
+	return orh_fail_errno(err, e, "pid %d: checking that it is still there", (int)t->pid);
 }
 
 int orh_target_open(pid_t pid, struct orh_target *t, struct orh_err *err)
@@ -86,7 +85,7 @@ int orh_target_open(pid_t pid, struct orh_target *t, struct orh_err *err)
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
 	t->procfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (t->procfd < 0) {
-		r = orh_fail(err, errno, "opening '%s': %m", path);
+		r = orh_fail_errno(err, errno, "opening '%s'", path);
 		orh_target_close(t);
 		return r;
 	}
@@ -112,8 +111,7 @@ int orh_target_read(const struct orh_target *t, const char *file, size_t max, ch
 		r = orh_target_alive(t, what, err);
 		if (r < 0)
 			return r;
-		return orh_fail(err, e, "opening '/proc/%d/%s': %s", (int)t->pid, file,
-				strerror(e));
+		return orh_fail_errno(err, e, "opening '/proc/%d/%s'", (int)t->pid, file);
 	}
 	r = orh_read_fd_all(fd, max, out, NULL);
 	if (r < 0)
@@ -164,10 +162,10 @@ int orh_target_judge(pid_t pid, const char *rootfs, const struct orh_target_view
 				"created in a mount namespace of its own)",
 				(int)pid);
 	if (v->seen_errno)
-		return orh_fail(err, v->seen_errno,
-				"pid %d is not the container of this bundle: root.path '%s' cannot "
-				"be opened in its mount namespace: %s",
-				(int)pid, rootfs, strerror(v->seen_errno));
+		return orh_fail_errno(err, v->seen_errno,
+				      "pid %d is not the container of this bundle: root.path '%s' "
+				      "cannot be opened in its mount namespace",
+				      (int)pid, rootfs);
 	if (!fileid_eq(v->seen, v->want))
 		return orh_fail(err, EPERM,
 				"pid %d is not the container of this bundle: root.path '%s' is "
@@ -251,16 +249,16 @@ static int is_mount_point(const struct orh_target *t, int fd, const char *path, 
 	struct statx self, parent;
 
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &self) < 0)
-		return orh_fail(err, errno,
-				"statx of root.path '%s' in pid %d's mount namespace: %m", path,
-				(int)t->pid);
+		return orh_fail_errno(err, errno,
+				      "statx of root.path '%s' in pid %d's mount namespace", path,
+				      (int)t->pid);
 	if (!(self.stx_mask & STATX_MNT_ID))
 		return listed_as_mount_point(t, path, out, err);
 	if (statx(fd, "..", AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &parent) < 0)
-		return orh_fail(err, errno,
-				"statx of the parent of root.path '%s' in pid %d's mount "
-				"namespace: %m",
-				path, (int)t->pid);
+		return orh_fail_errno(err, errno,
+				      "statx of the parent of root.path '%s' in pid %d's mount "
+				      "namespace",
+				      path, (int)t->pid);
 	*out = self.stx_mnt_id != parent.stx_mnt_id;
 	return 0;
 }
@@ -279,25 +277,24 @@ int orh_target_open_rootfs(const struct orh_target *t, const char *rootfs, int *
 				rootfs ? rootfs : "");
 	/* root.path as the runtime means it: the hook runs in the runtime's namespaces */
 	if (stat(rootfs, &st) < 0)
-		return orh_fail(err, errno, "stat of root.path '%s': %m", rootfs);
+		return orh_fail_errno(err, errno, "stat of root.path '%s'", rootfs);
 	v.want = fileid_of(&st);
 	proot = openat(t->procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (proot < 0 || fstat(proot, &st) < 0) {
 		int e = errno;
 
 		r = orh_target_alive(t, "its root was opened", err);
-		return r < 0 ? r : orh_fail(err, e, "opening '/proc/%d/root': %s", (int)t->pid,
-					    strerror(e));
+		return r < 0 ? r : orh_fail_errno(err, e, "opening '/proc/%d/root'", (int)t->pid);
 	}
 	v.root = fileid_of(&st);
 	if (stat("/", &self_root) < 0)
-		return orh_fail(err, errno, "stat of '/': %m");
+		return orh_fail_errno(err, errno, "stat of '/'");
 	v.pivoted = !fileid_eq(v.root, fileid_of(&self_root));
 	if (!v.pivoted) {
 		if (fstatat(t->procfd, "ns/mnt", &its_ns, 0) < 0 ||
 		    stat("/proc/self/ns/mnt", &self_ns) < 0)
-			return orh_fail(err, errno, "stat of the mount namespace of pid %d: %m",
-					(int)t->pid);
+			return orh_fail_errno(err, errno, "stat of the mount namespace of pid %d",
+					      (int)t->pid);
 		v.own_mntns = !fileid_eq(fileid_of(&its_ns), fileid_of(&self_ns));
 	}
 	if (!v.pivoted && v.own_mntns) {
@@ -309,9 +306,9 @@ int orh_target_open_rootfs(const struct orh_target *t, const char *rootfs, int *
 		if (r < 0)
 			v.seen_errno = -r;
 		else if (fstat(seen, &st) < 0)
-			return orh_fail(err, errno,
-					"stat of root.path '%s' in pid %d's mount namespace: %m",
-					rootfs, (int)t->pid);
+			return orh_fail_errno(err, errno,
+					      "stat of root.path '%s' in pid %d's mount namespace",
+					      rootfs, (int)t->pid);
 		else
 			v.seen = fileid_of(&st);
 		if (seen >= 0 && fileid_eq(v.seen, v.want)) {

@@ -83,10 +83,10 @@ static int create_temp(int dirfd, const char *name, struct orh_replace *how, con
 			continue;
 		how->create_errno = e;
 		if (how->type == S_IFCHR)
-			return orh_fail(err, e, "mknod '%s' (%u:%u): %s", what, major(how->rdev),
-					minor(how->rdev), strerror(e));
-		return orh_fail(err, e, "'%s': creating the temporary %s '%s': %s", what,
-				how->type == S_IFLNK ? "symlink" : "file", tmp, strerror(e));
+			return orh_fail_errno(err, e, "mknod '%s' (%u:%u)", what, major(how->rdev),
+					      minor(how->rdev));
+		return orh_fail_errno(err, e, "'%s': creating the temporary %s '%s'", what,
+				      how->type == S_IFLNK ? "symlink" : "file", tmp);
 	}
 }
 
@@ -101,23 +101,22 @@ static int fill_temp(int dirfd, const char *tmp, int fd, const struct orh_replac
 			    ? fchownat(dirfd, tmp, how->uid, how->gid, AT_SYMLINK_NOFOLLOW)
 			    : fchown(fd, how->uid, how->gid);
 		if (r < 0 && !(errno == EPERM && how->chown_eperm_ok))
-			return orh_fail(err, errno, "setting the owner of '%s': %s", what,
-					strerror(errno));
+			return orh_fail_errno(err, errno, "setting the owner of '%s'", what);
 	}
 	if (how->type != S_IFREG)
 		return 0;
 	if (fchmod(fd, how->mode & 07777) < 0)
-		return orh_fail(err, errno, "setting the mode of '%s': %s", what, strerror(errno));
+		return orh_fail_errno(err, errno, "setting the mode of '%s'", what);
 	r = orh_write_all(fd, how->data, how->len);
 	if (r < 0)
-		return orh_fail(err, r, "writing '%s': %s", what, strerror(-r));
+		return orh_fail_errno(err, r, "writing '%s'", what);
 	if (how->fill) {
 		r = how->fill(fd, how->arg, err);
 		if (r < 0)
 			return r;
 	}
 	if (how->durable && fsync(fd) < 0)
-		return orh_fail(err, errno, "'%s': fsync: %s", what, strerror(errno));
+		return orh_fail_errno(err, errno, "'%s': fsync", what);
 	return 0;
 }
 
@@ -143,7 +142,7 @@ int orh_replace_at(int dirfd, const char *name, struct orh_replace *how, struct 
 		return r;
 	r = fill_temp(dirfd, tmp, fd, how, what, err);
 	if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-		r = orh_fail(err, errno, "renaming '%s' over '%s': %s", tmp, what, strerror(errno));
+		r = orh_fail_errno(err, errno, "renaming '%s' over '%s'", tmp, what);
 	if (r < 0) {
 		unlinkat(dirfd, tmp, 0);
 		return r;
@@ -151,8 +150,7 @@ int orh_replace_at(int dirfd, const char *name, struct orh_replace *how, struct 
 	/* The rename is durable once the directory is (an O_PATH dirfd cannot be synced:
 	 * EBADF, as EINVAL where the file system does not support it). */
 	if (how->durable && fsync(dirfd) < 0 && errno != EINVAL && errno != EBADF)
-		return orh_fail(err, errno, "fsync of the directory of '%s': %s", what,
-				strerror(errno));
+		return orh_fail_errno(err, errno, "fsync of the directory of '%s'", what);
 	return 0;
 }
 

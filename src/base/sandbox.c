@@ -117,8 +117,7 @@ int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err)
 	int r = capsets_get(&cur);
 
 	if (r < 0)
-		return orh_fail(err, -r, "capabilities: cannot read the process's sets: %s",
-				strerror(-r));
+		return orh_fail_errno(err, -r, "capabilities: cannot read the process's sets");
 	started_with_sys_resource = capsets_has(&cur, CAP_SYS_RESOURCE, false);
 	caps_limited = true;
 	(void)orh_can_raise_hard_rlimits(); /* while /proc may still be read */
@@ -135,11 +134,11 @@ int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err)
 		want.d[c / 32].permitted |= 1u << (c % 32);
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return orh_fail(err, errno, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+		return orh_fail_errno(err, errno, "prctl(PR_SET_NO_NEW_PRIVS)");
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	r = capsets_set(&want);
 	if (r < 0)
-		return orh_fail(err, -r, "capabilities: cannot set: %s", strerror(-r));
+		return orh_fail_errno(err, -r, "capabilities: cannot set");
 	return 0;
 }
 
@@ -202,12 +201,11 @@ int orh_seccomp_confine(struct orh_err *err)
 	/* required for an unprivileged filter; orh_caps_limit() set it already, unless
 	 * a caller confines without it */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return orh_fail(err, errno, "seccomp: prctl(PR_SET_NO_NEW_PRIVS): %s",
-				strerror(errno));
+		return orh_fail_errno(err, errno, "seccomp: prctl(PR_SET_NO_NEW_PRIVS)");
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0)
 		return 0;
 	if (errno == ENOSYS && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0)
 		return 0; /* a kernel before 3.17 */
-	return orh_fail(err, errno, "seccomp: cannot load the filter (%u instructions, %s): %s",
-			prog.len, ORH_SECCOMP_FILTER_ARCH_NAME, strerror(errno));
+	return orh_fail_errno(err, errno, "seccomp: cannot load the filter (%u instructions, %s)",
+			      prog.len, ORH_SECCOMP_FILTER_ARCH_NAME);
 }

@@ -27,6 +27,28 @@ int orh_fail(struct orh_err *err, int code, const char *fmt, ...)
 	return -code;
 }
 
+int orh_fail_errno(struct orh_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	int n = 0;
+
+	if (code < 0)
+		code = -code;
+	if (code == 0)
+		code = EINVAL;
+	if (err) {
+		err->code = code;
+		va_start(ap, fmt);
+		n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+		/* what does not fit is cut, the error's text first */
+		if (n >= 0 && (size_t)n < sizeof(err->msg))
+			snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s",
+				 strerror(code));
+	}
+	return -code;
+}
+
 int orh_err_prefix(struct orh_err *err, const char *fmt, ...)
 {
 	char prefix[ORH_ERR_MAX];

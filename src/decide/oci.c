@@ -339,7 +339,7 @@ int orh_spec_parse(const char *buf, size_t len, const char *name, json_t **spec,
 	if (buf) {
 		r = orh_json_u64_escape(buf, len, &escaped, &escaped_len, &n_big);
 		if (r < 0)
-			return orh_fail(err, r, "%s: %s", name, strerror(-r));
+			return orh_fail_errno(err, r, "%s", name);
 	}
 	r = load_json(escaped ? escaped : buf, escaped ? escaped_len : len,
 		      ORH_SPEC_MAX_BYTES + n_big * 16, JSON_ALLOW_NUL, name, &root, err);
@@ -369,7 +369,7 @@ int orh_spec_load_at(int dirfd, const char *file, const char *name, json_t **spe
 		return orh_fail(err, errno, "opening '%s': %s", name,
 				errno == ELOOP ? "a symbolic link" : strerror(errno));
 	if (fstat(fd, &sb) < 0)
-		return orh_fail(err, errno, "'%s': fstat: %s", name, strerror(errno));
+		return orh_fail_errno(err, errno, "'%s': fstat", name);
 	if (!S_ISREG(sb.st_mode))
 		return orh_fail(err, EINVAL, "'%s' is not a regular file", name);
 	if (sb.st_size > ORH_SPEC_MAX_BYTES)
@@ -393,7 +393,7 @@ int orh_spec_load(const char *bundle, json_t **spec, struct orh_err *err)
 	name = orh_xasprintf("%s/config.json", bundle);
 	dirfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		return orh_fail(err, errno, "opening bundle '%s': %s", bundle, strerror(errno));
+		return orh_fail_errno(err, errno, "opening bundle '%s'", bundle);
 	return orh_spec_load_at(dirfd, "config.json", name, spec, err);
 }
 
@@ -414,8 +414,7 @@ int orh_spec_load_file(const char *path, json_t **spec, struct orh_err *err)
 	}
 	dirfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		return orh_fail(err, errno, "opening the directory of '%s': %s", path,
-				strerror(errno));
+		return orh_fail_errno(err, errno, "opening the directory of '%s'", path);
 	return orh_spec_load_at(dirfd, file, path, spec, err);
 }
 

@@ -446,13 +446,13 @@ int orh_config_load(struct orh_config *cfg, const char *path, bool must_exist,
 	if (fd < 0) {
 		if (errno == ENOENT && !must_exist)
 			return 0;
-		return orh_fail(err, errno, "%s: cannot open: %s", path, strerror(errno));
+		return orh_fail_errno(err, errno, "%s: cannot open", path);
 	}
 	r = orh_read_fd_all(fd, ORH_CONFIG_MAX_BYTES, &text, &len);
 	if (r == -EFBIG)
 		return orh_fail(err, EFBIG, "%s: larger than %d bytes", path, ORH_CONFIG_MAX_BYTES);
 	if (r < 0)
-		return orh_fail(err, r, "%s: cannot read: %s", path, strerror(-r));
+		return orh_fail_errno(err, r, "%s: cannot read", path);
 	if (memchr(text, '\0', len))
 		return orh_fail(err, EINVAL, "%s: not a text file", path);
 	return orh_config_parse_string(cfg, path, text, err);

@@ -383,7 +383,7 @@ int orh_discover(const struct orh_discover_opts *opts, struct orh_inventory *inv
 	rootname = strcmp(o.sysroot, "/") ? o.sysroot : "";
 	sc.root = open(o.sysroot, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sc.root < 0)
-		return orh_fail(err, errno, "opening sysroot '%s': %s", o.sysroot, strerror(errno));
+		return orh_fail_errno(err, errno, "opening sysroot '%s'", o.sysroot);
 	if (o.gid_scan == ORH_GIDS_PLAN) {
 		inv->gid_source = disc_gids_open(&o, sc.root);
 		/* flushed as GID entries are read, and at the end */

@@ -394,7 +394,7 @@ int orh_discover_gpus(const char *sysroot, enum orh_gpu_scan scan, struct orh_gp
 	gs.rootname = strcmp(sysroot, "/") ? sysroot : "";
 	gs.root = open(sysroot, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (gs.root < 0)
-		return orh_fail(err, errno, "opening sysroot '%s': %s", sysroot, strerror(errno));
+		return orh_fail_errno(err, errno, "opening sysroot '%s'", sysroot);
 
 	r = disc_list_dir(gs.root, "proc/driver/nvidia/gpus", &names);
 	if (r < 0 && r != -ENOENT)

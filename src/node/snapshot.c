@@ -385,7 +385,7 @@ int orh_snapshot_restore(const json_t *snap, const char *what,
 	o.gid_scan = ORH_GIDS_PLAN;
 	root = open(o.sysroot, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
-		return orh_fail(err, errno, "opening sysroot '%s': %s", o.sysroot, strerror(errno));
+		return orh_fail_errno(err, errno, "opening sysroot '%s'", o.sysroot);
 	inv->gid_source = disc_gids_open(&o, root);
 	r = parse(&st, text);
 	if (r < 0) {

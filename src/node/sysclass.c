@@ -67,8 +67,7 @@ static int add_file(int dfd, const char *dir, const char *name, struct orh_sysvi
 		return 0;
 	n = orh_read_file_at(dfd, name, buf, sizeof(buf));
 	if (n < 0)
-		return orh_fail(err, (int)-n, "reading '%s/%s': %s", dir, name,
-				strerror((int)-n));
+		return orh_fail_errno(err, (int)-n, "reading '%s/%s'", dir, name);
 	c->files = orh_xgrow(c->files, c->n_files, sizeof(*c->files));
 	f = &c->files[c->n_files++];
 	memset(f, 0, sizeof(*f));
@@ -105,7 +104,7 @@ static int read_class(const char *sysroot, size_t k, struct orh_sysview_class *c
 	if (dfd < 0 && errno == ENOENT)
 		return 0;
 	if (dfd < 0 || !(d = fdopendir(dfd))) {
-		r = orh_fail(err, errno, "opening '%s': %m", dir);
+		r = orh_fail_errno(err, errno, "opening '%s'", dir);
 		if (dfd >= 0)
 			close(dfd);
 		return r;
@@ -123,7 +122,7 @@ static int read_class(const char *sysroot, size_t k, struct orh_sysview_class *c
 			r = add_file(dirfd(d), dir, de->d_name, c, err);
 	}
 	if (r == 0 && errno)
-		r = orh_fail(err, errno, "listing '%s': %m", dir);
+		r = orh_fail_errno(err, errno, "listing '%s'", dir);
 	closedir(d);
 	/* in name order: the view's id does not depend on the listing's order */
 	if (c->n_links)
