@@ -34,7 +34,7 @@ static int mkdir_p(const char *dir, struct orh_err *err)
 
 		*p = '\0';
 		if (mkdirat(AT_FDCWD, path, 0755) < 0 && errno != EEXIST)
-			return orh_fail(err, errno, "creating '%s': %m", path);
+			return orh_fail_errno(err, errno, "creating '%s'", path);
 		if (!c)
 			return 0;
 		*p = c;
@@ -47,7 +47,7 @@ static int fill_class(int dfd, const char *dir, const struct orh_sysview_class *
 {
 	for (size_t i = 0; i < c->n_links; i++)
 		if (c->links[i].keep && symlinkat(c->links[i].target, dfd, c->links[i].name) < 0)
-			return orh_fail(err, errno, "creating '%s/%s': %m", dir, c->links[i].name);
+			return orh_fail_errno(err, errno, "creating '%s/%s'", dir, c->links[i].name);
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct orh_sysview_file *f = &c->files[i];
 		_cleanup_close_ int fd =
@@ -55,7 +55,7 @@ static int fill_class(int dfd, const char *dir, const struct orh_sysview_class *
 			       0444);
 
 		if (fd < 0 || orh_write_all(fd, f->data, f->len) < 0)
-			return orh_fail(err, errno, "writing '%s/%s': %m", dir, f->name);
+			return orh_fail_errno(err, errno, "writing '%s/%s'", dir, f->name);
 	}
 	return 0;
 }
@@ -114,15 +114,15 @@ static int fill_view(int tmpfd, const char *tmp, const struct orh_sysview *v,
 		if (!v->cls[k].present)
 			continue;
 		if (mkdirat(tmpfd, name, 0755) < 0)
-			return orh_fail(err, errno, "creating '%s/%s': %m", tmp, name);
+			return orh_fail_errno(err, errno, "creating '%s/%s'", tmp, name);
 		cfd = openat(tmpfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (cfd < 0)
-			return orh_fail(err, errno, "opening '%s/%s': %m", tmp, name);
+			return orh_fail_errno(err, errno, "opening '%s/%s'", tmp, name);
 		r = fill_class(cfd, tmp, &v->cls[k], err);
 		if (r < 0)
 			return r;
 		if (fchmod(cfd, 0555) < 0)
-			return orh_fail(err, errno, "making '%s/%s' read-only: %m", tmp, name);
+			return orh_fail_errno(err, errno, "making '%s/%s' read-only", tmp, name);
 	}
 	return 0;
 }
@@ -143,29 +143,29 @@ int orh_sysview_build(const struct orh_sysview *v, const char *base, char *dir, 
 		return r;
 	basefd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (basefd < 0)
-		return orh_fail(err, errno, "opening '%s': %m", base);
+		return orh_fail_errno(err, errno, "opening '%s'", base);
 	/* held until the return (basefd's close): no sweep runs between here and the view's
 	 * new mtime or its rename into place */
 	r = lock_views(basefd, false);
 	if (r < 0)
-		return orh_fail(err, -r, "locking '%s' against its sweep: %s", base, strerror(-r));
+		return orh_fail_errno(err, -r, "locking '%s' against its sweep", base);
 	if (fstatat(basefd, v->id, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
 		/* made before: its name is its content; used from now on, which the sweep
 		 * reads from its mtime until a record links to it */
 		if (utimensat(basefd, v->id, NULL, AT_SYMLINK_NOFOLLOW) < 0)
-			return orh_fail(err, errno, "marking '%s' as used: %m", dir);
+			return orh_fail_errno(err, errno, "marking '%s' as used", dir);
 		return 0;
 	}
 	snprintf(tmp, sizeof(tmp), ".tmp-%d", (int)getpid());
 	remove_tree(basefd, tmp); /* one a killed run of this pid left */
 	if (mkdirat(basefd, tmp, 0755) < 0)
-		return orh_fail(err, errno, "creating '%s/%s': %m", base, tmp);
+		return orh_fail_errno(err, errno, "creating '%s/%s'", base, tmp);
 	tmpfd = openat(basefd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	r = tmpfd < 0 ? orh_fail(err, errno, "opening '%s/%s': %m", base, tmp)
+	r = tmpfd < 0 ? orh_fail_errno(err, errno, "opening '%s/%s'", base, tmp)
 		      : fill_view(tmpfd, base, v, err);
 	if (r == 0 && renameat(basefd, tmp, basefd, v->id) < 0 && errno != EEXIST &&
 	    errno != ENOTEMPTY)
-		r = orh_fail(err, errno, "renaming '%s/%s' to '%s': %m", base, tmp, dir);
+		r = orh_fail_errno(err, errno, "renaming '%s/%s' to '%s'", base, tmp, dir);
 	remove_tree(basefd, tmp); /* gone when renamed; else another run made it first */
 	return r;
 }
@@ -181,16 +181,16 @@ int orh_sysview_link(const char *base, const char *owner, const char *id,
 
 	snprintf(target, sizeof(target), "../%.16s", id);
 	if (basefd < 0)
-		return orh_fail(err, errno, "opening '%s': %m", base);
+		return orh_fail_errno(err, errno, "opening '%s'", base);
 	r = lock_views(basefd, false);
 	if (r < 0)
-		return orh_fail(err, -r, "locking '%s' against its sweep: %s", base, strerror(-r));
+		return orh_fail_errno(err, -r, "locking '%s' against its sweep", base);
 	if (mkdirat(basefd, ORH_SYSVIEW_LINKS, 0755) < 0 && errno != EEXIST)
-		return orh_fail(err, errno, "creating '%s/" ORH_SYSVIEW_LINKS "': %m", base);
+		return orh_fail_errno(err, errno, "creating '%s/" ORH_SYSVIEW_LINKS "'", base);
 	linksfd = openat(basefd, ORH_SYSVIEW_LINKS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 			 O_CLOEXEC);
 	if (linksfd < 0)
-		return orh_fail(err, errno, "opening '%s/" ORH_SYSVIEW_LINKS "': %m", base);
+		return orh_fail_errno(err, errno, "opening '%s/" ORH_SYSVIEW_LINKS "'", base);
 	return orh_replace_at(linksfd, owner, &how, err);
 }
 
@@ -301,7 +301,7 @@ static int mount_class(const struct orh_target *t, int rootfd, const char *dir,
 		return orh_fail(err, -r, "%s", look.msg);
 	r = orh_fd_mount_id(target, &mnt);
 	if (r < 0)
-		return orh_fail(err, -r, "reading the mount of %s: %s", path, strerror(-r));
+		return orh_fail_errno(err, -r, "reading the mount of %s", path);
 	r = orh_mount_is_shared(t, mnt, &shared, err);
 	if (r < 0)
 		return r;
@@ -310,7 +310,7 @@ static int mount_class(const struct orh_target *t, int rootfd, const char *dir,
 					    "reach the mount's peers, the host's included", path);
 	src = open(from, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (src < 0)
-		return orh_fail(err, errno, "opening '%s': %m", from);
+		return orh_fail_errno(err, errno, "opening '%s'", from);
 	if (fstat(src, &sst) == 0 && fstat(target, &tst) == 0 && sst.st_dev == tst.st_dev &&
 	    sst.st_ino == tst.st_ino) {
 		res->already++; /* the spec's mount of this view (precreate before this hook) */
