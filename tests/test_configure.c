@@ -340,6 +340,21 @@ Test(engines, containerd_reads_the_imports_as_containerd_merges_them)
 	orh_cfg_files_free(&files);
 }
 
+/* nvidia-ctk 1.18 imported config.d/*.toml: the drop-in goes there, the main file unchanged. */
+Test(engines, containerd_dropin_goes_where_the_main_file_imports)
+{
+	struct fake_fs fs = { .path = { CD_MAIN },
+			      .text = { "version = 2\nimports = [\"config.d/*.toml\"]\n" } };
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cr_assert_null(file(&files, CD_MAIN)->new, "%s", file(&files, CD_MAIN)->new);
+	cr_assert_not_null(file(&files, "/etc/containerd/config.d/99-oci-rdma-hook.toml"));
+	orh_cfg_files_free(&files);
+}
+
 /* containerd 1.x: a CRI table in a file read after the drop-in would replace it whole. */
 Test(engines, containerd_refuses_a_file_read_after_its_dropin)
 {

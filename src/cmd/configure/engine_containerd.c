@@ -120,42 +120,47 @@ static int drop_handler(const char *text, const char *path, long ver,
 
 /* ---- the main file's imports ---- */
 
-static bool import_covers(const char *from, const char *entry, const char *path)
+/* The directory of an import entry whose last part is a pattern that our drop-in's name
+ * matches (its directory a plain path), as a new string; else NULL. */
+static char *import_dir(const char *from, const char *entry)
 {
-	_cleanup_free_ char *abs = NULL;
 	const char *slash = strrchr(from, '/');
+	_cleanup_free_ char *abs = entry[0] == '/' ? orh_xstrdup(entry)
+		: orh_xasprintf("%.*s/%s", (int)(slash - from), from, entry);
+	char *base = strrchr(abs, '/');
 
-	abs = entry[0] == '/' ? orh_xstrdup(entry)
-			      : orh_xasprintf("%.*s/%s", (int)(slash - from), from, entry);
-	return fnmatch(abs, path, FNM_PATHNAME | FNM_PERIOD) == 0;
+	*base++ = '\0';
+	if (!strpbrk(base, "*?[") || strpbrk(abs, "*?[") || fnmatch(base, CD_DROPIN, FNM_PERIOD))
+		return NULL;
+	return orh_xstrdup(*abs ? abs : "/");
 }
 
-/* Where our drop-in goes: where it is, else a directory the main file imports with a
- * pattern it matches, else conf.d beside the main file (whose glob is then imported). */
+/* Where our drop-in goes: where it is, else the first directory the main file imports with
+ * a pattern its name matches (nvidia-ctk's conf.d), else conf.d beside the main file, whose
+ * glob is then added to the imports. */
 static void place_dropin(struct cd_plan *p, const struct orh_cfg_files *files,
 			 const char *main_path)
 {
 	const struct orh_toml_entry *e = orh_toml_get(&p->v.src[0].t, "imports");
 	struct orh_strv imports = { 0 };
 	const char *slash = strrchr(main_path, '/');
-	_cleanup_free_ char *dir = orh_xasprintf("%.*s/conf.d", (int)(slash - main_path),
-						 main_path);
 
-	for (size_t i = 0; i < p->v.n; i++)
-		if (p->v.src[i].ours && !p->dropin)
+	for (size_t i = 0; i < p->v.n && !p->dropin; i++)
+		if (p->v.src[i].ours)
 			p->dropin = orh_xstrdup(files->v[p->v.src[i].fi].path);
+	if (e && !p->dropin)
+		(void)orh_toml_string_array(e->value, &imports);
+	for (size_t i = 0; i < imports.n && !p->dropin; i++) {
+		_cleanup_free_ char *dir = import_dir(main_path, imports.v[i]);
+
+		if (dir)
+			p->dropin = orh_xasprintf("%s/" CD_DROPIN, dir);
+	}
+	orh_strv_free(&imports);
 	if (p->dropin)
 		return;
-	p->dropin = orh_xasprintf("%s/" CD_DROPIN, dir);
-	if (e)
-		orh_strv_free(&imports), (void)orh_toml_string_array(e->value, &imports);
-	for (size_t i = 0; i < imports.n; i++)
-		if (import_covers(main_path, imports.v[i], p->dropin)) {
-			orh_strv_free(&imports);
-			return;
-		}
-	orh_strv_free(&imports);
-	p->glob = orh_xasprintf("%s/*.toml", dir);
+	p->dropin = orh_xasprintf("%.*s/conf.d/" CD_DROPIN, (int)(slash - main_path), main_path);
+	p->glob = orh_xasprintf("%.*s/conf.d/*.toml", (int)(slash - main_path), main_path);
 }
 
 /* The end of the line configure adds where a file has no imports (so that --undo gives
