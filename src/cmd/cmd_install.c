@@ -297,9 +297,16 @@ static void subdirs(const char *root, const char *config, struct orh_strv *names
 
 	*strrchr(dir, '/') = '\0';
 	d = opendir(dir);
-	while (d && (de = readdir(d)))
-		if (de->d_type == DT_DIR && de->d_name[0] != '.')
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		bool is_dir = de->d_type == DT_DIR ||
+			      (de->d_type == DT_UNKNOWN &&
+			       fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			       S_ISDIR(st.st_mode));
+
+		if (is_dir && de->d_name[0] != '.')
 			orh_strv_push(names, orh_xstrdup(de->d_name));
+	}
 	if (d)
 		closedir(d);
 }
