@@ -355,6 +355,31 @@ Test(engines, containerd_dropin_goes_where_the_main_file_imports)
 	orh_cfg_files_free(&files);
 }
 
+/* The glob configure adds to the imports brings in the files already in conf.d: they are
+ * read as containerd will read them (a broken one is an error naming it). */
+Test(engines, containerd_reads_what_its_new_import_brings_in)
+{
+	struct fake_fs fs = {
+		.path = { CD_MAIN, "/etc/containerd/conf.d/50-site.toml" },
+		.text = { "version = 2\n",
+			  "version = 2\n" CRI ".containerd]\n  default_runtime_name = \"crun\"\n"
+			  CRI ".containerd.runtimes.crun.options]\n  BinaryName = \"/usr/bin/crun\"\n" },
+		.exe = { "/usr/bin/crun" },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cr_assert(strstr(file(&files, CD_OURS)->new, "default_runtime_name = \"crun\""));
+	cr_assert(strstr(file(&files, CD_NODE)->new, "runtime = /usr/bin/crun\n"));
+	orh_cfg_files_free(&files);
+	fs.text[1] = "7\n?";
+	cr_assert_lt(plan(&fs, &req, &files, &err), 0);
+	cr_assert(strstr(err.msg, "/etc/containerd/conf.d/50-site.toml:1: "), "%s", err.msg);
+	orh_cfg_files_free(&files);
+}
+
 /* containerd 1.x: a CRI table in a file read after the drop-in would replace it whole. */
 Test(engines, containerd_refuses_a_file_read_after_its_dropin)
 {

@@ -120,10 +120,16 @@ int orh_block_remove(const char *old, const char *name, const struct orh_block *
 	r = find_block(old, name, b->id, &f, err);
 	if (r <= 0)
 		return r;
-	/* the "\n" that install put before the block */
-	cut = f.begin > old && f.begin[-1] == '\n' ? f.begin - 1 : f.begin;
-	if (cut < f.begin && cut > old && cut[-1] == '\r')
-		cut--; /* that line end, written CRLF */
+	/* the "\n" that install put before the block: the empty line before it (written LF or
+	 * CRLF), or the end of the last line of a file that had no newline at its end, where
+	 * the block ends the file; never the end of a line that text follows */
+	cut = f.begin;
+	if (cut - old >= 2 && cut[-1] == '\n' && cut[-2] == '\n')
+		cut--;
+	else if (cut - old >= 3 && cut[-1] == '\n' && cut[-2] == '\r' && cut[-3] == '\n')
+		cut -= 2;
+	else if (cut > old && cut[-1] == '\n' && *f.end == '\0')
+		cut -= cut - old >= 2 && cut[-2] == '\r' ? 2 : 1;
 	if (f.new_file && *f.end == '\0' && (size_t)(cut - old) == strlen(b->header) &&
 	    !strncmp(old, b->header, strlen(b->header))) {
 		*remove = true; /* made by configure, and nothing else is in it */

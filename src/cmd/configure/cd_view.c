@@ -191,6 +191,20 @@ int cd_view_read(const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
 	return 0;
 }
 
+int cd_view_import(const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
+		   struct cd_view *v, const char *entry, struct orh_err *err)
+{
+	int r = add_import(rd, files, v, files->v[v->src[0].fi].path, entry, err);
+
+	if (r < 0)
+		return r;
+	free(v->ents);
+	v->ents = NULL;
+	v->nents = 0;
+	merge(v);
+	return 0;
+}
+
 const struct cd_ent *cd_view_get(const struct cd_view *v, const char *rel)
 {
 	const struct cd_ent *found = NULL;

@@ -191,8 +191,9 @@ static char *imports_add(const char *text, const struct orh_toml *t, const char 
 		return orh_xasprintf("%.*s%s%s%s", (int)(close - text), text,
 				     *prev == '[' || *prev == ',' ? "" : ", ", q, close);
 	}
-	if (v)
-		return orh_xasprintf("%.*simports = [%s]" IMPORTS_ADDED "\n%s", (int)v->end, text, q,
+	if (v) /* (after the version line, which may be the last, without its newline) */
+		return orh_xasprintf("%.*s%simports = [%s]" IMPORTS_ADDED "\n%s", (int)v->end, text,
+				     v->end && text[v->end - 1] != '\n' ? "\n" : "", q,
 				     text + v->end);
 	return orh_xasprintf("imports = [%s]" IMPORTS_ADDED "\n%s", q, text);
 }
@@ -414,11 +415,19 @@ static int main_text(const struct cd_plan *p, struct orh_cfg_file *f,
 
 /* ---- a k3s/rke2 template ---- */
 
+/* A template (k3s, rke2): its name, or a line that is a template action. */
 static bool is_template(const struct orh_cfg_file *f)
 {
 	size_t n = strlen(f->path);
 
-	return (n > 5 && !strcmp(f->path + n - 5, ".tmpl")) || (f->old && strstr(f->old, "{{"));
+	if (n > 5 && !strcmp(f->path + n - 5, ".tmpl"))
+		return true;
+	for (const char *p = f->old; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : "") {
+		p += strspn(p, " \t");
+		if (p[0] == '{' && p[1] == '{')
+			return true;
+	}
+	return false;
 }
 
 static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file *f,
@@ -480,14 +489,18 @@ int cfg_containerd(const struct orh_configure_req *req, const char *node_config,
 		plan_free(&p);
 		return r < 0 ? r : cfg_node_runtime(req, node_config, rd, NULL, files, notes, err);
 	}
+	if (r >= 0) {
+		place_dropin(&p, files, cfg_engine_path(req));
+		/* the files the new import brings in are read as containerd will read them */
+		if (p.glob && !req->undo)
+			r = cd_view_import(rd, files, &p.v, p.glob, err);
+	}
 	if (r >= 0)
 		r = check_handlers(&p, files, req, notes, err);
 	if (r >= 0 && !req->undo)
 		r = read_default(&p, cfg_engine_path(req), err);
-	if (r >= 0) {
-		place_dropin(&p, files, cfg_engine_path(req));
-		r = req->undo ? 0 : check_after(&p, err);
-	}
+	if (r >= 0 && !req->undo)
+		r = check_after(&p, err);
 	if (r >= 0)
 		r = main_text(&p, &files->v[p.v.src[0].fi], req, rd, err);
 	if (r >= 0 && !req->undo)

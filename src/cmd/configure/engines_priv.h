@@ -98,6 +98,9 @@ const char *cd_plugin_of(long version);
 int cd_view_read(const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
 		 const char *main_path, struct cd_view *v, struct orh_err *err);
 void cd_view_free(struct cd_view *v);
+/* The view as it will be once the main file imports entry too. */
+int cd_view_import(const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
+		   struct cd_view *v, const char *entry, struct orh_err *err);
 /* The last merged value at rel (below the plugin's table), else NULL. */
 const struct cd_ent *cd_view_get(const struct cd_view *v, const char *rel);
 /* In one file: the last value at rel, or the first entry at or below rel; else NULL. */
