@@ -23,6 +23,8 @@
 #     the host root's socket, the installer sends SIGHUP to its PID and is not ready while
 #     no containerd is back; with one started again, it is;
 #   - CONTAINERD_CONFIG and CONTAINERD_SOCKET name a config and a socket of their own;
+#   - a dockerd listening on a host root's socket reloads its runtimes on SIGHUP, and the
+#     installer is ready once `docker info` (the host root's client) has the runtime;
 #   - k3s and rke2 are found by their paths, and their template is what is edited (k3s and
 #     rke2 are not run here: their paths and the template's format were read in k3s's
 #     source).
@@ -178,15 +180,16 @@ else
 	}
 fi
 
-# add_containerd DIR: this machine's containerd and the libraries it loads, under DIR
-add_containerd() {
-	local f
-	for f in "$(command -v containerd)" $(ldd "$(command -v containerd)" |
-		grep -o '/[^ ]*' | sort -u); do
+# add_binary DIR PROGRAM: this machine's PROGRAM and the libraries it loads, under DIR
+add_binary() {
+	local f bin
+	bin=$(command -v "$2")
+	for f in "$bin" $(ldd "$bin" | grep -o '/[^ ]*' | sort -u); do
 		mkdir -p "$1$(dirname "$f")"
 		cp -L "$f" "$1$f"
 	done
 }
+add_containerd() { add_binary "$1" containerd; }
 # snapshot DIR: every path with its type, mode and link target, and every file's sha256
 snapshot() {
 	(cd "$1" && find . -printf '%p %y %m %l\n' | LC_ALL=C sort &&
@@ -456,10 +459,55 @@ check "CONTAINERD_SOCKET: the engine is looked for behind that socket" \
 		) when it starts" "$WORK/env.log"
 check "no /etc/containerd was made" [ ! -e "$H4/etc/containerd" ]
 inst_once "$H4" --purge >"$WORK/purge4.log" || not_ok "install --purge on host4"
-# configure --undo takes a config of `version = 2` alone for one it made, and removes it
-todo_check "after --purge host4 is the original byte for byte ($(
+# (a config of `version = 2` alone, which configure --undo must not take for one it made)
+check "after --purge host4 is the original byte for byte ($(
 	grep -m1 '^removed /etc/custom/containerd.toml' "$WORK/purge4.log"))" \
 	diff "$WORK/orig4.snap" <(snapshot "$H4")
+
+# ---- docker: dockerd reloads its runtimes on SIGHUP; ready once docker info has it --------
+if command -v dockerd >/dev/null 2>&1 && command -v docker >/dev/null 2>&1; then
+	H6=$WORK/host6
+	mkdir -p "$H6/etc/docker" "$H6/run" "$WORK/d6"
+	printf '{\n  "log-level": "info"\n}\n' >"$H6/etc/docker/daemon.json"
+	add_binary "$H6" docker
+	[ -n "${CD_SOCK:-}" ] || start_containerd "$WORK/unused.conf" "$WORK/unused"
+	env --default-signal=HUP dockerd --config-file "$H6/etc/docker/daemon.json" \
+		--data-root "$WORK/d6/data" --exec-root "$WORK/d6/exec" --pidfile "$WORK/d6/pid" \
+		-H "unix://$H6/run/docker.sock" --containerd "$CD_SOCK" --storage-driver vfs \
+		--bridge none --iptables=false --ip-masq=false \
+		--exec-opt native.cgroupdriver=cgroupfs >"$WORK/d6/dockerd.log" 2>&1 &
+	D6_PID=$!
+	DAEMON_PIDS+=("$D6_PID")
+	D6=(docker -H "unix://$H6/run/docker.sock")
+	wait_for 60 "${D6[@]}" version ||
+		cant_run "dockerd on host6 did not start: $(tail -5 "$WORK/d6/dockerd.log")"
+	snapshot "$H6" >"$WORK/orig6.snap"
+	RC=0
+	inst_once "$H6" --once --ready-timeout 30 >"$WORK/docker.log" || RC=$?
+	check "docker: SIGHUP to dockerd ($D6_PID) behind its socket" \
+		grep -qx "note: sent SIGHUP to pid $D6_PID (behind /run/docker.sock)" "$WORK/docker.log"
+	check "docker: ready once docker info, run in the host root, has the runtime (rc $RC)" \
+		bash -c '[ "$1" = 0 ] && grep -q "^ready: docker info of /etc/docker/daemon.json has handler" "$2" &&
+			[ -s "$3" ]' _ "$RC" "$WORK/docker.log" "$H6$FEATURE"
+	check "docker: the running dockerd reports it (docker info from here)" \
+		bash -c '"$@" info --format "{{json .Runtimes}}" | grep -qF "\"rdma\":{\"path\":"' _ "${D6[@]}"
+	RC=0
+	inst_once "$H6" --purge >"$WORK/purge6.log" || RC=$?
+	check "docker: --purge exits 0 (rc $RC) and host6 is the original byte for byte" \
+		bash -c '[ "$1" = 0 ] && diff "$2" "$3"' _ "$RC" "$WORK/orig6.snap" <(snapshot "$H6")
+else
+	ok "docker: # SKIP no dockerd or docker client"
+fi
+# a daemon.json of `{}` alone, which configure --undo must not take for one it made
+H7=$WORK/host7
+mkdir -p "$H7/etc/docker"
+echo '{}' >"$H7/etc/docker/daemon.json"
+snapshot "$H7" >"$WORK/orig7.snap"
+inst_once "$H7" --engine docker --once --ready-timeout 0 >/dev/null || true
+inst_once "$H7" --purge >"$WORK/purge7.log" || true
+todo_check "docker: after --purge a daemon.json of {} is the original ($(
+	grep -m1 '^removed /etc/docker/daemon.json' "$WORK/purge7.log"))" \
+	diff "$WORK/orig7.snap" <(snapshot "$H7")
 
 # ---- k3s and rke2: found by their paths, their template edited ----------------------------
 K3S=/var/lib/rancher/k3s/agent/etc/containerd
@@ -524,7 +572,7 @@ check "k3s with version 3 rendered: its template is config-v3.toml.tmpl" \
 	grep -qx "engine k3s: $K3S/config-v3.toml.tmpl" "$WORK/k3sv3.log"
 # k3s renders config-v3.toml.tmpl on its version 3 base template, whose CRI runtime plugin is
 # io.containerd.cri.v1.runtime (containerd 2.x): the handler's table must be that plugin's
-todo_check "the handler in config-v3.toml.tmpl is io.containerd.cri.v1.runtime's" \
+check "the handler in config-v3.toml.tmpl is io.containerd.cri.v1.runtime's" \
 	grep -q '^\[plugins\."io\.containerd\.cri\.v1\.runtime"\.containerd\.runtimes\.rdma\]' \
 	"$K3SV3$K3S/config-v3.toml.tmpl"
 RKE2=/var/lib/rancher/rke2/agent/etc/containerd
