@@ -122,6 +122,10 @@ bool orh_env_nccl_reads(const char *name);
  * at most 1023 bytes)? */
 bool orh_env_value_allowed(const char *value);
 
+/* Where the shim looks for a runtime named without a path (never the caller's PATH), and
+ * where configure looks for the one it will find. */
+#define ORH_RUNTIME_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 /* The shim's first argument that names its runtime for one engine's registration. */
 #define ORH_RUNTIME_ARG "--orh-runtime="
 

@@ -36,7 +36,6 @@
 #include "orh/statedir.h"
 
 /* The runtime is looked up here only, never in the caller's PATH. */
-#define ORH_RUNTIME_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* Global options of runc and crun that take a value. */
 static const char *const global_with_value[] = {

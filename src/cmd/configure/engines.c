@@ -15,10 +15,6 @@
 #include "engines_priv.h"
 #include "orh/config.h"
 
-/* Where the shim looks for a runtime named without a path (cmd_runtime.c) */
-static const char *const shim_path[] = {
-	"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin",
-};
 
 static const char *const engine_names[] = {
 	[ORH_ENGINE_CONTAINERD] = "containerd",
@@ -115,14 +111,17 @@ int cfg_shim_runtime(const struct orh_cfg_reader *rd, const char *name, char **o
 		*out = orh_xstrdup(name);
 		return 0;
 	}
-	for (size_t i = 0; i < ORH_ARRAY_SIZE(shim_path); i++) {
-		char *p = orh_xasprintf("%s/%s", shim_path[i], name);
+	/* where the shim looks for it (ORH_RUNTIME_PATH) */
+	for (const char *d = ORH_RUNTIME_PATH; *d;) {
+		size_t n = strcspn(d, ":");
+		char *p = orh_xasprintf("%.*s/%s", (int)n, d, name);
 
 		if (rd->executable(rd->arg, p)) {
 			*out = p;
 			return 0;
 		}
 		free(p);
+		d += n + (d[n] == ':');
 	}
 	return -ENOENT;
 }
