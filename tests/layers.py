@@ -75,14 +75,7 @@ GENERATED = {'orh-config.h': 'base', 'seccomp-filter.h': 'base'}
 
 # Exceptions, each with its reason. A circle is exempt when one of its files is named here;
 # a private header when it is.
-EXEMPT = {
-    # The engines' helper library and their dispatcher in one file: engines.c calls each
-    # engine_*.c through orh_configure_plan(), and each engine_*.c calls engines.c's cfg_*
-    # helpers, all declared in engines_priv.h. Left as it is for now (configure is
-    # changed elsewhere); reported on every run.
-    'src/cmd/configure/engines.c': 'engines helpers and dispatcher in one file',
-    'src/cmd/configure/engines_priv.h': 'engines helpers and dispatcher in one header',
-}
+EXEMPT = {}
 
 IDENT = re.compile(r'[A-Za-z_]\w*')
 TAG = re.compile(r'\b(?:struct|union|enum)\s+\w+')

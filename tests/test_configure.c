@@ -207,7 +207,7 @@ static bool fake_exe(void *arg, const char *path)
 static int plan(struct fake_fs *fs, struct orh_configure_req *req, struct orh_cfg_files *files,
 		struct orh_err *err)
 {
-	struct orh_cfg_reader rd = { fake_read, fake_list, fake_exe, fs };
+	struct orh_cfg_reader rd = { fake_read, fake_list, fake_exe, fs, NULL };
 	struct orh_strv notes = { 0 };
 	int r;
 
@@ -340,7 +340,7 @@ Test(engines, containerd_reads_the_imports_as_containerd_merges_them)
 	orh_cfg_files_free(&files);
 }
 
-/* nvidia-ctk 1.18 imported config.d/*.toml: the drop-in goes there, the main file unchanged. */
+/* nvidia-ctk 1.18 imported config.d (a glob of .toml files): the drop-in goes there, the main file unchanged. */
 Test(engines, containerd_dropin_goes_where_the_main_file_imports)
 {
 	struct fake_fs fs = { .path = { CD_MAIN },

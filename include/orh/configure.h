@@ -151,4 +151,19 @@ int orh_configure_plan(const struct orh_configure_req *req, const char *node_con
 		       struct orh_strv *notes, struct orh_err *err);
 void orh_cfg_files_free(struct orh_cfg_files *f);
 
+/* ---- each engine's plan (src/cmd/configure/engine_*.c), which orh_configure_plan() calls
+ * once it checked the request; node_config is the node config's path ---- */
+
+int cfg_containerd(const struct orh_configure_req *req, const char *node_config,
+		   const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
+		   struct orh_strv *notes, struct orh_err *err);
+int cfg_crio(const struct orh_configure_req *req, const char *node_config,
+	     const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
+	     struct orh_strv *notes, struct orh_err *err);
+int cfg_docker(const struct orh_configure_req *req, const char *node_config,
+	       const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
+	       struct orh_strv *notes, struct orh_err *err);
+int cfg_podman(const struct orh_configure_req *req, const struct orh_cfg_reader *rd,
+	       struct orh_cfg_files *files, struct orh_strv *notes, struct orh_err *err);
+
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cd_view.h"
 #include "engines_priv.h"
 
 #define CD_IMPORTS_MAX 64

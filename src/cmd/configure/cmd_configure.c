@@ -313,6 +313,43 @@ static int parse_args(int argc, char **argv, struct orh_configure_req *req, cons
 	return ORH_EXIT_OK;
 }
 
+static bool handler_name_ok(const char *h)
+{
+	size_t n = strlen(h);
+
+	if (n == 0 || n > 63 || h[0] == '-' || h[n - 1] == '-')
+		return false;
+	for (; *h; h++)
+		if (!((*h >= 'a' && *h <= 'z') || (*h >= '0' && *h <= '9') || *h == '-'))
+			return false;
+	return true;
+}
+
+int orh_configure_plan(const struct orh_configure_req *req, const char *node_config,
+		       const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
+		       struct orh_strv *notes, struct orh_err *err)
+{
+	memset(files, 0, sizeof(*files));
+	if (req->engine != ORH_ENGINE_PODMAN && !handler_name_ok(req->handler))
+		return orh_fail(err, EINVAL, "handler '%s': not a RuntimeClass handler name "
+				"(lower-case letters, digits, '-'; at most 63)", req->handler);
+	if (req->shim[0] != '/')
+		return orh_fail(err, EINVAL, "shim '%s' is not an absolute path", req->shim);
+	if (req->runtime && req->runtime[0] != '/')
+		return orh_fail(err, EINVAL, "runtime '%s' is not an absolute path", req->runtime);
+	switch (req->engine) {
+	case ORH_ENGINE_CONTAINERD:
+		return cfg_containerd(req, node_config, rd, files, notes, err);
+	case ORH_ENGINE_CRIO:
+		return cfg_crio(req, node_config, rd, files, notes, err);
+	case ORH_ENGINE_DOCKER:
+		return cfg_docker(req, node_config, rd, files, notes, err);
+	case ORH_ENGINE_PODMAN:
+		return cfg_podman(req, rd, files, notes, err);
+	}
+	return orh_fail(err, EINVAL, "unknown engine");
+}
+
 /* The plan for req under rt, locked against another configure or install of that root. */
 static int plan_under(struct root *rt, const struct orh_configure_req *req,
 		      const char *node_config, int *lock, struct orh_cfg_files *files,

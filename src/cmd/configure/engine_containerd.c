@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cd_view.h"
 #include "engines_priv.h"
 
 struct cd_plan {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What `configure` changes (include/orh/configure.h): the engines' names and files, what
- * the engine_*.c files share (engines_priv.h), and the dispatch. Each engine's changes are
- * computed from the text of the files read; nothing here writes.
+ * What the engines of `configure` share (include/orh/configure.h, engines_priv.h): their
+ * names and files, reading a file into a plan, TOML look-ups, drop-in directories, the node
+ * config's runtime block. Each engine's changes are computed from the text of the files
+ * read; nothing here writes.
  *
  * The runtime the shim executes (node config key `runtime`) goes into a block of the node
  * config, only where it is not the `runc` the shim finds by itself.
@@ -201,17 +202,6 @@ int cfg_node_runtime(const struct orh_configure_req *req, const char *node_confi
 	return r;
 }
 
-static bool handler_name_ok(const char *h)
-{
-	size_t n = strlen(h);
-
-	if (n == 0 || n > 63 || h[0] == '-' || h[n - 1] == '-')
-		return false;
-	for (; *h; h++)
-		if (!((*h >= 'a' && *h <= 'z') || (*h >= '0' && *h <= '9') || *h == '-'))
-			return false;
-	return true;
-}
 
 /* dir's files in lexical order into files: *.conf only, or (every) every file, directories
  * entered where they sort (CRI-O's walk of crio.conf.d); ours left out. */
@@ -360,29 +350,4 @@ int cfg_own_dropin(const struct orh_cfg_reader *rd, const char *dir, const char 
 	else if (!f->old || strcmp(f->old, text))
 		f->new = orh_xstrdup(text);
 	return 0;
-}
-
-int orh_configure_plan(const struct orh_configure_req *req, const char *node_config,
-		       const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
-		       struct orh_strv *notes, struct orh_err *err)
-{
-	memset(files, 0, sizeof(*files));
-	if (req->engine != ORH_ENGINE_PODMAN && !handler_name_ok(req->handler))
-		return orh_fail(err, EINVAL, "handler '%s': not a RuntimeClass handler name "
-				"(lower-case letters, digits, '-'; at most 63)", req->handler);
-	if (req->shim[0] != '/')
-		return orh_fail(err, EINVAL, "shim '%s' is not an absolute path", req->shim);
-	if (req->runtime && req->runtime[0] != '/')
-		return orh_fail(err, EINVAL, "runtime '%s' is not an absolute path", req->runtime);
-	switch (req->engine) {
-	case ORH_ENGINE_CONTAINERD:
-		return cfg_containerd(req, node_config, rd, files, notes, err);
-	case ORH_ENGINE_CRIO:
-		return cfg_crio(req, node_config, rd, files, notes, err);
-	case ORH_ENGINE_DOCKER:
-		return cfg_docker(req, node_config, rd, files, notes, err);
-	case ORH_ENGINE_PODMAN:
-		return cfg_podman(req, rd, files, notes, err);
-	}
-	return orh_fail(err, EINVAL, "unknown engine");
 }

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the engine files of src/cmd/configure/ share: reading a file into the list of files a
- * plan touches, TOML look-ups that name the file and line, drop-in directories, and the
- * node config's runtime block. Each engine_*.c computes one engine's changes.
+ * engines.c: what the engine files of src/cmd/configure/ share: reading a file into the list
+ * of files a plan touches, TOML look-ups that name the file and line, drop-in directories,
+ * and the node config's runtime block. Each engine_*.c computes one engine's changes (its
+ * entry point in orh/configure.h); cmd_configure.c dispatches to them.
  */
 #ifndef ORH_CONFIGURE_ENGINES_PRIV_H
 #define ORH_CONFIGURE_ENGINES_PRIV_H
-
-#include <stdio.h>
 
 #include "orh-config.h"
 #include "orh/configure.h"
@@ -64,64 +63,5 @@ bool cfg_dir_has_other(const struct orh_cfg_reader *rd, const char *glob, const 
 /* Our drop-in in dir: written whole (text), or removed (text NULL). */
 int cfg_own_dropin(const struct orh_cfg_reader *rd, const char *dir, const char *text,
 		   struct orh_cfg_files *files, struct orh_err *err);
-
-/* ---- containerd's config as containerd reads it (cd_view.c) ---- */
-
-/* Our drop-in's name in containerd's imported directory: after nvidia-ctk's 99-nvidia.toml */
-#define CD_DROPIN "99-oci-rdma-hook.toml"
-
-struct cd_src {              /* one file containerd reads */
-	size_t fi;           /* its index in the plan's files */
-	long version;        /* its config version (an import without one: the main file's) */
-	bool ours;           /* our drop-in (left out of the merge) */
-	struct orh_toml t;   /* its text, configure's marked blocks left out */
-};
-
-struct cd_ent {              /* one entry of the merged CRI runtime plugin table */
-	const struct orh_toml_entry *e;
-	const char *rel;     /* its key below the plugin's table */
-	size_t src;          /* the file it comes from (index in src) */
-};
-
-struct cd_view {
-	struct cd_src *src;  /* the main file first, then the imports in containerd's order */
-	size_t n;
-	long version;        /* the main file's (2 when there is none) */
-	bool merge_keys;     /* 2.x: imported plugin tables merge key by key; 1.x: replace */
-	struct cd_ent *ents; /* the CRI runtime plugin's table, merged, ours left out */
-	size_t nents;
-};
-
-/* The CRI runtime plugin's name in a config of this version. */
-const char *cd_plugin_of(long version);
-/* Read main_path and everything it imports into files and v. */
-int cd_view_read(const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
-		 const char *main_path, struct cd_view *v, struct orh_err *err);
-void cd_view_free(struct cd_view *v);
-/* The view as it will be once the main file imports entry too. */
-int cd_view_import(const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
-		   struct cd_view *v, const char *entry, struct orh_err *err);
-/* The last merged value at rel (below the plugin's table), else NULL. */
-const struct cd_ent *cd_view_get(const struct cd_view *v, const char *rel);
-/* In one file: the last value at rel, or the first entry at or below rel; else NULL. */
-const struct orh_toml_entry *cd_src_get(const struct cd_src *s, const char *rel);
-const struct orh_toml_entry *cd_src_find_under(const struct cd_src *s, const char *rel);
-/* Is rel prefix, or below it? */
-bool cd_rel_under(const char *rel, const char *prefix);
-/* The merged table as TOML under [plugins."plugin"...], every key below skip left out. */
-int cd_view_emit(const struct cd_view *v, const char *plugin, const char *skip, FILE *out,
-		 struct orh_err *err);
-
-int cfg_containerd(const struct orh_configure_req *req, const char *node_config,
-		   const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
-		   struct orh_strv *notes, struct orh_err *err);
-int cfg_crio(const struct orh_configure_req *req, const char *node_config,
-	     const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
-	     struct orh_strv *notes, struct orh_err *err);
-int cfg_docker(const struct orh_configure_req *req, const char *node_config,
-	       const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
-	       struct orh_strv *notes, struct orh_err *err);
-int cfg_podman(const struct orh_configure_req *req, const struct orh_cfg_reader *rd,
-	       struct orh_cfg_files *files, struct orh_strv *notes, struct orh_err *err);
 
 #endif
