@@ -321,7 +321,8 @@ Test(engines, containerd_reads_the_imports_as_containerd_merges_them)
 			  CRI ".containerd]\n  snapshotter = \"overlayfs\"\n",
 			  "version = 2\n" CRI ".containerd]\n  default_runtime_name = \"nvidia\"\n"
 			  CRI ".containerd.runtimes.nvidia]\n  runtime_type = \"io.containerd.runc.v2\"\n"
-			  CRI ".containerd.runtimes.nvidia.options]\n  BinaryName = \"/opt/nvidia-container-runtime\"\n" },
+			  CRI ".containerd.runtimes.nvidia.options]\n"
+			  "  BinaryName = \"/opt/nvidia-container-runtime\"\n" },
 		.exe = { "/opt/nvidia-container-runtime" },
 	};
 	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
@@ -340,7 +341,8 @@ Test(engines, containerd_reads_the_imports_as_containerd_merges_them)
 	orh_cfg_files_free(&files);
 }
 
-/* nvidia-ctk 1.18 imported config.d (a glob of .toml files): the drop-in goes there, the main file unchanged. */
+/* nvidia-ctk 1.18 imported config.d (a glob of .toml files): the drop-in goes there, the
+ * main file unchanged. */
 Test(engines, containerd_dropin_goes_where_the_main_file_imports)
 {
 	struct fake_fs fs = { .path = { CD_MAIN },
@@ -417,7 +419,8 @@ Test(engines, containerd_2_gets_the_handler_alone)
 	ours = file(&files, CD_OURS);
 	cr_assert(strstr(ours->new, "version = 3\n"));
 	cr_assert_null(strstr(ours->new, "default_runtime_name"), "%s", ours->new);
-	cr_assert(strstr(ours->new, "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.rdma]\n"));
+	cr_assert(strstr(ours->new,
+			 "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.rdma]\n"));
 	orh_cfg_files_free(&files);
 }
 
@@ -496,7 +499,8 @@ Test(engines, containerd_k3s_templates)
 
 	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
 	cr_assert(strstr(file(&files, v3)->new, "{{ template \"base\" . }}\n\n# >>> "));
-	cr_assert(strstr(file(&files, v3)->new, "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.rdma]"));
+	cr_assert(strstr(file(&files, v3)->new,
+			 "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.rdma]"));
 	orh_cfg_files_free(&files);
 	req.engine_config = v2;
 	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
@@ -512,7 +516,8 @@ Test(engines, containerd_refuses_what_it_cannot_extend)
 		{ "version = 2\n" CRI ".containerd.runtimes.rdma]\n",
 		  "/etc/containerd/config.toml:2: runtime handler 'rdma' is defined already" },
 		{ "version = 2\n" CRI ".containerd.runtimes.rdma.options]\nBinaryName = \"/usr/bin/runc\"\n",
-		  "/etc/containerd/config.toml:2: runtime handler 'rdma' is defined already, running /usr/bin/runc" },
+		  "/etc/containerd/config.toml:2: runtime handler 'rdma' is defined already, "
+		  "running /usr/bin/runc" },
 		{ "version = 2\n" CRI ".containerd]\nruntimes = {}\n",
 		  "/etc/containerd/config.toml:3: the runtimes are an inline table" },
 		{ "version = 5\n", "/etc/containerd/config.toml:1: version '5' is not 1, 2, 3 or 4" },
@@ -569,7 +574,8 @@ Test(engines, two_engines_keep_their_runtimes)
 {
 	struct fake_fs fs = {
 		.path = { "/etc/docker/daemon.json", CD_NODE },
-		.text = { "{\"default-runtime\": \"kata\", \"runtimes\": {\"kata\": {\"path\": \"/opt/kata-runtime\"}}}",
+		.text = { "{\"default-runtime\": \"kata\", "
+			  "\"runtimes\": {\"kata\": {\"path\": \"/opt/kata-runtime\"}}}",
 			  "[node]\n# >>> oci-rdma-hook configure --engine containerd\n"
 			  "[containers]\nruntime = /opt/nvidia-container-runtime\n"
 			  "# <<< oci-rdma-hook configure --engine containerd\n" },

@@ -64,7 +64,8 @@ cri_loads() {
 		sleep 0.1
 	done
 	# every CRI plugin listed, none of them in error
-	if grep -q 'cri ' "$t/plugins" 2>/dev/null && ! grep -E '(cri|runtime) .* error' "$t/plugins" >/dev/null; then
+	if grep -q 'cri ' "$t/plugins" 2>/dev/null &&
+		! grep -E '(cri|runtime) .* error' "$t/plugins" >/dev/null; then
 		rc=0
 	else
 		grep -i 'cri\|runtime' "$t/plugins" "$t/log" 2>/dev/null | grep -i 'error\|fail' | head -3 | sed 's/^/# /'

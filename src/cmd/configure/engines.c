@@ -46,11 +46,6 @@ int orh_engine_from_name(const char *s, enum orh_engine *e)
 	return -EINVAL;
 }
 
-const char *orh_engine_default_config(enum orh_engine e)
-{
-	return engine_configs[e];
-}
-
 const char *cfg_engine_path(const struct orh_configure_req *req)
 {
 	return req->engine_config ? req->engine_config : engine_configs[req->engine];
