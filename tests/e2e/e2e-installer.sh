@@ -18,7 +18,9 @@
 #     node, and changes nothing else;
 #   - SIGTERM (docker stop) undoes it: the feature file first, then containerd's config back
 #     byte for byte; the binary, the link, the hooks.d files and the node config kept, and
-#     nothing else; --purge then leaves the host root as it was, byte for byte;
+#     nothing else; a pod that ran through the handler before is exec'd into and removed
+#     after it (containerd's runc shim runs the kept shim for those); --purge then leaves
+#     the host root as it was, byte for byte;
 #   - with the host's PID namespace (the DaemonSet's hostPID) and a containerd listening on
 #     the host root's socket, the installer sends SIGHUP to its PID and is not ready while
 #     no containerd is back; with one started again, it is;
@@ -304,15 +306,13 @@ check "allocated uverbs2: NCCL_IB_HCA names mlx5_2 alone ($(grep '^conf:NCCL_IB_
 	grep -qx 'conf:NCCL_IB_HCA==mlx5_2:1' <<<"$OUT"
 check "allocated uverbs2: only uverbs2 and rdma_cm (saw: $(ib_nodes))" \
 	[ "$(ib_nodes)" = "rdma_cm uverbs2 " ]
+# this pod runs on through the undo below, and is then exec'd into and removed
+KEEP_POD=$CRI_POD KEEP_CTR=$CRI_CTR
 run_pod annotated-only '.annotations["oci-rdma-hook/enable"] = "true"' .
 check "annotated, allocated nothing: no NCCL setting, no RDMA device (saw: $(ib_nodes))" \
 	out_lacks -e '^conf:NCCL_' -e '^/dev/infiniband'
-for id in "${PODS[@]}"; do cri rmp -f "$id" >/dev/null 2>&1 || not_ok "rmp -f $id"; done
-PODS=()
-kill "$CRI_PID"
-wait "$CRI_PID" 2>/dev/null || true
-CRI_PID=""
-umount -R "$WORK"/cri/state/* 2>/dev/null || true
+cri rmp -f "$CRI_POD" >/dev/null 2>&1 || not_ok "rmp -f $CRI_POD"
+PODS=("$KEEP_POD")
 
 # ---- a second install over the first, the node config edited on the node -----------------
 snapshot "$H" >"$WORK/installed.snap"
@@ -376,6 +376,20 @@ else
 	check "the readinessProbe's command fails once undone" \
 		bash -c '! "$@" 2>/dev/null' _ "$HOOK" install --probe --ready-file "$WORK/ready"
 fi
+# the pod that ran through the handler before the undo: containerd's runc shim runs the
+# handler's BinaryName, the kept shim, for exec, kill and delete
+EXEC_OUT=$(cri exec "$KEEP_CTR" /bin/sh -c 'echo orh-exec-ran' 2>&1 || true)
+check "after the undo, exec into the pod that ran before it goes through the kept shim ($EXEC_OUT)" \
+	grep -qx orh-exec-ran <<<"$EXEC_OUT"
+RC=0
+RMP_OUT=$(cri rmp -f "$KEEP_POD" 2>&1) || RC=$?
+check "after the undo, the pod is stopped and removed through the kept shim (rc $RC: $RMP_OUT)" \
+	[ "$RC" = 0 ]
+PODS=()
+kill "$CRI_PID"
+wait "$CRI_PID" 2>/dev/null || true
+CRI_PID=""
+umount -R "$WORK"/cri/state/* 2>/dev/null || true
 RC=0
 inst_once "$H" --purge >"$WORK/purge.log" || RC=$?
 check "install --purge exits 0 (rc $RC)" [ "$RC" = 0 ]
