@@ -2,7 +2,7 @@
 /*
  * The sweep of the run dir (src/apply/statedir.c): the state directories of containers
  * that are gone (their records: orh/record.h), and the sysfs views (orh/sysview.h) that no
- * state directory links to.
+ * container links to.
  */
 #ifndef ORH_STATEDIR_H
 #define ORH_STATEDIR_H
@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 /* A state directory with no record, older than this, is swept; so is a sysfs view that no
- * state directory links to, once this long unused. */
+ * container links to, once this long unused. */
 #define ORH_RECORD_ORPHAN_SECONDS 600
 /* The most state directories one sweep looks at: the next sweep goes on after the last one
  * looked at (its name is the content of ORH_RECORD_SWEPT), so that every one is looked at
@@ -32,9 +32,10 @@
  *    from another pid namespace nothing with a pid is removed. skip_id is never removed.
  *    Only directories, never through a symlink, and only the entries the hook makes in
  *    them.
- *  - Of the sysfs views under run_dir/.sysfs: remove each that no state directory left
- *    links to and that was last made or used more than ORH_RECORD_ORPHAN_SECONDS ago,
- *    and what a killed build or sweep left (orh_sysview_sweep()).
+ *  - Of the sysfs views under run_dir/.sysfs: remove the links of containers whose state
+ *    directory is gone, then each view that no link names and that was last made or used
+ *    more than ORH_RECORD_ORPHAN_SECONDS ago, and what a killed build or sweep left
+ *    (orh_sysview_sweep()).
  * every: nothing is done when a sweep ran in the last `every` seconds (0: always; a
  * container start passes ORH_RECORD_SWEEP_EVERY). Nothing found in the run dir makes it
  * block: it opens regular files alone, non-blocking. Returns how many entries it

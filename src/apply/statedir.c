@@ -177,7 +177,7 @@ int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id,
 		skip[0] = '\0';
 	n = list_names(runfd, &names);
 	removed = sweep_dirs(runfd, names, n, cursor, skip, proc);
-	/* a view stays while a state directory left links to it */
+	/* a view stays while a container whose state directory is left links to it */
 	removed += orh_sysview_sweep(runfd, ORH_SYSVIEW_SUBDIR, ORH_RECORD_ORPHAN_SECONDS);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);

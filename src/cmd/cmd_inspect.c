@@ -3,7 +3,7 @@
  * oci-rdma-hook inspect [ID] [--json] [--run-dir DIR]: the records of the containers the
  * hook served (orh/record.h), as a table, or one (ID or a unique prefix of it) in full.
  * First it sweeps the state directories of containers that no longer exist, and the sysfs
- * views none links to (orh/statedir.h). The text it prints is escaped
+ * views no container links to (orh/statedir.h). The text it prints is escaped
  * (orh_text_escape): what a record quotes from an image or a spec stays text.
  */
 #include <dirent.h>
