@@ -178,7 +178,7 @@ for id in "../../../..$WORK/escape" "a/../../b" ".." "$(printf 'x%.0s' $(seq 300
 	check "id '${id:0:40}': exit 0" [ "$HRC" = 0 ]
 	check "id '${id:0:40}': no directory named after it under /run/oci-rdma-hook or $WORK" \
 		said "no state directory (the container id cannot name one)" "$(cat "$WORK/b4/direct.log")" \
-		bash -c '[ ! -e "$1/escape" ] && [ -z "$(ls -A "$1/cwd")" ] && ! ls -A /run/oci-rdma-hook 2>/dev/null | grep -qx "$(basename "$2")"' \
+		bash -c '[ ! -e "$1/escape" ] && [ -z "$(ls -A "$1/cwd")" ] && ! ls -A /run/oci-rdma-hook 2>/dev/null | grep -qxF -- "$(basename "$2")"' \
 		_ "$WORK" "$id"
 	# (in the mount table of the stand-in container: its rootfs is mounted there)
 	check "id '${id:0:40}': nothing was mounted over the image file" \
