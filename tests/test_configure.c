@@ -508,6 +508,35 @@ Test(engines, containerd_k3s_templates)
 	orh_cfg_files_free(&files);
 }
 
+/* A template's handler takes SystemdCgroup, and the shim its runtime, from the config k3s
+ * rendered beside it (k3s's runc lives in its data directory). */
+Test(engines, containerd_k3s_template_reads_the_rendered_config)
+{
+	const char *tmpl = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl";
+	const char *runc = "/var/lib/rancher/k3s/data/current/bin/runc";
+	struct fake_fs fs = {
+		.path = { tmpl, "/var/lib/rancher/k3s/agent/etc/containerd/config.toml" },
+		.text = { "{{ template \"base\" . }}\n",
+			  "version = 2\n" CRI ".containerd.runtimes.runc]\n"
+			  "  runtime_type = \"io.containerd.runc.v2\"\n"
+			  CRI ".containerd.runtimes.runc.options]\n"
+			  "  BinaryName = \"/var/lib/rancher/k3s/data/current/bin/runc\"\n"
+			  "  SystemdCgroup = true\n" },
+		.exe = { runc },
+	};
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD, .engine_config = tmpl };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cr_assert(strstr(file(&files, tmpl)->new, "  SystemdCgroup = true\n"), "%s",
+		  file(&files, tmpl)->new);
+	cr_assert(strstr(file(&files, CD_NODE)->new,
+			 "runtime = /var/lib/rancher/k3s/data/current/bin/runc\n"));
+	cr_assert_null(file(&files, "/var/lib/rancher/k3s/agent/etc/containerd/config.toml")->new);
+	orh_cfg_files_free(&files);
+}
+
 Test(engines, containerd_refuses_what_it_cannot_extend)
 {
 	const struct {
@@ -664,6 +693,29 @@ Test(engines, docker_keeps_every_key_and_refuses_another_runtime_of_the_name)
 	cr_assert_eq(plan(&fs, &req, &files, &err), -EEXIST);
 	cr_assert_str_eq(err.msg, "/etc/docker/daemon.json: runtimes.x is another runtime (give "
 			 "configure another --handler, or remove it)");
+	orh_cfg_files_free(&files);
+}
+
+/* --undo of an operator's daemon.json of {} alone gives back {}: JSON holds no mark of who
+ * made a file, so configure never removes it. */
+Test(engines, docker_undo_keeps_an_empty_daemon_json)
+{
+	struct fake_fs fs = { .path = { "/etc/docker/daemon.json" }, .text = { "{}\n" } };
+	struct orh_configure_req req = { .engine = ORH_ENGINE_DOCKER };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	fs.text[0] = file(&files, "/etc/docker/daemon.json")->new;
+	req.undo = true;
+	{
+		struct orh_cfg_files undo;
+
+		cr_assert_eq(plan(&fs, &req, &undo, &err), 0, "%s", err.msg);
+		cr_assert_not(file(&undo, "/etc/docker/daemon.json")->remove);
+		cr_assert_str_eq(file(&undo, "/etc/docker/daemon.json")->new, "{}\n");
+		orh_cfg_files_free(&undo);
+	}
 	orh_cfg_files_free(&files);
 }
 

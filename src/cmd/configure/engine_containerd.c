@@ -475,6 +475,36 @@ static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file 
 	return r;
 }
 
+/* A template's default runtime, as k3s last rendered it: config.toml beside the template,
+ * where there is one (its SystemdCgroup for the handler, its BinaryName for the shim). */
+static int rendered_default(struct cd_plan *p, const struct orh_cfg_reader *rd,
+			    struct orh_cfg_files *files, const struct orh_configure_req *req,
+			    char **runtime, struct orh_strv *notes, struct orh_err *err)
+{
+	const char *tmpl = files->v[p->v.src[0].fi].path;
+	const char *slash = strrchr(tmpl, '/');
+	_cleanup_free_ char *path = orh_xasprintf("%.*s/config.toml", (int)(slash - tmpl), tmpl);
+	struct cd_plan r = { .files = files };
+	int ret = 0;
+
+	*runtime = NULL;
+	if (req->undo || !cfg_file_exists(rd, path))
+		return 0;
+	ret = cd_view_read(rd, files, path, &r.v, err);
+	if (ret >= 0)
+		ret = read_default(&r, path, err);
+	if (ret >= 0) {
+		p->systemd = r.systemd;
+		if (req->runtime)
+			*runtime = orh_xstrdup(req->runtime);
+		else if (cfg_shim_runtime(rd, r.binary, runtime, notes) < 0)
+			ret = orh_fail(err, ENOENT, "%s: BinaryName '%s' is not found (give "
+				       "configure --runtime PATH)", path, r.binary);
+	}
+	plan_free(&r);
+	return ret;
+}
+
 int cfg_containerd(const struct orh_configure_req *req, const char *node_config,
 		   const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
 		   struct orh_strv *notes, struct orh_err *err)
@@ -486,9 +516,12 @@ int cfg_containerd(const struct orh_configure_req *req, const char *node_config,
 
 	r = cd_view_read(rd, files, cfg_engine_path(req), &p.v, err);
 	if (r >= 0 && is_template(&files->v[p.v.src[0].fi])) {
-		r = cd_template(req, &files->v[p.v.src[0].fi], &p, notes, err);
+		r = rendered_default(&p, rd, files, req, &runtime, notes, err);
+		if (r >= 0)
+			r = cd_template(req, &files->v[p.v.src[0].fi], &p, notes, err);
 		plan_free(&p);
-		return r < 0 ? r : cfg_node_runtime(req, node_config, rd, NULL, files, notes, err);
+		return r < 0 ? r : cfg_node_runtime(req, node_config, rd, runtime, files, notes,
+						    err);
 	}
 	if (r >= 0) {
 		place_dropin(&p, files, cfg_engine_path(req));

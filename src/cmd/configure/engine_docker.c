@@ -82,9 +82,9 @@ int cfg_docker(const struct orh_configure_req *req, const char *node_config,
 		json_object_del(runtimes, req->handler);
 		if (json_object_size(runtimes) == 0)
 			json_object_del(root, "runtimes");
-		/* an empty daemon.json is what no file means to dockerd */
-		f->remove = json_object_size(root) == 0;
-		f->new = f->remove ? NULL : dump(root);
+		/* written again even when nothing is left ({}, which dockerd reads as no file):
+		 * JSON holds no mark of who made the file, and an operator's {} stays */
+		f->new = dump(root);
 	}
 	if (r < 0 || req->undo) {
 		json_decref(root);

@@ -313,6 +313,16 @@ int cfg_own_file(const struct orh_cfg_reader *rd, const char *path, const char *
 	return 0;
 }
 
+bool cfg_file_exists(const struct orh_cfg_reader *rd, const char *path)
+{
+	struct orh_err ignored = { 0 };
+	char *text = NULL;
+	bool there = rd->read(rd->arg, path, &text, &ignored) >= 0 && text;
+
+	free(text);
+	return there;
+}
+
 bool cfg_dir_has_other(const struct orh_cfg_reader *rd, const char *glob, const char *name)
 {
 	const char *slash = strrchr(glob, '/');

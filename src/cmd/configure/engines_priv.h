@@ -58,6 +58,8 @@ int cfg_last_string(const struct orh_cfg_files *files, size_t first, const char 
  * whole (text), or removed (text NULL). */
 int cfg_own_file(const struct orh_cfg_reader *rd, const char *path, const char *text,
 		 struct orh_cfg_files *files, struct orh_cfg_file **out, struct orh_err *err);
+/* Is there a file at path (that can be read)? */
+bool cfg_file_exists(const struct orh_cfg_reader *rd, const char *path);
 /* Does the directory of glob hold a name it matches, other than name? */
 bool cfg_dir_has_other(const struct orh_cfg_reader *rd, const char *glob, const char *name);
 /* Our drop-in in dir: written whole (text), or removed (text NULL). */
