@@ -77,13 +77,23 @@ static int src_handler(const struct cd_src *s, const struct orh_cfg_file *f,
 	return 0;
 }
 
-/* text without the tables (and dotted keys) of our handler in a file of version ver. */
-static int drop_handler(const char *text, const char *path, long ver,
+/* Is the handler table at key (under one plugin's name) ours: its BinaryName the shim? */
+static bool ours_at(const struct orh_toml *t, const char *key, const char *shim)
+{
+	_cleanup_free_ char *bkey = orh_toml_key(key, "options", "BinaryName", NULL);
+	const struct orh_toml_entry *b = orh_toml_get(t, bkey);
+	_cleanup_free_ char *bin = NULL;
+
+	return b && orh_toml_string(b->value, &bin) && !strcmp(bin, shim);
+}
+
+/* text without the tables (and dotted keys) of our handler, under the CRI plugin's name of
+ * any config version (a file's version and its tables' names may disagree). */
+static int drop_handler(const char *text, const char *path,
 			const struct orh_configure_req *req, char **out, struct orh_err *err)
 {
-	_cleanup_free_ char *key = orh_toml_key("plugins", cd_plugin_of(ver), "containerd",
-						"runtimes", req->handler, NULL);
 	_cleanup_free_ char *keep = NULL;
+	char *keys[3] = { NULL, NULL, NULL };
 	struct orh_toml t;
 	size_t n = strlen(text), o = 0;
 	int r = orh_toml_scan(text, path, &t, err);
@@ -91,14 +101,22 @@ static int drop_handler(const char *text, const char *path, long ver,
 	*out = NULL;
 	if (r < 0)
 		return r;
+	for (long v = 1; v <= 3; v++) {
+		keys[v - 1] = orh_toml_key("plugins", cd_plugin_of(v), "containerd", "runtimes",
+					   req->handler, NULL);
+		if (!ours_at(&t, keys[v - 1], req->shim))
+			keys[v - 1][0] = '\0'; /* not ours there: kept */
+	}
 	keep = orh_xmalloc(n + 1);
 	memset(keep, 1, n);
 	for (size_t i = 0; i < t.n; i++) {
 		const struct orh_toml_entry *e = &t.v[i];
 		size_t end = e->end;
-		size_t kn = strlen(key);
+		bool under = false;
 
-		if (strncmp(e->key, key, kn) || (e->key[kn] && e->key[kn] != ORH_TOML_SEP[0]))
+		for (size_t k = 0; k < 3; k++)
+			under |= keys[k][0] && cd_key_under(e->key, keys[k]);
+		if (!under)
 			continue;
 		if (!e->value) { /* a header: up to the next header */
 			end = n;
@@ -111,6 +129,8 @@ static int drop_handler(const char *text, const char *path, long ver,
 		memset(keep + e->start, 0, end - e->start);
 	}
 	orh_toml_free(&t);
+	for (size_t k = 0; k < 3; k++)
+		free(keys[k]);
 	*out = orh_xmalloc(n + 1);
 	for (size_t i = 0; i < n; i++)
 		if (keep[i])
@@ -387,7 +407,7 @@ static int main_text(const struct cd_plan *p, struct orh_cfg_file *f,
 	}
 	r = orh_block_remove(f->old, f->path, &blk, &a, &remove, err);
 	if (r >= 0)
-		r = drop_handler(a ? a : f->old, f->path, p->v.version, req, &b, err);
+		r = drop_handler(a ? a : f->old, f->path, req, &b, err);
 	if (r >= 0)
 		r = orh_toml_scan(b, f->path, &t, err);
 	if (r < 0)
@@ -456,7 +476,7 @@ static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file 
 		r = orh_block_remove(f->old, f->path, &blk, &f->new, &remove, err);
 		f->remove = remove;
 		if (r >= 0 && f->old && !f->new && !remove) /* rewritten without our comments */
-			r = drop_handler(f->old, f->path, version, req, &without, err);
+			r = drop_handler(f->old, f->path, req, &without, err);
 		if (without && strcmp(without, f->old))
 			f->new = TAKE_PTR(without);
 		return r;
