@@ -341,18 +341,10 @@ bool cfg_dir_has_other(const struct orh_cfg_reader *rd, const char *glob, const 
 }
 
 int cfg_own_dropin(const struct orh_cfg_reader *rd, const char *dir, const char *text,
-		      struct orh_cfg_files *files, struct orh_err *err)
+		   struct orh_cfg_files *files, struct orh_err *err)
 {
 	_cleanup_free_ char *p = orh_xasprintf("%s/" ORH_DROPIN_NAME, dir);
 	struct orh_cfg_file *f = NULL;
-	int r = cfg_add_file(rd, files, p, &f, err);
 
-	if (r < 0)
-		return r;
-	f->mkdir = true;
-	if (!text)
-		f->remove = f->old != NULL;
-	else if (!f->old || strcmp(f->old, text))
-		f->new = orh_xstrdup(text);
-	return 0;
+	return cfg_own_file(rd, p, text, files, &f, err);
 }
