@@ -6,6 +6,7 @@
  * No root needed. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,6 +280,41 @@ Test(install, an_edited_template_stays)
 	cr_assert(!orh_inst_has(&m, K3S "/config-v3.toml.tmpl"), "no longer the installer's");
 	cr_assert_eq(orh_inst_remove_all(root, &m, &done, &err), 0, "%s", err.msg);
 	cr_assert(there(K3S "/config-v3.toml.tmpl"), "the purge leaves it too");
+	orh_inst_free(&m);
+	orh_strv_free(&done);
+}
+
+/* --root is a root: where the host root's /etc is an absolute link (to a directory outside
+ * the root), install writes, and its purge removes, inside the root only. */
+Test(install, absolute_links_resolve_inside_the_root)
+{
+	char outside[64], path[160], inside[160];
+	struct orh_inst_manifest m = { 0 };
+	struct orh_strv done = { 0 };
+	struct orh_err err = { 0 };
+	const char *what = NULL;
+	struct stat st;
+
+	snprintf(outside, sizeof(outside), "%s-outside", root);
+	cr_assert_eq(mkdir(outside, 0755), 0);
+	snprintf(path, sizeof(path), "%s/etc", root);
+	cr_assert_eq(symlink(outside, path), 0);
+	cr_assert_eq(orh_inst_put(root, &m, 'c', "/etc/orh/node.conf", "x\n", 2, 0644, &what,
+				  &err), 0, "%s", err.msg);
+	snprintf(path, sizeof(path), "%s/orh/node.conf", outside);
+	snprintf(inside, sizeof(inside), "%s%s/orh/node.conf", root, outside);
+	cr_assert_neq(stat(path, &st), 0, "written outside the root");
+	cr_assert_eq(stat(inside, &st), 0, "not written where the link leads inside the root");
+	/* a file outside of that name is never the one removed */
+	snprintf(path, sizeof(path), "%s/orh", outside);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/orh/node.conf", outside);
+	cr_assert_eq(close(open(path, O_CREAT | O_WRONLY, 0644)), 0);
+	cr_assert_eq(orh_inst_remove_all(root, &m, &done, &err), 0, "%s", err.msg);
+	cr_assert_eq(stat(path, &st), 0, "removed outside the root");
+	cr_assert_neq(stat(inside, &st), 0, "the purge left it inside the root");
+	snprintf(path, sizeof(path), "rm -rf '%s'", outside);
+	cr_assert_eq(system(path), 0);
 	orh_inst_free(&m);
 	orh_strv_free(&done);
 }

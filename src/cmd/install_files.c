@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 
 #include "orh/atomic.h"
 #include "orh/install.h"
+#include "orh/rootfs.h"
 
 #define INST_MANIFEST_MAX_BYTES (1024 * 1024)
 #define INST_COMPARE_MAX_BYTES (256 * 1024 * 1024)
@@ -89,10 +91,43 @@ static int parse_line(struct orh_inst_manifest *m, char *line, unsigned no, stru
 	return 0;
 }
 
+/* dirfd of the host path's directory under root, and its last component in *name. The
+ * directory is resolved inside root (symlinks followed, absolute ones from root, never above
+ * it: orh_rootfs_parent()), so that nothing outside root is written or removed; with
+ * create, the directories on the way that a link leads to are made. */
+static int open_parent_at(const char *root, const char *path, bool create, const char **name,
+			  struct orh_err *err)
+{
+	_cleanup_close_ int rootfd = -1, pfd = -1;
+	char last[NAME_MAX + 1];
+	int fd, r;
+
+	*name = strrchr(path, '/') + 1;
+	r = orh_rootfs_open(*root ? root : "/", &rootfd, err);
+	if (r >= 0)
+		r = orh_rootfs_parent(rootfd, path, create, ORH_MOUNT_ANY, &pfd, last, err);
+	if (r < 0)
+		return orh_err_prefix(err, "under the root '%s'", *root ? root : "/");
+	fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return orh_fail(err, errno, "opening the directory of '%s%s': %s", root, path,
+				strerror(errno));
+	return fd;
+}
+
+static int open_parent(const char *root, const char *path, const char **name, struct orh_err *err)
+{
+	return open_parent_at(root, path, false, name, err);
+}
+
 int orh_inst_load(const char *root, struct orh_inst_manifest *m, struct orh_err *err)
 {
 	_cleanup_free_ char *p = orh_xasprintf("%s" ORH_INSTALL_MANIFEST, root);
-	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+	struct orh_err ignored = { 0 };
+	const char *name = NULL;
+	_cleanup_close_ int dirfd = open_parent(root, ORH_INSTALL_MANIFEST, &name, &ignored);
+	_cleanup_close_ int fd = dirfd < 0 ? -1 : openat(dirfd, name, O_RDONLY | O_CLOEXEC |
+							 O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
 	_cleanup_free_ char *text = NULL;
 	char *line = NULL, *next = NULL;
 	size_t len = 0;
@@ -100,8 +135,10 @@ int orh_inst_load(const char *root, struct orh_inst_manifest *m, struct orh_err 
 	int r = 0;
 
 	memset(m, 0, sizeof(*m));
-	if (fd < 0 && errno == ENOENT)
+	if ((dirfd < 0 && dirfd == -ENOENT) || (fd < 0 && errno == ENOENT))
 		return 0;
+	if (dirfd < 0)
+		return orh_fail(err, -dirfd, "opening '%s': %s", p, ignored.msg);
 	if (fd < 0)
 		return orh_fail(err, errno, "opening '%s': %s", p, strerror(errno));
 	r = orh_read_fd_all(fd, INST_MANIFEST_MAX_BYTES, &text, &len);
@@ -118,21 +155,27 @@ int orh_inst_load(const char *root, struct orh_inst_manifest *m, struct orh_err 
 	return r;
 }
 
-/* mkdir -p of the host directory dir under root; each directory made is recorded. */
+/* mkdir -p of the host directory dir under root, inside it (open_parent()); each directory
+ * made is recorded. */
 static int make_dirs(const char *root, struct orh_inst_manifest *m, const char *dir,
 		     struct orh_err *err)
 {
-	_cleanup_free_ char *p = orh_xasprintf("%s%s/", root, dir);
-	size_t skip = strlen(root);
+	_cleanup_free_ char *p = orh_xasprintf("%s/", dir);
 
-	for (char *q = p + skip + 1; *q; q++) {
+	for (char *q = p + 1; *q; q++) {
+		_cleanup_close_ int dirfd = -1;
+		const char *name = NULL;
+
 		if (*q != '/')
 			continue;
 		*q = '\0';
-		if (mkdir(p, 0755) == 0)
-			add_entry(m, 'd', p + skip);
+		dirfd = open_parent_at(root, p, true, &name, err);
+		if (dirfd < 0)
+			return dirfd;
+		if (mkdirat(dirfd, name, 0755) == 0)
+			add_entry(m, 'd', p);
 		else if (errno != EEXIST)
-			return orh_fail(err, errno, "creating '%s': %s", p, strerror(errno));
+			return orh_fail(err, errno, "creating '%s%s': %s", root, p, strerror(errno));
 		*q = '/';
 	}
 	return 0;
@@ -157,21 +200,6 @@ static char *manifest_text(const struct orh_inst_manifest *m)
 	return text;
 }
 
-/* dirfd of the host path's directory under root, and its last component in *name. */
-static int open_parent(const char *root, const char *path, const char **name, struct orh_err *err)
-{
-	_cleanup_free_ char *p = orh_xasprintf("%s%s", root, path);
-	char *slash = strrchr(p, '/');
-	int fd = -1;
-
-	*name = strrchr(path, '/') + 1;
-	*slash = '\0';
-	fd = open(*p ? p : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return orh_fail(err, errno, "opening '%s': %s", *p ? p : "/", strerror(errno));
-	return fd;
-}
-
 int orh_inst_save(const char *root, struct orh_inst_manifest *m, struct orh_err *err)
 {
 	_cleanup_free_ char *dir = orh_xstrdup(ORH_INSTALL_MANIFEST);
@@ -194,10 +222,13 @@ int orh_inst_save(const char *root, struct orh_inst_manifest *m, struct orh_err 
 
 static bool exists_at(const char *root, const char *path)
 {
-	_cleanup_free_ char *p = orh_xasprintf("%s%s", root, path);
+	_cleanup_close_ int dirfd = -1;
+	struct orh_err ignored = { 0 };
+	const char *name = NULL;
 	struct stat st;
 
-	return lstat(p, &st) == 0;
+	dirfd = open_parent(root, path, &name, &ignored);
+	return dirfd >= 0 && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 /* Does dirfd/name hold exactly data (unblocked: once configure's blocks, and the empty
