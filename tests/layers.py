@@ -33,6 +33,7 @@ LAYERS = ['base', 'node', 'decide', 'apply', 'cmd']
 HEADERS = {
     'orh/util.h': 'base',
     'orh/log.h': 'base',
+    'orh/args.h': 'base',
     'orh/atomic.h': 'base',
     'orh/sandbox.h': 'base',
     'orh/json.h': 'base',

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the command drivers share (src/base/log.c): the process's exit codes, logging and
- * boolean flags. Only main() and the drivers log, and refuse.c's two exceptions
+ * What the command drivers share (src/base/log.c): the process's exit codes and logging
+ * (their command lines: orh/args.h). Only main() and the drivers log, and refuse.c's two exceptions
  * (HACKING.md, the error contract).
  */
 #ifndef ORH_LOG_H
@@ -21,13 +21,5 @@
 void orh_log_open(const char *ident, bool use_syslog);
 void orh_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* A subcommand's boolean flags: every argv[1..] must be one of flags[].name, which sets
- * its *value. Anything else is reported as "<argv[0]>: unknown argument" and gives
- * ORH_EXIT_USAGE; otherwise 0. */
-struct orh_flag {
-	const char *name;
-	bool *value;
-};
-int orh_parse_flags(int argc, char **argv, const struct orh_flag *flags, size_t n);
 
 #endif

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the command drivers share: logging (stderr always, syslog for container paths:
- * a runtime often swallows a hook's stderr; control characters escaped) and boolean
- * flags. */
+ * a runtime often swallows a hook's stderr; control characters escaped). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,20 +37,4 @@ void orh_log(int priority, const char *fmt, ...)
 		priority <= LOG_ERR ? "error: " : priority == LOG_WARNING ? "warning: " : "", text);
 	if (log_syslog)
 		syslog(priority, "%s", text);
-}
-
-int orh_parse_flags(int argc, char **argv, const struct orh_flag *flags, size_t n)
-{
-	for (int i = 1; i < argc; i++) {
-		size_t f = 0;
-
-		while (f < n && strcmp(argv[i], flags[f].name))
-			f++;
-		if (f == n) {
-			fprintf(stderr, "oci-rdma-hook: %s: unknown argument '%s'\n", argv[0], argv[i]);
-			return ORH_EXIT_USAGE;
-		}
-		*flags[f].value = true;
-	}
-	return 0;
 }

@@ -19,6 +19,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "orh/args.h"
 #include "orh/atomic.h"
 #include "orh/commands.h"
 #include "orh/decide.h"
@@ -201,16 +202,14 @@ int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
 	json_t *doc = NULL, *hook = NULL;
 	int r, rc = ORH_EXIT_OK;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--output") && i + 1 < argc) {
-			output = argv[++i];
-		} else if (!strncmp(argv[i], "--output=", 9) && argv[i][9]) {
-			output = argv[i] + 9;
-		} else {
-			fprintf(stderr, "oci-rdma-hook: cdi: unknown or incomplete argument '%s'\n",
-				argv[i]);
-			return ORH_EXIT_USAGE;
-		}
+	const struct orh_opt opts[] = { { "--output", &output, NULL } };
+	const struct orh_args a = { .cmd = "cdi" };
+
+	if (orh_args_parse(&a, argc, argv, 1, opts, ORH_ARRAY_SIZE(opts), NULL))
+		return ORH_EXIT_USAGE;
+	if (output && !*output) {
+		fprintf(stderr, "oci-rdma-hook: cdi: --output is empty\n");
+		return ORH_EXIT_USAGE;
 	}
 	r = orh_decide(&in, &d, &err);
 	if (r < 0) {

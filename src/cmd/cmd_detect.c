@@ -19,6 +19,7 @@
 
 #include "orh-config.h"
 
+#include "orh/args.h"
 #include "orh/commands.h"
 #include "orh/decide.h"
 #include "orh/gpu.h"
@@ -312,9 +313,10 @@ int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 	bool json = false, verbs = false;
 	int rc = ORH_EXIT_OK;
 
-	const struct orh_flag flags[] = { { "--json", &json }, { "--verbs", &verbs } };
+	const struct orh_opt opts[] = { { "--json", NULL, &json }, { "--verbs", NULL, &verbs } };
+	const struct orh_args a = { .cmd = "detect" };
 
-	if (orh_parse_flags(argc, argv, flags, ORH_ARRAY_SIZE(flags)))
+	if (orh_args_parse(&a, argc, argv, 1, opts, ORH_ARRAY_SIZE(opts), NULL))
 		return ORH_EXIT_USAGE;
 	if (verbs && !orh_verbs_linked())
 		exec_verbs_build(ctx, argc, argv);

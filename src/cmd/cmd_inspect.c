@@ -14,6 +14,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "orh/args.h"
 #include "orh/commands.h"
 #include "orh/record.h"
 #include "orh/statedir.h"
@@ -232,21 +233,11 @@ int orh_cmd_inspect(struct orh_ctx *ctx, int argc, char **argv)
 	int rc;
 
 	(void)ctx;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			as_json = true;
-		else if (!strcmp(argv[i], "--run-dir") && i + 1 < argc)
-			run_dir = argv[++i];
-		else if (argv[i][0] != '-' && !id)
-			id = argv[i];
-		else {
-			_cleanup_free_ char *arg = orh_text_escape(argv[i]);
+	const struct orh_opt opts[] = { { "--json", NULL, &as_json }, { "--run-dir", &run_dir, NULL } };
+	const struct orh_args a = { .cmd = "inspect", .positional = &id };
 
-			fprintf(stderr, "oci-rdma-hook: inspect: unknown or incomplete argument "
-				"'%s'\n", arg);
-			return ORH_EXIT_USAGE;
-		}
-	}
+	if (orh_args_parse(&a, argc, argv, 1, opts, ORH_ARRAY_SIZE(opts), NULL))
+		return ORH_EXIT_USAGE;
 	/* from another pid namespace (a pod without the host's pids) the records' pids mean
 	 * nothing: the sweep removes none of theirs, and their liveness is unknown here */
 	orh_record_sweep(run_dir, v.proc, NULL, 0);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "orh-config.h"
+#include "orh/args.h"
 #include "orh/atomic.h"
 #include "orh/install.h"
 
@@ -58,17 +59,6 @@ struct inst_opts {
 	bool once, uninstall, purge, probe;
 };
 
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (!strcmp(argv[*i], name) && *i + 1 < argc)
-		return argv[++*i];
-	if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	return NULL;
-}
-
 static const char *parse_restart(const char *v, enum orh_inst_restart *m)
 {
 	static const char *const names[] = { [ORH_RESTART_SIGNAL] = "signal",
@@ -93,53 +83,6 @@ static const char *parse_timeout(const char *v, unsigned *out)
 	return NULL;
 }
 
-static bool parse_flag(const char *arg, struct inst_opts *o)
-{
-	bool *flag = !strcmp(arg, "--once")	 ? &o->once :
-		     !strcmp(arg, "--uninstall") ? &o->uninstall :
-		     !strcmp(arg, "--purge")	 ? &o->purge :
-		     !strcmp(arg, "--probe")	 ? &o->probe : NULL;
-
-	if (flag)
-		*flag = true;
-	return flag != NULL;
-}
-
-/* One option into o; NULL when argv[*i] is none of install's. */
-static const char *parse_one(int argc, char **argv, int *i, struct inst_opts *o,
-			     const char **problem)
-{
-	const char *v;
-
-	if ((v = opt_value(argc, argv, i, "--root")))
-		o->root = strcmp(v, "/") ? v : "";
-	else if ((v = opt_value(argc, argv, i, "--from")))
-		o->from = strcmp(v, "/") ? v : "";
-	else if ((v = opt_value(argc, argv, i, "--engine")))
-		o->engine = v;
-	else if ((v = opt_value(argc, argv, i, "--engine-config")))
-		o->req.engine_config = v;
-	else if ((v = opt_value(argc, argv, i, "--handler")))
-		o->req.handler = v;
-	else if ((v = opt_value(argc, argv, i, "--shim")))
-		o->req.shim = v;
-	else if ((v = opt_value(argc, argv, i, "--runtime")))
-		o->req.runtime = v;
-	else if ((v = opt_value(argc, argv, i, "--socket")))
-		o->socket = v;
-	else if ((v = opt_value(argc, argv, i, "--node-config")))
-		o->node_config = v;
-	else if ((v = opt_value(argc, argv, i, "--ready-file")))
-		o->ready_file = v;
-	else if ((v = opt_value(argc, argv, i, "--ready-timeout")))
-		*problem = parse_timeout(v, &o->ready_timeout);
-	else if ((v = opt_value(argc, argv, i, "--restart-mode")))
-		*problem = parse_restart(v, &o->restart);
-	else if (parse_flag(argv[*i], o))
-		v = argv[*i];
-	return v;
-}
-
 static const char *check_args(const struct inst_opts *o)
 {
 	if (o->probe)
@@ -162,19 +105,31 @@ static const char *check_args(const struct inst_opts *o)
 /* ORH_EXIT_OK, -1 after --help, or ORH_EXIT_USAGE (after saying why). */
 static int parse_args(int argc, char **argv, struct inst_opts *o)
 {
-	const char *problem = NULL;
+	const char *problem = NULL, *root = NULL, *from = NULL, *timeout = NULL, *restart = NULL;
+	const struct orh_opt opts[] = {
+		{ "--root", &root, NULL },		{ "--from", &from, NULL },
+		{ "--engine", &o->engine, NULL },	{ "--engine-config", &o->req.engine_config, NULL },
+		{ "--handler", &o->req.handler, NULL }, { "--shim", &o->req.shim, NULL },
+		{ "--runtime", &o->req.runtime, NULL }, { "--socket", &o->socket, NULL },
+		{ "--node-config", &o->node_config, NULL },
+		{ "--ready-file", &o->ready_file, NULL },
+		{ "--ready-timeout", &timeout, NULL },	{ "--restart-mode", &restart, NULL },
+		{ "--once", NULL, &o->once },		{ "--uninstall", NULL, &o->uninstall },
+		{ "--purge", NULL, &o->purge },		{ "--probe", NULL, &o->probe },
+	};
+	const struct orh_args a = { .cmd = "install", .usage = usage_text };
+	int r = orh_args_parse(&a, argc, argv, 1, opts, ORH_ARRAY_SIZE(opts), NULL);
 
-	for (int i = 1; i < argc && !problem; i++) {
-		if (!strcmp(argv[i], "--help")) {
-			fputs(usage_text, stdout);
-			return -1;
-		}
-		if (!parse_one(argc, argv, &i, o, &problem)) {
-			fprintf(stderr, "oci-rdma-hook: install: unknown or incomplete argument "
-				"'%s'\n%s", argv[i], usage_text);
-			return ORH_EXIT_USAGE;
-		}
-	}
+	if (r)
+		return r;
+	if (root)
+		o->root = strcmp(root, "/") ? root : "";
+	if (from)
+		o->from = strcmp(from, "/") ? from : "";
+	if (timeout)
+		problem = parse_timeout(timeout, &o->ready_timeout);
+	if (restart && !problem)
+		problem = parse_restart(restart, &o->restart);
 	if (!problem)
 		problem = check_args(o);
 	if (problem) {

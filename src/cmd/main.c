@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "orh-config.h"
+#include "orh/args.h"
 #include "orh/commands.h"
 #include "orh/install.h"
 #include "orh/refuse.h"
@@ -158,30 +159,22 @@ static int shim_main(int argc, char **argv)
 static int parse_options(int argc, char **argv, int *i, const char **config,
 			 const char **sysroot)
 {
-	for (; *i < argc && argv[*i][0] == '-'; (*i)++) {
-		const char *a = argv[*i];
+	bool help = false, version = false;
+	const struct orh_opt opts[] = {
+		{ "--help", NULL, &help }, { "-h", NULL, &help }, { "--version", NULL, &version },
+		{ "--config", config, NULL }, { "--sysroot", sysroot, NULL },
+	};
+	const struct orh_args a = { .stop = true };
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return ORH_EXIT_OK;
-		} else if (!strcmp(a, "--version")) {
-			puts("oci-rdma-hook " ORH_VERSION);
-			return ORH_EXIT_OK;
-		} else if (!strcmp(a, "--config") && *i + 1 < argc) {
-			*config = argv[++*i];
-		} else if (!strncmp(a, "--config=", 9)) {
-			*config = a + 9;
-		} else if (!strcmp(a, "--sysroot") && *i + 1 < argc) {
-			*sysroot = argv[++*i];
-		} else if (!strncmp(a, "--sysroot=", 10)) {
-			*sysroot = a + 10;
-		} else {
-			fprintf(stderr, "oci-rdma-hook: unknown or incomplete option '%s'\n", a);
-			usage(stderr);
-			return ORH_EXIT_USAGE;
-		}
+	if (orh_args_parse(&a, argc, argv, *i, opts, ORH_ARRAY_SIZE(opts), i)) {
+		usage(stderr);
+		return ORH_EXIT_USAGE;
 	}
-	return -1;
+	if (help)
+		usage(stdout);
+	else if (version)
+		puts("oci-rdma-hook " ORH_VERSION);
+	return help || version ? ORH_EXIT_OK : -1;
 }
 
 int main(int argc, char **argv)

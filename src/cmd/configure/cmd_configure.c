@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "orh-config.h"
+#include "orh/args.h"
 #include "orh/atomic.h"
 #include "orh/commands.h"
 #include "orh/configure.h"
@@ -243,17 +244,6 @@ static void show(const struct root *rt, const struct orh_cfg_file *f)
 		printf("# %s: %s\n%s", p, f->old ? "replace with" : "create", f->new);
 }
 
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (!strcmp(argv[*i], name) && *i + 1 < argc)
-		return argv[++*i];
-	if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	return NULL;
-}
-
 /* The command line into req; ORH_EXIT_OK, -1 after --help printed the usage, or
  * ORH_EXIT_USAGE (after saying why). */
 enum mode { MODE_WRITE, MODE_DRY_RUN, MODE_CHECK };
@@ -261,45 +251,32 @@ enum mode { MODE_WRITE, MODE_DRY_RUN, MODE_CHECK };
 static int parse_args(int argc, char **argv, struct orh_configure_req *req, const char **root,
 		      enum mode *mode)
 {
-	const char *engine = NULL, *problem = NULL;
-	bool handler_given = false;
+	const char *engine = NULL, *problem = NULL, *handler = NULL, *dir = NULL;
+	bool dry_run = false, check = false;
+	const struct orh_opt opts[] = {
+		{ "--engine", &engine, NULL },	{ "--engine-config", &req->engine_config, NULL },
+		{ "--handler", &handler, NULL },	{ "--shim", &req->shim, NULL },
+		{ "--runtime", &req->runtime, NULL }, { "--root", &dir, NULL },
+		{ "--dry-run", NULL, &dry_run },	{ "--check", NULL, &check },
+		{ "--undo", NULL, &req->undo },
+	};
+	const struct orh_args a = { .cmd = "configure", .usage = usage_text };
+	int r = orh_args_parse(&a, argc, argv, 1, opts, ORH_ARRAY_SIZE(opts), NULL);
 
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-
-		if ((v = opt_value(argc, argv, &i, "--engine"))) {
-			engine = v;
-		} else if ((v = opt_value(argc, argv, &i, "--engine-config"))) {
-			req->engine_config = v;
-		} else if ((v = opt_value(argc, argv, &i, "--handler"))) {
-			req->handler = v;
-			handler_given = true;
-		} else if ((v = opt_value(argc, argv, &i, "--shim"))) {
-			req->shim = v;
-		} else if ((v = opt_value(argc, argv, &i, "--runtime"))) {
-			req->runtime = v;
-		} else if ((v = opt_value(argc, argv, &i, "--root"))) {
-			*root = strcmp(v, "/") ? v : "";
-		} else if (!strcmp(argv[i], "--dry-run")) {
-			*mode = MODE_DRY_RUN;
-		} else if (!strcmp(argv[i], "--check")) {
-			*mode = MODE_CHECK;
-		} else if (!strcmp(argv[i], "--undo")) {
-			req->undo = true;
-		} else if (!strcmp(argv[i], "--help")) {
-			fputs(usage_text, stdout);
-			return -1;
-		} else {
-			fprintf(stderr, "oci-rdma-hook: configure: unknown or incomplete argument "
-				"'%s'\n%s", argv[i], usage_text);
-			return ORH_EXIT_USAGE;
-		}
-	}
-	if (!engine)
+	if (r)
+		return r;
+	if (handler)
+		req->handler = handler;
+	if (dir)
+		*root = strcmp(dir, "/") ? dir : "";
+	*mode = check ? MODE_CHECK : dry_run ? MODE_DRY_RUN : MODE_WRITE;
+	if (dry_run && check)
+		problem = "--dry-run and --check exclude each other";
+	else if (!engine)
 		problem = "--engine is required";
 	else if (orh_engine_from_name(engine, &req->engine) < 0)
 		problem = "unknown engine";
-	else if (handler_given && req->engine == ORH_ENGINE_PODMAN)
+	else if (handler && req->engine == ORH_ENGINE_PODMAN)
 		problem = "podman runs the hooks, not a runtime handler: --handler is for "
 			  "containerd, crio and docker";
 	else if (**root && **root != '/')
