@@ -140,6 +140,8 @@ struct orh_cfg_reader {
 /* Default paths. */
 const char *orh_engine_name(enum orh_engine e);
 int orh_engine_from_name(const char *s, enum orh_engine *e);
+/* The engine's main config where nothing else is named (install's flavours use it too). */
+const char *orh_engine_default_config(enum orh_engine e);
 
 /* The changes for req: every file read is in files (with new/remove set where it must
  * change). node_config: the node config's path (its runtime block). notes: what the

@@ -39,24 +39,24 @@ static const char *const docker_bins[] = { "/usr/bin/docker", "/usr/local/bin/do
  * under the root would lead out of it. dir: k3s's and rke2's directory of config.toml and
  * its templates. */
 static const struct flavour {
-	const char *name, *dir, *config, *socket, *units;
+	const char *name, *dir, *socket, *units; /* its config: dir's, else configure's default */
 	enum orh_engine engine;
 	enum orh_inst_restart restart;
 	const char *const *bins;
 } flavours[] = {
-	{ "rke2", "/var/lib/rancher/rke2/agent/etc/containerd", NULL,
-	  "/run/k3s/containerd/containerd.sock", "rke2-server rke2-agent", ORH_ENGINE_CONTAINERD,
+	{ "rke2", "/var/lib/rancher/rke2/agent/etc/containerd", "/run/k3s/containerd/containerd.sock",
+	  "rke2-server rke2-agent", ORH_ENGINE_CONTAINERD,
 	  ORH_RESTART_SYSTEMD, rke2_bins },
-	{ "k3s", "/var/lib/rancher/k3s/agent/etc/containerd", NULL,
-	  "/run/k3s/containerd/containerd.sock", "k3s k3s-agent", ORH_ENGINE_CONTAINERD,
+	{ "k3s", "/var/lib/rancher/k3s/agent/etc/containerd", "/run/k3s/containerd/containerd.sock",
+	  "k3s k3s-agent", ORH_ENGINE_CONTAINERD,
 	  ORH_RESTART_SYSTEMD, k3s_bins },
-	{ "containerd", NULL, "/etc/containerd/config.toml", "/run/containerd/containerd.sock",
+	{ "containerd", NULL, "/run/containerd/containerd.sock",
 	  "containerd", ORH_ENGINE_CONTAINERD, ORH_RESTART_SIGNAL, containerd_bins },
-	{ "crio", NULL, "/etc/crio/crio.conf", "/run/crio/crio.sock", "crio", ORH_ENGINE_CRIO,
+	{ "crio", NULL, "/run/crio/crio.sock", "crio", ORH_ENGINE_CRIO,
 	  ORH_RESTART_SYSTEMD, crio_bins },
-	{ "docker", NULL, "/etc/docker/daemon.json", "/run/docker.sock", "docker",
+	{ "docker", NULL, "/run/docker.sock", "docker",
 	  ORH_ENGINE_DOCKER, ORH_RESTART_SIGNAL, docker_bins },
-	{ "podman", NULL, "/etc/containers/containers.conf", NULL, NULL, ORH_ENGINE_PODMAN,
+	{ "podman", NULL, NULL, NULL, ORH_ENGINE_PODMAN,
 	  ORH_RESTART_NONE, NULL },
 };
 
@@ -152,7 +152,7 @@ static const struct flavour *flavour_found(const char *root)
 			f->dir ? orh_xasprintf("%s/config.toml", f->dir) : NULL;
 
 		if ((f->dir && exists_under(root, f->dir) && exists_under(root, rendered)) ||
-		    (f->config && exists_under(root, f->config)) ||
+		    (!f->dir && exists_under(root, orh_engine_default_config(f->engine))) ||
 		    (f->socket && !f->dir && exists_under(root, f->socket)))
 			return f;
 	}
@@ -174,7 +174,8 @@ static void set_config(const char *root, const struct flavour *f, const char *co
 	if (config)
 		e->config = orh_xstrdup(config);
 	else
-		e->config = f->dir ? template_of(root, f->dir) : orh_xstrdup(f->config);
+		e->config = f->dir ? template_of(root, f->dir)
+				   : orh_xstrdup(orh_engine_default_config(f->engine));
 	if (!ends_with(e->config, ".tmpl")) {
 		e->rendered = orh_xstrdup(e->config);
 		return;

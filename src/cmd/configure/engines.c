@@ -46,9 +46,14 @@ int orh_engine_from_name(const char *s, enum orh_engine *e)
 	return -EINVAL;
 }
 
+const char *orh_engine_default_config(enum orh_engine e)
+{
+	return engine_configs[e];
+}
+
 const char *cfg_engine_path(const struct orh_configure_req *req)
 {
-	return req->engine_config ? req->engine_config : engine_configs[req->engine];
+	return req->engine_config ? req->engine_config : orh_engine_default_config(req->engine);
 }
 
 void orh_cfg_files_free(struct orh_cfg_files *f)
