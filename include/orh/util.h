@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -93,6 +94,37 @@ void orh_strv_pushf(struct orh_strv *sv, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void orh_strv_free(struct orh_strv *sv);
 bool orh_strv_contains(const struct orh_strv *sv, const char *s);
+
+/* A growing buffer of bytes, NUL-terminated after each add (the JSON writers' output). */
+struct orh_buf {
+	char *p;
+	size_t n;   /* bytes held, the NUL not counted */
+	size_t cap;
+};
+
+/* Room for more bytes and the NUL after them. */
+static inline void orh_buf_reserve(struct orh_buf *b, size_t more)
+{
+	if (b->cap - b->n >= more + 1)
+		return;
+	b->cap = (b->n + more + 1) * 2;
+	b->p = orh_xrealloc(b->p, b->cap);
+}
+
+static inline void orh_buf_add(struct orh_buf *b, const char *s, size_t n)
+{
+	orh_buf_reserve(b, n);
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	b->p[b->n] = '\0';
+}
+
+static inline void orh_buf_addc(struct orh_buf *b, char c)
+{
+	orh_buf_reserve(b, 1);
+	b->p[b->n++] = c;
+	b->p[b->n] = '\0';
+}
 
 /* Bounded reads.
  *

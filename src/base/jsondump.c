@@ -4,10 +4,11 @@
  *
  * The text is the one json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes, byte for
  * byte (tests/test_jsondump.c compares them), written in one pass into one growing
- * buffer, with runs of bytes that need no escape copied whole and integers written
+ * buffer (struct orh_buf, util.h), with runs of bytes that need no escape copied whole and integers written
  * without printf: jansson's dump goes through a callback per piece and decodes every
  * string code point by code point. On the scale node (16 HCAs, 32 ports) that took the
- * runtime shim 542,000 instructions for config.json, this 141,000 (callgrind). A string
+ * runtime shim 542,000 instructions for config.json, this 141,000 (callgrind, measured
+ * when this file was written, before the buffer moved to util.h). A string
  * holding a u64 marker (orh_json_u64) is written as the number it holds, as
  * orh_spec_dump() needs.
  *
@@ -22,77 +23,50 @@
 #include "orh/json.h"
 #include "orh/util.h"
 
-struct out {
-	char *p;
-	size_t n;
-	size_t cap;
-};
-
-static void grow(struct out *o, size_t more)
-{
-	if (o->cap - o->n >= more + 1)
-		return;
-	o->cap = (o->n + more + 1) * 2;
-	o->p = orh_xrealloc(o->p, o->cap);
-}
-
-static void put(struct out *o, const char *s, size_t n)
-{
-	grow(o, n);
-	memcpy(o->p + o->n, s, n);
-	o->n += n;
-}
-
-static void put_c(struct out *o, char c)
-{
-	grow(o, 1);
-	o->p[o->n++] = c;
-}
-
 /* Bytes a JSON string cannot hold as they are: '"', '\\' and the control characters. */
 static bool must_escape(unsigned char c)
 {
 	return c < 0x20 || c == '"' || c == '\\';
 }
 
-static void put_string(struct out *o, const char *s, size_t len)
+static void put_string(struct orh_buf *o, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t i = 0;
 
-	put_c(o, '"');
+	orh_buf_addc(o, '"');
 	while (i < len) {
 		size_t run = i;
 		unsigned char c;
 
 		while (run < len && !must_escape((unsigned char)s[run]))
 			run++;
-		put(o, s + i, run - i);
+		orh_buf_add(o, s + i, run - i);
 		if (run == len)
 			break;
 		c = (unsigned char)s[run];
 		switch (c) {
-		case '"': put(o, "\\\"", 2); break;
-		case '\\': put(o, "\\\\", 2); break;
-		case '\b': put(o, "\\b", 2); break;
-		case '\f': put(o, "\\f", 2); break;
-		case '\n': put(o, "\\n", 2); break;
-		case '\r': put(o, "\\r", 2); break;
-		case '\t': put(o, "\\t", 2); break;
+		case '"': orh_buf_add(o, "\\\"", 2); break;
+		case '\\': orh_buf_add(o, "\\\\", 2); break;
+		case '\b': orh_buf_add(o, "\\b", 2); break;
+		case '\f': orh_buf_add(o, "\\f", 2); break;
+		case '\n': orh_buf_add(o, "\\n", 2); break;
+		case '\r': orh_buf_add(o, "\\r", 2); break;
+		case '\t': orh_buf_add(o, "\\t", 2); break;
 		default: {
 			char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
 
-			put(o, u, sizeof(u));
+			orh_buf_add(o, u, sizeof(u));
 		}
 		}
 		i = run + 1;
 	}
-	put_c(o, '"');
+	orh_buf_addc(o, '"');
 }
 
 /* The decimal digits of v, with a '-' when negative; without snprintf, which took a third
  * of the dump's instructions: a spec holds five integers per device node. */
-static void put_u64(struct out *o, uint64_t v, bool negative)
+static void put_u64(struct orh_buf *o, uint64_t v, bool negative)
 {
 	char buf[24];
 	size_t i = sizeof(buf);
@@ -102,16 +76,16 @@ static void put_u64(struct out *o, uint64_t v, bool negative)
 	while ((v /= 10) != 0);
 	if (negative)
 		buf[--i] = '-';
-	put(o, buf + i, sizeof(buf) - i);
+	orh_buf_add(o, buf + i, sizeof(buf) - i);
 }
 
-static void put_int(struct out *o, json_int_t v)
+static void put_int(struct orh_buf *o, json_int_t v)
 {
 	/* a negative value's magnitude, INT64_MIN's included, without signed overflow */
 	put_u64(o, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, v < 0);
 }
 
-static int put_value(struct out *o, const json_t *v, int depth)
+static int put_value(struct orh_buf *o, const json_t *v, int depth)
 {
 	const char *key = NULL;
 	json_t *e = NULL;
@@ -122,27 +96,27 @@ static int put_value(struct out *o, const json_t *v, int depth)
 		return -1; /* bounds the recursion: a deeper tree is refused */
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
-		put_c(o, '{');
+		orh_buf_addc(o, '{');
 		json_object_foreach((json_t *)v, key, e) {
 			if (!first)
-				put_c(o, ',');
+				orh_buf_addc(o, ',');
 			first = false;
 			put_string(o, key, strlen(key));
-			put_c(o, ':');
+			orh_buf_addc(o, ':');
 			if (put_value(o, e, depth + 1) < 0)
 				return -1;
 		}
-		put_c(o, '}');
+		orh_buf_addc(o, '}');
 		return 0;
 	case JSON_ARRAY:
-		put_c(o, '[');
+		orh_buf_addc(o, '[');
 		json_array_foreach(v, i, e) {
 			if (i > 0)
-				put_c(o, ',');
+				orh_buf_addc(o, ',');
 			if (put_value(o, e, depth + 1) < 0)
 				return -1;
 		}
-		put_c(o, ']');
+		orh_buf_addc(o, ']');
 		return 0;
 	case JSON_STRING: {
 		uint64_t x = 0;
@@ -158,13 +132,13 @@ static int put_value(struct out *o, const json_t *v, int depth)
 		put_int(o, json_integer_value(v));
 		return 0;
 	case JSON_TRUE:
-		put(o, "true", 4);
+		orh_buf_add(o, "true", 4);
 		return 0;
 	case JSON_FALSE:
-		put(o, "false", 5);
+		orh_buf_add(o, "false", 5);
 		return 0;
 	case JSON_NULL:
-		put(o, "null", 4);
+		orh_buf_add(o, "null", 4);
 		return 0;
 	case JSON_REAL: {
 		/* rare in a spec or a record: jansson's own text for it */
@@ -172,7 +146,7 @@ static int put_value(struct out *o, const json_t *v, int depth)
 
 		if (!t)
 			return -1;
-		put(o, t, strlen(t));
+		orh_buf_add(o, t, strlen(t));
 		free(t);
 		return 0;
 	}
@@ -182,9 +156,9 @@ static int put_value(struct out *o, const json_t *v, int depth)
 
 char *orh_json_dump(const json_t *v, size_t *len)
 {
-	struct out o = { NULL, 0, 0 };
+	struct orh_buf o = { NULL, 0, 0 };
 
-	grow(&o, 4096);
+	orh_buf_reserve(&o, 4096);
 	if (put_value(&o, v, 0) < 0) {
 		free(o.p);
 		return NULL;

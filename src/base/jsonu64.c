@@ -78,28 +78,11 @@ static bool is_big_u64(const char *p, size_t n)
 	return true;
 }
 
-struct obuf {
-	char *p;
-	size_t n;
-	size_t cap;
-};
-
-static void obuf_add(struct obuf *b, const char *s, size_t n)
-{
-	if (b->cap - b->n < n + 1) {
-		b->cap = (b->cap + n + 1) * 2;
-		b->p = orh_xrealloc(b->p, b->cap);
-	}
-	memcpy(b->p + b->n, s, n);
-	b->n += n;
-	b->p[b->n] = '\0';
-}
-
 int orh_json_u64_escape(const char *buf, size_t len, char **out, size_t *out_len,
 			size_t *n_markers)
 {
 	static const char open_mark[] = "\"\\u0000" MARK;
-	struct obuf o = { NULL, 0, 0 };
+	struct orh_buf o = { NULL, 0, 0 };
 	size_t copied = 0, i = 0;
 
 	*out = NULL;
@@ -131,16 +114,16 @@ int orh_json_u64_escape(const char *buf, size_t len, char **out, size_t *out_len
 		i = end;
 		if (!is_big_u64(buf + start, end - start))
 			continue;
-		obuf_add(&o, buf + copied, start - copied);
-		obuf_add(&o, open_mark, sizeof(open_mark) - 1);
-		obuf_add(&o, buf + start, end - start);
-		obuf_add(&o, "\"", 1);
+		orh_buf_add(&o, buf + copied, start - copied);
+		orh_buf_add(&o, open_mark, sizeof(open_mark) - 1);
+		orh_buf_add(&o, buf + start, end - start);
+		orh_buf_add(&o, "\"", 1);
 		copied = end;
 		(*n_markers)++;
 	}
 	if (!o.p)
 		return 0;
-	obuf_add(&o, buf + copied, len - copied);
+	orh_buf_add(&o, buf + copied, len - copied);
 	*out = o.p;
 	*out_len = o.n;
 	return 0;
