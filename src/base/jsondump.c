@@ -6,10 +6,10 @@
  * byte (tests/test_jsondump.c compares them), written in one pass into one growing
  * buffer (struct orh_buf, util.h), with runs of bytes that need no escape copied whole
  * and integers written without printf: jansson's dump goes through a callback per piece
- * and decodes every string code point by code point. On the scale node (16 HCAs, 32 ports) that took the
- * runtime shim 542,000 instructions for config.json, this 141,000 (callgrind, measured
- * when this file was written, before the buffer moved to util.h). A string
- * holding a u64 marker (orh_json_u64) is written as the number it holds, as
+ * and decodes every string code point by code point. On the scale node (16 HCAs, 32
+ * ports) that took the runtime shim 542,000 instructions for config.json, this 141,000
+ * (callgrind, measured when this file was written, before the buffer moved to util.h).
+ * A string holding a u64 marker (orh_json_u64) is written as the number it holds, as
  * orh_spec_dump() needs.
  *
  * orh_json_object_of() builds an object from literal keys without json_pack, whose
