@@ -153,14 +153,42 @@ Test(decide_node, gpus_unreadable_give_every_nic_with_a_warning)
 Test(decide_node, memlock_ceiling_and_the_users_limit)
 {
 	decide(64 << 20);
-	cr_assert(d.plan.set_memlock);
-	cr_assert_eq(d.plan.memlock, 64 << 20, "lowered to the ceiling");
+	cr_assert(d.memlock.set);
+	cr_assert(d.memlock.lowered);
+	cr_assert_eq(d.memlock.limit, 64 << 20, "lowered to the ceiling");
+	cr_assert_eq(d.memlock.need, ORH_MEMLOCK_NEED);
 	cr_assert(warned("RLIMIT_MEMLOCK lowered to the hard limit 67108864 bytes"));
 	orh_plan_free(&d.plan);
 	orh_strv_free(&d.warnings);
 	d.facts.user_memlock = true;
+	memset(&d.memlock, 0, sizeof(d.memlock));
 	decide(64 << 20);
-	cr_assert_not(d.plan.set_memlock, "the spec's own limit wins");
-	cr_assert(d.memlock_user);
+	cr_assert_not(d.memlock.set, "the spec's own limit wins");
+	cr_assert(d.memlock.user);
 	cr_assert_not(warned("lowered"));
+}
+
+Test(decide_node, the_checks_are_the_decisions)
+{
+	struct orh_gpudirect gd = { .read = true, .peermem = false, .kernel = "5.10.0" };
+	struct orh_node_view node = { .inv = &inv, .gids = &reader, .gpudirect = &gd };
+
+	d.facts.nvidia_visible = "0";
+	d.act = ORH_ACT_REQUESTED;
+	cfg.on_error = ORH_ON_ERROR_FAIL;
+	cr_assert_eq(orh_decide_node(&cfg, &node, 0, &d, &err), 0, "%s", err.msg);
+	cr_assert(strstr(d.checks.gpudirect, "GPUDirect RDMA unavailable"), "%s",
+		  d.checks.gpudirect);
+	cr_assert(strstr(d.checks.gpudirect, "(5.10.0)"), "%s", d.checks.gpudirect);
+	cr_assert_str_empty(d.checks.gid, "the host's network: nothing to check");
+	cr_assert_str_empty(d.checks.ports_down, "nothing given");
+	cr_assert(d.checks.memlock_refuses, "it asked, on_error = fail");
+	cr_assert_not(warned("GPUDirect"), "a check is no warning of the plan");
+	orh_plan_free(&d.plan);
+	orh_strv_free(&d.warnings);
+	gd.peermem = true;
+	d.act = ORH_ACT_DEFAULT;
+	cr_assert_eq(orh_decide_node(&cfg, &node, 0, &d, &err), 0, "%s", err.msg);
+	cr_assert_str_empty(d.checks.gpudirect, "nvidia_peermem is loaded");
+	cr_assert_not(d.checks.memlock_refuses, "activated by the node: a warning");
 }

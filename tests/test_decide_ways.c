@@ -261,23 +261,24 @@ Test(decide_ways, the_users_memlock_wins_and_the_ceiling_holds)
 	struct orh_err err = { 0 };
 
 	cr_assert_eq(decide(&user, &d, &err), 0, "%s", err.msg);
-	cr_assert(d.memlock_user);
-	cr_assert_not(d.plan.set_memlock, "the spec's RLIMIT_MEMLOCK is the user's: not replaced");
+	cr_assert(d.memlock.user);
+	cr_assert_not(d.memlock.set, "the spec's RLIMIT_MEMLOCK is the user's: not replaced");
 	assert_served(&d, ALL_PORTS, 9);
 	orh_decision_free(&d);
 
 	/* the default, unlimited, is more than the applier can give: its ceiling, and why */
 	cr_assert_eq(decide(&ceiling, &d, &err), 0, "%s", err.msg);
-	cr_assert_not(d.memlock_user);
-	cr_assert(d.plan.set_memlock);
-	cr_assert_eq(d.plan.memlock, 1 << 20);
+	cr_assert_not(d.memlock.user);
+	cr_assert(d.memlock.set);
+	cr_assert_eq(d.memlock.limit, 1 << 20);
+	cr_assert_eq(d.memlock.need, 1 << 20, "the check holds it to what it set");
 	cr_assert(strv_mentions(&d.warnings, "RLIMIT_MEMLOCK lowered to the hard limit 1048576"));
 	orh_decision_free(&d);
 
 	/* under the ceiling: the config's, no warning */
 	cr_assert_eq(decide(&below, &d, &err), 0, "%s", err.msg);
-	cr_assert(d.plan.set_memlock);
-	cr_assert_eq(d.plan.memlock, 512 << 10);
+	cr_assert(d.memlock.set);
+	cr_assert_eq(d.memlock.limit, 512 << 10);
 	cr_assert_not(strv_mentions(&d.warnings, "RLIMIT_MEMLOCK lowered"));
 	orh_decision_free(&d);
 }

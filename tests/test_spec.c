@@ -24,6 +24,10 @@ static struct orh_env_entry env[] = {
 	{ "NCCL_SOCKET_IFNAME", "=eth0", "rule 5" },
 };
 
+/* the decision's memlock that test_plan() goes with (orh_spec_opts.memlock) */
+static struct orh_memlock_verdict ml;
+static const struct orh_spec_opts ml_opts = { .memlock = &ml };
+
 static struct orh_plan test_plan(uint64_t memlock)
 {
 	struct orh_plan p;
@@ -31,8 +35,7 @@ static struct orh_plan test_plan(uint64_t memlock)
 	memset(&p, 0, sizeof(p));
 	p.nodes = nodes;
 	p.n_nodes = ORH_ARRAY_SIZE(nodes);
-	p.set_memlock = true;
-	p.memlock = memlock;
+	ml = (struct orh_memlock_verdict){ .set = true, .limit = memlock };
 	p.env = env;
 	p.n_env = ORH_ARRAY_SIZE(env);
 	p.preset = ORH_PRESET_ROCE;
@@ -105,7 +108,7 @@ Test(spec_apply, devices_added_with_owner_and_mode)
 	json_t *spec = spec_of(base_spec);
 	json_t *devs = NULL, *d = NULL;
 
-	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &ml_opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.devices, 3);
 	devs = json_object_get(path(spec, "linux", NULL), "devices");
 	cr_assert_eq(json_array_size(devs), 4);
@@ -134,7 +137,7 @@ Test(spec_apply, device_listed_by_path_is_kept)
 			       "\"type\":\"c\",\"major\":231,\"minor\":192,\"fileMode\":384}]}}");
 	json_t *devs = NULL, *d = NULL;
 
-	cr_assert_geq(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_geq(orh_spec_apply_plan(spec, &plan, &ml_opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.devices, 2);
 	devs = json_object_get(path(spec, "linux", NULL), "devices");
 	cr_assert_eq(json_array_size(devs), 3);
@@ -150,7 +153,7 @@ Test(spec_apply, device_listed_with_other_numbers_is_named)
 {
 	struct orh_plan plan = test_plan(1 << 20);
 	struct orh_strv warnings = { 0 };
-	struct orh_spec_opts opts = { .warnings = &warnings };
+	struct orh_spec_opts opts = { .warnings = &warnings, .memlock = &ml };
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of("{\"linux\":{\"devices\":["
 			       "{\"path\":\"/dev/infiniband/uverbs1\",\"type\":\"c\","
@@ -173,7 +176,7 @@ Test(spec_apply, device_listed_with_other_numbers_is_named)
 	cr_assert_eq(ival(d, "minor"), 250, "the user's entry is not rewritten");
 	orh_strv_free(&warnings);
 	/* no warnings list: nothing to say it to, and nothing else changes */
-	cr_assert_geq(orh_spec_apply_plan(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
+	cr_assert_geq(orh_spec_apply_plan(spec, &plan, &ml_opts, NULL, &err), 0, "%s", err.msg);
 	json_decref(spec);
 }
 
@@ -185,7 +188,7 @@ Test(spec_apply, allow_rules_after_deny_all)
 	json_t *spec = spec_of(base_spec);
 	json_t *rules = NULL, *r = NULL;
 
-	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &ml_opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_eq(ch.allow_rules, 3);
 	rules = json_object_get(path(spec, "linux", "resources"), "devices");
 	cr_assert_eq(json_array_size(rules), 4);
@@ -209,7 +212,7 @@ Test(spec_apply, resources_created_when_absent)
 	json_t *spec = spec_of("{}");
 	json_t *rules = NULL;
 
-	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &ml_opts, NULL, &err), 0, "%s", err.msg);
 	rules = json_object_get(path(spec, "linux", "resources"), "devices");
 	cr_assert_eq(json_array_size(rules), 3);
 	cr_assert_eq(json_array_size(json_object_get(path(spec, "linux", NULL), "devices")), 3);
@@ -224,7 +227,7 @@ Test(spec_apply, memlock_added)
 	json_t *spec = spec_of(base_spec);
 	json_t *rl = NULL;
 
-	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &ml_opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert(ch.memlock);
 	rl = find_by(path(spec, "process", "rlimits"), "type", "RLIMIT_MEMLOCK");
 	cr_assert_not_null(rl);
@@ -241,7 +244,7 @@ Test(spec_apply, memlock_unlimited_is_written_as_uint64_max)
 	json_t *spec = spec_of("{\"process\":{}}");
 	char *s = NULL;
 
-	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, NULL, &err), 0, "%s", err.msg);
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &ml_opts, NULL, &err), 0, "%s", err.msg);
 	s = dump(spec);
 	cr_assert_not_null(strstr(s, "{\"type\":\"RLIMIT_MEMLOCK\",\"hard\":18446744073709551615,"
 				     "\"soft\":18446744073709551615}"), "%s", s);
@@ -259,7 +262,7 @@ Test(spec_apply, memlock_of_the_user_stands)
 			       "\"hard\":65536,\"soft\":65536}]}}");
 	json_t *rl = NULL;
 
-	cr_assert_geq(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_geq(orh_spec_apply_plan(spec, &plan, &ml_opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_not(ch.memlock);
 	rl = path(spec, "process", "rlimits");
 	cr_assert_eq(json_array_size(rl), 1);
@@ -274,8 +277,8 @@ Test(spec_apply, memlock_not_set_by_plan)
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of(base_spec);
 
-	plan.set_memlock = false;
-	cr_assert_gt(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	ml.set = false;
+	cr_assert_gt(orh_spec_apply_plan(spec, &plan, &ml_opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert_not(ch.memlock);
 	cr_assert_null(find_by(path(spec, "process", "rlimits"), "type", "RLIMIT_MEMLOCK"));
 	json_decref(spec);
@@ -307,7 +310,7 @@ Test(spec_apply, nccl_settings_go_through_the_hook_not_the_environment)
 {
 	struct orh_plan plan = test_plan(1 << 20);
 	json_t *nh = hook_of("nccl-conf"), *ph = hook_of("poststop");
-	struct orh_spec_opts opts = { .nccl_hook = nh, .poststop_hook = ph };
+	struct orh_spec_opts opts = { .nccl_hook = nh, .poststop_hook = ph, .memlock = &ml };
 	struct orh_spec_changes ch;
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of(base_spec);
@@ -343,8 +346,8 @@ Test(spec_apply, other_settings_go_into_the_environment)
 	plan.env = mixed;
 	plan.n_env = ORH_ARRAY_SIZE(mixed);
 	plan.n_nodes = 0;
-	plan.set_memlock = false;
-	cr_assert_eq(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 1, "%s", err.msg);
+	ml.set = false;
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, &ml_opts, &ch, &err), 1, "%s", err.msg);
 	cr_assert_eq(ch.env, 1);
 	e = path(spec, "process", "env");
 	cr_assert_eq(json_array_size(e), 3);
@@ -352,13 +355,13 @@ Test(spec_apply, other_settings_go_into_the_environment)
 			 "the user's value stands");
 	cr_assert_str_eq(json_string_value(json_array_get(e, 2)), "UCX_TLS=rc,sm");
 	once = json_deep_copy(spec);
-	cr_assert_eq(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, &ml_opts, &ch, &err), 0, "%s", err.msg);
 	cr_assert(json_equal(spec, once));
 	json_decref(once);
 	json_decref(spec);
 	/* a spec without process.env gets one */
 	spec = spec_of("{\"process\":{\"args\":[\"sh\"]}}");
-	cr_assert_eq(orh_spec_apply_plan(spec, &plan, NULL, &ch, &err), 2, "%s", err.msg);
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, &ml_opts, &ch, &err), 2, "%s", err.msg);
 	cr_assert_eq(json_array_size(path(spec, "process", "env")), 2);
 	json_decref(spec);
 }
@@ -369,7 +372,7 @@ Test(spec_apply, no_second_hook_where_ours_is_registered)
 {
 	struct orh_plan plan = test_plan(1 << 20);
 	json_t *nh = hook_of("nccl-conf"), *ph = hook_of("poststop");
-	struct orh_spec_opts opts = { .nccl_hook = nh, .poststop_hook = ph };
+	struct orh_spec_opts opts = { .nccl_hook = nh, .poststop_hook = ph, .memlock = &ml };
 	struct orh_spec_changes ch;
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of("{\"hooks\":{\"prestart\":[{\"path\":\"/opt/x/oci-rdma-hook\","
@@ -398,7 +401,7 @@ Test(spec_apply, no_hook_without_nccl_settings)
 {
 	struct orh_plan plan = test_plan(1 << 20);
 	json_t *nh = hook_of("nccl-conf"), *ph = hook_of("poststop");
-	struct orh_spec_opts opts = { .nccl_hook = nh, .poststop_hook = ph };
+	struct orh_spec_opts opts = { .nccl_hook = nh, .poststop_hook = ph, .memlock = &ml };
 	struct orh_spec_changes ch;
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of(base_spec);
@@ -416,7 +419,7 @@ Test(spec_apply, hooks_of_the_wrong_type_are_errors)
 {
 	struct orh_plan plan = test_plan(1 << 20);
 	json_t *nh = hook_of("nccl-conf");
-	struct orh_spec_opts opts = { .nccl_hook = nh };
+	struct orh_spec_opts opts = { .nccl_hook = nh, .memlock = &ml };
 	struct orh_err err = { 0 };
 	/* built by hand: orh_spec_parse() refuses it already, naming the field */
 	json_t *spec = json_pack("{s:{s:{}}}", "hooks", "createRuntime");
@@ -448,7 +451,7 @@ static bool has_cap(json_t *spec, const char *set)
 Test(spec_apply, ipc_lock_when_configured)
 {
 	struct orh_plan plan = test_plan(1 << 20);
-	struct orh_spec_opts opts = { .add_ipc_lock = true };
+	struct orh_spec_opts opts = { .add_ipc_lock = true, .memlock = &ml };
 	struct orh_spec_changes ch;
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of(base_spec);
@@ -466,7 +469,7 @@ Test(spec_apply, ipc_lock_when_configured)
 Test(spec_apply, ipc_lock_not_without_option)
 {
 	struct orh_plan plan = test_plan(1 << 20);
-	struct orh_spec_opts opts = { .add_ipc_lock = false };
+	struct orh_spec_opts opts = { .add_ipc_lock = false, .memlock = &ml };
 	struct orh_spec_changes ch;
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of(base_spec);
@@ -480,7 +483,7 @@ Test(spec_apply, ipc_lock_not_without_option)
 Test(spec_apply, ipc_lock_never_creates_a_capability_set)
 {
 	struct orh_plan plan = test_plan(1 << 20);
-	struct orh_spec_opts opts = { .add_ipc_lock = true };
+	struct orh_spec_opts opts = { .add_ipc_lock = true, .memlock = &ml };
 	struct orh_spec_changes ch;
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of("{\"process\":{\"env\":[]}}");
@@ -497,7 +500,7 @@ Test(spec_apply, ipc_lock_never_creates_a_capability_set)
 Test(spec_apply, ipc_lock_with_null_process_changes_nothing)
 {
 	struct orh_plan plan;
-	struct orh_spec_opts opts = { .add_ipc_lock = true };
+	struct orh_spec_opts opts = { .add_ipc_lock = true, .memlock = &ml };
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of("{\"process\":null}");
 	char *s = NULL;
@@ -514,7 +517,8 @@ Test(spec_apply, idempotent)
 {
 	struct orh_plan plan = test_plan(ORH_MEMLOCK_UNLIMITED);
 	json_t *nh = hook_of("nccl-conf"), *ph = hook_of("poststop");
-	struct orh_spec_opts opts = { .add_ipc_lock = true, .nccl_hook = nh, .poststop_hook = ph };
+	struct orh_spec_opts opts = { .add_ipc_lock = true, .nccl_hook = nh, .poststop_hook = ph,
+				      .memlock = &ml };
 	struct orh_spec_changes ch;
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of(base_spec);
@@ -537,7 +541,7 @@ Test(spec_apply, idempotent)
 Test(spec_apply, empty_plan_changes_nothing)
 {
 	struct orh_plan plan;
-	struct orh_spec_opts opts = { .add_ipc_lock = false };
+	struct orh_spec_opts opts = { .add_ipc_lock = false, .memlock = &ml };
 	struct orh_err err = { 0 };
 	json_t *spec = spec_of("{\"ociVersion\":\"1.0.2\"}");
 	char *s = NULL;
@@ -556,7 +560,7 @@ Test(spec_apply, wrong_types_are_errors)
 	struct orh_err err = { 0 };
 	json_t *spec = json_pack("{s:{s:i}}", "linux", "devices", 3);
 
-	cr_assert_eq(orh_spec_apply_plan(spec, &plan, NULL, NULL, &err), -EINVAL);
+	cr_assert_eq(orh_spec_apply_plan(spec, &plan, &ml_opts, NULL, &err), -EINVAL);
 	cr_assert_not_null(strstr(err.msg, "linux.devices"), "%s", err.msg);
 	json_decref(spec);
 }

@@ -21,6 +21,7 @@
 #include "orh/config.h"
 #include "orh/oci.h"
 #include "orh/plan.h"
+#include "orh/sysview_decide.h"
 #include "orh/util.h"
 
 struct orh_decide_in {
@@ -47,6 +48,43 @@ struct orh_decide_in {
 	const char *snapshot_what;
 };
 
+/* The least RLIMIT_MEMLOCK a container's process needs for RDMA, unless the node config
+ * sets a smaller memlock (the operator's number then): two of NCCL's 4 MiB buffers
+ * (NCCL_BUFFSIZE's default), one connection's send and receive, are registered. */
+#define ORH_MEMLOCK_NEED ((uint64_t)8 << 20)
+
+/* The memlock verdict (decide_memlock(), decide.c), the one value every applier applies:
+ * the live hook and the cdi-* stages raise the container's process to it (never lowering
+ * a limit), the spec edit (precreate, the shim) writes it into process.rlimits. */
+struct orh_memlock_verdict {
+	bool set;                         /* RLIMIT_MEMLOCK is set to limit */
+	uint64_t limit;                   /* ORH_MEMLOCK_UNLIMITED or bytes */
+	bool user;                        /* the spec sets RLIMIT_MEMLOCK: the user's limit
+					   * wins, left as given (set is false) */
+	bool lowered;                     /* limit is the applier's ceiling, below the config's */
+	uint64_t need;                    /* what the memlock check holds the container's
+					   * soft limit to: ORH_MEMLOCK_NEED, or limit below it */
+};
+
+#define ORH_CHECK_MAX (ORH_ERR_MAX - 64)
+
+/* The checks' verdicts (orh_decide_checks(), checks.c): will it work in the container's
+ * own context. Each message is a warning for the log and the record, "" where the check
+ * passes; the memlock check's value is known to its applier only (the spec's limit, or
+ * what the container's process holds after the memlock step): it calls
+ * orh_check_memlock() with memlock.need. */
+struct orh_checks {
+	char gpudirect[ORH_CHECK_MAX];  /* the container holds GPUs and GPUDirect RDMA is
+					 * unavailable (no peer-memory module, kernel < 5.12) */
+	char gid[ORH_CHECK_MAX];        /* no RoCE port used has a GID of the wanted kind for
+					 * an address of the container's network namespace */
+	char ports_down[ORH_CHECK_MAX]; /* every port of the devices the container was given
+					 * is down: why an empty plan gives it nothing */
+	/* a memlock below memlock.need refuses the container (on_error = fail, and it asked:
+	 * act REQUESTED); else it is a warning */
+	bool memlock_refuses;
+};
+
 struct orh_decision {
 	enum orh_activation_result act;
 	char why[192];                    /* why it is activated or not */
@@ -55,8 +93,19 @@ struct orh_decision {
 	struct orh_inventory inv;         /* when have_plan */
 	struct orh_plan plan;             /* when have_plan (points into inv) */
 	bool have_plan;                   /* the node was read: inv and plan are the decision's */
-	/* facts.user_memlock: the user's limit wins, plan.set_memlock is false */
-	bool memlock_user;
+	/* the memlock every applier applies (when have_plan); plan.set_memlock and plan.memlock
+	 * are rule 7's, the config's limit for a container given something */
+	struct orh_memlock_verdict memlock;
+	struct orh_checks checks;          /* when have_plan */
+	/* the sysfs view's keep-set (decide_sysview(), when have_plan): the RDMA classes of
+	 * sysfs, read only where some device of the node is not given
+	 * (orh_sysview_may_subset), each entry's keep and the view's subset and id
+	 * (orh_sysview_decide). sysview_read false: not read (every device given: the
+	 * container sees the host's classes), or not readable: sysview_err says why (its
+	 * code 0 otherwise). */
+	struct orh_sysview sysview;
+	bool sysview_read;
+	struct orh_err sysview_err;
 	/* the activation's warnings, then discovery's (the inventory's, then the GPUs'), then
 	 * the plan's, then the decision's own */
 	struct orh_strv warnings;
@@ -84,15 +133,35 @@ struct orh_node_view {
 					    * own tables (orh_gids_in_memory) */
 	const struct orh_gpus *gpus;       /* NULL: not read (no GPU subset is possible) */
 	const char *gpus_error;            /* why they could not be read, or NULL */
+	/* the GPUDirect check's input, when the container holds GPUs (orh_facts_hold_gpus);
+	 * NULL: not read */
+	const struct orh_gpudirect *gpudirect;
 };
 
 /* The decision for an activated container from what was read: the GPUs the container
  * holds (rule 9's input), the plan, every warning (node->inv's first),
- * and the memlock rules (the user's limit wins; never more than memlock_ceiling, 0: no
- * ceiling). d->facts is its input, filled by the activation step; d->plan points into
+ * the memlock verdict (d->memlock: the user's limit wins; never more than memlock_ceiling,
+ * 0: no ceiling) and the checks' (d->checks). d->facts is its input, filled by the activation step; d->plan points into
  * node->inv. Reads nothing but GID entries, through node->gids. */
 int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *node,
 		    uint64_t memlock_ceiling, struct orh_decision *d, struct orh_err *err);
+
+/* The checks (each a warning into out, and true, when it fails). The memlock of the
+ * container's process, soft, below need. */
+bool orh_check_memlock(uint64_t soft, uint64_t need, char *out, size_t size);
+/* The container has its own network namespace with addresses, the plan uses RoCE ports,
+ * and none of them has a GID of the wanted kind for one of its addresses. */
+bool orh_check_gid(const struct orh_decision *d, char *out, size_t size);
+/* The container was given devices (rule 8) and every port of those is not ACTIVE. */
+bool orh_check_ports_down(const struct orh_decision *d, char *out, size_t size);
+/* GPUDirect RDMA: the container holds GPUs; peermem: a peer-memory module is loaded;
+ * dmabuf: the kernel is 5.12 or newer (kernel "X.Y..."). */
+bool orh_check_gpudirect(bool holds_gpus, bool peermem, const char *kernel, char *out,
+			 size_t size);
+/* d->checks from the decision (its facts, plan and act) and the node's GPUDirect facts
+ * (gd, or NULL: not read; read only for a container that holds GPUs). */
+void orh_decide_checks(const struct orh_config *cfg, const struct orh_gpudirect *gd,
+		       struct orh_decision *d);
 
 /* Decide. act == ORH_ACT_SKIP: leave the container as it is (have_plan false). A
  * container is left unchanged too when the plan is empty (orh_plan_is_empty). -errno

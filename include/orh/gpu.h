@@ -69,6 +69,17 @@ int orh_discover_gpus(const char *sysroot, enum orh_gpu_scan scan, struct orh_gp
 		      struct orh_err *err);
 void orh_gpus_free(struct orh_gpus *g);
 
+/* What GPUDirect RDMA needs of the node (the GPUDirect check's input, orh_checks): a
+ * peer-memory module loaded (the version file of nvidia_peermem, or of the older
+ * nv_peer_mem's memory_peers entries, as NCCL looks for them) and the kernel's release. */
+struct orh_gpudirect {
+	bool read;                 /* the kernel's release was read */
+	bool peermem;
+	char kernel[128];          /* proc/sys/kernel/osrelease, its first line */
+};
+/* Read it through sysroot. */
+void orh_gpudirect_read(const char *sysroot, struct orh_gpudirect *g);
+
 /* What one information file says. Fields it does not hold stay empty (minor -1). */
 struct orh_gpu_info {
 	char uuid[ORH_GPU_UUID_MAX];

@@ -71,6 +71,10 @@ bool orh_facts_hold_rdma(const struct orh_container_facts *facts);
 bool orh_facts_hold_uverbs(const struct orh_container_facts *facts);
 /* Does the spec give the container GPUs (/dev/nvidiaN nodes, NVIDIA_VISIBLE_DEVICES)? */
 bool orh_facts_name_gpus(const struct orh_container_facts *facts);
+/* Does the container hold GPUs (the GPUDirect check's test): a /dev/nvidiaN node other than
+ * nvidiactl given, or NVIDIA_VISIBLE_DEVICES naming some (set, and not "void" or
+ * "none")? */
+bool orh_facts_hold_gpus(const struct orh_container_facts *facts);
 
 /* Is NAME set in the spec's process.env? */
 bool orh_spec_env_has(const json_t *spec, const char *name);

@@ -2,8 +2,7 @@
 /*
  * The record of what was done for one container (src/apply/record.c): a JSON object that
  * the stage serving it writes to <run dir>/<id>/record.json and `inspect` reads. Building
- * it and the checks of the container's own context are pure (values in, JSON or a
- * verdict out); writing it and sweeping the run dir are not.
+ * it is pure (values in, JSON out); writing it and sweeping the run dir are not.
  */
 #ifndef ORH_RECORD_H
 #define ORH_RECORD_H
@@ -24,10 +23,6 @@
 #define ORH_RECORD_FILE "record.json"
 /* The record format's version (the "version" field). */
 #define ORH_RECORD_VERSION 1
-/* The least RLIMIT_MEMLOCK a container's process needs for RDMA, unless the node config
- * sets a smaller memlock (the operator's number then): two of NCCL's 4 MiB buffers
- * (NCCL_BUFFSIZE's default), one connection's send and receive, are registered. */
-#define ORH_MEMLOCK_NEED ((uint64_t)8 << 20)
 /* The pid and mount namespaces of a process, by their inode numbers (0: unknown). */
 struct orh_ns_ids {
 	unsigned long long pid, mnt;
@@ -91,26 +86,6 @@ struct orh_record_in {
 void orh_record_spec(struct orh_record_in *rec, const json_t *spec);
 /* The record as JSON (a new reference). */
 json_t *orh_record_build(const struct orh_record_in *in);
-
-/* Item 3's checks, each on values read: a warning into out and true when it fails. */
-/* The memlock that RDMA needs in this container: ORH_MEMLOCK_NEED, or the plan's
- * memlock where that is smaller. */
-uint64_t orh_record_memlock_need(const struct orh_plan *plan);
-bool orh_check_memlock(uint64_t soft, uint64_t need, char *out, size_t size);
-/* The container has its own network namespace with addresses, the plan uses RoCE ports,
- * and none of them has a GID of the wanted kind for one of its addresses. */
-bool orh_check_gid(const struct orh_decision *d, char *out, size_t size);
-/* The container was given devices (rule 8) and every port of those is not ACTIVE. */
-bool orh_check_ports_down(const struct orh_decision *d, char *out, size_t size);
-/* GPUDirect RDMA: the container holds GPUs; peermem: a peer-memory module is loaded;
- * dmabuf: the kernel is 5.12 or newer (kernel "X.Y..."). */
-bool orh_check_gpudirect(bool holds_gpus, bool peermem, const char *kernel, char *out,
-			 size_t size);
-/* The same for a container (its facts) on the node through sysroot: whether it holds GPUs,
- * a peer-memory module's version file as NCCL looks for them, proc/sys/kernel/osrelease.
- * Reads nothing for a container without GPUs. */
-bool orh_check_gpudirect_at(const char *sysroot, const struct orh_container_facts *f,
-			    char *out, size_t size);
 
 /* RLIMIT_MEMLOCK from the text of /proc/<pid>/limits: 0 or -EINVAL. */
 int orh_limits_memlock(const char *text, uint64_t *soft, uint64_t *hard);

@@ -44,20 +44,22 @@ int orh_shimconf_covered(int rootfd, const json_t *spec, const char **dest);
 int orh_shimconf_write(int bundle_fd, const json_t *spec, const struct orh_plan *plan,
 		       int *rootfd, struct orh_ncclconf_result *res, struct orh_err *err);
 
-/* Is the memlock the spec sets below what RDMA needs (orh_check_memlock)? The warning in
- * msg. Where the container asked and on_error = fail, the shim refuses it, as the stage
- * would. */
+/* Is the memlock the spec sets below what RDMA needs (orh_check_memlock, d->memlock.need)?
+ * The warning in msg. Where the decision says so (d->checks.memlock_refuses), the shim
+ * refuses it, as the stage would. */
 bool orh_shimconf_memlock_short(const json_t *spec, const struct orh_decision *d, char *msg,
 				size_t size);
 
 /* The shim's record of a container it served alone (the record.json the stage would
  * write): the decision, what the spec holds, the file, the checks of the container's
- * context that can be made before it runs (the GID, GPUDirect, the spec's memlock against
- * the need; their warnings also into *warnings), bound to the bundle's config.json
+ * context that can be made before it runs (the decision's GID and GPUDirect verdicts, the
+ * spec's memlock against the need; their warnings also into *warnings), bound to the
+ * bundle's config.json
  * (bundle_path, its stat) and to the runtime's state directory of the container
  * (runtime_state, or NULL) in place of a pid. 0 or -errno with err filled. */
 struct orh_shimconf_rec {
-	const char *id, *bundle_path, *runtime_state, *sysroot;
+	const char *id, *bundle_path, *runtime_state;
+	const char *sysroot;               /* not read: the decision read the node */
 	const struct stat *config_st;
 	const struct orh_decision *d;
 	const json_t *spec;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "orh/decide.h"
 #include "orh/json.h"
 #include "orh/plan.h"
 #include "orh/util.h"
@@ -26,6 +27,8 @@ struct orh_spec_opts {
 	const json_t *nccl_hook;
 	const json_t *poststop_hook;
 	struct orh_strv *warnings; /* where to say what was kept that may not work; or NULL */
+	/* the decision's memlock (orh_decision.memlock), or NULL: none set */
+	const struct orh_memlock_verdict *memlock;
 };
 
 /* What orh_spec_apply_plan() changed, for the log line of the driver. */
@@ -47,8 +50,9 @@ struct orh_spec_changes {
  *    warning (opts->warnings) when it is not the node's type and numbers;
  *  - linux.resources.devices: {allow, type "c", major, minor, access "rwm"} appended (after
  *    the runtime's deny-all) unless the same rule is there;
- *  - process.rlimits: RLIMIT_MEMLOCK {soft, hard} when the plan sets memlock and the spec
- *    has no RLIMIT_MEMLOCK entry;
+ *  - process.rlimits: RLIMIT_MEMLOCK {soft, hard} when opts->memlock is set, unless an
+ *    RLIMIT_MEMLOCK entry is there already (the decision's, from an earlier edit: the
+ *    decision sets none where the spec had one);
  *  - hooks.createRuntime: opts->nccl_hook, and hooks.poststop: opts->poststop_hook, when
  *    the plan has NCCL settings, unless one of our hooks is there for that stage already
  *    (podman's hooks.d adds the live createRuntime hook and poststop). NCCL's own settings

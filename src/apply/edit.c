@@ -100,36 +100,34 @@ static int netns_facts(void *arg, struct orh_container_facts *facts, struct orh_
 	return 0;
 }
 
-/* A container given some of the node's devices sees only those in sysfs: the view's
- * directory made on the host, its bind mounts added to the spec. One that cannot be made
- * is a warning: the container still gets the devices. Returns the mounts added. */
-static int add_sysview(const struct orh_ctx *ctx, json_t *spec, const struct orh_plan *plan,
-		       const struct orh_inventory *inv, struct orh_edit_result *res)
+/* A container given some of the node's devices sees only those in sysfs (the decision's
+ * keep-set, d->sysview): the view's directory made on the host, its bind mounts added to
+ * the spec. One that cannot be made is a warning: the container still gets the devices.
+ * Returns the mounts added. */
+static int add_sysview(json_t *spec, const struct orh_decision *d, struct orh_edit_result *res)
 {
+	const struct orh_sysview *v = &d->sysview;
 	struct orh_sysview_probe probe;
-	struct orh_sysview v;
 	struct orh_err e = { 0 };
 	char dir[PATH_MAX];
-	int r;
+	int r = 0;
 
-	if (!orh_sysview_may_subset(plan, inv))
-		return 0; /* every device given: the classes are not read */
+	if (d->sysview_err.code) {
+		e = d->sysview_err;
+		r = -1;
+		goto out;
+	}
+	if (!d->sysview_read || !v->subset)
+		return 0; /* every device given: the classes were not read */
 	probe = orh_sysview_host_probe();
-	r = orh_sysview_read(ctx->sysroot, &v, &e);
-
-	if (r < 0)
-		goto out;
-	orh_sysview_decide(&v, plan);
-	if (!v.subset)
-		goto out;
-	if (snprintf(dir, sizeof(dir), "%s/%s", ORH_SYSVIEW_DIR, v.id) >= (int)sizeof(dir)) {
+	if (snprintf(dir, sizeof(dir), "%s/%s", ORH_SYSVIEW_DIR, v->id) >= (int)sizeof(dir)) {
 		r = orh_fail(&e, ENAMETOOLONG, "'%s' is too long", ORH_SYSVIEW_DIR);
 		goto out;
 	}
 	/* the mounts first: a container whose /sys will not have the classes needs no
 	 * directory */
-	r = orh_sysview_spec_mounts(spec, &v, dir, &probe, &e);
-	if (r > 0 && orh_sysview_build(&v, ORH_SYSVIEW_DIR, dir, sizeof(dir), &e) < 0) {
+	r = orh_sysview_spec_mounts(spec, v, dir, &probe, &e);
+	if (r > 0 && orh_sysview_build(v, ORH_SYSVIEW_DIR, dir, sizeof(dir), &e) < 0) {
 		json_t *mounts = json_object_get(spec, "mounts");
 
 		for (int i = 0; i < r; i++)
@@ -142,7 +140,6 @@ out:
 	if (r < 0)
 		orh_strv_pushf(&res->warnings, "the sysfs view of the devices given is not made "
 			       "(/sys/class/infiniband* show every device of the node): %s", e.msg);
-	orh_sysview_free(&v);
 	return r < 0 ? 0 : r;
 }
 
@@ -227,11 +224,12 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 	memset(&sopts, 0, sizeof(sopts));
 	sopts.add_ipc_lock = ctx->cfg.add_ipc_lock;
 	sopts.warnings = &res->warnings;
+	sopts.memlock = &d->memlock;
 	sopts.nccl_hook = nccl_hook;
 	sopts.poststop_hook = poststop_hook;
 	r = orh_spec_apply_plan(spec, &d->plan, &sopts, &res->changes, err);
 	if (r >= 0) {
-		res->edits = r + add_sysview(ctx, spec, &d->plan, &d->inv, res);
+		res->edits = r + add_sysview(spec, d, res);
 		r = 0;
 	}
 	if (r >= 0 && (flags & ORH_SERVE_SNAPSHOT) && nccl_hook)

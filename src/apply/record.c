@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The record of what was done for one container (orh/record.h): built from values, the
- * checks of the container's own context, the parsing of /proc/<pid>/limits and stat, the
- * atomic write, whether its container is there, and the names of the state directories.
+ * parsing of /proc/<pid>/limits and stat, the atomic write, whether its container is
+ * there, and the names of the state directories.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,7 +41,7 @@ static json_t *strv_json(const struct orh_strv *sv)
 }
 
 /* The plan: the HCAs used, the GID index per port, the socket interface, each port's
- * reason, the nodes and the memlock it sets. */
+ * reason, the nodes and the memlock the decision sets. */
 static json_t *plan_json(const struct orh_decision *d, const char *netns_if)
 {
 	const struct orh_plan *p = &d->plan;
@@ -71,8 +71,8 @@ static json_t *plan_json(const struct orh_decision *d, const char *netns_if)
 		      "preset", orh_preset_name(p->preset),
 		      "socket_ifname", ifname ? ifname->value : "");
 	json_object_set_new(o, "netns_default_if", json_string(netns_if ? netns_if : ""));
-	if (p->set_memlock)
-		json_object_set_new(o, "memlock", limit_json(p->memlock));
+	if (d->memlock.set)
+		json_object_set_new(o, "memlock", limit_json(d->memlock.limit));
 	return o;
 }
 
@@ -242,136 +242,6 @@ void orh_record_spec(struct orh_record_in *rec, const json_t *spec)
 		rec->spec_memlock_set = true;
 		rec->spec_memlock = orh_json_get_u64(json_object_get(e, "soft"), &v) ? v : UINT64_MAX;
 	}
-}
-
-uint64_t orh_record_memlock_need(const struct orh_plan *plan)
-{
-	if (plan && plan->set_memlock && plan->memlock < ORH_MEMLOCK_NEED)
-		return plan->memlock;
-	return ORH_MEMLOCK_NEED;
-}
-
-bool orh_check_memlock(uint64_t soft, uint64_t need, char *out, size_t size)
-{
-	if (soft >= need)
-		return false;
-	snprintf(out, size,
-		 "memlock of the container's process is %" PRIu64 " bytes, below the %" PRIu64
-		 " that RDMA needs here (a hard limit the hook cannot raise: rootless, or "
-		 "capped by the engine or the spec); registering NCCL's buffers fails",
-		 soft, need);
-	return true;
-}
-
-bool orh_check_gid(const struct orh_decision *d, char *out, size_t size)
-{
-	const struct orh_plan *p = &d->plan;
-	bool roce = false;
-
-	if (!d->facts.own_netns || d->facts.n_addrs == 0)
-		return false;
-	for (size_t i = 0; i < p->n_ports; i++) {
-		if (!p->ports[i].used || p->ports[i].port->link_layer != ORH_LL_ETHERNET)
-			continue;
-		roce = true;
-		if (p->ports[i].gid_from_container)
-			return false;
-	}
-	if (!roce)
-		return false;
-	snprintf(out, size,
-		 "no RoCE port has a GID of the wanted kind for an address of the container's "
-		 "network namespace (its interface %s): RDMA traffic cannot use its address",
-		 d->facts.netns_default_if[0] ? d->facts.netns_default_if : "unknown");
-	return true;
-}
-
-/* Is dev one of those the spec gives, by its uverbs node's number? */
-static bool dev_given(const struct orh_container_facts *f, const struct orh_device *dev)
-{
-	for (size_t i = 0; dev->uverbs.present && i < f->n_devs; i++)
-		if (f->devs[i].major == dev->uverbs.major && f->devs[i].minor == dev->uverbs.minor)
-			return true;
-	return false;
-}
-
-bool orh_check_ports_down(const struct orh_decision *d, char *out, size_t size)
-{
-	const struct orh_plan *p = &d->plan;
-	size_t given = 0;
-	int n = 0;
-
-	out[0] = '\0';
-	for (size_t i = 0; i < p->n_ports; i++) {
-		const struct orh_port *port = p->ports[i].port;
-
-		if (!dev_given(&d->facts, p->ports[i].dev))
-			continue;
-		given++;
-		if (port->state == ORH_PORT_ACTIVE)
-			return false;
-		if (n >= 0 && (size_t)n < size)
-			n += snprintf(out + n, size - n, "%s%s:%u %s", n ? "; " : "every port of the "
-				      "devices the container was given is down: ",
-				      p->ports[i].dev->name, port->num,
-				      port->state_text[0] ? port->state_text : "unreadable");
-	}
-	if (!given)
-		out[0] = '\0';
-	return given > 0;
-}
-
-bool orh_check_gpudirect(bool holds_gpus, bool peermem, const char *kernel, char *out,
-			 size_t size)
-{
-	unsigned major = 0, minor = 0;
-
-	if (!holds_gpus || peermem)
-		return false;
-	if (kernel && sscanf(kernel, "%u.%u", &major, &minor) == 2 &&
-	    (major > 5 || (major == 5 && minor >= 12)))
-		return false;
-	snprintf(out, size,
-		 "GPUDirect RDMA unavailable: the container holds GPUs, the nvidia_peermem "
-		 "module is not loaded and the kernel (%s) is older than 5.12 (no dma-buf "
-		 "for RDMA): NCCL copies through host memory",
-		 kernel && *kernel ? kernel : "unknown");
-	return true;
-}
-
-static bool holds_gpus(const struct orh_container_facts *f)
-{
-	const char *v = f->nvidia_visible;
-
-	for (size_t i = 0; i < f->n_devs; i++)
-		if (f->devs[i].major == ORH_NVIDIA_MAJOR && f->devs[i].minor != 255)
-			return true;
-	return v && *v && strcmp(v, "void") && strcmp(v, "none");
-}
-
-/* The GPUDirect check's inputs through the sysroot: a peer-memory module loaded (the
- * version file of nvidia_peermem, or of the older nv_peer_mem's memory_peers entries, as
- * NCCL looks for them) and the kernel's release (proc/sys/kernel/osrelease). */
-bool orh_check_gpudirect_at(const char *sysroot, const struct orh_container_facts *f, char *msg,
-			    size_t size)
-{
-	static const char *const peer[] = { "sys/module/nvidia_peermem/version",
-					     "sys/kernel/mm/memory_peers/nv_mem/version",
-					     "sys/kernel/mm/memory_peers/nv_mem_nc/version" };
-	char path[PATH_MAX], kernel[128] = "";
-	bool peermem = false;
-
-	if (!holds_gpus(f))
-		return false; /* nothing read for a container without GPUs */
-	for (size_t i = 0; i < ORH_ARRAY_SIZE(peer); i++) {
-		snprintf(path, sizeof(path), "%s/%s", sysroot, peer[i]);
-		peermem |= access(path, F_OK) == 0;
-	}
-	snprintf(path, sizeof(path), "%s/proc/sys/kernel/osrelease", sysroot);
-	if (orh_read_file_at(AT_FDCWD, path, kernel, sizeof(kernel)) < 0)
-		return false;
-	kernel[strcspn(kernel, "\n")] = '\0';
-	return orh_check_gpudirect(true, peermem, kernel, msg, size);
 }
 
 static int parse_limit(const char *s, uint64_t *v)

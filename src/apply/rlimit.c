@@ -2,8 +2,8 @@
 /*
  * RLIMIT_MEMLOCK of the container's init. The runtime applies only the rlimit types the
  * spec lists, after the hooks ran, so a prlimit() on a type the spec leaves out survives
- * into the workload; when the spec lists RLIMIT_MEMLOCK, the user's value wins and the
- * caller does not call us.
+ * into the workload; when the spec lists RLIMIT_MEMLOCK, the user's value wins: the
+ * decision sets no memlock (orh_decision.memlock) and the caller does not call us.
  */
 #include <errno.h>
 #include <string.h>

@@ -110,7 +110,7 @@ bool orh_shimconf_memlock_short(const json_t *spec, const struct orh_decision *d
 
 	orh_record_spec(&rec, spec);
 	return rec.spec_memlock_set &&
-	       orh_check_memlock(rec.spec_memlock, orh_record_memlock_need(&d->plan), msg, size);
+	       orh_check_memlock(rec.spec_memlock, d->memlock.need, msg, size);
 }
 
 int orh_shimconf_record(const char *state_dir, const struct orh_shimconf_rec *in,
@@ -139,10 +139,10 @@ int orh_shimconf_record(const char *state_dir, const struct orh_shimconf_rec *in
 	json_t *j;
 	int r;
 
-	if (orh_check_gpudirect_at(in->sysroot, &in->d->facts, msg, sizeof(msg)))
-		orh_strv_pushf(warnings, "%s", msg);
-	if (orh_check_gid(in->d, msg, sizeof(msg)))
-		orh_strv_pushf(warnings, "%s", msg);
+	if (in->d->checks.gpudirect[0])
+		orh_strv_pushf(warnings, "%s", in->d->checks.gpudirect);
+	if (in->d->checks.gid[0])
+		orh_strv_pushf(warnings, "%s", in->d->checks.gid);
 	if (orh_shimconf_memlock_short(in->spec, in->d, msg, sizeof(msg)))
 		orh_strv_pushf(warnings, "%s", msg);
 	orh_record_spec(&rec, in->spec);

@@ -189,25 +189,23 @@ static int add_allow_rules(json_t *linux_, const struct orh_plan *plan,
 	return 0;
 }
 
-static int add_memlock(json_t *process, const struct orh_plan *plan,
+static int add_memlock(json_t *process, const struct orh_memlock_verdict *m,
 		       struct orh_spec_changes *ch, struct orh_err *err)
 {
 	json_t *rl = NULL, *e = NULL, *item = NULL;
 	size_t k = 0;
 	int r;
 
-	if (!plan->set_memlock)
-		return 0;
 	r = child(process, "rlimits", JSON_ARRAY, &rl, "process.rlimits", err);
 	if (r < 0)
 		return r;
 	json_array_foreach(rl, k, e)
 		if (str_eq(json_object_get(e, "type"), "RLIMIT_MEMLOCK"))
-			return 0; /* the user's (or the engine's) limit stands */
+			return 0; /* an earlier edit's: the same spec, edited again */
 	item = json_object();
 	if (!item || json_object_set_new(item, "type", json_string("RLIMIT_MEMLOCK")) < 0 ||
-	    json_object_set_new(item, "hard", orh_json_u64(plan->memlock)) < 0 ||
-	    json_object_set_new(item, "soft", orh_json_u64(plan->memlock)) < 0) {
+	    json_object_set_new(item, "hard", orh_json_u64(m->limit)) < 0 ||
+	    json_object_set_new(item, "soft", orh_json_u64(m->limit)) < 0) {
 		json_decref(item);
 		return orh_fail(err, ENOMEM, "config.json: adding to 'process.rlimits'");
 	}
@@ -426,11 +424,11 @@ int orh_spec_apply_plan(json_t *spec, const struct orh_plan *plan,
 		if (r < 0)
 			return r;
 	}
-	if (plan->set_memlock) {
+	if (opts && opts->memlock && opts->memlock->set) {
 		r = child(spec, "process", JSON_OBJECT, &process, "process", err);
 		if (r < 0)
 			return r;
-		r = add_memlock(process, plan, &ch, err);
+		r = add_memlock(process, opts->memlock, &ch, err);
 		if (r < 0)
 			return r;
 	}

@@ -32,10 +32,10 @@ static void explain_plan(const struct orh_ctx *ctx, const struct orh_decision *d
 	for (size_t i = 0; i < plan->n_nodes; i++)
 		fprintf(stderr, "# device %s c %u:%u\n", plan->nodes[i].path, plan->nodes[i].major,
 			plan->nodes[i].minor);
-	if (plan->set_memlock)
+	if (d->memlock.set)
 		fprintf(stderr, "# memlock: %s\n",
-			plan->memlock == ORH_MEMLOCK_UNLIMITED ? "unlimited" : "set");
-	else if (d->memlock_user)
+			d->memlock.limit == ORH_MEMLOCK_UNLIMITED ? "unlimited" : "set");
+	else if (d->memlock.user)
 		fprintf(stderr, "# memlock: the spec sets RLIMIT_MEMLOCK; left as given\n");
 	if (orh_plan_is_empty(plan) && d->asked && ctx->cfg.on_error == ORH_ON_ERROR_FAIL)
 		fprintf(stderr, "# no usable RDMA port: the container asked, and on_error = fail "

@@ -193,20 +193,20 @@ static void memlock_text(const struct hook *h, const struct orh_memlock_result *
 		 soft, hard);
 }
 
-/* The memlock step: the plan's limit applied to the container's process (the decision
- * leaves the limit out when the spec sets RLIMIT_MEMLOCK: the user's wins). `text` says
- * what was done, for the summary line ("" when nothing was to be done). */
+/* The memlock step: the decision's memlock applied to the container's process (none where
+ * the spec sets RLIMIT_MEMLOCK: the user's wins). `text` says what was done, for the
+ * summary line ("" when nothing was to be done). */
 static int apply_memlock(const struct hook *h, char *text, size_t size, struct orh_err *err)
 {
 	struct orh_memlock_result mres;
 	int r;
 
 	text[0] = '\0';
-	if (h->d.memlock_user)
+	if (h->d.memlock.user)
 		snprintf(text, size, "the spec sets RLIMIT_MEMLOCK; left as given");
-	if (!h->d.plan.set_memlock)
+	if (!h->d.memlock.set)
 		return 0;
-	r = orh_memlock_apply(&h->target, h->d.plan.memlock, &mres, err);
+	r = orh_memlock_apply(&h->target, h->d.memlock.limit, &mres, err);
 	if (r < 0)
 		return r;
 	memlock_text(h, &mres, text, size);
@@ -242,35 +242,33 @@ static size_t conf_settings(const struct hook *h, struct orh_env_entry *out)
 }
 
 /* A container given some of the node's devices sees only those in /sys/class/infiniband,
- * infiniband_verbs and infiniband_mad (orh/sysview.h): the view's directory, mounted over
- * each of them that its /sys has. One given every device is left as it is. */
+ * infiniband_verbs and infiniband_mad (orh/sysview.h; the decision's keep-set, d.sysview):
+ * the view's directory, mounted over each of them that its /sys has. One given every
+ * device is left as it is. */
 static int apply_sysview(struct hook *h, struct orh_sysview_result *vres, struct orh_err *err)
 {
-	struct orh_sysview v;
+	const struct orh_sysview *v = &h->d.sysview;
 	char dir[PATH_MAX];
 	int r;
 
 	memset(vres, 0, sizeof(*vres));
-	if (!h->d.have_plan || !orh_sysview_may_subset(&h->d.plan, &h->d.inv))
-		return 0; /* every device given: the classes are not read */
-	r = orh_sysview_read(h->ctx->sysroot, &v, err);
-	if (r < 0)
-		return r;
-	orh_sysview_decide(&v, &h->d.plan);
-	if (v.subset) {
-		r = orh_sysview_build(&v, ORH_SYSVIEW_DIR, dir, sizeof(dir), err);
-		if (r == 0) {
-			/* the record names it, and its state directory links to it */
-			memcpy(h->rec.sysfs_view, v.id, sizeof(h->rec.sysfs_view));
-			r = orh_sysview_mount(&h->target, h->rootfd, &v, dir, vres, err);
-		}
-		if (r == 0)
-			orh_log(LOG_INFO, "container %s: %s: sysfs view: %zu of %zu devices; %u of "
-				"/sys/class/infiniband* covered from '%s' (%u already, %u not in "
-				"its /sys)", cid(h), h->stage, v.kept_devs, v.all_devs,
-				vres->mounted, dir, vres->already, vres->missing);
+	if (h->d.sysview_err.code) {
+		*err = h->d.sysview_err;
+		return -h->d.sysview_err.code;
 	}
-	orh_sysview_free(&v);
+	if (!h->d.sysview_read || !v->subset)
+		return 0; /* every device given: the classes were not read */
+	r = orh_sysview_build(v, ORH_SYSVIEW_DIR, dir, sizeof(dir), err);
+	if (r == 0) {
+		/* the record names it, and its state directory links to it */
+		memcpy(h->rec.sysfs_view, v->id, sizeof(h->rec.sysfs_view));
+		r = orh_sysview_mount(&h->target, h->rootfd, v, dir, vres, err);
+	}
+	if (r == 0)
+		orh_log(LOG_INFO, "container %s: %s: sysfs view: %zu of %zu devices; %u of "
+			"/sys/class/infiniband* covered from '%s' (%u already, %u not in "
+			"its /sys)", cid(h), h->stage, v->kept_devs, v->all_devs,
+			vres->mounted, dir, vres->already, vres->missing);
 	return r;
 }
 
@@ -299,27 +297,24 @@ static void record_spec(struct hook *h)
 	orh_record_spec(&h->rec, h->spec);
 }
 
-/* Does the container hold GPUs: an NVIDIA device node (not nvidiactl) given, or
- * NVIDIA_VISIBLE_DEVICES naming some? */
 /* Will it work, in the container's own context: a warning in the log and the record for
- * each check that fails. Under on_error = fail a container that asked is refused where
- * its memlock is below the need; the GID and GPUDirect checks only warn. The memlock is
- * the spec's where it sets one (the runtime applies it after this hook), else the one
- * the container's process holds after the memlock step. */
+ * each check the decision found failing (orh_checks), then the memlock check, which
+ * refuses the container where the decision says so (memlock_refuses) and else warns. The
+ * memlock is the spec's where it sets one (the runtime applies it after this hook), else
+ * the one the container's process holds after the memlock step. */
 static int check_context(struct hook *h)
 {
-	char msg[ORH_ERR_MAX - 64];
+	char msg[ORH_CHECK_MAX];
 	struct orh_err err = { 0 };
 	bool known = h->rec.spec_memlock_set || h->rec.memlock_known;
 	uint64_t soft = h->rec.spec_memlock_set ? h->rec.spec_memlock : h->rec.memlock_soft_after;
 
-	if (orh_check_gpudirect_at(h->ctx->sysroot, &h->d.facts, msg, sizeof(msg)))
-		orh_strv_pushf(&h->rwarn, "%s", msg);
-	if (orh_check_gid(&h->d, msg, sizeof(msg)))
-		orh_strv_pushf(&h->rwarn, "%s", msg);
-	if (known && orh_check_memlock(soft, orh_record_memlock_need(&h->d.plan), msg,
-				       sizeof(msg))) {
-		if (h->ctx->cfg.on_error == ORH_ON_ERROR_FAIL && h->act == ORH_ACT_REQUESTED) {
+	if (h->d.checks.gpudirect[0])
+		orh_strv_pushf(&h->rwarn, "%s", h->d.checks.gpudirect);
+	if (h->d.checks.gid[0])
+		orh_strv_pushf(&h->rwarn, "%s", h->d.checks.gid);
+	if (known && orh_check_memlock(soft, h->d.memlock.need, msg, sizeof(msg))) {
+		if (h->d.checks.memlock_refuses) {
 			orh_fail(&err, EPERM, "%s", msg);
 			return failed_as(h, "memlock check", &err, NEXT_NONE);
 		}
@@ -742,7 +737,9 @@ static int run(struct hook *h)
 		char why[ORH_ERR_MAX - 64];
 
 		/* a container given devices whose ports are all down is told so */
-		if (!orh_check_ports_down(&h->d, why, sizeof(why)))
+		if (h->d.checks.ports_down[0])
+			snprintf(why, sizeof(why), "%s", h->d.checks.ports_down);
+		else
 			orh_plan_why_empty(&h->d.plan, why, sizeof(why));
 		/* a container that asked: on_error decides, as for a failed step */
 		if (h->act == ORH_ACT_REQUESTED) {

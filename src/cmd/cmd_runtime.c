@@ -211,7 +211,7 @@ static int write_conf(struct orh_ctx *ctx, const struct runtime_args *ra, int di
 	struct orh_err cerr = { 0 };
 	char msg[ORH_ERR_MAX - 64];
 
-	if (ctx->cfg.on_error == ORH_ON_ERROR_FAIL && res->d->act == ORH_ACT_REQUESTED &&
+	if (res->d->checks.memlock_refuses &&
 	    orh_shimconf_memlock_short(spec, res->d, msg, sizeof(msg)))
 		return orh_fail(err, EPERM, "%s", msg); /* the stage would refuse it */
 	if (orh_shimconf_write(dirfd, spec, &res->d->plan, rootfd, conf, &cerr) == 0)

@@ -65,6 +65,28 @@ static void held_gpus(const struct orh_node_view *node, struct orh_decision *d)
 	d->facts.gpus_held = held;
 }
 
+/* The memlock rule: rule 7's limit (the config's, for a container given something), unless
+ * the spec sets RLIMIT_MEMLOCK (the user's limit wins); never more than the applier can
+ * give (ceiling, 0: none), with a warning. The need the memlock check holds the container
+ * to: ORH_MEMLOCK_NEED, or the limit set where that is smaller. */
+static void decide_memlock(const struct orh_plan *plan, const struct orh_container_facts *f,
+			   uint64_t ceiling, struct orh_decision *d)
+{
+	struct orh_memlock_verdict *m = &d->memlock;
+
+	m->set = plan->set_memlock && !f->user_memlock;
+	m->user = plan->set_memlock && f->user_memlock;
+	m->limit = m->set ? plan->memlock : 0;
+	if (m->set && ceiling && (m->limit == ORH_MEMLOCK_UNLIMITED || m->limit > ceiling)) {
+		orh_strv_pushf(&d->warnings, "RLIMIT_MEMLOCK lowered to the hard limit %llu bytes: "
+			       "the runtime cannot raise it here (no CAP_SYS_RESOURCE in the "
+			       "initial user namespace)", (unsigned long long)ceiling);
+		m->limit = ceiling;
+		m->lowered = true;
+	}
+	m->need = m->set && m->limit < ORH_MEMLOCK_NEED ? m->limit : ORH_MEMLOCK_NEED;
+}
+
 int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *node,
 		    uint64_t memlock_ceiling, struct orh_decision *d, struct orh_err *err)
 {
@@ -87,18 +109,8 @@ int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *no
 		orh_strv_pushf(&d->warnings, "config.json: linux.devices lists more than %d "
 			       "character devices; %zu were not looked at", ORH_FACTS_MAX_DEVS,
 			       d->facts.n_devs_dropped);
-	/* memlock: the user's limit wins; never ask for more than the applier can give */
-	if (d->plan.set_memlock && d->facts.user_memlock) {
-		d->plan.set_memlock = false;
-		d->memlock_user = true;
-	}
-	if (d->plan.set_memlock && memlock_ceiling &&
-	    (d->plan.memlock == ORH_MEMLOCK_UNLIMITED || d->plan.memlock > memlock_ceiling)) {
-		orh_strv_pushf(&d->warnings, "RLIMIT_MEMLOCK lowered to the hard limit %llu bytes: "
-			       "the runtime cannot raise it here (no CAP_SYS_RESOURCE in the "
-			       "initial user namespace)", (unsigned long long)memlock_ceiling);
-		d->plan.memlock = memlock_ceiling;
-	}
+	decide_memlock(&d->plan, &d->facts, memlock_ceiling, d);
+	orh_decide_checks(cfg, node->gpudirect, d);
 	return 0;
 }
 
@@ -118,8 +130,23 @@ static bool restore_node(const struct orh_decide_in *in, const struct orh_discov
 	return true;
 }
 
+/* The sysfs view's keep-set: a container given some of the node's devices sees only those
+ * in the RDMA classes of sysfs; the classes are read for it (through the sysroot) only
+ * then. One given every device (or nothing) sees the host's, with nothing read. */
+static void decide_sysview(const char *sysroot, struct orh_decision *d)
+{
+	if (!orh_sysview_may_subset(&d->plan, &d->inv))
+		return;
+	if (orh_sysview_read(sysroot, &d->sysview, &d->sysview_err) < 0)
+		return;
+	d->sysview_read = true;
+	orh_sysview_decide(&d->sysview, &d->plan);
+}
+
 /* Read the node: from the caller's snapshot, else through the sysroot (discovery, and the
- * GPUs when a GPU subset is possible); then decide. */
+ * GPUs when a GPU subset is possible); what GPUDirect needs through the sysroot, for a
+ * container holding GPUs; then decide, and the sysfs view's keep-set last (the classes
+ * are read for a container given a subset only). */
 static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *out,
 			   struct orh_err *err)
 {
@@ -136,6 +163,7 @@ static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *
 		.gid_wanted = orh_plan_gid_wanted,
 	};
 	struct orh_gid_reader gids;
+	struct orh_gpudirect gd;
 	struct orh_err gerr = { 0 };
 	struct orh_node_view node = { .inv = &out->inv, .gids = &gids };
 	int r;
@@ -157,7 +185,14 @@ static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *
 		node.gpus = out->have_gpus ? &out->gpus : NULL;
 		node.gpus_error = out->gpus_error;
 	}
-	return orh_decide_node(cfg, &node, in->memlock_ceiling, out, err);
+	if (orh_facts_hold_gpus(&out->facts)) {
+		orh_gpudirect_read(sysroot, &gd);
+		node.gpudirect = &gd;
+	}
+	r = orh_decide_node(cfg, &node, in->memlock_ceiling, out, err);
+	if (r == 0)
+		decide_sysview(sysroot, out);
+	return r;
 }
 
 int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct orh_err *err)
@@ -217,6 +252,7 @@ void orh_decision_free(struct orh_decision *d)
 		orh_plan_free(&d->plan);
 		orh_inventory_free(&d->inv);
 	}
+	orh_sysview_free(&d->sysview);
 	orh_strv_free(&d->warnings);
 	memset(d, 0, sizeof(*d));
 }

@@ -109,3 +109,13 @@ bool orh_facts_name_gpus(const struct orh_container_facts *f)
 			return true;
 	return f->nvidia_visible;
 }
+
+bool orh_facts_hold_gpus(const struct orh_container_facts *f)
+{
+	const char *v = f->nvidia_visible;
+
+	for (size_t i = 0; i < f->n_devs; i++)
+		if (f->devs[i].major == ORH_NVIDIA_MAJOR && f->devs[i].minor != 255)
+			return true;
+	return v && *v && strcmp(v, "void") && strcmp(v, "none");
+}

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "sysfs.h"
 #include "orh/gpu.h"
@@ -444,6 +445,27 @@ int orh_discover_gpus(const char *sysroot, enum orh_gpu_scan scan, struct orh_gp
 				     out->v[j].bdf, out->v[i].bdf, out->v[i].minor);
 	}
 	return 0;
+}
+
+void orh_gpudirect_read(const char *sysroot, struct orh_gpudirect *g)
+{
+	static const char *const peer[] = { "sys/module/nvidia_peermem/version",
+					     "sys/kernel/mm/memory_peers/nv_mem/version",
+					     "sys/kernel/mm/memory_peers/nv_mem_nc/version" };
+	char path[PATH_MAX];
+
+	memset(g, 0, sizeof(*g));
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(peer); i++) {
+		snprintf(path, sizeof(path), "%s/%s", sysroot, peer[i]);
+		g->peermem |= access(path, F_OK) == 0;
+	}
+	snprintf(path, sizeof(path), "%s/proc/sys/kernel/osrelease", sysroot);
+	if (orh_read_file_at(AT_FDCWD, path, g->kernel, sizeof(g->kernel)) < 0) {
+		g->kernel[0] = '\0';
+		return;
+	}
+	g->kernel[strcspn(g->kernel, "\n")] = '\0';
+	g->read = true;
 }
 
 void orh_gpus_free(struct orh_gpus *g)

@@ -46,6 +46,9 @@ static const uint64_t memlocks[] = { 0, 64ULL << 20, ORH_MEMLOCK_UNLIMITED,
  * poststop hooks; 0xff: everything. */
 static void plan_of(unsigned sel, struct orh_plan *plan, struct orh_spec_opts *opts)
 {
+	static struct orh_memlock_verdict memlock;
+
+	memset(&memlock, 0, sizeof(memlock));
 	memset(plan, 0, sizeof(*plan));
 	memset(opts, 0, sizeof(*opts));
 	if ((sel >> 7) & 1) {
@@ -63,8 +66,9 @@ static void plan_of(unsigned sel, struct orh_plan *plan, struct orh_spec_opts *o
 	if (sel == 0xff) {
 		plan->nodes = nodes;
 		plan->n_nodes = ORH_ARRAY_SIZE(nodes);
-		plan->set_memlock = true;
-		plan->memlock = ORH_MEMLOCK_UNLIMITED;
+		memlock.set = true;
+		memlock.limit = ORH_MEMLOCK_UNLIMITED;
+		opts->memlock = &memlock;
 		plan->env = env;
 		plan->n_env = ORH_ARRAY_SIZE(env);
 		opts->add_ipc_lock = true;
@@ -74,8 +78,9 @@ static void plan_of(unsigned sel, struct orh_plan *plan, struct orh_spec_opts *o
 	plan->n_nodes = sel & 3;
 	if (plan->n_nodes > ORH_ARRAY_SIZE(nodes))
 		plan->n_nodes = ORH_ARRAY_SIZE(nodes);
-	plan->set_memlock = ((sel >> 2) & 3) != 0;
-	plan->memlock = memlocks[(sel >> 2) & 3];
+	memlock.set = ((sel >> 2) & 3) != 0;
+	memlock.limit = memlocks[(sel >> 2) & 3];
+	opts->memlock = &memlock;
 	plan->n_env = (sel >> 4) & 3;
 	plan->env = env + (ORH_ARRAY_SIZE(env) - plan->n_env);
 	opts->add_ipc_lock = (sel >> 6) & 1;
