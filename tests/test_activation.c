@@ -34,7 +34,7 @@ static int decide_env(enum orh_activation mode, bool request_env, const char *an
 	cfg.activation = mode;
 	cfg.request_env = request_env;
 	memset(facts, 0, sizeof(*facts));
-	r = orh_activation_decide(&cfg, a, e, res, facts, warnings, err);
+	r = orh_activation_decide(&cfg, a, e, res, NULL, facts, warnings, err);
 	if (a)
 		json_decref(a);
 	if (e)
@@ -216,7 +216,7 @@ Test(activation, a_pod_sandbox_is_never_served)
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&facts, 0, sizeof(facts));
 	facts.sandbox = true;
-	cr_assert_eq(orh_activation_decide(&cfg, a, NULL, &res, &facts, NULL, &err), 0);
+	cr_assert_eq(orh_activation_decide(&cfg, a, NULL, &res, NULL, &facts, NULL, &err), 0);
 	cr_assert_eq(res, ORH_ACT_SKIP, "not even when it asks");
 	json_decref(a);
 }
@@ -231,13 +231,13 @@ Test(activation, devices_mode_serves_containers_holding_rdma_nodes)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.activation = ORH_ACTIVATE_DEVICES;
 	memset(&facts, 0, sizeof(facts));
-	cr_assert_eq(orh_activation_decide(&cfg, NULL, NULL, &res, &facts, NULL, &err), 0);
+	cr_assert_eq(orh_activation_decide(&cfg, NULL, NULL, &res, NULL, &facts, NULL, &err), 0);
 	cr_assert_eq(res, ORH_ACT_SKIP);
 	facts.devs[facts.n_devs++] = (struct orh_devnum){ 195, 0 };
-	cr_assert_eq(orh_activation_decide(&cfg, NULL, NULL, &res, &facts, NULL, &err), 0);
+	cr_assert_eq(orh_activation_decide(&cfg, NULL, NULL, &res, NULL, &facts, NULL, &err), 0);
 	cr_assert_eq(res, ORH_ACT_SKIP, "a GPU alone is no RDMA device");
 	facts.devs[facts.n_devs++] = (struct orh_devnum){ 231, 193 };
-	cr_assert_eq(orh_activation_decide(&cfg, NULL, NULL, &res, &facts, NULL, &err), 0);
+	cr_assert_eq(orh_activation_decide(&cfg, NULL, NULL, &res, NULL, &facts, NULL, &err), 0);
 	cr_assert_eq(res, ORH_ACT_DEFAULT);
 }
 
@@ -539,7 +539,7 @@ Test(activation_env, a_pod_sandbox_is_never_served)
 	cfg.request_env = true;
 	memset(&facts, 0, sizeof(facts));
 	facts.sandbox = true;
-	cr_assert_eq(orh_activation_decide(&cfg, NULL, e, &res, &facts, NULL, &err), 0);
+	cr_assert_eq(orh_activation_decide(&cfg, NULL, e, &res, NULL, &facts, NULL, &err), 0);
 	cr_assert_eq(res, ORH_ACT_SKIP, "not even when its environment asks");
 	json_decref(e);
 }

@@ -118,6 +118,7 @@ Test(decide_ways, host_network_without_a_spec)
 	cr_assert_eq(decide(&w, &d, &err), 0, "%s", err.msg);
 	cr_assert_eq(d.act, ORH_ACT_DEFAULT);
 	cr_assert_str_eq(d.why, "a container on the host network");
+	cr_assert_eq(d.activation.reason, ORH_WHY_HOST);
 	cr_assert_not(d.asked);
 	assert_served(&d, ALL_PORTS, 9);
 	cr_assert_str_eq(plan_value(&d.plan, "NCCL_SOCKET_IFNAME"), "=eth0");
@@ -133,6 +134,7 @@ Test(decide_ways, a_cdi_device_is_the_request)
 	cr_assert_eq(decide(&w, &d, &err), 0, "%s", err.msg);
 	cr_assert_eq(d.act, ORH_ACT_REQUESTED);
 	cr_assert_str_eq(d.why, "the container was given a device of the CDI spec");
+	cr_assert_eq(d.activation.reason, ORH_WHY_CDI);
 	assert_served(&d, ALL_PORTS, 9);
 	orh_decision_free(&d);
 }
@@ -149,6 +151,7 @@ Test(decide_ways, not_activated_reads_neither_the_container_nor_the_node)
 	cr_assert_eq(decide(&w, &d, &err), 0, "%s", err.msg);
 	cr_assert_eq(d.act, ORH_ACT_SKIP);
 	cr_assert_str_eq(d.why, "activation = annotation, and the container did not ask");
+	cr_assert_eq(d.activation.reason, ORH_WHY_NOT_ASKED);
 	cr_assert_eq(cb.calls, 0, "the container's facts were read for a container left alone");
 	cr_assert_not(d.have_plan);
 	orh_decision_free(&d);
@@ -193,6 +196,7 @@ Test(decide_ways, each_failing_step_is_named)
 	cr_assert_lt(decide(&request, &d, &err), 0);
 	cr_assert_str_eq(d.step, "the request");
 	cr_assert_str_eq(d.why, "a bad request");
+	cr_assert_eq(d.activation.reason, ORH_WHY_BAD_REQUEST);
 	cr_assert_eq(d.act, ORH_ACT_REQUESTED, "a bad value counts as asking (on_error = fail)");
 	cr_assert(strstr(err.msg, "oci-rdma-hook/enable"), "%s", err.msg);
 	orh_decision_free(&d);
@@ -242,6 +246,7 @@ Test(decide_ways, a_pod_sandbox_is_never_served)
 	cr_assert_eq(decide(&w, &d, &err), 0, "%s", err.msg);
 	cr_assert_eq(d.act, ORH_ACT_SKIP);
 	cr_assert_str_eq(d.why, "a Kubernetes pod sandbox: never served");
+	cr_assert_eq(d.activation.reason, ORH_WHY_SANDBOX);
 	cr_assert_not(d.have_plan);
 	orh_decision_free(&d);
 }
@@ -297,6 +302,8 @@ Test(decide_ways, a_container_holding_uverbs3_gets_its_port)
 	cr_assert_eq(decide(&w, &d, &err), 0, "%s", err.msg);
 	cr_assert_eq(d.act, ORH_ACT_REQUESTED);
 	cr_assert_str_eq(d.why, "the container asked (OCI_RDMA_HOOK_ENABLE=true in process.env)");
+	cr_assert_eq(d.activation.reason, ORH_WHY_ASKED);
+	cr_assert(d.activation.by_env);
 	/* rule 8: its own device's port, its node and rdma_cm */
 	assert_served(&d, "=mlx5_3:1", 2);
 	orh_decision_free(&d);

@@ -87,7 +87,8 @@ struct orh_checks {
 
 struct orh_decision {
 	enum orh_activation_result act;
-	char why[192];                    /* why it is activated or not */
+	struct orh_activation_why activation; /* why it is activated or not: the reason */
+	char why[192];                    /* its sentence (orh_activation_sentence) */
 	bool asked;                       /* it asked: orh_activation_asked() */
 	struct orh_container_facts facts;
 	struct orh_inventory inv;         /* when have_plan */

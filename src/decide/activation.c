@@ -171,19 +171,34 @@ bool orh_activation_asked(const struct orh_config *cfg, const json_t *annotation
 	return asked;
 }
 
+/* What a container that request_scope = allocated leaves out holds. */
+static enum orh_activation_held held_of(const struct orh_container_facts *facts)
+{
+	if (facts && orh_facts_hold_rdma(facts))
+		return ORH_HELD_NO_UVERBS;
+	if (facts && orh_facts_name_gpus(facts))
+		return ORH_HELD_GPUS_ONLY;
+	return ORH_HELD_NO_RDMA;
+}
+
 int orh_activation_decide(const struct orh_config *cfg, const json_t *annotations,
 			  const json_t *env, enum orh_activation_result *out,
-			  struct orh_container_facts *facts, struct orh_strv *warnings,
-			  struct orh_err *err)
+			  struct orh_activation_why *why, struct orh_container_facts *facts,
+			  struct orh_strv *warnings, struct orh_err *err)
 {
+	struct orh_activation_why w = { .reason = ORH_WHY_NOT_ASKED };
 	struct request_field enable, preset;
 	enum orh_activation_result res = ORH_ACT_SKIP;
 	enum orh_preset p = ORH_PRESET_AUTO;
 	int r;
 
 	*out = ORH_ACT_SKIP;
-	if (facts && facts->sandbox)
-		return 0; /* a pod's sandbox (pause) container: never served, in every mode */
+	if (why)
+		*why = (struct orh_activation_why){ .reason = ORH_WHY_BAD_REQUEST };
+	if (facts && facts->sandbox) {
+		w.reason = ORH_WHY_SANDBOX;
+		goto done; /* a pod's sandbox (pause) container: never served, in every mode */
+	}
 	r = check_request_inputs(&annotations, &env, err);
 	if (r < 0)
 		return r;
@@ -192,20 +207,29 @@ int orh_activation_decide(const struct orh_config *cfg, const json_t *annotation
 			      &enable, warnings, err);
 	if (r < 0)
 		return r;
-	if (enable.set && strcmp(enable.value, "false") == 0)
-		return 0; /* an opt-out always wins, whatever else is asked for */
+	w.by_env = enable.from_env;
+	if (enable.set && strcmp(enable.value, "false") == 0) {
+		w.reason = ORH_WHY_OPTED_OUT;
+		goto done; /* an opt-out always wins, whatever else is asked for */
+	}
 	if (enable.set && strcmp(enable.value, "true") != 0)
 		return orh_fail(err, EINVAL, "%s '%s': value '%s' is neither 'true' nor 'false'",
 				field_kind(&enable), enable.name, enable.value);
 
-	if (enable.set)
+	if (enable.set) {
 		res = ORH_ACT_REQUESTED;
-	else if (cfg->activation == ORH_ACTIVATE_ALWAYS)
+		w.reason = ORH_WHY_ASKED;
+	} else if (cfg->activation == ORH_ACTIVATE_ALWAYS) {
 		res = ORH_ACT_DEFAULT;
-	else if (cfg->activation == ORH_ACTIVATE_DEVICES && facts && orh_facts_hold_rdma(facts))
+		w.reason = ORH_WHY_ALWAYS;
+	} else if (cfg->activation == ORH_ACTIVATE_DEVICES && facts && orh_facts_hold_rdma(facts)) {
 		res = ORH_ACT_DEFAULT; /* a device plugin (or --device, CDI) gave it RDMA nodes */
-	else
-		return 0;
+		w.reason = ORH_WHY_DEVICES;
+	} else {
+		w.reason = cfg->activation == ORH_ACTIVATE_DEVICES ? ORH_WHY_NO_DEVICES
+								   : ORH_WHY_NOT_ASKED;
+		goto done;
+	}
 	/* request_scope = allocated: only a container that was allocated an HCA (its uverbs
 	 * node, rule 8 then keeps the plan to it); a request neither serves nor widens */
 	if (cfg->request_scope == ORH_SCOPE_ALLOCATED && !(facts && orh_facts_hold_uverbs(facts))) {
@@ -214,7 +238,11 @@ int orh_activation_decide(const struct orh_config *cfg, const json_t *annotation
 				       "and the container holds no uverbs node (no HCA was "
 				       "allocated to it); it starts unchanged", field_kind(&enable),
 				       enable.name);
-		return 0;
+		w.reason = w.reason == ORH_WHY_ASKED    ? ORH_WHY_SCOPE_ASKED
+			 : w.reason == ORH_WHY_ALWAYS ? ORH_WHY_SCOPE_ALWAYS
+						      : ORH_WHY_SCOPE_DEVICES;
+		w.held = held_of(facts);
+		goto done;
 	}
 
 	r = request_field_get(cfg, annotations, ORH_ANNOTATION_PRESET, env, ORH_ENV_PRESET,
@@ -231,64 +259,54 @@ int orh_activation_decide(const struct orh_config *cfg, const json_t *annotation
 		}
 	}
 	*out = res;
+done:
+	if (why)
+		*why = w;
 	return 0;
 }
 
-/* A container that activation would serve, left out by request_scope = allocated: it
- * holds no uverbs node. Into d->why; false when that is not why. */
-static bool scope_why(const struct orh_decide_in *in, struct orh_decision *d, const char *asked)
+/* The sentences of the reasons, by reason; those of request_scope end in what the
+ * container holds (held_text), the asked ones come in the annotation's form and the
+ * variable's. */
+static const char *const why_text[] = {
+	[ORH_WHY_NOT_ASKED] = "activation = annotation, and the container did not ask",
+	[ORH_WHY_CDI] = "the container was given a device of the CDI spec",
+	[ORH_WHY_SANDBOX] = "a Kubernetes pod sandbox: never served",
+	[ORH_WHY_ASKED] = "the container asked (" ORH_ANNOTATION_ENABLE "=true)",
+	[ORH_WHY_DEVICES] = "activation = devices, and the container holds RDMA device nodes",
+	[ORH_WHY_HOST] = "a container on the host network",
+	[ORH_WHY_ALWAYS] = "activation = always",
+	[ORH_WHY_OPTED_OUT] = "the container opted out (" ORH_ANNOTATION_ENABLE "=false)",
+	[ORH_WHY_SCOPE_ASKED] = "the container asked (" ORH_ANNOTATION_ENABLE "=true), but "
+				"request_scope = allocated and it holds ",
+	[ORH_WHY_SCOPE_ALWAYS] = "activation = always, but request_scope = allocated and the "
+				 "container holds ",
+	[ORH_WHY_SCOPE_DEVICES] = "activation = devices, but request_scope = allocated and the "
+				  "container holds ",
+	[ORH_WHY_NO_DEVICES] = "activation = devices, and the container holds no RDMA device node",
+	[ORH_WHY_BAD_REQUEST] = "a bad request",
+};
+static const char *const why_env_text[] = {
+	[ORH_WHY_ASKED] = "the container asked (" ORH_ENV_ENABLE "=true in process.env)",
+	[ORH_WHY_OPTED_OUT] = "the container opted out (" ORH_ENV_ENABLE "=false in process.env)",
+	[ORH_WHY_SCOPE_ASKED] = "the container asked (" ORH_ENV_ENABLE "=true in process.env), "
+				"but request_scope = allocated and it holds ",
+};
+static const char *const held_text[] = {
+	[ORH_HELD_NO_RDMA] = "no RDMA device node",
+	[ORH_HELD_NO_UVERBS] = "no uverbs node (umad and issm nodes are no HCA)",
+	[ORH_HELD_GPUS_ONLY] = "no RDMA device node (GPUs alone give no NIC: rule 9 does not "
+			       "apply)",
+};
+
+void orh_activation_sentence(const struct orh_activation_why *why, char *out, size_t size)
 {
-	const struct orh_config *cfg = in->cfg;
-	const char *held = "no RDMA device node";
+	const char *t = why->by_env && (size_t)why->reason < ORH_ARRAY_SIZE(why_env_text) &&
+			why_env_text[why->reason] ? why_env_text[why->reason]
+						  : why_text[why->reason];
 
-	if (d->act != ORH_ACT_SKIP || cfg->request_scope != ORH_SCOPE_ALLOCATED ||
-	    orh_facts_hold_uverbs(&d->facts))
-		return false;
-	if (orh_facts_hold_rdma(&d->facts))
-		held = "no uverbs node (umad and issm nodes are no HCA)";
-	else if (orh_facts_name_gpus(&d->facts))
-		held = "no RDMA device node (GPUs alone give no NIC: rule 9 does not apply)";
-	if (d->asked)
-		snprintf(d->why, sizeof(d->why), "%s, but request_scope = allocated and it holds %s",
-			 asked, held);
-	else if (cfg->activation == ORH_ACTIVATE_ALWAYS)
-		snprintf(d->why, sizeof(d->why), "activation = always, but request_scope = "
-			 "allocated and the container holds %s", held);
-	else if (cfg->activation == ORH_ACTIVATE_DEVICES && orh_facts_hold_rdma(&d->facts))
-		snprintf(d->why, sizeof(d->why), "activation = devices, but request_scope = "
-			 "allocated and the container holds %s", held);
+	if (why->reason >= ORH_WHY_SCOPE_ASKED && why->reason <= ORH_WHY_SCOPE_DEVICES)
+		snprintf(out, size, "%s%s", t, held_text[why->held]);
 	else
-		return false;
-	return true;
+		snprintf(out, size, "%s", t);
 }
-
-void orh_activation_why(const struct orh_decide_in *in, struct orh_decision *d,
-		       const char *by)
-{
-	bool env = by && !strcmp(by, ORH_ENV_ENABLE);
-	const char *asked = env ? "the container asked (" ORH_ENV_ENABLE "=true in process.env)"
-				: "the container asked (" ORH_ANNOTATION_ENABLE "=true)";
-	const char *w;
-
-	if (in->requested)
-		w = "the container was given a device of the CDI spec";
-	else if (d->facts.sandbox)
-		w = "a Kubernetes pod sandbox: never served";
-	else if (d->act == ORH_ACT_REQUESTED)
-		w = asked;
-	else if (d->act == ORH_ACT_DEFAULT && in->cfg->activation == ORH_ACTIVATE_DEVICES)
-		w = "activation = devices, and the container holds RDMA device nodes";
-	else if (d->act == ORH_ACT_DEFAULT)
-		w = !in->spec ? "a container on the host network" : "activation = always";
-	else if (by && !d->asked)
-		w = env ? "the container opted out (" ORH_ENV_ENABLE "=false in process.env)"
-			: "the container opted out (" ORH_ANNOTATION_ENABLE "=false)";
-	else if (scope_why(in, d, asked))
-		return;
-	else if (in->cfg->activation == ORH_ACTIVATE_DEVICES)
-		w = "activation = devices, and the container holds no RDMA device node";
-	else
-		w = "activation = annotation, and the container did not ask";
-	snprintf(d->why, sizeof(d->why), "%s", w);
-}
-

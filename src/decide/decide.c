@@ -198,7 +198,6 @@ static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *
 int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct orh_err *err)
 {
 	const json_t *annotations = NULL, *env = NULL;
-	const char *by = NULL;
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -208,23 +207,27 @@ int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct 
 			annotations = in->state_annotations;
 		env = orh_spec_env(in->spec);
 		orh_container_facts_read(in->spec, in->state_annotations, &out->facts);
-		by = orh_activation_enable_field(in->cfg, annotations, env, &out->asked);
+		orh_activation_enable_field(in->cfg, annotations, env, &out->asked);
 	}
 	if (in->requested) {
 		out->act = ORH_ACT_REQUESTED;
+		out->activation.reason = ORH_WHY_CDI;
 	} else if (!in->spec) {
+		/* a container on the host network that asked for nothing (env, detect, cdi) */
 		out->act = ORH_ACT_DEFAULT;
+		out->activation.reason = in->cfg->activation == ORH_ACTIVATE_DEVICES
+						 ? ORH_WHY_DEVICES : ORH_WHY_HOST;
 	} else {
-		r = orh_activation_decide(in->cfg, annotations, env, &out->act, &out->facts,
-					  &out->warnings, err);
+		r = orh_activation_decide(in->cfg, annotations, env, &out->act, &out->activation,
+					  &out->facts, &out->warnings, err);
 		if (r < 0) {
 			out->act = ORH_ACT_REQUESTED; /* it tried to ask */
-			snprintf(out->why, sizeof(out->why), "a bad request");
+			orh_activation_sentence(&out->activation, out->why, sizeof(out->why));
 			out->step = "the request";
 			return r;
 		}
 	}
-	orh_activation_why(in, out, by);
+	orh_activation_sentence(&out->activation, out->why, sizeof(out->why));
 	if (out->act == ORH_ACT_SKIP)
 		return 0;
 

@@ -186,7 +186,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	orh_config_defaults(&cfg);
 	orh_activation_decide(&cfg, json_object_get(spec, "annotations"), orh_spec_env(spec), &act,
-			      &facts, &warnings, &err);
+			      NULL, &facts, &warnings, &err);
 	orh_activation_asked(&cfg, json_object_get(spec, "annotations"), orh_spec_env(spec));
 	orh_strv_free(&warnings);
 	orh_spec_env_has(spec, "NCCL_IB_HCA");

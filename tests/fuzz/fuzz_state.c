@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (orh_oci_state_parse((const char *)data, size, &st, &err) == 0) {
 		orh_config_defaults(&cfg);
-		orh_activation_decide(&cfg, st.annotations, NULL, &act, &facts, NULL, &err);
+		orh_activation_decide(&cfg, st.annotations, NULL, &act, NULL, &facts, NULL, &err);
 		orh_config_free(&cfg);
 		orh_oci_state_free(&st);
 	} else if (err.msg[0] == '\0') {
