@@ -55,7 +55,9 @@ dump() {
 cri_loads() {
 	local bin=$1 ctr=$2 root=$3 t pid rc=1
 	t=$(mktemp -d "$WORK/cd.XXXXXX")
-	on_node "$root" "$bin" --config /etc/containerd/config.toml --root "$t/root" \
+	# (unshare and then bash exec: $! is containerd's own pid, which the kill below ends)
+	unshare -m bash -c 'mount --make-rprivate / && mount --bind "$0/etc" /etc && exec "$@"' \
+		"$root" "$bin" --config /etc/containerd/config.toml --root "$t/root" \
 		--state "$t/state" --address "$t/sock" >"$t/log" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 100); do
@@ -72,6 +74,8 @@ cri_loads() {
 	fi
 	kill "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
+	# no containerd of this start is left running
+	! pgrep -f -- "--address $t/sock" >/dev/null || { echo "# containerd on $t still runs"; rc=1; }
 	return $rc
 }
 # handler_in DUMPTEXT NAME: the merged config has runtime handler NAME, once
