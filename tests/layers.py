@@ -41,6 +41,7 @@ HEADERS = {
     'orh/config.h': 'node',
     'orh/gpu.h': 'node',
     'orh/snapshot.h': 'node',
+    'orh/node.h': 'node',
     'orh/sysclass.h': 'node',
     'orh/verbs.h': 'node',
     'orh/plan.h': 'decide',

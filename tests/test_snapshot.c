@@ -112,7 +112,8 @@ static void same_records(const struct orh_decision *want, const struct orh_decis
 /* The snapshot the shim writes, through text as the stage reads it. */
 static json_t *handed_over(const struct orh_decision *d)
 {
-	json_t *snap = orh_snapshot_build(&d->inv, d->have_gpus ? &d->gpus : NULL, d->gpus_error);
+	json_t *snap = orh_snapshot_build(&d->node.inv, d->node.have_gpus ? &d->node.gpus : NULL,
+					    d->node.gpus_error);
 	char *text = json_dumps(snap, JSON_COMPACT);
 	json_t *back = json_loads(text, 0, NULL);
 
@@ -135,10 +136,10 @@ static void same_from_snapshot(const char *node, const char *visible, struct net
 	cr_assert(read.have_plan, "%s: no plan", node);
 	snap = handed_over(&read);
 	decide(root, spec, stage, snap, &restored);
-	cr_assert(restored.from_snapshot, "%s: the snapshot was not used", node);
+	cr_assert(restored.node.from_snapshot, "%s: the snapshot was not used", node);
 	if (no_reads)
-		cr_assert_eq(orh_inventory_reads(&restored.inv), 0,
-			     "%s: the stage read %lu files", node, orh_inventory_reads(&restored.inv));
+		cr_assert_eq(orh_inventory_reads(&restored.node.inv), 0,
+			     "%s: the stage read %lu files", node, orh_inventory_reads(&restored.node.inv));
 	/* what a decision that reads the node with the stage's facts decides */
 	decide(root, spec, stage, NULL, &direct);
 	snprintf(what, sizeof(what), "%s (%s)", node, visible ? visible : "no GPUs");
@@ -199,7 +200,7 @@ Test(snapshot, a_bad_field_is_named_and_the_node_is_read)
 	at[8] = 'x';
 	json_object_set_new(snap, "node", json_string(text));
 	decide(root, spec, &n, snap, &restored);
-	cr_assert_not(restored.from_snapshot);
+	cr_assert_not(restored.node.from_snapshot);
 	cr_assert(restored.have_plan);
 	for (size_t i = 0; i < restored.warnings.n; i++)
 		named |= strstr(restored.warnings.v[i], "node.json: line ") &&

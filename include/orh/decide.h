@@ -2,11 +2,11 @@
 /*
  * The one decision (src/decide/decide.c): what a container on this node gets, for
  * every way in — the live hook and its nccl-conf and cdi-* stages, precreate, the shim,
- * cdi, env and detect. Each caller hands in what it knows; the decision reads the node
- * (discovery, through the sysroot, or the snapshot of an earlier decision for the same
- * container: the shim's, for its nccl-conf stage) and nothing of the container but what
- * the caller's callback reads, and only once the container is activated. Appliers apply
- * the result.
+ * cdi, env and detect. Each caller hands in what it knows; orh_decide() takes its steps:
+ * activation, the container's facts (the caller's callback), once it is activated; the
+ * node read (orh_node_read(), orh/node.h: discovery through the sysroot, or the snapshot
+ * of an earlier decision for the same container, the shim's, for its nccl-conf stage);
+ * then the decision from what was read (orh_decide_node()). Appliers apply the result.
  */
 #ifndef ORH_DECIDE_H
 #define ORH_DECIDE_H
@@ -19,6 +19,7 @@
 #include "orh/inventory.h"
 #include "orh/activation.h"
 #include "orh/config.h"
+#include "orh/node.h"
 #include "orh/oci.h"
 #include "orh/plan.h"
 #include "orh/sysview_decide.h"
@@ -91,9 +92,10 @@ struct orh_decision {
 	char why[192];                    /* its sentence (orh_activation_sentence) */
 	bool asked;                       /* it asked: orh_activation_asked() */
 	struct orh_container_facts facts;
-	struct orh_inventory inv;         /* when have_plan */
-	struct orh_plan plan;             /* when have_plan (points into inv) */
-	bool have_plan;                   /* the node was read: inv and plan are the decision's */
+	/* the node as orh_node_read() read it, the decision's input (when have_plan) */
+	struct orh_node node;
+	struct orh_plan plan;             /* when have_plan (points into node.inv) */
+	bool have_plan;                   /* the node was read: node and plan are the decision's */
 	/* the memlock every applier applies (when have_plan); plan.set_memlock and plan.memlock
 	 * are rule 7's, the config's limit for a container given something */
 	struct orh_memlock_verdict memlock;
@@ -107,8 +109,9 @@ struct orh_decision {
 	struct orh_sysview sysview;
 	bool sysview_read;
 	struct orh_err sysview_err;
-	/* the activation's warnings, then discovery's (the inventory's, then the GPUs'), then
-	 * the plan's, then the decision's own */
+	/* the activation's warnings, then the node read's (a snapshot not used), then
+	 * discovery's (the inventory's, then the GPUs'), then the plan's, then the decision's
+	 * own */
 	struct orh_strv warnings;
 	/* on failure, the step: "the request" (a bad oci-rdma-hook/ annotation or
 	 * OCI_RDMA_HOOK_ variable), "container" (the callback), "discovery" */
@@ -116,17 +119,11 @@ struct orh_decision {
 	/* the GPUs the container holds, when a subset of the node's (facts.gpus_held points
 	 * here; rule 9) */
 	bool *gpus_held;
-	/* the node's GPUs, when they were read (facts.gpus points here), else why not
-	 * (gpus_error, or NULL: not needed) */
-	struct orh_gpus gpus;
-	bool have_gpus;
-	char *gpus_error;
-	bool from_snapshot;               /* the node came from in->snapshot */
 };
 
 /*
- * The node as the decision sees it: read once (orh_decide reads it through the sysroot),
- * then only looked at.
+ * The node as the decision sees it: read once (orh_node_read(), or built in memory by a
+ * test), then only looked at.
  */
 struct orh_node_view {
 	const struct orh_inventory *inv;
@@ -140,10 +137,10 @@ struct orh_node_view {
 };
 
 /* The decision for an activated container from what was read: the GPUs the container
- * holds (rule 9's input), the plan, every warning (node->inv's first),
- * the memlock verdict (d->memlock: the user's limit wins; never more than memlock_ceiling,
- * 0: no ceiling) and the checks' (d->checks). d->facts is its input, filled by the activation step; d->plan points into
- * node->inv. Reads nothing but GID entries, through node->gids. */
+ * holds (rule 9's input), the plan, every warning (node->inv's first), the memlock verdict
+ * (d->memlock: the user's limit wins; never more than memlock_ceiling, 0: no ceiling) and
+ * the checks' (d->checks). d->facts is its input, filled by the activation step; d->plan
+ * points into node->inv. Reads nothing but GID entries, through node->gids. */
 int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *node,
 		    uint64_t memlock_ceiling, struct orh_decision *d, struct orh_err *err);
 

@@ -159,7 +159,8 @@ static int stage_hooks(const struct orh_ctx *ctx, unsigned flags, json_t **nccl_
  * container's network where it was read by its path (na, or NULL). */
 static json_t *snapshot_of(const struct orh_decision *d, const struct netns_arg *na)
 {
-	json_t *snap = orh_snapshot_build(&d->inv, d->have_gpus ? &d->gpus : NULL, d->gpus_error);
+	json_t *snap = orh_snapshot_build(&d->node.inv, d->node.have_gpus ? &d->node.gpus : NULL,
+					    d->node.gpus_error);
 
 	if (na && na->read) /* the container's network, for a stage that is in the same one */
 		json_object_set_new(snap, "netns", orh_handoff_netns_json(&na->st, &d->facts));

@@ -331,17 +331,17 @@ int orh_cmd_detect(struct orh_ctx *ctx, int argc, char **argv)
 		return ORH_EXIT_FAIL;
 	}
 	if (json) {
-		json_t *root = inventory_json(&ctx->cfg, &d.inv, &d.plan, &gpus);
+		json_t *root = inventory_json(&ctx->cfg, &d.node.inv, &d.plan, &gpus);
 		if (verbs)
-			json_object_set_new(root, "verbs", orh_verbs_compare_json(&d.inv));
+			json_object_set_new(root, "verbs", orh_verbs_compare_json(&d.node.inv));
 		json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		putchar('\n');
 		json_decref(root);
 	} else {
-		print_table(&d.inv, &d.plan);
-		print_gpus(ctx->cfg.nic_affinity, &d.inv, &d.plan, &gpus);
+		print_table(&d.node.inv, &d.plan);
+		print_gpus(ctx->cfg.nic_affinity, &d.node.inv, &d.plan, &gpus);
 		if (verbs)
-			orh_verbs_compare_print(&d.inv, stdout);
+			orh_verbs_compare_print(&d.node.inv, stdout);
 		for (size_t i = 0; i < d.warnings.n; i++)
 			fprintf(stderr, "warning: %s\n", d.warnings.v[i]);
 		for (size_t i = 0; i < gpus.warnings.n; i++)

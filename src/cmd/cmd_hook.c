@@ -685,8 +685,8 @@ static int decide(struct hook *h, struct orh_err *err)
 	 * but the container callback's */
 	record_step(h, "node and plan", t0 + h->container_ms);
 	h->act = h->d.act;
-	h->rec.node_from = h->d.from_snapshot ? h->snap_path : NULL;
-	h->rec.shim_ms = h->d.from_snapshot ? json_object_get(h->snap, "shim_ms") : NULL;
+	h->rec.node_from = h->d.node.from_snapshot ? h->snap_path : NULL;
+	h->rec.shim_ms = h->d.node.from_snapshot ? json_object_get(h->snap, "shim_ms") : NULL;
 	return r;
 }
 

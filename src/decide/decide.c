@@ -7,7 +7,6 @@
 #include "orh/activation.h"
 #include "orh/decide.h"
 #include "orh/gpu.h"
-#include "orh/snapshot.h"
 
 static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 {
@@ -114,28 +113,12 @@ int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *no
 	return 0;
 }
 
-/* The node from the caller's snapshot; false (with a warning) when it cannot be used. */
-static bool restore_node(const struct orh_decide_in *in, const struct orh_discover_opts *opts,
-			 struct orh_decision *out)
-{
-	struct orh_err serr = { 0 };
-
-	if (orh_snapshot_restore(in->snapshot, in->snapshot_what ? in->snapshot_what : "snapshot",
-				 opts, &out->inv, &out->gpus, &out->have_gpus, &out->gpus_error,
-				 &serr) < 0) {
-		orh_strv_pushf(&out->warnings, "%s; the node is read instead", serr.msg);
-		return false;
-	}
-	out->from_snapshot = true;
-	return true;
-}
-
 /* The sysfs view's keep-set: a container given some of the node's devices sees only those
  * in the RDMA classes of sysfs; the classes are read for it (through the sysroot) only
  * then. One given every device (or nothing) sees the host's, with nothing read. */
 static void decide_sysview(const char *sysroot, struct orh_decision *d)
 {
-	if (!orh_sysview_may_subset(&d->plan, &d->inv))
+	if (!orh_sysview_may_subset(&d->plan, &d->node.inv))
 		return;
 	if (orh_sysview_read(sysroot, &d->sysview, &d->sysview_err) < 0)
 		return;
@@ -143,52 +126,47 @@ static void decide_sysview(const char *sysroot, struct orh_decision *d)
 	orh_sysview_decide(&d->sysview, &d->plan);
 }
 
-/* Read the node: from the caller's snapshot, else through the sysroot (discovery, and the
- * GPUs when a GPU subset is possible); what GPUDirect needs through the sysroot, for a
- * container holding GPUs; then decide, and the sysfs view's keep-set last (the classes
- * are read for a container given a subset only). */
+/* Read the node (orh_node_read(): from the caller's snapshot, else through the sysroot;
+ * the GPUs when a GPU subset is possible; what GPUDirect needs, for a container holding
+ * GPUs); then decide from it, and the sysfs view's keep-set last (the classes are read
+ * for a container given a subset only). */
 static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *out,
 			   struct orh_err *err)
 {
 	const struct orh_config *cfg = in->cfg;
 	const char *sysroot = in->sysroot ? in->sysroot : "/";
 	bool gpus = gpus_matter(cfg, &out->facts);
-	struct orh_discover_opts opts = {
-		.sysroot = sysroot,
-		.gid_scan = in->scan,
-		.want = { .family = cfg->gid_family, .roce_version = cfg->roce_version },
-		.mad = in->scan == ORH_GIDS_ALL || cfg->management_devices,
-		.topology = gpus,
-		.port_wanted = orh_plan_port_usable,
-		.gid_wanted = orh_plan_gid_wanted,
+	struct orh_node_read_opts opts = {
+		.discover = {
+			.sysroot = sysroot,
+			.gid_scan = in->scan,
+			.want = { .family = cfg->gid_family, .roce_version = cfg->roce_version },
+			.mad = in->scan == ORH_GIDS_ALL || cfg->management_devices,
+			.topology = gpus,
+			.port_wanted = orh_plan_port_usable,
+			.gid_wanted = orh_plan_gid_wanted,
+		},
+		.gpus = gpus,
+		.gpudirect = orh_facts_hold_gpus(&out->facts),
+		.snapshot = in->snapshot,
+		.snapshot_what = in->snapshot_what,
 	};
+	struct orh_node *n = &out->node;
 	struct orh_gid_reader gids;
-	struct orh_gpudirect gd;
-	struct orh_err gerr = { 0 };
-	struct orh_node_view node = { .inv = &out->inv, .gids = &gids };
-	int r;
+	struct orh_node_view node = { .inv = &n->inv, .gids = &gids };
+	int r = orh_node_read(&opts, n, err);
 
-	if (!in->snapshot || in->scan != ORH_GIDS_PLAN || !restore_node(in, &opts, out)) {
-		r = orh_discover(&opts, &out->inv, err);
-		if (r < 0)
-			return r;
-	}
-	out->have_plan = true; /* the decision owns the inventory from here */
-	gids = orh_inventory_gids(&out->inv);
-	if (gpus && !out->have_gpus && !out->gpus_error) {
-		if (orh_discover_gpus(sysroot, ORH_GPU_SCAN_DRIVER, &out->gpus, &gerr) < 0)
-			out->gpus_error = orh_xstrdup(gerr.msg);
-		else
-			out->have_gpus = true;
-	}
+	push_all(&out->warnings, &n->warnings);
+	if (r < 0)
+		return r;
+	out->have_plan = true; /* the decision owns the node from here */
+	gids = orh_inventory_gids(&n->inv);
 	if (gpus) {
-		node.gpus = out->have_gpus ? &out->gpus : NULL;
-		node.gpus_error = out->gpus_error;
+		node.gpus = n->have_gpus ? &n->gpus : NULL;
+		node.gpus_error = n->gpus_error;
 	}
-	if (orh_facts_hold_gpus(&out->facts)) {
-		orh_gpudirect_read(sysroot, &gd);
-		node.gpudirect = &gd;
-	}
+	if (n->have_gpudirect)
+		node.gpudirect = &n->gpudirect;
 	r = orh_decide_node(cfg, &node, in->memlock_ceiling, out, err);
 	if (r == 0)
 		decide_sysview(sysroot, out);
@@ -249,12 +227,9 @@ int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct 
 void orh_decision_free(struct orh_decision *d)
 {
 	free(d->gpus_held);
-	orh_gpus_free(&d->gpus);
-	free(d->gpus_error);
-	if (d->have_plan) {
+	if (d->have_plan)
 		orh_plan_free(&d->plan);
-		orh_inventory_free(&d->inv);
-	}
+	orh_node_free(&d->node);
 	orh_sysview_free(&d->sysview);
 	orh_strv_free(&d->warnings);
 	memset(d, 0, sizeof(*d));

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Reading the node (include/orh/node.h). */
+#include <string.h>
+
+#include "orh/node.h"
+#include "orh/snapshot.h"
+
+/* The node from the caller's snapshot; false (with a warning) when it cannot be used. */
+static bool restore(const struct orh_node_read_opts *o, struct orh_node *n)
+{
+	struct orh_err serr = { 0 };
+
+	if (orh_snapshot_restore(o->snapshot, o->snapshot_what ? o->snapshot_what : "snapshot",
+				 &o->discover, &n->inv, &n->gpus, &n->have_gpus, &n->gpus_error,
+				 &serr) < 0) {
+		orh_strv_pushf(&n->warnings, "%s; the node is read instead", serr.msg);
+		return false;
+	}
+	n->from_snapshot = true;
+	return true;
+}
+
+int orh_node_read(const struct orh_node_read_opts *o, struct orh_node *n, struct orh_err *err)
+{
+	const char *sysroot = o->discover.sysroot ? o->discover.sysroot : "/";
+	struct orh_err gerr = { 0 };
+	int r;
+
+	memset(n, 0, sizeof(*n));
+	if (!o->snapshot || o->discover.gid_scan != ORH_GIDS_PLAN || !restore(o, n)) {
+		r = orh_discover(&o->discover, &n->inv, err);
+		if (r < 0)
+			return r;
+	}
+	n->have_inv = true;
+	if (o->gpus && !n->have_gpus && !n->gpus_error) {
+		if (orh_discover_gpus(sysroot, ORH_GPU_SCAN_DRIVER, &n->gpus, &gerr) < 0)
+			n->gpus_error = orh_xstrdup(gerr.msg);
+		else
+			n->have_gpus = true;
+	}
+	if (o->gpudirect) {
+		orh_gpudirect_read(sysroot, &n->gpudirect);
+		n->have_gpudirect = true;
+	}
+	return 0;
+}
+
+void orh_node_free(struct orh_node *n)
+{
+	if (n->have_inv)
+		orh_inventory_free(&n->inv);
+	orh_gpus_free(&n->gpus);
+	free(n->gpus_error);
+	orh_strv_free(&n->warnings);
+	memset(n, 0, sizeof(*n));
+}
