@@ -272,6 +272,16 @@ check "env --spec: a container given uverbs3 gets mlx5_3's port alone (rule 8)" 
 "$HOOK" --sysroot "$seed" env --explain --spec "$work/given.json" 2>&1 >/dev/null |
 	grep -c '^# device ' | grep -qx 2 && ok "env --explain --spec: two device nodes, uverbs3 and rdma_cm" ||
 	not_ok "env --explain --spec: two device nodes"
+# the decision whole: every verdict the appliers act on
+check "env --explain --spec: the decision's verdicts (activation, memlock, its check, the sysfs view, the checks)" same \
+	"# activation: default (always)
+# memlock: unlimited
+# memlock check: the container's soft limit is held to 8388608 bytes; below it a warning
+# sysfs view: 1 of 9 devices kept: mlx5_3
+# checks: GPUDirect, GID and ports pass" \
+	"$("$HOOK" --sysroot "$seed" env --explain --spec "$work/given.json" 2>&1 >/dev/null |
+		grep -E '^# (activation|memlock|sysfs view|check)' |
+		sed 's/^# sysfs view [0-9a-f]\{16\}:/# sysfs view:/')"
 # the same container as docker --device maps it: another path, the same numbers
 spec "$work/renamed.json" '["PATH=/bin"]' \
 	'[{"path":"/dev/infiniband/uverbs0","type":"c","major":231,"minor":195}]' '{}'
@@ -287,6 +297,9 @@ check "env --spec: a pod sandbox gets nothing (exit 0, and --explain says why)" 
 "$HOOK" --sysroot "$seed" env --explain --spec "$work/sandbox.json" 2>&1 |
 	grep -qx '# not activated: a Kubernetes pod sandbox: never served; the container is left unchanged' &&
 	ok "env --explain --spec: says why a sandbox is not served" || not_ok "env --explain --spec: sandbox"
+"$HOOK" --sysroot "$seed" env --explain --spec "$work/sandbox.json" 2>&1 |
+	grep -qx '# activation: skip (sandbox)' &&
+	ok "env --explain --spec: a sandbox's reason code" || not_ok "env --explain --spec: sandbox's reason"
 printf '[containers]\nactivation = devices\n' >"$work/devices.conf"
 spec "$work/plain.json" '["PATH=/bin"]' '[]' '{}'
 out=$("$HOOK" --sysroot "$seed" --config "$work/devices.conf" env --spec "$work/plain.json" 2>/dev/null); rc=$?

@@ -51,6 +51,8 @@ struct orh_activation_why {
 				      * variable decided, not the annotation */
 	enum orh_activation_held held; /* SCOPE_*: what it holds */
 };
+/* The reason's name, as env --explain shows it ("asked", "sandbox", ...). */
+const char *orh_activation_reason_name(enum orh_activation_reason r);
 /* The sentence of why (its table), into out. */
 void orh_activation_sentence(const struct orh_activation_why *why, char *out, size_t size);
 

@@ -3,7 +3,9 @@
  * oci-rdma-hook env [--explain] [--spec FILE]: exactly the NAME=VALUE lines a container
  * gets: one on the host network that asked for nothing, or the container of a config.json
  * (what it was given, what it asked; its network namespace when the spec names one made
- * beforehand is not read).
+ * beforehand is not read). --explain writes the decision whole to stderr: the activation
+ * and its reason, each setting's rule, the ports, the devices, the memlock, the memlock
+ * check, the sysfs view's keep-set, the checks, the warnings.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,12 +14,59 @@
 #include "orh/commands.h"
 #include "orh/decide.h"
 
+/* The decision's activation: its result and reason code. */
+static void explain_activation(const struct orh_decision *d)
+{
+	const struct orh_activation_why *w = &d->activation;
+
+	fprintf(stderr, "# activation: %s (%s%s)\n",
+		d->act == ORH_ACT_REQUESTED ? "requested" : d->act == ORH_ACT_DEFAULT ? "default"
+										     : "skip",
+		orh_activation_reason_name(w->reason), w->by_env ? ", by process.env" : "");
+}
+
+/* The verdicts the appliers act on besides the plan: the memlock check, the sysfs view's
+ * keep-set, the checks. */
+static void explain_verdicts(const struct orh_decision *d)
+{
+	const struct orh_sysview *v = &d->sysview;
+	const struct orh_sysview_class *ib = &v->cls[0];
+
+	fprintf(stderr, "# memlock check: the container's soft limit is held to %llu bytes; "
+		"below it %s\n", (unsigned long long)d->memlock.need,
+		d->checks.memlock_refuses ? "the container is refused (on_error = fail, it asked)"
+					  : "a warning");
+	if (d->sysview_err.code) {
+		fprintf(stderr, "# sysfs view: not made (every device shows): %s\n",
+			d->sysview_err.msg);
+	} else if (d->sysview_read && v->subset) {
+		fprintf(stderr, "# sysfs view %s: %zu of %zu devices kept:", v->id, v->kept_devs,
+			v->all_devs);
+		for (size_t i = 0; i < ib->n_links; i++)
+			if (ib->links[i].keep)
+				fprintf(stderr, " %s", ib->links[i].name);
+		fprintf(stderr, "\n");
+	} else if (d->plan.n_nodes > 0) {
+		fprintf(stderr, "# sysfs view: none: /sys/class/infiniband* show every device, "
+			"all of them given\n");
+	}
+	if (d->checks.gpudirect[0])
+		fprintf(stderr, "# check GPUDirect: %s\n", d->checks.gpudirect);
+	if (d->checks.gid[0])
+		fprintf(stderr, "# check GID: %s\n", d->checks.gid);
+	if (d->checks.ports_down[0])
+		fprintf(stderr, "# check ports: %s\n", d->checks.ports_down);
+	if (!d->checks.gpudirect[0] && !d->checks.gid[0] && !d->checks.ports_down[0])
+		fprintf(stderr, "# checks: GPUDirect, GID and ports pass\n");
+}
+
 static void explain_plan(const struct orh_ctx *ctx, const struct orh_decision *d)
 {
 	const struct orh_plan *plan = &d->plan;
 
 	fprintf(stderr, "# config: %s\n", ctx->cfg.path ? ctx->cfg.path : "built-in defaults");
 	fprintf(stderr, "# activated: %s\n", d->why);
+	explain_activation(d);
 	fprintf(stderr, "# preset: %s\n", orh_preset_name(plan->preset));
 	for (size_t i = 0; i < plan->n_env; i++)
 		fprintf(stderr, "%s=%s  <- %s  -> %s\n", plan->env[i].name, plan->env[i].value,
@@ -32,11 +81,14 @@ static void explain_plan(const struct orh_ctx *ctx, const struct orh_decision *d
 	for (size_t i = 0; i < plan->n_nodes; i++)
 		fprintf(stderr, "# device %s c %u:%u\n", plan->nodes[i].path, plan->nodes[i].major,
 			plan->nodes[i].minor);
-	if (d->memlock.set)
-		fprintf(stderr, "# memlock: %s\n",
-			d->memlock.limit == ORH_MEMLOCK_UNLIMITED ? "unlimited" : "set");
+	if (d->memlock.set && d->memlock.limit == ORH_MEMLOCK_UNLIMITED)
+		fprintf(stderr, "# memlock: unlimited\n");
+	else if (d->memlock.set)
+		fprintf(stderr, "# memlock: %llu bytes%s\n", (unsigned long long)d->memlock.limit,
+			d->memlock.lowered ? " (lowered to what the applier can give)" : "");
 	else if (d->memlock.user)
 		fprintf(stderr, "# memlock: the spec sets RLIMIT_MEMLOCK; left as given\n");
+	explain_verdicts(d);
 	if (orh_plan_is_empty(plan) && d->asked && ctx->cfg.on_error == ORH_ON_ERROR_FAIL)
 		fprintf(stderr, "# no usable RDMA port: the container asked, and on_error = fail "
 			"refuses it\n");
@@ -89,6 +141,7 @@ int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv)
 		if (!explain)
 			goto out;
 		fprintf(stderr, "# not activated: %s; the container is left unchanged\n", d.why);
+		explain_activation(&d);
 		for (size_t i = 0; i < d.warnings.n; i++)
 			fprintf(stderr, "warning: %s\n", d.warnings.v[i]);
 		goto out;

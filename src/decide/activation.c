@@ -299,6 +299,27 @@ static const char *const held_text[] = {
 			       "apply)",
 };
 
+static const char *const reason_name[] = {
+	[ORH_WHY_NOT_ASKED] = "not-asked",
+	[ORH_WHY_CDI] = "cdi",
+	[ORH_WHY_SANDBOX] = "sandbox",
+	[ORH_WHY_ASKED] = "asked",
+	[ORH_WHY_DEVICES] = "devices",
+	[ORH_WHY_HOST] = "host",
+	[ORH_WHY_ALWAYS] = "always",
+	[ORH_WHY_OPTED_OUT] = "opted-out",
+	[ORH_WHY_SCOPE_ASKED] = "scope-asked",
+	[ORH_WHY_SCOPE_ALWAYS] = "scope-always",
+	[ORH_WHY_SCOPE_DEVICES] = "scope-devices",
+	[ORH_WHY_NO_DEVICES] = "no-devices",
+	[ORH_WHY_BAD_REQUEST] = "bad-request",
+};
+
+const char *orh_activation_reason_name(enum orh_activation_reason r)
+{
+	return (size_t)r < ORH_ARRAY_SIZE(reason_name) && reason_name[r] ? reason_name[r] : "?";
+}
+
 void orh_activation_sentence(const struct orh_activation_why *why, char *out, size_t size)
 {
 	const char *t = why->by_env && (size_t)why->reason < ORH_ARRAY_SIZE(why_env_text) &&
