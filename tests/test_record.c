@@ -129,12 +129,10 @@ Test(record, ports_down_only_when_every_given_port_is)
 	char msg[256];
 
 	cr_assert_not(orh_check_ports_down(&d, msg, sizeof(msg)), "nothing given");
-	d.facts.devs[0] = (struct orh_devnum){ 231, 193 };
-	d.facts.n_devs = 1;
+	choices[1].given = true; /* uverbs1, 231:193 (rule 8: given_devices()) */
 	cr_assert(orh_check_ports_down(&d, msg, sizeof(msg)));
 	cr_assert(strstr(msg, "mlx5_1:1 DOWN"), "%s", msg);
-	d.facts.devs[1] = (struct orh_devnum){ 231, 192 };
-	d.facts.n_devs = 2;
+	choices[0].given = true;
 	cr_assert_not(orh_check_ports_down(&d, msg, sizeof(msg)), "one given port is ACTIVE");
 }
 

@@ -82,6 +82,8 @@ struct orh_port_choice {
 	bool used;
 	int gid_index;      /* -1: none (InfiniBand, or not chosen) */
 	bool gid_from_container; /* the index is that of the container's own address */
+	bool given;         /* rule 8: the container holds this port's device (its uverbs
+			     * node, by number): given_devices() */
 	char reason[192];   /* why it is left out, or how it was chosen */
 };
 
@@ -94,6 +96,9 @@ struct orh_plan {
 	size_t n_env;
 	struct orh_port_choice *ports; /* one per port of the inventory, in its order */
 	size_t n_ports;
+	/* rule 8: the container holds uverbs nodes (of this node's devices, or of a number the
+	 * kernel gives uverbs): something chose its HCAs (given_devices()) */
+	bool given_any;
 	/* rule 4: the one GID index of every RoCE port in NCCL_IB_HCA (NCCL_IB_GID_INDEX);
 	 * -1 when there is none, or when the ports need different ones (gid_per_device) */
 	int gid_index;

@@ -45,15 +45,6 @@ bool orh_check_gid(const struct orh_decision *d, char *out, size_t size)
 	return true;
 }
 
-/* Is dev one of those the spec gives, by its uverbs node's number? */
-static bool dev_given(const struct orh_container_facts *f, const struct orh_device *dev)
-{
-	for (size_t i = 0; dev->uverbs.present && i < f->n_devs; i++)
-		if (f->devs[i].major == dev->uverbs.major && f->devs[i].minor == dev->uverbs.minor)
-			return true;
-	return false;
-}
-
 bool orh_check_ports_down(const struct orh_decision *d, char *out, size_t size)
 {
 	const struct orh_plan *p = &d->plan;
@@ -64,7 +55,7 @@ bool orh_check_ports_down(const struct orh_decision *d, char *out, size_t size)
 	for (size_t i = 0; i < p->n_ports; i++) {
 		const struct orh_port *port = p->ports[i].port;
 
-		if (!dev_given(&d->facts, p->ports[i].dev))
+		if (!p->ports[i].given) /* rule 8's, given_devices() */
 			continue;
 		given++;
 		if (port->state == ORH_PORT_ACTIVE)

@@ -114,19 +114,29 @@ static bool holds(const struct orh_container_facts *f, const struct orh_device *
 	return false;
 }
 
-/* Does the container hold any uverbs node (of this node's devices, or of a number the
- * kernel gives uverbs)? Then something (a device plugin, --device, CDI) chose its HCAs. */
-static bool holds_any_uverbs(const struct orh_container_facts *f, const struct orh_inventory *inv)
+/* Rule 8, what the container was given: each port's given (it holds the port's device),
+ * and given_any: it holds any uverbs node (of this node's devices, or of a number the
+ * kernel gives uverbs), so something (a device plugin, --device, CDI) chose its HCAs. A
+ * warning when none of those is a device of this node. */
+static void given_devices(const struct orh_container_facts *f, const struct orh_inventory *inv,
+			  struct orh_plan *plan)
 {
+	size_t matched = 0;
+
 	if (!f)
-		return false;
+		return;
+	for (size_t k = 0; k < plan->n_ports; k++)
+		plan->ports[k].given = holds(f, plan->ports[k].dev);
 	for (size_t d = 0; d < inv->n_devs; d++)
-		if (holds(f, &inv->devs[d]))
-			return true;
-	for (size_t i = 0; i < f->n_devs; i++)
-		if (orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, f->devs[i].major, f->devs[i].minor, NULL))
-			return true;
-	return false;
+		matched += holds(f, &inv->devs[d]);
+	plan->given_any = matched > 0;
+	for (size_t i = 0; i < f->n_devs && !plan->given_any; i++)
+		plan->given_any = orh_devnum_is_rdma(ORH_CHARDEV_UVERBS, f->devs[i].major,
+						     f->devs[i].minor, NULL);
+	if (plan->given_any && matched == 0)
+		orh_strv_pushf(&plan->warnings,
+			       "the container holds uverbs nodes that are none of this node's "
+			       "devices: no HCA of the node is given");
 }
 
 #define LEAVE_OUT(c, ...) do { (c)->used = false; snprintf((c)->reason, sizeof((c)->reason), __VA_ARGS__); } while (0)
@@ -189,25 +199,16 @@ static void choose_ports(const struct orh_config *cfg, const struct orh_inventor
 	}
 }
 
-/* Rule 8: a container that holds uverbs nodes already gets a plan limited to those
- * devices: never another HCA's node or grant. */
-static void given_devices(const struct orh_container_facts *f, const struct orh_inventory *inv,
-			  struct orh_plan *plan)
+/* Rule 8: a container that holds uverbs nodes already (given_devices()) gets a plan
+ * limited to those devices: never another HCA's node or grant. */
+static void keep_given(struct orh_plan *plan)
 {
-	size_t matched = 0;
-
-	if (!holds_any_uverbs(f, inv))
+	if (!plan->given_any)
 		return;
-	for (size_t d = 0; d < inv->n_devs; d++)
-		matched += holds(f, &inv->devs[d]);
 	for (size_t k = 0; k < plan->n_ports; k++)
-		if (plan->ports[k].used && !holds(f, plan->ports[k].dev))
+		if (plan->ports[k].used && !plan->ports[k].given)
 			LEAVE_OUT(&plan->ports[k], "rule 8: not given to this container (it "
 				  "holds other RDMA devices)");
-	if (matched == 0)
-		orh_strv_pushf(&plan->warnings,
-			       "the container holds uverbs nodes that are none of this node's "
-			       "devices: no HCA of the node is given");
 }
 
 static const char *fabric_name(enum orh_link_layer ll)
@@ -706,8 +707,9 @@ int orh_plan_build(const struct orh_config *cfg, const struct orh_inventory *inv
 
 	memset(plan, 0, sizeof(*plan));
 	choice_init(plan, inv);
-	choose_ports(cfg, inv, holds_any_uverbs(facts, inv), plan);
 	given_devices(facts, inv, plan);
+	choose_ports(cfg, inv, plan->given_any, plan);
+	keep_given(plan);
 	one_fabric(cfg, plan);
 	choose_hca(cfg, gids ? gids : &in_memory, facts, plan);
 	near_gpus(cfg, facts, inv, plan);
