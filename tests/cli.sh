@@ -273,7 +273,7 @@ check "env --spec: a container given uverbs3 gets mlx5_3's port alone (rule 8)" 
 	grep -c '^# device ' | grep -qx 2 && ok "env --explain --spec: two device nodes, uverbs3 and rdma_cm" ||
 	not_ok "env --explain --spec: two device nodes"
 # the decision whole: every verdict the appliers act on
-check "env --explain --spec: the decision's verdicts (activation, memlock, its check, the sysfs view, the checks)" same \
+check "env --explain --spec: activation, memlock, its check, sysfs view, checks" same \
 	"# activation: default (always)
 # memlock: unlimited
 # memlock check: the container's soft limit is held to 8388608 bytes; below it a warning
@@ -299,7 +299,7 @@ check "env --spec: a pod sandbox gets nothing (exit 0, and --explain says why)" 
 	ok "env --explain --spec: says why a sandbox is not served" || not_ok "env --explain --spec: sandbox"
 "$HOOK" --sysroot "$seed" env --explain --spec "$work/sandbox.json" 2>&1 |
 	grep -qx '# activation: skip (sandbox)' &&
-	ok "env --explain --spec: a sandbox's reason code" || not_ok "env --explain --spec: sandbox's reason"
+	ok "env --explain --spec: a sandbox's reason code" || not_ok "env --explain --spec: its reason"
 printf '[containers]\nactivation = devices\n' >"$work/devices.conf"
 spec "$work/plain.json" '["PATH=/bin"]' '[]' '{}'
 out=$("$HOOK" --sysroot "$seed" --config "$work/devices.conf" env --spec "$work/plain.json" 2>/dev/null); rc=$?
