@@ -181,6 +181,27 @@ static enum orh_activation_held held_of(const struct orh_container_facts *facts)
 	return ORH_HELD_NO_RDMA;
 }
 
+/* request_scope = allocated: only a container that was allocated an HCA (its uverbs node,
+ * rule 8 then keeps the plan to it) is served; a request neither serves nor widens. true
+ * when it leaves this one out (w says why). */
+static bool scope_leaves_out(const struct orh_config *cfg,
+			     const struct orh_container_facts *facts,
+			     const struct request_field *enable, struct orh_activation_why *w,
+			     struct orh_strv *warnings)
+{
+	if (cfg->request_scope != ORH_SCOPE_ALLOCATED || (facts && orh_facts_hold_uverbs(facts)))
+		return false;
+	if (w->reason == ORH_WHY_ASKED && warnings)
+		orh_strv_pushf(warnings, "%s '%s=true' not served: request_scope = allocated, "
+			       "and the container holds no uverbs node (no HCA was allocated to "
+			       "it); it starts unchanged", field_kind(enable), enable->name);
+	w->reason = w->reason == ORH_WHY_ASKED    ? ORH_WHY_SCOPE_ASKED
+		  : w->reason == ORH_WHY_ALWAYS ? ORH_WHY_SCOPE_ALWAYS
+					       : ORH_WHY_SCOPE_DEVICES;
+	w->held = held_of(facts);
+	return true;
+}
+
 int orh_activation_decide(const struct orh_config *cfg, const json_t *annotations,
 			  const json_t *env, enum orh_activation_result *out,
 			  struct orh_activation_why *why, struct orh_container_facts *facts,
@@ -230,20 +251,8 @@ int orh_activation_decide(const struct orh_config *cfg, const json_t *annotation
 								   : ORH_WHY_NOT_ASKED;
 		goto done;
 	}
-	/* request_scope = allocated: only a container that was allocated an HCA (its uverbs
-	 * node, rule 8 then keeps the plan to it); a request neither serves nor widens */
-	if (cfg->request_scope == ORH_SCOPE_ALLOCATED && !(facts && orh_facts_hold_uverbs(facts))) {
-		if (res == ORH_ACT_REQUESTED && warnings)
-			orh_strv_pushf(warnings, "%s '%s=true' not served: request_scope = allocated, "
-				       "and the container holds no uverbs node (no HCA was "
-				       "allocated to it); it starts unchanged", field_kind(&enable),
-				       enable.name);
-		w.reason = w.reason == ORH_WHY_ASKED    ? ORH_WHY_SCOPE_ASKED
-			 : w.reason == ORH_WHY_ALWAYS ? ORH_WHY_SCOPE_ALWAYS
-						      : ORH_WHY_SCOPE_DEVICES;
-		w.held = held_of(facts);
+	if (scope_leaves_out(cfg, facts, &enable, &w, warnings))
 		goto done;
-	}
 
 	r = request_field_get(cfg, annotations, ORH_ANNOTATION_PRESET, env, ORH_ENV_PRESET,
 			      &preset, warnings, err);
