@@ -8,7 +8,8 @@
  * (its addresses known only in the stage) gets the plan of a decision that reads the node
  * with those facts. A bad field is named and the node is read instead. The handoff is
  * taken only when bound to the bundle's config.json and the sysroot, and when no one else
- * may write it.
+ * may write it. The node read step alone: through the sysroot, and a snapshot it cannot
+ * restore.
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
@@ -217,6 +218,42 @@ Test(snapshot, a_bad_field_is_named_and_the_node_is_read)
 }
 
 /* A GID entry whose read warned in the shim warns again in the stage, once. */
+/* The node read step alone (orh_node_read()): through the sysroot, with what GPUDirect
+ * needs; a snapshot it cannot restore is a warning, and the node is read. */
+Test(snapshot, the_node_read_step)
+{
+	char root[PATH_MAX];
+	json_t *bad = json_pack("{s:s}", "node", "not a snapshot");
+	struct orh_node_read_opts o = {
+		.discover = { .gid_scan = ORH_GIDS_PLAN },
+		.gpudirect = true,
+		.snapshot_what = "node.json",
+	};
+	struct orh_node n;
+	struct orh_err err = { 0 };
+
+	fixture_make_node(root, sizeof(root), "orh-snapshot", "seed001-roce");
+	o.discover.sysroot = root;
+	cr_assert_eq(orh_node_read(&o, &n, &err), 0, "%s", err.msg);
+	cr_assert(n.have_inv);
+	cr_assert_gt(n.inv.n_devs, 0);
+	cr_assert(n.have_gpudirect);
+	cr_assert_not(n.have_gpus, "not asked for");
+	cr_assert_not(n.from_snapshot);
+	cr_assert_eq(n.warnings.n, 0);
+	orh_node_free(&n);
+	o.snapshot = bad;
+	cr_assert_eq(orh_node_read(&o, &n, &err), 0, "%s", err.msg);
+	cr_assert(n.have_inv);
+	cr_assert_not(n.from_snapshot);
+	cr_assert_eq(n.warnings.n, 1);
+	cr_assert(strstr(n.warnings.v[0], "node.json") &&
+		  strstr(n.warnings.v[0], "; the node is read instead"), "%s", n.warnings.v[0]);
+	orh_node_free(&n);
+	json_decref(bad);
+	fixture_remove_node(root);
+}
+
 Test(snapshot, a_warning_of_a_gid_read_comes_back_once)
 {
 	char root[256], path[512];
