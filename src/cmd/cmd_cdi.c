@@ -78,7 +78,7 @@ static int add_device(json_t *devices, const char *name, json_t *nodes)
 	return json_array_append_new(devices, d) < 0 ? -ENOMEM : 0;
 }
 
-/* The createRuntime hook every CDI container of our kind gets: the memlock of the plan
+/* The createRuntime hook every CDI container of our kind gets: the decision's memlock
  * (CDI has no rlimit edit) and /etc/nccl.conf, its NCCL_SOCKET_IFNAME from the container's
  * own network namespace (cmd_hook.c). */
 static int cdi_hook(const struct orh_ctx *ctx, json_t **out, struct orh_err *err)
@@ -227,7 +227,7 @@ int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 
-	if ((plan->set_memlock || plan->n_env > 0) && cdi_hook(ctx, &hook, &err) < 0) {
+	if ((d.memlock.set || plan->n_env > 0) && cdi_hook(ctx, &hook, &err) < 0) {
 		orh_log(LOG_ERR, "cdi: %s: no spec written", err.msg);
 		rc = ORH_EXIT_FAIL;
 		goto out;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "orh/args.h"
 #include "orh/commands.h"
 #include "orh/decide.h"
 
@@ -110,17 +111,12 @@ int orh_cmd_env(struct orh_ctx *ctx, int argc, char **argv)
 	bool explain = false;
 	int r, rc = ORH_EXIT_OK;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--explain")) {
-			explain = true;
-		} else if (!strcmp(argv[i], "--spec") && i + 1 < argc) {
-			spec_path = argv[++i];
-		} else {
-			fprintf(stderr, "oci-rdma-hook: env: unknown or incomplete argument '%s'\n",
-				argv[i]);
-			return ORH_EXIT_USAGE;
-		}
-	}
+	const struct orh_opt opts[] = { { "--explain", NULL, &explain },
+					{ "--spec", &spec_path, NULL } };
+	const struct orh_args a = { .cmd = "env" };
+
+	if (orh_args_parse(&a, argc, argv, 1, opts, ORH_ARRAY_SIZE(opts), NULL))
+		return ORH_EXIT_USAGE;
 	if (spec_path && orh_spec_load_file(spec_path, &spec, &err) < 0) {
 		orh_log(LOG_ERR, "env: %s", err.msg);
 		return ORH_EXIT_FAIL;
