@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * orh_spec_serve (src/apply/edit.c), the spec edit of precreate and the runtime shim, on
+ * orh_spec_serve (src/cmd/serve.c), the spec edit of precreate and the runtime shim, on
  * the sample RoCE node read through its sysroot (tests/nodes/seed001-roce.json: uverbs1..8
  * = 231:193..200 the RoCE ports', rdma_cm 10:58): what a served spec gets, a spec left
  * alone byte for byte, a refused request, the container's network namespace, and a second

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for src/apply/refuse.c: runc's log line and the refusing hook. */
+/* Unit tests for src/apply/refuse.c and src/cmd/cmd_refuse.c: runc's log line and the
+ * refusing hook. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The runtime shim serving a container alone (src/apply/edit.c, src/apply/shimconf.c): the
+ * The runtime shim serving a container alone (src/cmd/serve.c, src/apply/shimconf.c): the
  * edit that leaves the nccl-conf stage out or adds it after all (orh_spec_serve with
  * ORH_SERVE_CONF, orh_edit_add_stage) on the sample RoCE node
  * (tests/nodes/seed001-roce.json), and the record bound to the bundle's config.json in

@@ -2,7 +2,7 @@
 /*
  * The context main() hands each command: the node config it loaded and where the node is
  * read (--sysroot). The appliers that register a hook of this very binary read it too:
- * the hook entry carries the same --config and --sysroot (src/apply/selfhook.c).
+ * the hook entry carries the same --config and --sysroot (src/cmd/selfhook.c).
  */
 #ifndef ORH_CTX_H
 #define ORH_CTX_H

@@ -2,7 +2,7 @@
 /*
  * The spec edit as the precreate hook and the runtime shim perform it: the decision
  * (orh_decide: activation from the spec's annotations and process.env, the node read, the
- * plan for this container), then its plan written into the spec (src/apply/edit.c). The
+ * plan for this container), then its plan written into the spec (src/cmd/serve.c). The
  * shim writes the result with orh_write_atomic() (orh/atomic.h).
  */
 #ifndef ORH_EDIT_H

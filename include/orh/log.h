@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What the command drivers share (src/base/log.c): the process's exit codes and logging
- * (their command lines: orh/args.h). Only main() and the drivers log, and refuse.c's two exceptions
- * (HACKING.md, the error contract).
+ * (their command lines: orh/args.h). Only main() and the command drivers log (HACKING.md,
+ * the error contract).
  */
 #ifndef ORH_LOG_H
 #define ORH_LOG_H

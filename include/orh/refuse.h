@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * How the reason for refusing a container reaches what the engine shows (src/apply/
- * refuse.c). Syslog has every refusal; these make the engine's own error carry it too:
+ * refuse.c; its drivers are src/cmd/cmd_refuse.c's). Syslog has every refusal; these
+ * make the engine's own error carry it too:
  *   - the runtime shim appends it to runc's --log file in runc's format: containerd (and
  *     so docker and ctr) report the last error of that file;
  *   - precreate hands podman back the spec with a first createRuntime hook,
@@ -35,17 +36,8 @@ int orh_runc_log_append(const char *path, const char *format, const char *msg);
 int orh_spec_add_refusal(const char *in, size_t in_len, json_t *hook, char **out,
 			 size_t *out_len, struct orh_err *err);
 
-struct orh_ctx;
-/* precreate's refusal, for a driver about to fail the container: write the spec `in`
- * with the refusing hook (this binary's `refuse` stage, `reason`) to stdout and return
- * ORH_EXIT_OK, so that the runtime fails the container with the reason in its error; when
- * that cannot be done, log why and return ORH_EXIT_FAIL (podman then fails it, with the
- * exit status alone). */
-int orh_precreate_refuse(const struct orh_ctx *ctx, const char *in, size_t in_len,
-			 const char *reason);
-/* `oci-rdma-hook refuse REASON`, the command (main() calls it as it calls those of
- * orh/commands.h): the hook precreate puts first in a container it refuses: argv[1] to
- * stderr, exit 1. */
-int orh_cmd_refuse(struct orh_ctx *ctx, int argc, char **argv);
+/* A JSON string of msg; bytes that are not UTF-8 (a path, say) become '?'. */
+json_t *orh_json_text(const char *msg);
+
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The reason for refusing a container, where the engine shows it (include/orh/refuse.h):
- * runc's log file for the runtime shim, a refusing createRuntime hook for precreate, and
- * `oci-rdma-hook refuse`, that hook.
+ * runc's log file for the runtime shim, and the spec with a refusing createRuntime hook
+ * for precreate (src/cmd/cmd_refuse.c drives both of precreate's refusal and the hook).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,15 +13,10 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/ctx.h"
 #include "orh/log.h"
 #include "orh/oci.h"
 #include "orh/refuse.h"
 #include "orh/spec.h"
-
-/* How long the refusing hook waits for the runtime's state on stdin: it only drains it,
- * so that the runtime's write does not fail before the hook's exit status is read. */
-#define REFUSE_STATE_TIMEOUT_MS 2000
 
 /* RFC 3339 in UTC, what Go's time.Time (containerd reads the time of each entry) parses. */
 static void rfc3339(time_t now, char *out, size_t size)
@@ -60,8 +55,7 @@ static void append_value(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* A JSON string of msg; bytes that are not UTF-8 (a path, say) become '?'. */
-static json_t *json_text(const char *msg)
+json_t *orh_json_text(const char *msg)
 {
 	json_t *j = json_string(msg);
 	char *copy = NULL;
@@ -90,7 +84,7 @@ char *orh_runc_log_line(bool json, const char *msg, time_t now)
 
 		/* logrus's JSON formatter: keys sorted, one compact object a line */
 		json_object_set_new(o, "level", json_string("error"));
-		json_object_set_new(o, "msg", json_text(msg));
+		json_object_set_new(o, "msg", orh_json_text(msg));
 		json_object_set_new(o, "time", json_string(when));
 		line = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 		json_decref(o);
@@ -162,53 +156,4 @@ int orh_spec_add_refusal(const char *in, size_t in_len, json_t *hook, char **out
 	r = orh_spec_dump(spec, out, out_len, err);
 	json_decref(spec);
 	return r;
-}
-
-int orh_precreate_refuse(const struct orh_ctx *ctx, const char *in, size_t in_len,
-			 const char *reason)
-{
-	_cleanup_free_ char *out = NULL;
-	_cleanup_free_ char *why = orh_xasprintf("precreate: %s; failing the container "
-						 "(on_error=fail)", reason);
-	struct orh_ctx bare = *ctx;
-	struct orh_err err = { 0 };
-	json_t *hook = NULL;
-	size_t out_len = 0;
-	int r;
-
-	/* `refuse` reads no config: no --config or --sysroot for it */
-	bare.config_explicit = false;
-	bare.sysroot_opt = NULL;
-	r = orh_self_hook(&bare, "refuse", &hook, &err);
-	if (r >= 0 && json_array_append_new(json_object_get(hook, "args"), json_text(why)) < 0)
-		r = orh_fail(&err, ENOMEM, "out of memory");
-	if (r >= 0)
-		r = orh_spec_add_refusal(in, in_len, TAKE_PTR(hook), &out, &out_len, &err);
-	if (r < 0) {
-		json_decref(hook);
-		orh_log(LOG_ERR, "precreate: adding the refusing hook: %s", err.msg);
-		return ORH_EXIT_FAIL;
-	}
-	r = orh_write_all(STDOUT_FILENO, out, out_len);
-	if (r < 0) {
-		orh_log(LOG_ERR, "precreate: writing the config to stdout: %s", strerror(-r));
-		return ORH_EXIT_FAIL;
-	}
-	return ORH_EXIT_OK;
-}
-
-/* `oci-rdma-hook refuse REASON`: the createRuntime hook that precreate puts first in a
- * refused container's spec. The reason goes to stderr, where runc's error shows it. */
-int orh_cmd_refuse(struct orh_ctx *ctx, int argc, char **argv)
-{
-	_cleanup_free_ char *state = NULL;
-	_cleanup_free_ char *why = orh_text_escape(
-		argc > 1 ? argv[1] : "the container was refused (see the system log)");
-	size_t len = 0;
-
-	(void)ctx;
-	(void)orh_read_fd_all_within(STDIN_FILENO, ORH_STATE_MAX_BYTES, REFUSE_STATE_TIMEOUT_MS,
-				     &state, &len);
-	fprintf(stderr, "oci-rdma-hook: error: %s\n", why);
-	return ORH_EXIT_FAIL;
 }

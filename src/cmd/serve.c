@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The spec edit shared by `precreate` and the runtime shim (include/orh/edit.h).
+ * The spec edit shared by `precreate` and the runtime shim (include/orh/edit.h): a driver,
+ * it calls the decision and the spec's appliers.
  */
 #include <errno.h>
 #include <limits.h>
