@@ -225,6 +225,10 @@ struct orh_rdma_majors {
  * hold RDMA's dynamic regions. -EINVAL when there is no such section, or when one name
  * has two dynamic majors (the kernel registers one region each). */
 int orh_parse_proc_devices(const char *text, struct orh_rdma_majors *out);
+/* RLIMIT_MEMLOCK from the text of /proc/<pid>/limits: 0 or -EINVAL. */
+int orh_limits_memlock(const char *text, uint64_t *soft, uint64_t *hard);
+/* Field 22 (starttime) of the text of /proc/<pid>/stat: 0 or -EINVAL. */
+int orh_stat_start_time(const char *text, unsigned long long *out);
 /* Is major:minor a number the kernel gives a device of this kind? dyn may be NULL
  * (dynamic majors unknown: only the fixed numbers pass). */
 bool orh_devnum_is_rdma(enum orh_chardev_kind kind, unsigned major, unsigned minor,

@@ -87,11 +87,6 @@ void orh_record_spec(struct orh_record_in *rec, const json_t *spec);
 /* The record as JSON (a new reference). */
 json_t *orh_record_build(const struct orh_record_in *in);
 
-/* RLIMIT_MEMLOCK from the text of /proc/<pid>/limits: 0 or -EINVAL. */
-int orh_limits_memlock(const char *text, uint64_t *soft, uint64_t *hard);
-/* Field 22 (starttime) of the text of /proc/<pid>/stat: 0 or -EINVAL. */
-int orh_stat_start_time(const char *text, unsigned long long *out);
-
 /* Write rec to <state_dir>/record.json (0644 root's file, atomically); the directory is
  * made (0700) where missing. A record that names a sysfs view links the container to it
  * first (orh_sysview_link(), in the views' directory beside state_dir): the sweep keeps

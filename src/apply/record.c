@@ -244,54 +244,6 @@ void orh_record_spec(struct orh_record_in *rec, const json_t *spec)
 	}
 }
 
-static int parse_limit(const char *s, uint64_t *v)
-{
-	char *end;
-
-	if (!strncmp(s, "unlimited", 9)) {
-		*v = UINT64_MAX;
-		return 9;
-	}
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	return (int)(end - s);
-}
-
-int orh_limits_memlock(const char *text, uint64_t *soft, uint64_t *hard)
-{
-	const char *l = text ? strstr(text, "\nMax locked memory") : NULL;
-	int n;
-
-	if (!l)
-		return -EINVAL;
-	l += strlen("\nMax locked memory");
-	l += strspn(l, " ");
-	n = parse_limit(l, soft);
-	if (n < 0)
-		return -EINVAL;
-	l += n;
-	l += strspn(l, " ");
-	return parse_limit(l, hard) < 0 ? -EINVAL : 0;
-}
-
-int orh_stat_start_time(const char *text, unsigned long long *out)
-{
-	/* the command (field 2) may hold spaces and ')': fields 3.. follow its last ')' */
-	const char *p = text ? strrchr(text, ')') : NULL;
-
-	if (!p)
-		return -EINVAL;
-	p++;
-	for (int field = 3; field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -EINVAL;
-	}
-	return sscanf(p, " %llu", out) == 1 ? 0 : -EINVAL;
-}
-
 bool orh_state_id_usable(const char *id)
 {
 	size_t n = id ? strlen(id) : 0;
@@ -341,15 +293,15 @@ int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err
 	if (slash && slash != parent) {
 		*slash = '\0';
 		if (mkdirat(AT_FDCWD, parent, 0755) < 0 && errno != EEXIST)
-			return orh_fail(err, errno, "making '%s': %m", parent);
+			return orh_fail_errno(err, errno, "making '%s'", parent);
 	}
 	if (mkdirat(AT_FDCWD, state_dir, 0700) == 0)
 		*created = true;
 	else if (errno != EEXIST)
-		return orh_fail(err, errno, "making '%s': %m", state_dir);
+		return orh_fail_errno(err, errno, "making '%s'", state_dir);
 	fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return orh_fail(err, errno, "opening '%s': %m", state_dir);
+		return orh_fail_errno(err, errno, "opening '%s'", state_dir);
 	return fd;
 }
 

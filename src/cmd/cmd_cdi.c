@@ -181,7 +181,7 @@ static int write_output(const char *file, const char *data, size_t len, struct o
 
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		return orh_fail(err, errno, "opening directory '%s': %s", dir, strerror(errno));
+		return orh_fail_errno(err, errno, "opening directory '%s'", dir);
 	r = orh_write_atomic(dirfd, base, data, len, 0644, err);
 	if (r < 0)
 		return orh_err_prefix(err, "writing '%s'", file);

@@ -107,7 +107,7 @@ static int read_state(struct hook *h, struct orh_err *err)
 				"seconds (a runtime writes the state and closes it)",
 				ORH_STATE_READ_TIMEOUT_MS / 1000);
 	if (r < 0)
-		return orh_fail(err, r, "reading the OCI state from stdin: %s", strerror(-r));
+		return orh_fail_errno(err, r, "reading the OCI state from stdin");
 	return orh_oci_state_parse(buf, len, &h->st, err);
 }
 

@@ -145,9 +145,9 @@ static int read_source(const char *path, char **out, size_t *len, struct orh_err
 	int r;
 
 	if (fd < 0)
-		return orh_fail(err, errno, "opening '%s': %s", path, strerror(errno));
+		return orh_fail_errno(err, errno, "opening '%s'", path);
 	r = orh_read_fd_all(fd, INST_SOURCE_MAX_BYTES, out, len);
-	return r < 0 ? orh_fail(err, r, "reading '%s': %s", path, strerror(-r)) : 0;
+	return r < 0 ? orh_fail_errno(err, r, "reading '%s'", path) : 0;
 }
 
 /* The file src of the image put at path under root. */
@@ -336,7 +336,7 @@ static int write_ready(const char *path, const char *text, struct orh_err *err)
 	mkdir(dir, 0755);
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		return orh_fail(err, errno, "opening '%s': %s", dir, strerror(errno));
+		return orh_fail_errno(err, errno, "opening '%s'", dir);
 	return orh_write_atomic(dirfd, slash + 1, text, strlen(text), 0644, err);
 }
 

@@ -146,7 +146,7 @@ static int find_runtime(const char *runtime, char **out, struct orh_err *err)
 		if (runtime[0] != '/')
 			return orh_fail(err, EINVAL, "runtime '%s' is not an absolute path", runtime);
 		if (stat(runtime, &st) < 0)
-			return orh_fail(err, errno, "runtime '%s': %s", runtime, strerror(errno));
+			return orh_fail_errno(err, errno, "runtime '%s'", runtime);
 		if (have_self && same_file(&self, &st))
 			return orh_fail(err, ELOOP, "runtime '%s' is this shim itself", runtime);
 		*out = orh_xstrdup(runtime);
@@ -301,7 +301,7 @@ static int edit_bundle(struct orh_ctx *ctx, const struct runtime_args *ra, bool 
 	memset(&res, 0, sizeof(res));
 	dirfd = open(ra->bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		r = orh_fail(err, errno, "opening bundle '%s': %s", ra->bundle, strerror(errno));
+		r = orh_fail_errno(err, errno, "opening bundle '%s'", ra->bundle);
 	else
 		r = orh_spec_load_at(dirfd, "config.json", name, &spec, err);
 	if (r < 0)

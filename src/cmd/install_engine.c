@@ -243,10 +243,10 @@ static int peer_pid(const char *root, const char *sock, struct orh_err *err)
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (errno == ENOENT || errno == ECONNREFUSED)
 			return 0;
-		return orh_fail(err, errno, "connecting to '%s': %s", p, strerror(errno));
+		return orh_fail_errno(err, errno, "connecting to '%s'", p);
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return orh_fail(err, errno, "SO_PEERCRED of '%s': %s", p, strerror(errno));
+		return orh_fail_errno(err, errno, "SO_PEERCRED of '%s'", p);
 	if (cred.pid <= 0)
 		return orh_fail(err, ESRCH, "the process behind '%s' is outside this PID "
 				"namespace (hostPID)", p);
@@ -268,7 +268,7 @@ static int signal_engine(const char *root, struct orh_inst_engine *e, struct orh
 		return 0;
 	}
 	if (kill(pid, SIGHUP) < 0)
-		return orh_fail(err, errno, "SIGHUP to pid %d: %s", pid, strerror(errno));
+		return orh_fail_errno(err, errno, "SIGHUP to pid %d", pid);
 	e->signalled = pid;
 	e->listened = true;
 	orh_strv_pushf(notes, "sent SIGHUP to pid %d (behind %s)", pid, e->socket);
@@ -304,21 +304,21 @@ static int run_under(const char *root, const char *const *bins, char **argv, cha
 	pid_t pid;
 
 	if (pipe2(fds, O_CLOEXEC) < 0)
-		return orh_fail(err, errno, "pipe: %s", strerror(errno));
+		return orh_fail_errno(err, errno, "pipe");
 	pid = fork();
 	if (pid == 0)
 		child_exec(root, fds[1], bins, argv);
 	close(fds[1]);
 	rd = fds[0];
 	if (pid < 0)
-		return orh_fail(err, errno, "fork: %s", strerror(errno));
+		return orh_fail_errno(err, errno, "fork");
 	r = orh_read_fd_all_within(rd, ENGINE_OUTPUT_MAX_BYTES, ENGINE_ASK_TIMEOUT_MS, out, &len);
 	if (r < 0)
 		kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (r < 0)
-		return orh_fail(err, -r, "reading the output of %s: %s", argv[1], strerror(-r));
+		return orh_fail_errno(err, -r, "reading the output of %s", argv[1]);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

@@ -110,8 +110,7 @@ static int open_parent_at(const char *root, const char *path, bool create, const
 		return orh_err_prefix(err, "under the root '%s'", *root ? root : "/");
 	fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return orh_fail(err, errno, "opening the directory of '%s%s': %s", root, path,
-				strerror(errno));
+		return orh_fail_errno(err, errno, "opening the directory of '%s%s'", root, path);
 	return fd;
 }
 
@@ -140,10 +139,10 @@ int orh_inst_load(const char *root, struct orh_inst_manifest *m, struct orh_err 
 	if (dirfd < 0)
 		return orh_fail(err, -dirfd, "opening '%s': %s", p, ignored.msg);
 	if (fd < 0)
-		return orh_fail(err, errno, "opening '%s': %s", p, strerror(errno));
+		return orh_fail_errno(err, errno, "opening '%s'", p);
 	r = orh_read_fd_all(fd, INST_MANIFEST_MAX_BYTES, &text, &len);
 	if (r < 0)
-		return orh_fail(err, r, "reading '%s': %s", p, strerror(-r));
+		return orh_fail_errno(err, r, "reading '%s'", p);
 	for (line = text; r >= 0 && line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
@@ -175,7 +174,7 @@ static int make_dirs(const char *root, struct orh_inst_manifest *m, const char *
 		if (mkdirat(dirfd, name, 0755) == 0)
 			add_entry(m, 'd', p);
 		else if (errno != EEXIST)
-			return orh_fail(err, errno, "creating '%s%s': %s", root, p, strerror(errno));
+			return orh_fail_errno(err, errno, "creating '%s%s'", root, p);
 		*q = '/';
 	}
 	return 0;
@@ -284,7 +283,7 @@ int orh_inst_put(const char *root, struct orh_inst_manifest *m, char kind, const
 		/* a file of our own with other content: the new one, with the image's mode */
 		*what = "updated";
 		if (unlinkat(dirfd, name, 0) < 0)
-			return orh_fail(err, errno, "removing '%s%s': %s", root, path, strerror(errno));
+			return orh_fail_errno(err, errno, "removing '%s%s'", root, path);
 	} else {
 		*what = "created";
 		add_entry(m, kind, path);
@@ -319,8 +318,7 @@ int orh_inst_link(const char *root, struct orh_inst_manifest *m, const char *pat
 	add_entry(m, 'l', path);
 	r = orh_inst_save(root, m, err);
 	if (r >= 0 && symlinkat(target, dirfd, name) < 0)
-		r = orh_fail(err, errno, "linking '%s%s' to '%s': %s", root, path, target,
-			     strerror(errno));
+		r = orh_fail_errno(err, errno, "linking '%s%s' to '%s'", root, path, target);
 	return r;
 }
 
@@ -338,7 +336,7 @@ static int remove_one(const char *root, const struct orh_inst_entry *e, struct o
 		return 1;
 	if (errno == ENOENT || (e->kind == 'd' && (errno == ENOTEMPTY || errno == EEXIST)))
 		return 0;
-	return orh_fail(err, errno, "removing '%s%s': %s", root, e->path, strerror(errno));
+	return orh_fail_errno(err, errno, "removing '%s%s'", root, e->path);
 }
 
 /* Drop entry i of m. */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Parsers for the values sysfs, /proc/net/route and /proc/devices hold. Pure; fuzzed. */
+/* Parsers for the values sysfs, /proc/net/route, /proc/devices and a process's
+ * /proc/<pid>/limits and stat hold. Pure; fuzzed (the sysfs ones). */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "orh/inventory.h"
@@ -370,3 +372,52 @@ bool orh_gid_is_link_local(const struct orh_gid *g)
 	return g->raw[0] == 0xfe && (g->raw[1] & 0xc0) == 0x80;
 }
 
+/* ---- /proc/<pid> values (the record of a container's process) ---- */
+
+static int parse_limit(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!strncmp(s, "unlimited", 9)) {
+		*v = UINT64_MAX;
+		return 9;
+	}
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	return (int)(end - s);
+}
+
+int orh_limits_memlock(const char *text, uint64_t *soft, uint64_t *hard)
+{
+	const char *l = text ? strstr(text, "\nMax locked memory") : NULL;
+	int n;
+
+	if (!l)
+		return -EINVAL;
+	l += strlen("\nMax locked memory");
+	l += strspn(l, " ");
+	n = parse_limit(l, soft);
+	if (n < 0)
+		return -EINVAL;
+	l += n;
+	l += strspn(l, " ");
+	return parse_limit(l, hard) < 0 ? -EINVAL : 0;
+}
+
+int orh_stat_start_time(const char *text, unsigned long long *out)
+{
+	/* the command (field 2) may hold spaces and ')': fields 3.. follow its last ')' */
+	const char *p = text ? strrchr(text, ')') : NULL;
+
+	if (!p)
+		return -EINVAL;
+	p++;
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EINVAL;
+	}
+	return sscanf(p, " %llu", out) == 1 ? 0 : -EINVAL;
+}

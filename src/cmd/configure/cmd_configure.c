@@ -59,8 +59,8 @@ static int resolve(const struct root *rt, const char *path, bool create, int *di
 	if (r == -ENOSYS)
 		snprintf(real, sizeof(real), "%s", path);
 	else if (r < 0)
-		return orh_fail(err, -r, "resolving '%s' under '%s': %s", path,
-				*rt->dir ? rt->dir : "/", strerror(-r));
+		return orh_fail_errno(err, -r, "resolving '%s' under '%s'", path,
+				*rt->dir ? rt->dir : "/");
 	r = orh_rootfs_parent(rt->fd, real, create, ORH_MOUNT_ANY, dirfd, name, err);
 	return r < 0 ? orh_err_prefix(err, "under '%s'", *rt->dir ? rt->dir : "/") : 0;
 }
@@ -85,12 +85,12 @@ static int read_under(void *arg, const char *path, char **out, struct orh_err *e
 	if (fd < 0 && errno == ENOENT)
 		return 0;
 	if (fd < 0)
-		return orh_fail(err, errno, "opening '%s': %s", p, strerror(errno));
+		return orh_fail_errno(err, errno, "opening '%s'", p);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return orh_fail(err, EINVAL, "'%s' is not a regular file", p);
 	r = orh_read_fd_all(fd, ORH_ENGINE_CONFIG_MAX_BYTES, out, &len);
 	if (r < 0)
-		return orh_fail(err, r, "reading '%s': %s", p, strerror(-r));
+		return orh_fail_errno(err, r, "reading '%s'", p);
 	if (strlen(*out) != len) {
 		free(TAKE_PTR(*out));
 		return orh_fail(err, EINVAL, "'%s' holds a NUL byte", p);
@@ -120,7 +120,7 @@ static int list_under(void *arg, const char *dir, struct orh_strv *names, struct
 	if (!d) {
 		if (fd >= 0)
 			close(fd);
-		return orh_fail(err, errno, "reading directory '%s': %s", p, strerror(errno));
+		return orh_fail_errno(err, errno, "reading directory '%s'", p);
 	}
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.')
@@ -170,10 +170,10 @@ static int apply(const struct root *rt, const struct orh_cfg_file *f, const char
 		return r;
 	dirfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		return orh_fail(err, errno, "opening the directory of '%s': %s", p, strerror(errno));
+		return orh_fail_errno(err, errno, "opening the directory of '%s'", p);
 	if (remove) {
 		if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
-			return orh_fail(err, errno, "removing '%s': %s", p, strerror(errno));
+			return orh_fail_errno(err, errno, "removing '%s'", p);
 		return fsync(dirfd) < 0 ? orh_fail(err, errno, "fsync of the directory of '%s'", p)
 					: 0;
 	}
@@ -217,8 +217,7 @@ static int lock_root(const struct root *rt, int *out, struct orh_err *err)
 {
 	*out = openat(rt->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (*out < 0 || flock(*out, LOCK_EX) < 0)
-		return orh_fail(err, errno, "locking '%s': %s", *rt->dir ? rt->dir : "/",
-				strerror(errno));
+		return orh_fail_errno(err, errno, "locking '%s'", *rt->dir ? rt->dir : "/");
 	return 0;
 }
 
