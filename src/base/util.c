@@ -10,43 +10,45 @@
 
 #include "orh/util.h"
 
-int orh_fail(struct orh_err *err, int code, const char *fmt, ...)
+/* err filled from fmt and ap, with ": strerror(code)" after it when with_errno; -code. */
+static int vfail(struct orh_err *err, int code, bool with_errno, const char *fmt, va_list ap)
 {
-	va_list ap;
+	int n;
 
 	if (code < 0)
 		code = -code;
 	if (code == 0)
 		code = EINVAL;
-	if (err) {
-		err->code = code;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
+	if (!err)
+		return -code;
+	err->code = code;
+	n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	/* what does not fit is cut, the error's text first */
+	if (with_errno && n >= 0 && (size_t)n < sizeof(err->msg))
+		snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", strerror(code));
 	return -code;
+}
+
+int orh_fail(struct orh_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vfail(err, code, false, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 int orh_fail_errno(struct orh_err *err, int code, const char *fmt, ...)
 {
 	va_list ap;
-	int n = 0;
+	int r;
 
-	if (code < 0)
-		code = -code;
-	if (code == 0)
-		code = EINVAL;
-	if (err) {
-		err->code = code;
-		va_start(ap, fmt);
-		n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-		/* what does not fit is cut, the error's text first */
-		if (n >= 0 && (size_t)n < sizeof(err->msg))
-			snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s",
-				 strerror(code));
-	}
-	return -code;
+	va_start(ap, fmt);
+	r = vfail(err, code, true, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 int orh_err_prefix(struct orh_err *err, const char *fmt, ...)
