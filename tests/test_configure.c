@@ -163,6 +163,20 @@ Test(block, markers_with_crlf_or_trailing_blanks_are_found)
 	free(out);
 }
 
+/* A begin marker without its end is no block: the lines after it are the operator's. */
+Test(block, strip_keeps_the_lines_after_a_begin_without_end)
+{
+	const char *text = "a = 1\n# >>> oci-rdma-hook configure --engine x\nimports = [\"b\"]\n";
+	char *out = orh_block_strip_all(text);
+
+	cr_assert_str_eq(out, text);
+	free(out);
+	out = orh_block_strip_all("a = 1\n# >>> oci-rdma-hook configure --engine x\n[a]\n"
+				  "# <<< oci-rdma-hook configure --engine x\nc = 2\n");
+	cr_assert_str_eq(out, "a = 1\nc = 2\n");
+	free(out);
+}
+
 /* ---- engines, on files held in memory ---- */
 
 struct fake_fs {

@@ -87,8 +87,8 @@ int orh_block_remove(const char *old, const char *name, const struct orh_block *
 		     bool *remove, struct orh_err *err);
 /* The body of b's block (by its id) in old, a new string; NULL when there is none. */
 char *orh_block_body(const char *old, const struct orh_block *b);
-/* old with every line of every block of configure's (any id) left out: what the
- * operator wrote. A new string. */
+/* old with every line of every block of configure's (any id, a begin marker and the end
+ * marker after it) left out: what the operator wrote. A new string. */
 char *orh_block_strip_all(const char *old);
 
 /* ---- the engines (engines.c) ---- */

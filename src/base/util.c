@@ -11,6 +11,7 @@
 #include "orh/util.h"
 
 /* err filled from fmt and ap, with ": strerror(code)" after it when with_errno; -code. */
+__attribute__((format(printf, 4, 0)))
 static int vfail(struct orh_err *err, int code, bool with_errno, const char *fmt, va_list ap)
 {
 	int n;

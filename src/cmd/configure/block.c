@@ -139,6 +139,19 @@ int orh_block_remove(const char *old, const char *name, const struct orh_block *
 	return 1;
 }
 
+/* Does a line at or after p start with the end marker? */
+static bool has_end_after(const char *p)
+{
+	while (*p) {
+		if (!strncmp(p, END, strlen(END)))
+			return true;
+		p += line_len(p);
+		if (*p)
+			p++;
+	}
+	return false;
+}
+
 char *orh_block_strip_all(const char *old)
 {
 	size_t n = 0;
@@ -148,7 +161,9 @@ char *orh_block_strip_all(const char *old)
 	for (const char *p = old; *p;) {
 		size_t len = line_len(p);
 
-		if (!inside && !strncmp(p, BEGIN, strlen(BEGIN)))
+		/* a begin marker opens a block only where an end marker follows it: the
+		 * lines after one without its end are the operator's, and are kept */
+		if (!inside && !strncmp(p, BEGIN, strlen(BEGIN)) && has_end_after(p + len))
 			inside = true;
 		if (!inside) {
 			memcpy(out + n, p, len);

@@ -203,12 +203,18 @@ static char *imports_add(const char *text, const struct orh_toml *t, const char 
 	e = orh_toml_get(t, "imports");
 	v = orh_toml_get(t, "version");
 	if (e) {
+		struct orh_strv list = { 0 };
+		bool there = orh_toml_string_array(e->value, &list) &&
+			     orh_strv_contains(&list, entry);
 		const char *val = strstr(text + e->start, e->value);
 		const char *close = val + strlen(e->value) - 1; /* its ']' */
 		const char *prev = close - 1;
 
 		while (prev > val && (*prev == ' ' || *prev == '\t' || *prev == '\n' || *prev == '\r'))
 			prev--;
+		orh_strv_free(&list);
+		if (there) /* already imported: nothing to add */
+			return orh_xstrdup(text);
 		return orh_xasprintf("%.*s%s%s%s", (int)(close - text), text,
 				     *prev == '[' || *prev == ',' ? "" : ", ", q, close);
 	}
