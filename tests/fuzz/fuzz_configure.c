@@ -127,10 +127,11 @@ static bool has_handler(const char *text)
 	return found;
 }
 
-/* How many tables [... .runtimes.rdma] a scan holds. */
+/* How many tables [... .containerd.runtimes.rdma] a scan holds. */
 static size_t handler_tables(const struct orh_toml *t)
 {
-	static const char tail[] = ORH_TOML_SEP "runtimes" ORH_TOML_SEP "rdma";
+	static const char tail[] = ORH_TOML_SEP "containerd" ORH_TOML_SEP "runtimes" ORH_TOML_SEP
+				   "rdma";
 	size_t n = 0;
 
 	for (size_t i = 0; i < t->n; i++) {
