@@ -522,6 +522,30 @@ Test(engines, containerd_k3s_templates)
 	orh_cfg_files_free(&files);
 }
 
+/* A template whose handler table lost its marker lines: a re-run moves it into the block
+ * (one table: containerd refuses a table defined twice), and --undo takes it out. */
+Test(engines, containerd_k3s_template_with_a_loose_handler)
+{
+	const char *tmpl = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl";
+	const char *loose = "{{ template \"base\" . }}\n"
+			    CRI ".containerd.runtimes.rdma.options]\n"
+			    "  BinaryName = \"/usr/bin/oci-rdma-runtime\"\n";
+	struct fake_fs fs = { .path = { tmpl }, .text = { loose } };
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD, .engine_config = tmpl };
+	struct orh_cfg_files files;
+	struct orh_err err = { 0 };
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cr_assert_eq(count(file(&files, tmpl)->new, ".runtimes.rdma.options]"), 1, "%s",
+		     file(&files, tmpl)->new);
+	cr_assert(strstr(file(&files, tmpl)->new, "# >>> oci-rdma-hook configure"));
+	orh_cfg_files_free(&files);
+	req.undo = true;
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(file(&files, tmpl)->new, "{{ template \"base\" . }}\n");
+	orh_cfg_files_free(&files);
+}
+
 /* A template's handler takes SystemdCgroup, and the shim its runtime, from the config k3s
  * rendered beside it (k3s's runc lives in its data directory). */
 Test(engines, containerd_k3s_template_reads_the_rendered_config)

@@ -461,8 +461,9 @@ static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file 
 		       struct cd_plan *p, struct orh_strv *notes, struct orh_err *err)
 {
 	_cleanup_free_ char *id = orh_xasprintf("--engine containerd --handler %s", req->handler);
-	_cleanup_free_ char *body = NULL, *without = NULL;
+	_cleanup_free_ char *body = NULL, *without = NULL, *unblocked = NULL;
 	struct orh_block blk = { .id = id, .header = "{{ template \"base\" . }}\n" };
+	bool loose = false;
 	const char *base = strrchr(f->path, '/');
 	/* k3s renders config-v3.toml.tmpl with its version 3 base */
 	long version = base && !strcmp(base + 1, "config-v3.toml.tmpl") ? 3 : 2;
@@ -476,17 +477,29 @@ static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file 
 	orh_toml_free(&s.t);
 	if (r < 0)
 		return r;
-	if (req->undo) {
+	/* the template without our block, then without a table of ours outside it (one that
+	 * lost its marker lines) */
+	if (f->old) {
 		bool remove = false;
 
-		r = orh_block_remove(f->old, f->path, &blk, &f->new, &remove, err);
-		f->remove = remove;
-		if (r >= 0 && f->old && !f->new && !remove) /* rewritten without our comments */
-			r = drop_handler(f->old, f->path, req, &without, err);
-		if (without && strcmp(without, f->old))
-			f->new = TAKE_PTR(without);
-		return r;
+		r = orh_block_remove(f->old, f->path, &blk, &unblocked, &remove, err);
+		if (r >= 0)
+			r = drop_handler(unblocked ? unblocked : f->old, f->path, req, &without,
+					 err);
+		if (r < 0)
+			return r;
+		if (req->undo && remove && !strcmp(without, blk.header)) {
+			f->remove = true;
+			return 0;
+		}
 	}
+	if (req->undo) {
+		if (f->old && strcmp(without, f->old))
+			f->new = TAKE_PTR(without);
+		return 0;
+	}
+	/* a table of ours that had lost its markers moves into the block */
+	loose = f->old && strcmp(without, unblocked ? unblocked : f->old);
 	out = open_memstream(&body, &len);
 	if (!out)
 		abort();
@@ -494,7 +507,9 @@ static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file 
 	put_handler(out, p, req);
 	fclose(out);
 	blk.body = body + 1; /* without its first blank line */
-	r = orh_block_install(f->old, f->path, &blk, &f->new, err);
+	r = orh_block_install(loose ? without : f->old, f->path, &blk, &f->new, err);
+	if (r >= 0 && loose && !f->new)
+		f->new = TAKE_PTR(without);
 	if (r >= 0)
 		orh_strv_pushf(notes, "containerd: handler '%s' in the template %s (k3s and rke2 "
 			       "render it at their next start)", req->handler, f->path);
