@@ -216,11 +216,6 @@ const struct cd_ent *cd_view_get(const struct cd_view *v, const char *rel)
 	return found;
 }
 
-bool cd_key_under(const char *key, const char *prefix)
-{
-	return cd_rel_under(key, prefix);
-}
-
 bool cd_rel_under(const char *rel, const char *prefix)
 {
 	size_t n = strlen(prefix);

@@ -115,7 +115,7 @@ static int drop_handler(const char *text, const char *path,
 		bool under = false;
 
 		for (size_t k = 0; k < 3; k++)
-			under |= keys[k][0] && cd_key_under(e->key, keys[k]);
+			under |= keys[k][0] && cd_rel_under(e->key, keys[k]);
 		if (!under)
 			continue;
 		if (!e->value) { /* a header: up to the next header */
