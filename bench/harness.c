@@ -33,7 +33,8 @@
  * ratios towards 1. rss_kb is the largest ru_maxrss seen.
  *
  * --rss-log runs ARGV once with the harness's own stdin/stdout/stderr, appends its peak
- * RSS in KiB and its wall time in microseconds as one line ("KIB US") to FILE, and
+ * RSS in KiB, its wall time and its CPU time (user + system, with the children it waited
+ * for) in microseconds as one line ("KIB US CPU_US") to FILE, and
  * exits with its status (a wrapper for a hook registered in an OCI bundle: runc gives
  * it the state on stdin).
  */
@@ -245,7 +246,9 @@ static int rss_log(const char *file, char **argv)
 	t0 = now_us() - t0;
 	f = fopen(file, "a");
 	if (f) {
-		fprintf(f, "%ld %.1f\n", ru.ru_maxrss, t0);
+		fprintf(f, "%ld %.1f %.1f\n", ru.ru_maxrss, t0,
+			(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
+				ru.ru_stime.tv_usec);
 		fclose(f);
 	}
 	if (WIFEXITED(status))

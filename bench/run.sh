@@ -68,5 +68,9 @@ if [ ! -x "$build/bench-execwrap" ] || [ bench/execwrap.c -nt "$build/bench-exec
 	cc -O2 -Wall -Wextra -static -o "$build/bench-execwrap" bench/execwrap.c
 fi
 
+if [ ! -x "$build/bench-noop" ] || [ bench/execwrap.c -nt "$build/bench-noop" ]; then
+	cc -O2 -Wall -Wextra -static -DEXECWRAP_NOOP -o "$build/bench-noop" bench/execwrap.c
+fi
+
 exec python3 bench/bench.py --hook "$build/src/oci-rdma-hook" --harness "$build/bench-harness" \
-	--readfiles "$build/bench-readfiles" --execwrap "$build/bench-execwrap" "$@"
+	--readfiles "$build/bench-readfiles" --execwrap "$build/bench-execwrap" --noop "$build/bench-noop" "$@"
