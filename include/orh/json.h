@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * JSON helpers over jansson that every stage may use: unsigned 64-bit integers
- * (src/base/jsonu64.c) and the compact text of a tree (src/base/jsondump.c).
+ * (src/base/jsonu64.c), the compact text of a tree (src/base/jsondump.c), and jansson's
+ * memory in a short-lived process (src/base/jsonarena.c).
  */
 #ifndef ORH_JSON_H
 #define ORH_JSON_H
@@ -35,5 +36,19 @@ char *orh_json_dump(const json_t *v, size_t *len);
 /* An object of the n pairs keys[i] (literal, valid UTF-8): vals[i], every value's reference
  * taken; NULL (nothing left behind) when a value is NULL or out of memory. */
 json_t *orh_json_object_of(size_t n, const char *const *keys, json_t **vals);
+
+/* jansson's memory from an arena that frees nothing before the process exits (not in
+ * sanitizer builds): for a process that serves one container and exits. Call it before
+ * any other jansson call. */
+void orh_json_arena_use(void);
+/* Give back the text json_dumps() returned, through jansson's own free function (with the
+ * arena in use, free() must not see it). */
+void orh_json_free_text(char *text);
+static inline void orh_json_free_textp(char **text)
+{
+	orh_json_free_text(*text);
+}
+/* A json_dumps() text given back at the end of its scope. */
+#define _cleanup_json_text_ __attribute__((cleanup(orh_json_free_textp)))
 
 #endif

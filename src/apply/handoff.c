@@ -15,6 +15,7 @@
 
 #include "orh/atomic.h"
 #include "orh/handoff.h"
+#include "orh/json.h"
 #include "orh/record.h"
 
 static void bind_to(json_t *snap, const struct stat *conf, const char *sysroot)
@@ -29,7 +30,7 @@ int orh_handoff_write(const char *run_dir, const char *id, const char *bundle,
 {
 	_cleanup_free_ char *state_dir = orh_state_dir_path(run_dir, id);
 	_cleanup_free_ char *conf = orh_xasprintf("%s/config.json", bundle);
-	_cleanup_free_ char *text = NULL;
+	_cleanup_json_text_ char *text = NULL;
 	_cleanup_close_ int dirfd = -1;
 	struct orh_replace how = { .type = S_IFREG, .mode = 0600, .what = ORH_HANDOFF_FILE };
 	struct stat st;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "orh/log.h"
+#include "orh/json.h"
 #include "orh/oci.h"
 #include "orh/refuse.h"
 #include "orh/spec.h"
@@ -91,7 +92,7 @@ char *orh_runc_log_line(bool json, const char *msg, time_t now)
 		if (!line)
 			abort(); /* jansson fails only when out of memory */
 		buf = orh_xasprintf("%s\n", line);
-		free(line);
+		orh_json_free_text(line);
 		return buf;
 	}
 	f = open_memstream(&buf, &len);

@@ -147,7 +147,7 @@ static int put_value(struct orh_buf *o, const json_t *v, int depth)
 		if (!t)
 			return -1;
 		orh_buf_add(o, t, strlen(t));
-		free(t);
+		orh_json_free_text(t);
 		return 0;
 	}
 	}

@@ -21,6 +21,7 @@
 
 #include "orh/args.h"
 #include "orh/atomic.h"
+#include "orh/json.h"
 #include "orh/commands.h"
 #include "orh/decide.h"
 #include "orh/edit.h"
@@ -197,7 +198,7 @@ int orh_cmd_cdi(struct orh_ctx *ctx, int argc, char **argv)
 	const struct orh_plan *plan = &d.plan;
 	struct orh_strv warnings = { 0 };
 	struct orh_err err = { 0 };
-	_cleanup_free_ char *text = NULL;
+	_cleanup_json_text_ char *text = NULL;
 	const char *output = NULL;
 	json_t *doc = NULL, *hook = NULL;
 	int r, rc = ORH_EXIT_OK;

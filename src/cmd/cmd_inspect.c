@@ -16,6 +16,7 @@
 
 #include "orh/args.h"
 #include "orh/commands.h"
+#include "orh/json.h"
 #include "orh/record.h"
 #include "orh/statedir.h"
 
@@ -98,7 +99,7 @@ static void print_flat(const char *prefix, const json_t *v)
 		}
 		return;
 	}
-	_cleanup_free_ char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY);
+	_cleanup_json_text_ char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY);
 
 	print_text(prefix, 0, -1, ": ");
 	print_text(json_is_string(v) ? json_string_value(v) : text ? text : "?", 0, -1, "\n");

@@ -13,6 +13,7 @@
 #include "orh/args.h"
 #include "orh/commands.h"
 #include "orh/install.h"
+#include "orh/json.h"
 #include "orh/refuse.h"
 #include "orh/sandbox.h"
 
@@ -144,6 +145,7 @@ static int shim_main(int argc, char **argv)
 	int r;
 
 	orh_log_open("oci-rdma-runtime", true);
+	orh_json_arena_use();
 	r = load_config(&ctx, getenv("OCI_RDMA_HOOK_CONFIG"), getenv("OCI_RDMA_HOOK_SYSROOT"),
 			true);
 	ctx.t_config = orh_now_ms();
@@ -204,6 +206,8 @@ int main(int argc, char **argv)
 		return ORH_EXIT_USAGE;
 	}
 	orh_log_open("oci-rdma-hook", cmd->container_path);
+	if (cmd->container_path)
+		orh_json_arena_use(); /* it serves one container and exits */
 	if (cmd->fn == orh_cmd_configure) {
 		/* the node config is one of the files it edits (under --root): not loaded */
 		ctx.config_path = config ? config : ORH_DEFAULT_CONFIG;

@@ -13,10 +13,11 @@
 
 #include "engines_priv.h"
 #include "orh/config.h"
+#include "orh/json.h"
 
 static char *dump(const json_t *root)
 {
-	_cleanup_free_ char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	_cleanup_json_text_ char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 
 	return orh_xasprintf("%s\n", text);
 }
