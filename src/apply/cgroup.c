@@ -184,8 +184,12 @@ static int grant_v1(const struct cg_files *cf, pid_t pid, const struct orh_devno
 		return orh_fail_errno(err, errno, "opening '%s%s/devices.allow'", mnt, path);
 	for (size_t i = 0; i < n; i++) {
 		char rule[64];
-		int len = snprintf(rule, sizeof(rule), "c %u:%u rwm", nodes[i].major,
-				   nodes[i].minor);
+		/* "c MAJOR:MINOR rwm", by hand: one a node, and snprintf() costs ten times as
+		 * many instructions */
+		char *e = stpcpy(orh_put_uint(stpcpy(orh_put_uint(stpcpy(rule, "c "),
+								  nodes[i].major), ":"),
+					      nodes[i].minor), " rwm");
+		int len = (int)(e - rule);
 
 		if (write(afd, rule, (size_t)len) != len)
 			return orh_fail_errno(err, errno, "writing '%s' to '%s%s/devices.allow'",

@@ -13,10 +13,16 @@
 
 #include "orh/atomic.h"
 
-/* ".NAME.orh-": the prefix of every temporary name of NAME; 16 hex digits follow. */
-static void tmp_prefix(char *buf, size_t size, const char *name)
+/* ".NAME.orh-": the prefix of every temporary name of NAME (its first 200 bytes); 16 hex
+ * digits follow. Built by hand: a container's start makes a few dozen of them, and
+ * snprintf() took ten times the instructions. Returns the end of the prefix. */
+static char *tmp_prefix(char buf[NAME_MAX + 1], const char *name)
 {
-	snprintf(buf, size, ".%.200s.orh-", name);
+	size_t n = strnlen(name, 200);
+
+	buf[0] = '.';
+	memcpy(buf + 1, name, n);
+	return stpcpy(buf + 1 + n, ".orh-");
 }
 
 /* Remove what a writer killed between creating its temporary entry and the rename left
@@ -36,8 +42,7 @@ static void remove_stale_temps(int dirfd, const char *name, mode_t type)
 		close(fd);
 		return;
 	}
-	tmp_prefix(prefix, sizeof(prefix), name);
-	plen = strlen(prefix);
+	plen = (size_t)(tmp_prefix(prefix, name) - prefix);
 	while ((de = readdir(d))) {
 		struct stat st;
 
@@ -63,9 +68,11 @@ static int create_temp(int dirfd, const char *name, struct orh_replace *how, con
 
 		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
 			rnd ^= (uint64_t)getpid() << 32 | (unsigned)tries;
-		tmp_prefix(tmp, NAME_MAX + 1, name);
-		snprintf(tmp + strlen(tmp), NAME_MAX + 1 - strlen(tmp), "%016llx",
-			 (unsigned long long)rnd);
+		char *hex = tmp_prefix(tmp, name);
+
+		for (int i = 0; i < 16; i++)
+			hex[i] = "0123456789abcdef"[(rnd >> (60 - 4 * i)) & 15];
+		hex[16] = '\0';
 		if (how->type == S_IFCHR) {
 			r = mknodat(dirfd, tmp, S_IFCHR | (how->mode & 07777), how->rdev);
 		} else if (how->type == S_IFLNK) {
