@@ -640,6 +640,7 @@ def main():
     ap.add_argument("--harness", required=True)
     ap.add_argument("--readfiles", help="bench/readfiles.c, built static: the floor of part 1")
     ap.add_argument("--execwrap", help="bench/execwrap.c, built static: the floor of part 3c")
+    ap.add_argument("--filtercost", help="bench/filtercost.c: the seccomp filter's cost (1c)")
     ap.add_argument("--noop", help="bench/execwrap.c built with EXECWRAP_NOOP: a runtime "
                     "that does nothing (part 3g)")
     ap.add_argument("--quick", action="store_true")
@@ -663,6 +664,7 @@ def main():
     try:
         b.setup()
         b.bench_env()
+        envfloor.filter_cost(b)
         b.bench_containers()
         b.bench_sync()
         fleet.floor(b)

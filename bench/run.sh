@@ -68,9 +68,15 @@ if [ ! -x "$build/bench-execwrap" ] || [ bench/execwrap.c -nt "$build/bench-exec
 	cc -O2 -Wall -Wextra -static -o "$build/bench-execwrap" bench/execwrap.c
 fi
 
+# the seccomp filter's load and per-call cost (part 1c), with the hook's filter
+if [ ! -x "$build/bench-filtercost" ] || [ bench/filtercost.c -nt "$build/bench-filtercost" ] ||
+	[ "$build/src/seccomp-filter.h" -nt "$build/bench-filtercost" ]; then
+	cc -O2 -Wall -Wextra -I "$build/src" -o "$build/bench-filtercost" bench/filtercost.c -lseccomp
+fi
 if [ ! -x "$build/bench-noop" ] || [ bench/execwrap.c -nt "$build/bench-noop" ]; then
 	cc -O2 -Wall -Wextra -static -DEXECWRAP_NOOP -o "$build/bench-noop" bench/execwrap.c
 fi
 
 exec python3 bench/bench.py --hook "$build/src/oci-rdma-hook" --harness "$build/bench-harness" \
-	--readfiles "$build/bench-readfiles" --execwrap "$build/bench-execwrap" --noop "$build/bench-noop" "$@"
+	--readfiles "$build/bench-readfiles" --execwrap "$build/bench-execwrap" --noop "$build/bench-noop" \
+	--filtercost "$build/bench-filtercost" "$@"
