@@ -38,8 +38,8 @@ char *orh_json_dump(const json_t *v, size_t *len);
 json_t *orh_json_object_of(size_t n, const char *const *keys, json_t **vals);
 
 /* jansson's memory from an arena that frees nothing before the process exits (not in
- * sanitizer builds): for a process that serves one container and exits. Call it before
- * any other jansson call. */
+ * sanitizer builds), and its hash seed from getrandom(): for a process that serves one
+ * container and exits. Call it before any other jansson call. */
 void orh_json_arena_use(void);
 /* Give back the text json_dumps() returned, through jansson's own free function (with the
  * arena in use, free() must not see it). */
