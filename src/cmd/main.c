@@ -39,6 +39,9 @@ static void usage(FILE *f)
 	      "  install --root DIR [...]    the installer image's entrypoint: install under DIR,\n"
 	      "                              configure the engine; on SIGTERM undo the engine's\n"
 	      "                              config, keeping the files (--purge removes them)\n"
+	      "  nri [--socket PATH] [...]   an NRI plugin: serve CRI containers through the\n"
+	      "                              runtime's NRI socket (--config, --sysroot, --name,\n"
+	      "                              --idx); SIGTERM ends it\n"
 	      "\n"
 	      "Options:\n"
 	      "  --config FILE   node config (default " ORH_DEFAULT_CONFIG ")\n"
@@ -78,6 +81,8 @@ static const struct command commands[] = {
 	{ "cdi", orh_cmd_cdi, false, CONFINE_CAPS },
 	{ "configure", orh_cmd_configure, false, CONFINE_NONE },
 	{ "install", orh_cmd_install, false, CONFINE_NONE },
+	/* connects to the runtime, and makes the sysfs view's directories on the host */
+	{ "nri", orh_cmd_nri, false, CONFINE_NONE },
 };
 
 static int passthrough(int in, int out)

@@ -192,7 +192,7 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 		.spec = spec,
 		.container_facts = netns_facts,
 		.arg = &na,
-		.memlock_ceiling = memlock_ceiling(),
+		.memlock_ceiling = (flags & ORH_SERVE_RUNTIME_RLIMITS) ? 0 : memlock_ceiling(),
 	};
 	/* on the heap: the caller that writes /etc/nccl.conf keeps it (res->d) */
 	struct orh_decision *d = orh_xcalloc(1, sizeof(*d));
@@ -203,6 +203,7 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 	r = orh_decide(&in, d, err);
 	res->asked = d->asked;
 	res->activation = d->act;
+	orh_strlcpy(res->why, d->why, sizeof(res->why));
 	push_all(&res->warnings, &d->warnings);
 	if (r < 0 || !d->have_plan)
 		goto out;
