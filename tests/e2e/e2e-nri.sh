@@ -351,7 +351,7 @@ r = json.loads(sys.argv[1])
 assert r["alive"] is True, r
 assert r["nccl_conf"]["result"] in ("written", "merged"), r
 ' "$INSPECT"
-check "annotated: the plugin logged the container as served" plugin_said "$CTR"
+check "annotated: the plugin logged what it gave the container" plugin_said "9 device(s)"
 # the spec containerd keeps is the one runc got (no shim between them), and it holds the
 # plugin's adjustment; the sandbox is left as containerd made it
 check "annotated: bundle config.json is the spec containerd keeps (NRI's adjustment in it)" \
@@ -394,6 +394,7 @@ end_pod
 
 run_pod nothing $NODE_NET
 check_left_alone nothing
+check "nothing: the plugin logged why it gave nothing" plugin_said "nothing given: "
 end_pod
 
 # ---- the DGX-like node: GPUs named by the device plugin's env, and the pod network ------------
