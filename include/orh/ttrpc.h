@@ -34,9 +34,6 @@ enum orh_ttrpc_type {
 	ORH_TTRPC_RESPONSE = 2,
 	ORH_TTRPC_DATA = 3,
 };
-/* a unary request's flag: nothing more comes from the client on its stream */
-#define ORH_TTRPC_REMOTE_CLOSED 0x1
-
 /* google.rpc.Code values a plugin answers with */
 #define ORH_RPC_OK 0
 #define ORH_RPC_UNKNOWN 2

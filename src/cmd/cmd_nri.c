@@ -87,8 +87,8 @@ static void call(struct conn *c, const char *method, const struct orh_buf *paylo
 
 	orh_ttrpc_request_encode(&b, ORH_NRI_RUNTIME_SERVICE, method, payload->p, payload->n);
 	c->register_stream = c->next_stream;
-	orh_mux_put_msg(&c->out, ORH_MUX_RUNTIME, c->next_stream, ORH_TTRPC_REQUEST,
-			ORH_TTRPC_REMOTE_CLOSED, b.p, b.n);
+	/* flags 0, as ttrpc's own client sends a unary request */
+	orh_mux_put_msg(&c->out, ORH_MUX_RUNTIME, c->next_stream, ORH_TTRPC_REQUEST, 0, b.p, b.n);
 	c->next_stream += 2; /* a client's streams are odd and increasing */
 	free(b.p);
 }
