@@ -164,7 +164,7 @@ cat >"$CD/net.d/10-$NET.conflist" <<EOF
     "type": "bridge", "bridge": "$BRIDGE", "isGateway": false, "ipMasq": false,
     "ipam": {
       "type": "host-local", "dataDir": "$WORK/cni-ipam",
-      "ranges": [[{"subnet": "10.213.78.0/24", "gateway": "10.213.78.1"}]],
+      "ranges": [[{"subnet": "10.213.79.0/24", "gateway": "10.213.79.1"}]],
       "routes": [{"dst": "0.0.0.0/0"}]
     }
   }]
