@@ -601,7 +601,8 @@ Test(nri_msg, adjustment_round_trip)
 				     .source = "/run/x" };
 	struct orh_nri_hook hook = { .path = "/usr/bin/oci-rdma-hook", .has_timeout = true,
 				     .timeout = 30 };
-	struct orh_nri_adjust a = { .devices = &dev, .n_devices = 1, .rules = &rule,
+	struct orh_nri_kv ann = { .key = "oci-rdma-hook/enable", .value = "true" };
+	struct orh_nri_adjust a = { .annotations = { &ann, 1 }, .devices = &dev, .n_devices = 1, .rules = &rule,
 				    .n_rules = 1, .rlimits = &rl, .n_rlimits = 1,
 				    .env = { &env, 1 }, .mounts = &mnt, .n_mounts = 1 };
 	struct orh_nri_adjust back;
@@ -621,6 +622,7 @@ Test(nri_msg, adjustment_round_trip)
 	cr_assert_eq(orh_pb_next(&r, &f, &err), 1);
 	cr_assert_eq(f.num, 1); /* CreateContainerResponse.adjust */
 	cr_assert_eq(orh_nri_adjust_decode(f.data, f.len, &back, &err), 0, "%s", err.msg);
+	cr_assert(back.annotations.n == 1 && !strcmp(back.annotations.v[0].value, "true"));
 	cr_assert_eq(back.n_devices, 1);
 	cr_assert_str_eq(back.devices[0].path, dev.path);
 	cr_assert(back.devices[0].major == 231 && back.devices[0].minor == 192);

@@ -215,6 +215,7 @@ def adjustment(payload):
     hooks = one(adj, 5, b'')
     return dict(
         raw=adj,
+        annotations=[(one(e, 1, b'').decode(), one(e, 2, b'').decode()) for e in many(adj, 2)],
         devices=devs,
         rules=many(one(lin, 2, b''), 7),
         rlimits=[(one(r, 1, b'').decode(), one(r, 2, 0), one(r, 3, 0)) for r in many(adj, 7)],
@@ -298,6 +299,8 @@ def main():
               (a['create_runtime'], a['create_runtime_paths']))
         check('and the poststop hook',
               len(a['poststop']) == 1 and a['poststop'][0][-1] == 'poststop', a['poststop'])
+        check('the pod\'s request goes into the container\'s annotations (the stages read them)',
+              a['annotations'] == [('oci-rdma-hook/enable', 'true')], a['annotations'])
         check('no NCCL_ setting in the environment (they go to /etc/nccl.conf)',
               not any(k.startswith('NCCL_') for k, _ in a['env']), a['env'])
         big = max(rt.frames)

@@ -153,6 +153,10 @@ Test(nri_serve, annotated_pod)
 	cr_assert_str_eq(stage(&s.adj.hooks.v[1][0]), "nccl-conf");
 	cr_assert_eq(s.adj.hooks.n[5], 1); /* poststop */
 	cr_assert_str_eq(stage(&s.adj.hooks.v[5][0]), "poststop");
+	/* the stages decide again from the container's spec: the pod's request goes there */
+	cr_assert_eq(s.adj.annotations.n, 1);
+	cr_assert_str_eq(s.adj.annotations.v[0].key, "oci-rdma-hook/enable");
+	cr_assert_str_eq(s.adj.annotations.v[0].value, "true");
 	for (size_t i = 0; i < s.adj.env.n; i++)
 		cr_assert_not(orh_startswith(s.adj.env.v[i].key, "NCCL_"), "%s",
 			      s.adj.env.v[i].key);
@@ -194,6 +198,7 @@ Test(nri_serve, gpu_env_gets_the_nics_near_its_gpus)
 	serve(&ctx, &req, &s);
 	cr_assert_eq(s.r, 0, "%s", s.err.msg);
 	cr_assert_eq(count_uverbs(&s.adj), 2);
+	cr_assert_eq(s.adj.annotations.n, 0, "its own annotation is in its spec already");
 	for (size_t i = 0; i < s.adj.n_devices; i++)
 		if (orh_startswith(s.adj.devices[i].path, "/dev/infiniband/uverbs"))
 			cr_assert(!strcmp(s.adj.devices[i].path, "/dev/infiniband/uverbs2") ||

@@ -7,7 +7,7 @@
  * ContainerAdjustment the runtime applies. Pure: no socket here (src/cmd/cmd_nri.c).
  *
  * Only what NRI v0.8 (containerd 2.0 and 2.1, the oldest runtime served) reads is sent:
- * mounts, env, hooks, linux.devices, linux.resources.devices (applied from v0.10 on; each
+ * annotations, mounts, env, hooks, linux.devices, linux.resources.devices (applied from v0.10 on; each
  * device added brings its own rule in every version) and rlimits (since v0.4.0).
  */
 #ifndef ORH_NRI_H
@@ -109,6 +109,9 @@ struct orh_nri_create {  /* CreateContainerRequest{pod=1, container=2} */
 
 /* ContainerAdjustment: what the plugin answers CreateContainer with */
 struct orh_nri_adjust {
+	/* the pod's oci-rdma-hook/ annotations the decision took: the container's spec
+	 * carries them, for the nccl-conf stage that decides again from it */
+	struct orh_nri_kvs annotations;
 	struct orh_nri_mount *mounts;
 	size_t n_mounts;
 	struct orh_nri_kvs env;
@@ -164,7 +167,9 @@ int orh_nri_diff(const json_t *before, const json_t *after, struct orh_nri_adjus
 		 struct orh_err *err);
 
 /* Serve one CreateContainer: the spec (orh_nri_spec), the spec edit (orh_spec_serve),
- * the adjustment (orh_nri_diff). 0 with adj filled (empty: nothing given) and res the
+ * the adjustment (orh_nri_diff), and, for a container served, the pod's oci-rdma-hook/
+ * annotations that the decision read (the stages read the container's spec, where the
+ * runtime does not put the pod's annotations). 0 with adj filled (empty: nothing given) and res the
  * edit's result for the log, or -errno with err when the edit failed or its result
  * cannot be an adjustment; the caller refuses the container only when
  * orh_edit_must_fail(). */

@@ -612,7 +612,7 @@ bool orh_nri_adjust_empty(const struct orh_nri_adjust *a)
 
 	for (unsigned k = 0; k < ORH_NRI_HOOK_KINDS; k++)
 		hooks += a->hooks.n[k];
-	return !a->n_mounts && !a->env.n && !hooks && !a->n_devices && !a->n_rules &&
+	return !a->annotations.n && !a->n_mounts && !a->env.n && !hooks && !a->n_devices && !a->n_rules &&
 	       !a->n_rlimits;
 }
 
@@ -620,6 +620,12 @@ void orh_nri_adjust_encode(struct orh_buf *b, const struct orh_nri_adjust *a)
 {
 	size_t at, hooks = 0;
 
+	for (size_t i = 0; i < a->annotations.n; i++) {
+		at = orh_pb_begin(b, 2);
+		put_nonempty(b, 1, a->annotations.v[i].key);
+		put_nonempty(b, 2, a->annotations.v[i].value);
+		orh_pb_end(b, at);
+	}
 	for (size_t i = 0; i < a->n_mounts; i++)
 		put_mount(b, &a->mounts[i]);
 	for (size_t i = 0; i < a->env.n; i++) {
@@ -698,6 +704,7 @@ int orh_nri_adjust_decode(const void *p, size_t n, struct orh_nri_adjust *a,
 	orh_pb_reader_init(&r, p, n);
 	while ((k = orh_pb_next(&r, &f, err)) > 0) {
 		switch (f.num) {
+		case 2: k = kv(&r, &f, &a->annotations, err); break;
 		case 3: k = mount(&r, &f, ADD(a->mounts, a->n_mounts), err); break;
 		case 4: k = kv(&r, &f, &a->env, err); break;
 		case 5: k = hooks(&r, &f, &a->hooks, err); break;
@@ -717,6 +724,7 @@ int orh_nri_adjust_decode(const void *p, size_t n, struct orh_nri_adjust *a,
 
 void orh_nri_adjust_free(struct orh_nri_adjust *a)
 {
+	kvs_free(&a->annotations);
 	mounts_free(a->mounts, a->n_mounts);
 	kvs_free(&a->env);
 	hooks_free(&a->hooks);

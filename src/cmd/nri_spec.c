@@ -380,6 +380,27 @@ int orh_nri_diff(const json_t *before, const json_t *after, struct orh_nri_adjus
 	return r;
 }
 
+/* The pod's annotations the spec took (annotations()), into the adjustment. */
+static void pod_annotations(const struct orh_nri_create *req, struct orh_nri_adjust *adj)
+{
+	json_t *own = json_object();
+
+	for (size_t i = 0; i < req->ctr.annotations.n; i++)
+		json_object_set_new(own, req->ctr.annotations.v[i].key, json_true());
+	for (size_t i = 0; i < req->pod.annotations.n; i++) {
+		const struct orh_nri_kv *kv = &req->pod.annotations.v[i];
+		struct orh_nri_kvs *a = &adj->annotations;
+
+		if (!orh_startswith(kv->key, POD_PREFIX) || json_object_get(own, kv->key))
+			continue;
+		json_object_set_new(own, kv->key, json_true()); /* once, as the spec has it */
+		a->v = orh_xgrow(a->v, a->n, sizeof(*a->v));
+		a->v[a->n].key = orh_xstrdup(kv->key);
+		a->v[a->n++].value = orh_xstrdup(kv->value);
+	}
+	json_decref(own);
+}
+
 int orh_nri_serve(const struct orh_ctx *ctx, const struct orh_nri_create *req,
 		  struct orh_nri_adjust *adj, struct orh_edit_result *res, struct orh_err *err)
 {
@@ -390,6 +411,8 @@ int orh_nri_serve(const struct orh_ctx *ctx, const struct orh_nri_create *req,
 	r = orh_spec_serve(ctx, spec, ORH_SERVE_RUNTIME_RLIMITS, res, err);
 	if (r == 0 && res->edits > 0)
 		r = orh_nri_diff(before, spec, adj, err);
+	if (r == 0 && !orh_nri_adjust_empty(adj))
+		pod_annotations(req, adj);
 	json_decref(spec);
 	json_decref(before);
 	return r;
