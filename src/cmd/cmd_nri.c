@@ -134,9 +134,12 @@ worker_main(const struct orh_ctx *ctx, const struct orh_nri_create *req, const c
 	int r = orh_nri_serve(ctx, req, &adj, &res, &err);
 
 	if (r < 0 && orh_edit_must_fail(&ctx->cfg, &res)) {
+		/* the runtime reads the reason as a protobuf string: UTF-8 */
+		_cleanup_free_ char *why = orh_text_escape(err.msg);
+
 		orh_log(LOG_ERR, "nri: %s: refused: %s", what, err.msg);
 		orh_buf_addc(&out, 1);
-		orh_buf_add(&out, err.msg, strlen(err.msg));
+		orh_buf_add(&out, why, strlen(why));
 	} else {
 		if (r < 0)
 			orh_log(LOG_WARNING, "nri: %s: nothing given: %s", what, err.msg);
