@@ -154,11 +154,15 @@ class Runtime:
                 self.other.append(fcid)
 
     def response(self, want_stream):
+        """The next response: (code, message, payload), and its stream when want_stream is
+        None (any stream)."""
         stream, typ, _, payload = self.read_msg(1)
         assert typ == 2, 'type %d' % typ
-        assert stream == want_stream, 'stream %d, want %d' % (stream, want_stream)
+        assert want_stream is None or stream == want_stream, \
+            'stream %d, want %d' % (stream, want_stream)
         status = one(payload, 1, b'')
-        return one(status, 1, 0), (one(status, 2, b'') or b'').decode(), one(payload, 2, b'')
+        res = one(status, 1, 0), (one(status, 2, b'') or b'').decode(), one(payload, 2, b'')
+        return res if want_stream is not None else res + (stream,)
 
 
 def start(sock, conf, node, extra=()):
@@ -362,7 +366,7 @@ def main():
         check('--name and --idx reach RegisterPlugin',
               one(req['payload'], 1) == b'rdma' and one(req['payload'], 2) == b'07',
               fields(req['payload']))
-        register_and_configure(rt, req)
+        register_and_configure(rt, req, timeout_ms=400)
         rt.request(3, 'CreateContainer',
                    create_req('c5', pod_ann=[('oci-rdma-hook/enable', 'true')]))
         code, msg, payload = rt.response(3)
@@ -372,6 +376,25 @@ def main():
         code, msg, payload = rt.response(5)
         check('on_error = fail, did not ask: OK and empty', code == 0 and payload == b'',
               (code, msg))
+        # a decision that hangs (the network namespace's path is a FIFO nobody writes: its
+        # open blocks) is given up at 3/4 of the request timeout, here 400 ms; another
+        # container is answered meanwhile
+        fifo = os.path.join(tmp, 'netns-fifo')
+        os.mkfifo(fifo)
+        t = time.monotonic()
+        rt.request(7, 'CreateContainer',
+                   create_req('c7', pod_ann=[('oci-rdma-hook/enable', 'true')], netns=fifo))
+        rt.request(9, 'CreateContainer', create_req('c8'))
+        first = rt.response(None)
+        second = rt.response(None)
+        took = time.monotonic() - t
+        check('a container is answered while another one\'s decision hangs',
+              first[3] == 9 and second[3] == 7, (first[3], second[3]))
+        check('the hung decision is given up within the request timeout: refused, as it '
+              'asked under on_error = fail',
+              second[0] != 0 and 'in time' in second[1] and 0.25 < took < 2.0, (second, took))
+        check('no child is left behind',
+              subprocess.run(['pgrep', '-P', str(proc.pid)], stdout=subprocess.PIPE).stdout == b'')
         proc.send_signal(signal.SIGINT)
         check('SIGINT ends it with status 0', proc.wait(5) == 0)
     finally:
@@ -395,7 +418,8 @@ def main():
     with open(os.path.join(tmp, 'plugin.log'), 'rb') as f:
         log = f.read().decode(errors='replace')
     check('it logged one line for each container served',
-          all(('container %s ' % c) in log for c in ('c1', 'c2', 'c3', 'c4', 'c5', 'c6')), log)
+          all(('container %s ' % c) in log for c in ('c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7',
+                                                     'c8')), log)
     print('# %.1f s' % (time.monotonic() - t0))
     subprocess.run(['rm', '-rf', tmp])
     print('1..%d' % n_test)

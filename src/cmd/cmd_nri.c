@@ -161,12 +161,14 @@ static void worker_answer(struct conn *c, struct worker *w, bool late)
 		/* killed, or it died before answering */
 		orh_log(LOG_ERR, "nri: %s: %s: %s", w->what,
 			late ? "no decision within the runtime's request timeout" :
-			       "the decision ended without an answer",
+			       "no decision",
 			w->refuse_late ? "refused (on_error = fail)" : "nothing given");
 		if (w->refuse_late)
 			respond(c, w->stream, ORH_RPC_UNKNOWN,
-				"oci-rdma-hook: no decision in time for a container that asked "
-				"for RDMA (on_error = fail)", NULL);
+				late ? "oci-rdma-hook: no decision in time for a container that "
+				       "asked for RDMA (on_error = fail)" :
+				       "oci-rdma-hook: no decision for a container that asked for "
+				       "RDMA (on_error = fail)", NULL);
 		else
 			respond(c, w->stream, ORH_RPC_OK, NULL, NULL);
 		return;
@@ -199,13 +201,17 @@ static void worker_end(struct conn *c, size_t i, bool answer, bool late)
 	c->w[i] = c->w[--c->n_w];
 }
 
-/* Did the container ask for RDMA? What a late answer is judged by. */
-static bool asks(const struct orh_ctx *ctx, const struct orh_nri_create *req)
+/* Is a container with no decision refused: on_error = fail, and it asked for RDMA? */
+static bool must_refuse(const struct orh_ctx *ctx, const struct orh_nri_create *req)
 {
-	json_t *spec = orh_nri_spec(req);
-	bool r = orh_activation_asked(&ctx->cfg, json_object_get(spec, "annotations"),
-				      json_object_get(json_object_get(spec, "process"), "env"));
+	json_t *spec;
+	bool r;
 
+	if (ctx->cfg.on_error != ORH_ON_ERROR_FAIL)
+		return false;
+	spec = orh_nri_spec(req);
+	r = orh_activation_asked(&ctx->cfg, json_object_get(spec, "annotations"),
+				 json_object_get(json_object_get(spec, "process"), "env"));
 	json_decref(spec);
 	return r;
 }
@@ -253,10 +259,19 @@ static void create_container(struct conn *c, uint32_t stream, const struct orh_t
 	}
 	if (rq->timeout_nano > 0 && rq->timeout_nano / 1000000 < budget)
 		budget = rq->timeout_nano / 1000000;
-	if (c->n_w == MAX_WORKERS || pipe2(fds, O_CLOEXEC) < 0) {
-		orh_log(LOG_ERR, "nri: %s: not decided (%s): nothing given", req.ctr.id,
+	if (c->n_w == MAX_WORKERS || pipe2(fds, O_CLOEXEC) < 0 ||
+	    fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) {
+		struct worker none = { .stream = stream, .what = describe(&req),
+				       .refuse_late = must_refuse(c->ctx, &req) };
+
+		orh_log(LOG_ERR, "nri: %s: not decided: %s", none.what,
 			c->n_w == MAX_WORKERS ? "too many decisions under way" : strerror(errno));
-		respond(c, stream, ORH_RPC_OK, NULL, NULL);
+		worker_answer(c, &none, false);
+		free(none.what);
+		if (fds[0] >= 0) {
+			close(fds[0]);
+			close(fds[1]);
+		}
 		orh_nri_create_free(&req);
 		return;
 	}
@@ -277,8 +292,10 @@ static void create_container(struct conn *c, uint32_t stream, const struct orh_t
 	}
 	close(fds[1]);
 	if (pid < 0) {
-		orh_log(LOG_ERR, "nri: %s: not decided (fork: %m): nothing given", w->what);
-		respond(c, stream, ORH_RPC_OK, NULL, NULL);
+		orh_log(LOG_ERR, "nri: %s: not decided: fork: %m", w->what);
+		w->stream = stream;
+		w->refuse_late = must_refuse(c->ctx, &req);
+		worker_answer(c, w, false);
 		close(fds[0]);
 		free(w->what);
 		orh_nri_create_free(&req);
@@ -288,7 +305,7 @@ static void create_container(struct conn *c, uint32_t stream, const struct orh_t
 	w->fd = fds[0];
 	w->stream = stream;
 	w->deadline = orh_now_ms() + (double)(budget * 3 / 4);
-	w->refuse_late = c->ctx->cfg.on_error == ORH_ON_ERROR_FAIL && asks(c->ctx, &req);
+	w->refuse_late = must_refuse(c->ctx, &req);
 	c->n_w++;
 	orh_nri_create_free(&req);
 }
@@ -456,6 +473,7 @@ static void serve(struct conn *c, const char *name, const char *idx, const sigse
 		struct pollfd p[1 + MAX_WORKERS];
 		double now = orh_now_ms(), next = -1;
 		struct timespec ts, *tsp = NULL;
+		size_t polled = c->n_w; /* on_input() may start more */
 		int r;
 
 		p[0] = (struct pollfd){ .fd = c->fd, .events = POLLIN | (c->out.n ? POLLOUT : 0) };
@@ -480,8 +498,9 @@ static void serve(struct conn *c, const char *name, const char *idx, const sigse
 			break;
 		if (r > 0 && (p[0].revents & (POLLIN | POLLHUP)) && on_input(c) < 0)
 			break;
-		/* from the last: worker_end() moves the last into the place it frees */
-		for (size_t i = c->n_w; r > 0 && i-- > 0;)
+		/* from the last polled: worker_end() moves the last into the place it frees,
+		 * one polled and seen to already or one started since */
+		for (size_t i = polled; r > 0 && i-- > 0;)
 			if (p[1 + i].revents)
 				worker_input(c, i);
 		now = orh_now_ms();
