@@ -427,4 +427,9 @@ def main():
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception as e:  # the plugin did not connect, or broke the protocol
+        check('the exchange with the plugin went on to its end', False, repr(e))
+        print('1..%d' % n_test)
+        sys.exit(1)
