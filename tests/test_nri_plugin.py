@@ -402,6 +402,40 @@ def main():
             proc.kill()
             proc.wait()
 
+    # started by the runtime: the connection in NRI_PLUGIN_SOCKET (one end of a
+    # socketpair), its name and index in NRI_PLUGIN_NAME and NRI_PLUGIN_IDX; when the
+    # runtime closes it, the plugin ends
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    env = dict(os.environ, NRI_PLUGIN_SOCKET=str(theirs.fileno()), NRI_PLUGIN_NAME='rdma',
+               NRI_PLUGIN_IDX='33')
+    with open(os.path.join(tmp, 'plugin.log'), 'ab') as log:
+        proc = subprocess.Popen([HOOK, 'nri', '--socket', '/nonexistent', '--config', conf,
+                                 '--sysroot', node], env=env, pass_fds=[theirs.fileno()],
+                                stdout=log, stderr=log)
+    theirs.close()
+    try:
+        rt = Runtime(ours)
+        stream, typ, _, payload = rt.read_msg(2)
+        p = one(payload, 3, b'')
+        check('started by the runtime: it registers on the connection it was handed, with the '
+              'name and index it was given', one(payload, 2) == b'RegisterPlugin' and
+              one(p, 1) == b'rdma' and one(p, 2) == b'33', fields(p))
+        code, _ = register_and_configure(rt, dict(stream=stream))
+        rt.request(3, 'CreateContainer',
+                   create_req('c9', pod_ann=[('oci-rdma-hook/enable', 'true')]))
+        code, msg, payload = rt.response(3)
+        check('and serves', code == 0 and len(adjustment(payload)['devices']) >= 9, (code, msg))
+        ours.close()
+        try:
+            rc = proc.wait(5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        check('and ends with status 0 when the runtime closes that connection', rc == 0, rc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
     # no runtime yet: it keeps trying, and SIGTERM still ends it at once
     srv.close()
     os.unlink(sock)
@@ -419,7 +453,7 @@ def main():
         log = f.read().decode(errors='replace')
     check('it logged one line for each container served',
           all(('container %s ' % c) in log for c in ('c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7',
-                                                     'c8')), log)
+                                                     'c8', 'c9')), log)
     print('# %.1f s' % (time.monotonic() - t0))
     subprocess.run(['rm', '-rf', tmp])
     print('1..%d' % n_test)

@@ -572,7 +572,10 @@ static const char usage[] =
 
 int orh_cmd_nri(struct orh_ctx *ctx, int argc, char **argv)
 {
-	const char *sock = DEFAULT_SOCKET, *name = DEFAULT_NAME, *idx = DEFAULT_IDX;
+	/* a runtime that starts the plugin itself names it in the environment */
+	const char *env_name = getenv("NRI_PLUGIN_NAME"), *env_idx = getenv("NRI_PLUGIN_IDX");
+	const char *sock = DEFAULT_SOCKET, *name = env_name && *env_name ? env_name : DEFAULT_NAME;
+	const char *idx = env_idx && *env_idx ? env_idx : DEFAULT_IDX;
 	const char *config = NULL, *sysroot = NULL;
 	const struct orh_opt opts[] = {
 		{ "--socket", &sock, NULL },   { "--config", &config, NULL },
