@@ -237,7 +237,8 @@ Test(ttrpc, a_message_split_into_frames_is_put_together_again)
 		const uint8_t *h = (const uint8_t *)out.p + off;
 		uint32_t len = (uint32_t)h[4] << 24 | (uint32_t)h[5] << 16 | h[6] << 8 | h[7];
 
-		cr_assert(h[3] == 1 && len <= ORH_MUX_FRAME_MAX, "frame %zu: %u bytes", frames, len);
+		cr_assert(h[3] == 1 && len <= ORH_MUX_FRAME_MAX, "frame %zu: %u bytes", frames,
+			  len);
 		off += ORH_MUX_HDR + len;
 	}
 	cr_assert_eq(frames, 3);
@@ -602,9 +603,10 @@ Test(nri_msg, adjustment_round_trip)
 	struct orh_nri_hook hook = { .path = "/usr/bin/oci-rdma-hook", .has_timeout = true,
 				     .timeout = 30 };
 	struct orh_nri_kv ann = { .key = "oci-rdma-hook/enable", .value = "true" };
-	struct orh_nri_adjust a = { .annotations = { &ann, 1 }, .devices = &dev, .n_devices = 1, .rules = &rule,
-				    .n_rules = 1, .rlimits = &rl, .n_rlimits = 1,
-				    .env = { &env, 1 }, .mounts = &mnt, .n_mounts = 1 };
+	struct orh_nri_adjust a = { .annotations = { &ann, 1 }, .devices = &dev,
+				    .n_devices = 1, .rules = &rule, .n_rules = 1,
+				    .rlimits = &rl, .n_rlimits = 1, .env = { &env, 1 },
+				    .mounts = &mnt, .n_mounts = 1 };
 	struct orh_nri_adjust back;
 	struct orh_buf b = { 0 };
 	struct orh_pb_reader r;
@@ -674,7 +676,8 @@ Test(nri_msg, request_becomes_the_oci_spec)
 	cr_assert(has_netns);
 	cr_assert_str_eq(nspath, "/var/run/netns/cni-1");
 	dev = json_array_get(json_object_get(json_object_get(spec, "linux"), "devices"), 0);
-	cr_assert_str_eq(json_string_value(json_object_get(dev, "path")), "/dev/infiniband/uverbs2");
+	cr_assert_str_eq(json_string_value(json_object_get(dev, "path")),
+			 "/dev/infiniband/uverbs2");
 	cr_assert_eq(json_integer_value(json_object_get(dev, "minor")), 194);
 	cr_assert_eq(json_array_size(json_object_get(json_object_get(json_object_get(spec, "linux"),
 		     "resources"), "devices")), 2);

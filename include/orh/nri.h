@@ -2,13 +2,15 @@
 /*
  * The NRI plugin's messages and conversions (github.com/containerd/nri, pkg/api/api.proto;
  * the field numbers are the API's). src/cmd/nri_msg.c decodes the requests the plugin
- * serves and encodes its answers; src/cmd/nri_spec.c turns a CreateContainer request into
- * the OCI spec the spec edit works on (orh/edit.h) and the edit's result into the
- * ContainerAdjustment the runtime applies. Pure: no socket here (src/cmd/cmd_nri.c).
+ * serves, src/cmd/nri_encode.c encodes its answers; src/cmd/nri_spec.c turns a
+ * CreateContainer request into the OCI spec the spec edit works on (orh/edit.h) and the
+ * edit's result into the ContainerAdjustment the runtime applies. Pure: no socket here
+ * (src/cmd/cmd_nri.c).
  *
  * Only what NRI v0.8 (containerd 2.0 and 2.1, the oldest runtime served) reads is sent:
- * annotations, mounts, env, hooks, linux.devices, linux.resources.devices (applied from v0.10 on; each
- * device added brings its own rule in every version) and rlimits (since v0.4.0).
+ * annotations, mounts, env, hooks, linux.devices, linux.resources.devices (applied from
+ * v0.10 on; each device added brings its own rule in every version) and rlimits (since
+ * v0.4.0).
  */
 #ifndef ORH_NRI_H
 #define ORH_NRI_H
@@ -140,7 +142,7 @@ void orh_nri_configure_free(struct orh_nri_configure *req);
 /* SynchronizeRequest: its `more` alone (the pods and containers are not needed). */
 int orh_nri_sync_decode(const void *p, size_t n, bool *more, struct orh_err *err);
 
-/* The answers, appended to b. */
+/* The answers, appended to b (nri_encode.c). */
 void orh_nri_register_encode(struct orh_buf *b, const char *name, const char *idx);
 void orh_nri_configure_response_encode(struct orh_buf *b, int32_t events);
 void orh_nri_sync_response_encode(struct orh_buf *b, bool more);

@@ -636,8 +636,8 @@ int orh_cmd_nri(struct orh_ctx *ctx, int argc, char **argv)
 		orh_mux_in_free(&c.in);
 		free(c.out.p);
 		if (!stopping)
-			orh_log(LOG_WARNING, "nri: the connection to the runtime is lost%s",
-				once ? ": the runtime starts the plugin again" : ": connecting again");
+			orh_log(LOG_WARNING, "nri: the connection to the runtime is lost: %s",
+				once ? "the runtime starts the plugin again" : "connecting again");
 		if (once)
 			break;
 	}

@@ -95,7 +95,9 @@ static int kv(const rd_t *r, const fd_t *f, struct orh_nri_kvs *kvs, struct orh_
 }
 
 /* Grow an array of n elements for one more, zeroed: its address. */
-#define ADD(arr, n) (arr = orh_xgrow(arr, n, sizeof(*(arr))), memset(&(arr)[n], 0, sizeof(*(arr))), &(arr)[(n)++])
+#define ADD(arr, n)                                                                       \
+	((arr) = orh_xgrow(arr, n, sizeof(*(arr))), memset(&(arr)[n], 0, sizeof(*(arr))),    \
+	 &(arr)[(n)++])
 
 static int mount(const rd_t *r, const fd_t *f, struct orh_nri_mount *m, struct orh_err *err)
 {
@@ -105,11 +107,20 @@ static int mount(const rd_t *r, const fd_t *f, struct orh_nri_mount *m, struct o
 
 	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
 		switch (g.num) {
-		case 1: k = str(&g, &m->destination, err); break;
-		case 2: k = str(&g, &m->type, err); break;
-		case 3: k = str(&g, &m->source, err); break;
-		case 4: k = strv(&g, &m->options, err); break;
-		default: k = 0;
+		case 1:
+			k = str(&g, &m->destination, err);
+			break;
+		case 2:
+			k = str(&g, &m->type, err);
+			break;
+		case 3:
+			k = str(&g, &m->source, err);
+			break;
+		case 4:
+			k = strv(&g, &m->options, err);
+			break;
+		default:
+			k = 0;
 		}
 	}
 	return k;
@@ -124,15 +135,22 @@ static int hook(const rd_t *r, const fd_t *f, struct orh_nri_hook *h, struct orh
 
 	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
 		switch (g.num) {
-		case 1: k = str(&g, &h->path, err); break;
-		case 2: k = strv(&g, &h->args, err); break;
-		case 3: k = strv(&g, &h->env, err); break;
+		case 1:
+			k = str(&g, &h->path, err);
+			break;
+		case 2:
+			k = strv(&g, &h->args, err);
+			break;
+		case 3:
+			k = strv(&g, &h->env, err);
+			break;
 		case 4:
 			k = optional(&sub, &g, &t, err);
 			h->has_timeout = true;
 			h->timeout = (int64_t)t;
 			break;
-		default: k = 0;
+		default:
+			k = 0;
 		}
 	}
 	return k;
@@ -161,10 +179,18 @@ static int device(const rd_t *r, const fd_t *f, struct orh_nri_device *d, struct
 
 	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
 		switch (g.num) {
-		case 1: k = str(&g, &d->path, err); break;
-		case 2: k = str(&g, &d->type, err); break;
-		case 3: k = i64(&g, &d->major, err); break;
-		case 4: k = i64(&g, &d->minor, err); break;
+		case 1:
+			k = str(&g, &d->path, err);
+			break;
+		case 2:
+			k = str(&g, &d->type, err);
+			break;
+		case 3:
+			k = i64(&g, &d->major, err);
+			break;
+		case 4:
+			k = i64(&g, &d->minor, err);
+			break;
 		case 5:
 		case 6:
 		case 7:
@@ -176,7 +202,8 @@ static int device(const rd_t *r, const fd_t *f, struct orh_nri_device *d, struct
 			else
 				d->has_gid = true, d->gid = (uint32_t)v;
 			break;
-		default: k = 0;
+		default:
+			k = 0;
 		}
 	}
 	return k;
@@ -191,8 +218,12 @@ static int rule(const rd_t *r, const fd_t *f, struct orh_nri_rule *d, struct orh
 
 	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
 		switch (g.num) {
-		case 1: k = u64(&g, &v, err); d->allow = v != 0; break;
-		case 2: k = str(&g, &d->type, err); break;
+		case 1:
+			k = u64(&g, &v, err); d->allow = v != 0;
+			break;
+		case 2:
+			k = str(&g, &d->type, err);
+			break;
 		case 3:
 		case 4:
 			k = optional(&sub, &g, &v, err);
@@ -201,8 +232,11 @@ static int rule(const rd_t *r, const fd_t *f, struct orh_nri_rule *d, struct orh
 			else
 				d->has_minor = true, d->minor = (int64_t)v;
 			break;
-		case 5: k = str(&g, &d->access, err); break;
-		default: k = 0;
+		case 5:
+			k = str(&g, &d->access, err);
+			break;
+		default:
+			k = 0;
 		}
 	}
 	return k;
@@ -216,10 +250,17 @@ static int rlimit(const rd_t *r, const fd_t *f, struct orh_nri_rlimit *l, struct
 
 	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
 		switch (g.num) {
-		case 1: k = str(&g, &l->type, err); break;
-		case 2: k = u64(&g, &l->hard, err); break;
-		case 3: k = u64(&g, &l->soft, err); break;
-		default: k = 0;
+		case 1:
+			k = str(&g, &l->type, err);
+			break;
+		case 2:
+			k = u64(&g, &l->hard, err);
+			break;
+		case 3:
+			k = u64(&g, &l->soft, err);
+			break;
+		default:
+			k = 0;
 		}
 	}
 	return k;
@@ -254,10 +295,17 @@ static int linux_ctr(const rd_t *r, const fd_t *f, struct orh_nri_container *c,
 
 	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
 		switch (g.num) {
-		case 1: k = ns(&sub, &g, &c->namespaces, err); break;
-		case 2: k = device(&sub, &g, ADD(c->devices, c->n_devices), err); break;
-		case 3: k = resources(&sub, &g, &c->rules, &c->n_rules, err); break;
-		default: k = 0;
+		case 1:
+			k = ns(&sub, &g, &c->namespaces, err);
+			break;
+		case 2:
+			k = device(&sub, &g, ADD(c->devices, c->n_devices), err);
+			break;
+		case 3:
+			k = resources(&sub, &g, &c->rules, &c->n_rules, err);
+			break;
+		default:
+			k = 0;
 		}
 	}
 	return k;
@@ -312,18 +360,41 @@ static int container(const rd_t *r, const fd_t *f, struct orh_nri_container *c,
 
 	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
 		switch (g.num) {
-		case 1: k = str(&g, &c->id, err); break;
-		case 2: k = str(&g, &c->pod_id, err); break;
-		case 3: k = str(&g, &c->name, err); break;
-		case 6: k = kv(&sub, &g, &c->annotations, err); break;
-		case 7: k = strv(&g, &c->args, err); break;
-		case 8: k = strv(&g, &c->env, err); break;
-		case 9: k = mount(&sub, &g, ADD(c->mounts, c->n_mounts), err); break;
-		case 10: k = hooks(&sub, &g, &c->hooks, err); break;
-		case 11: k = linux_ctr(&sub, &g, c, err); break;
-		case 13: k = rlimit(&sub, &g, ADD(c->rlimits, c->n_rlimits), err); break;
-		case 21: k = user(&sub, &g, c, err); break;
-		default: k = 0;
+		case 1:
+			k = str(&g, &c->id, err);
+			break;
+		case 2:
+			k = str(&g, &c->pod_id, err);
+			break;
+		case 3:
+			k = str(&g, &c->name, err);
+			break;
+		case 6:
+			k = kv(&sub, &g, &c->annotations, err);
+			break;
+		case 7:
+			k = strv(&g, &c->args, err);
+			break;
+		case 8:
+			k = strv(&g, &c->env, err);
+			break;
+		case 9:
+			k = mount(&sub, &g, ADD(c->mounts, c->n_mounts), err);
+			break;
+		case 10:
+			k = hooks(&sub, &g, &c->hooks, err);
+			break;
+		case 11:
+			k = linux_ctr(&sub, &g, c, err);
+			break;
+		case 13:
+			k = rlimit(&sub, &g, ADD(c->rlimits, c->n_rlimits), err);
+			break;
+		case 21:
+			k = user(&sub, &g, c, err);
+			break;
+		default:
+			k = 0;
 		}
 		if (k < 0)
 			return orh_err_prefix(err, "container field %u", g.num);
@@ -339,12 +410,23 @@ static int pod(const rd_t *r, const fd_t *f, struct orh_nri_pod *p, struct orh_e
 
 	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
 		switch (g.num) {
-		case 1: k = str(&g, &p->id, err); break;
-		case 2: k = str(&g, &p->name, err); break;
-		case 3: k = str(&g, &p->uid, err); break;
-		case 4: k = str(&g, &p->namespace, err); break;
-		case 6: k = kv(&sub, &g, &p->annotations, err); break;
-		default: k = 0;
+		case 1:
+			k = str(&g, &p->id, err);
+			break;
+		case 2:
+			k = str(&g, &p->name, err);
+			break;
+		case 3:
+			k = str(&g, &p->uid, err);
+			break;
+		case 4:
+			k = str(&g, &p->namespace, err);
+			break;
+		case 6:
+			k = kv(&sub, &g, &p->annotations, err);
+			break;
+		default:
+			k = 0;
 		}
 		if (k < 0)
 			return orh_err_prefix(err, "pod field %u", g.num);
@@ -471,10 +553,17 @@ int orh_nri_configure_decode(const void *p, size_t n, struct orh_nri_configure *
 	orh_pb_reader_init(&r, p, n);
 	while ((k = orh_pb_next(&r, &f, err)) > 0) {
 		switch (f.num) {
-		case 2: k = str(&f, &req->runtime_name, err); break;
-		case 3: k = str(&f, &req->runtime_version, err); break;
-		case 5: k = i64(&f, &req->request_timeout_ms, err); break;
-		default: k = 0;
+		case 2:
+			k = str(&f, &req->runtime_name, err);
+			break;
+		case 3:
+			k = str(&f, &req->runtime_version, err);
+			break;
+		case 5:
+			k = i64(&f, &req->request_timeout_ms, err);
+			break;
+		default:
+			k = 0;
 		}
 		if (k < 0)
 			break;
@@ -513,169 +602,6 @@ int orh_nri_sync_decode(const void *p, size_t n, bool *more, struct orh_err *err
 	return k < 0 ? orh_err_prefix(err, "SynchronizeRequest") : 0;
 }
 
-void orh_nri_register_encode(struct orh_buf *b, const char *name, const char *idx)
-{
-	orh_pb_put_string(b, 1, name);
-	orh_pb_put_string(b, 2, idx);
-	orh_pb_put_string(b, 3, ORH_NRI_VERSION);
-}
-
-void orh_nri_configure_response_encode(struct orh_buf *b, int32_t events)
-{
-	orh_pb_put_varint(b, 2, (uint64_t)(int64_t)events);
-}
-
-void orh_nri_sync_response_encode(struct orh_buf *b, bool more)
-{
-	if (more) /* proto3 leaves false out */
-		orh_pb_put_varint(b, 2, 1);
-}
-
-static void put_optional(struct orh_buf *b, uint32_t num, uint64_t v)
-{
-	size_t at = orh_pb_begin(b, num);
-
-	if (v)
-		orh_pb_put_varint(b, 1, v);
-	orh_pb_end(b, at);
-}
-
-static void put_nonempty(struct orh_buf *b, uint32_t num, const char *s)
-{
-	if (s && *s)
-		orh_pb_put_string(b, num, s);
-}
-
-static void put_mount(struct orh_buf *b, const struct orh_nri_mount *m)
-{
-	size_t at = orh_pb_begin(b, 3);
-
-	put_nonempty(b, 1, m->destination);
-	put_nonempty(b, 2, m->type);
-	put_nonempty(b, 3, m->source);
-	for (size_t i = 0; i < m->options.n; i++)
-		orh_pb_put_string(b, 4, m->options.v[i]);
-	orh_pb_end(b, at);
-}
-
-static void put_hook(struct orh_buf *b, uint32_t num, const struct orh_nri_hook *h)
-{
-	size_t at = orh_pb_begin(b, num);
-
-	put_nonempty(b, 1, h->path);
-	for (size_t i = 0; i < h->args.n; i++)
-		orh_pb_put_string(b, 2, h->args.v[i]);
-	for (size_t i = 0; i < h->env.n; i++)
-		orh_pb_put_string(b, 3, h->env.v[i]);
-	if (h->has_timeout)
-		put_optional(b, 4, (uint64_t)h->timeout);
-	orh_pb_end(b, at);
-}
-
-static void put_device(struct orh_buf *b, const struct orh_nri_device *d)
-{
-	size_t at = orh_pb_begin(b, 1);
-
-	put_nonempty(b, 1, d->path);
-	put_nonempty(b, 2, d->type);
-	if (d->major)
-		orh_pb_put_varint(b, 3, (uint64_t)d->major);
-	if (d->minor)
-		orh_pb_put_varint(b, 4, (uint64_t)d->minor);
-	if (d->has_mode)
-		put_optional(b, 5, d->mode);
-	if (d->has_uid)
-		put_optional(b, 6, d->uid);
-	if (d->has_gid)
-		put_optional(b, 7, d->gid);
-	orh_pb_end(b, at);
-}
-
-static void put_rule(struct orh_buf *b, const struct orh_nri_rule *d)
-{
-	size_t at = orh_pb_begin(b, 7);
-
-	if (d->allow)
-		orh_pb_put_varint(b, 1, 1);
-	put_nonempty(b, 2, d->type);
-	if (d->has_major)
-		put_optional(b, 3, (uint64_t)d->major);
-	if (d->has_minor)
-		put_optional(b, 4, (uint64_t)d->minor);
-	put_nonempty(b, 5, d->access);
-	orh_pb_end(b, at);
-}
-
-bool orh_nri_adjust_empty(const struct orh_nri_adjust *a)
-{
-	size_t hooks = 0;
-
-	for (unsigned k = 0; k < ORH_NRI_HOOK_KINDS; k++)
-		hooks += a->hooks.n[k];
-	return !a->annotations.n && !a->n_mounts && !a->env.n && !hooks && !a->n_devices && !a->n_rules &&
-	       !a->n_rlimits;
-}
-
-void orh_nri_adjust_encode(struct orh_buf *b, const struct orh_nri_adjust *a)
-{
-	size_t at, hooks = 0;
-
-	for (size_t i = 0; i < a->annotations.n; i++) {
-		at = orh_pb_begin(b, 2);
-		put_nonempty(b, 1, a->annotations.v[i].key);
-		put_nonempty(b, 2, a->annotations.v[i].value);
-		orh_pb_end(b, at);
-	}
-	for (size_t i = 0; i < a->n_mounts; i++)
-		put_mount(b, &a->mounts[i]);
-	for (size_t i = 0; i < a->env.n; i++) {
-		at = orh_pb_begin(b, 4);
-		put_nonempty(b, 1, a->env.v[i].key);
-		put_nonempty(b, 2, a->env.v[i].value);
-		orh_pb_end(b, at);
-	}
-	for (unsigned k = 0; k < ORH_NRI_HOOK_KINDS; k++)
-		hooks += a->hooks.n[k];
-	if (hooks) {
-		at = orh_pb_begin(b, 5);
-		for (unsigned k = 0; k < ORH_NRI_HOOK_KINDS; k++)
-			for (size_t i = 0; i < a->hooks.n[k]; i++)
-				put_hook(b, k + 1, &a->hooks.v[k][i]);
-		orh_pb_end(b, at);
-	}
-	if (a->n_devices || a->n_rules) {
-		at = orh_pb_begin(b, 6);
-		for (size_t i = 0; i < a->n_devices; i++)
-			put_device(b, &a->devices[i]);
-		if (a->n_rules) {
-			size_t res = orh_pb_begin(b, 2);
-
-			for (size_t i = 0; i < a->n_rules; i++)
-				put_rule(b, &a->rules[i]);
-			orh_pb_end(b, res);
-		}
-		orh_pb_end(b, at);
-	}
-	for (size_t i = 0; i < a->n_rlimits; i++) {
-		at = orh_pb_begin(b, 7);
-		put_nonempty(b, 1, a->rlimits[i].type);
-		orh_pb_put_varint(b, 2, a->rlimits[i].hard);
-		orh_pb_put_varint(b, 3, a->rlimits[i].soft);
-		orh_pb_end(b, at);
-	}
-}
-
-void orh_nri_create_response_encode(struct orh_buf *b, const struct orh_nri_adjust *adj)
-{
-	size_t at;
-
-	if (orh_nri_adjust_empty(adj))
-		return;
-	at = orh_pb_begin(b, 1);
-	orh_nri_adjust_encode(b, adj);
-	orh_pb_end(b, at);
-}
-
 /* LinuxContainerAdjustment{devices=1, resources=2} */
 static int linux_adj(const rd_t *r, const fd_t *f, struct orh_nri_adjust *a, struct orh_err *err)
 {
@@ -685,9 +611,14 @@ static int linux_adj(const rd_t *r, const fd_t *f, struct orh_nri_adjust *a, str
 
 	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
 		switch (g.num) {
-		case 1: k = device(&sub, &g, ADD(a->devices, a->n_devices), err); break;
-		case 2: k = resources(&sub, &g, &a->rules, &a->n_rules, err); break;
-		default: k = 0;
+		case 1:
+			k = device(&sub, &g, ADD(a->devices, a->n_devices), err);
+			break;
+		case 2:
+			k = resources(&sub, &g, &a->rules, &a->n_rules, err);
+			break;
+		default:
+			k = 0;
 		}
 	}
 	return k;
@@ -704,13 +635,26 @@ int orh_nri_adjust_decode(const void *p, size_t n, struct orh_nri_adjust *a,
 	orh_pb_reader_init(&r, p, n);
 	while ((k = orh_pb_next(&r, &f, err)) > 0) {
 		switch (f.num) {
-		case 2: k = kv(&r, &f, &a->annotations, err); break;
-		case 3: k = mount(&r, &f, ADD(a->mounts, a->n_mounts), err); break;
-		case 4: k = kv(&r, &f, &a->env, err); break;
-		case 5: k = hooks(&r, &f, &a->hooks, err); break;
-		case 6: k = linux_adj(&r, &f, a, err); break;
-		case 7: k = rlimit(&r, &f, ADD(a->rlimits, a->n_rlimits), err); break;
-		default: k = 0;
+		case 2:
+			k = kv(&r, &f, &a->annotations, err);
+			break;
+		case 3:
+			k = mount(&r, &f, ADD(a->mounts, a->n_mounts), err);
+			break;
+		case 4:
+			k = kv(&r, &f, &a->env, err);
+			break;
+		case 5:
+			k = hooks(&r, &f, &a->hooks, err);
+			break;
+		case 6:
+			k = linux_adj(&r, &f, a, err);
+			break;
+		case 7:
+			k = rlimit(&r, &f, ADD(a->rlimits, a->n_rlimits), err);
+			break;
+		default:
+			k = 0;
 		}
 		if (k < 0)
 			break;

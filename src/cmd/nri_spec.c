@@ -70,11 +70,14 @@ static json_t *process(const struct orh_nri_container *c)
 	if (c->n_rlimits) {
 		json_t *a = json_array();
 
-		for (size_t i = 0; i < c->n_rlimits; i++)
+		for (size_t i = 0; i < c->n_rlimits; i++) {
+			const struct orh_nri_rlimit *l = &c->rlimits[i];
+
 			json_array_append_new(a, json_pack("{s:s, s:o, s:o}", "type",
-							   c->rlimits[i].type ? c->rlimits[i].type : "",
-							   "hard", orh_json_u64(c->rlimits[i].hard),
-							   "soft", orh_json_u64(c->rlimits[i].soft)));
+							   l->type ? l->type : "", "hard",
+							   orh_json_u64(l->hard), "soft",
+							   orh_json_u64(l->soft)));
+		}
 		json_object_set_new(p, "rlimits", a);
 	}
 	return p;
@@ -244,7 +247,10 @@ static int64_t jint(const json_t *o, const char *key, bool *has)
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
 }
 
-#define ADD(arr, n) (arr = orh_xgrow(arr, n, sizeof(*(arr))), memset(&(arr)[n], 0, sizeof(*(arr))), &(arr)[(n)++])
+/* Grow an array of n elements for one more, zeroed: its address. */
+#define ADD(arr, n)                                                                       \
+	((arr) = orh_xgrow(arr, n, sizeof(*(arr))), memset(&(arr)[n], 0, sizeof(*(arr))),    \
+	 &(arr)[(n)++])
 
 static bool device_added(const struct orh_nri_adjust *adj, const json_t *rule)
 {
@@ -309,8 +315,9 @@ static int diff_process(const json_t *before, const json_t *after, struct orh_nr
 		const char *eq = e ? strchr(e, '=') : NULL;
 
 		if (!eq)
-			return orh_fail(err, EINVAL, "the spec edit added an entry to 'process.env' "
-				       "that is no NAME=VALUE");
+			return orh_fail(err, EINVAL,
+					"the spec edit added an entry to 'process.env' that is no "
+					"NAME=VALUE");
 		adj->env.v = orh_xgrow(adj->env.v, adj->env.n, sizeof(*adj->env.v));
 		adj->env.v[adj->env.n].key = orh_xasprintf("%.*s", (int)(eq - e), e);
 		adj->env.v[adj->env.n++].value = orh_xstrdup(eq + 1);
