@@ -53,6 +53,9 @@ static void usage(FILE *f)
 enum confine {
 	CONFINE_NONE,    /* the runtime shim (it executes the real runtime, fully privileged),
 			  * configure and install (they write the engines' files) */
+	CONFINE_HOOK_CAPS, /* the hook's capabilities, no seccomp filter: the NRI plugin (it
+			    * connects, forks a process a container, reads the pod's network
+			    * namespace and makes the sysfs view's directories) */
 	CONFINE_CAPS,    /* no capability at all */
 	CONFINE_FILTER,  /* no capability, and the seccomp allow-list */
 	CONFINE_HOOK,    /* the hook's capabilities, and the seccomp allow-list */
@@ -81,8 +84,7 @@ static const struct command commands[] = {
 	{ "cdi", orh_cmd_cdi, false, CONFINE_CAPS },
 	{ "configure", orh_cmd_configure, false, CONFINE_NONE },
 	{ "install", orh_cmd_install, false, CONFINE_NONE },
-	/* connects to the runtime, and makes the sysfs view's directories on the host */
-	{ "nri", orh_cmd_nri, false, CONFINE_NONE },
+	{ "nri", orh_cmd_nri, false, CONFINE_HOOK_CAPS },
 };
 
 static int passthrough(int in, int out)
@@ -107,10 +109,11 @@ static int passthrough(int in, int out)
 static int confine(const struct command *cmd)
 {
 	struct orh_err err = { 0 };
+	bool hook = cmd->confine == CONFINE_HOOK || cmd->confine == CONFINE_HOOK_CAPS;
 
 	if (cmd->confine == CONFINE_NONE)
 		return 0;
-	if (orh_caps_limit(cmd->confine == CONFINE_HOOK ? ORH_PRIVS_HOOK : ORH_PRIVS_NONE, &err) < 0 ||
+	if (orh_caps_limit(hook ? ORH_PRIVS_HOOK : ORH_PRIVS_NONE, &err) < 0 ||
 	    (cmd->confine >= CONFINE_FILTER && orh_seccomp_confine(&err) < 0)) {
 		orh_log(LOG_ERR, "%s: %s", cmd->name, err.msg);
 		return -1;
