@@ -7,10 +7,11 @@
  * edit's result into the ContainerAdjustment the runtime applies. Pure: no socket here
  * (src/cmd/cmd_nri.c).
  *
- * Only what NRI v0.8 (containerd 2.0 and 2.1, the oldest runtime served) reads is sent:
- * annotations, mounts, env, hooks, linux.devices, linux.resources.devices (applied from
- * v0.10 on; each device added brings its own rule in every version) and rlimits (since
- * v0.4.0).
+ * Only what the oldest runtimes served read is sent (CRI-O 1.30 bundles NRI v0.6.0,
+ * containerd 2.0 and 2.1 v0.8.0): annotations, mounts, env, hooks, linux.devices,
+ * linux.resources.devices (applied from v0.10 on; each device added brings its own rule in
+ * every version) and rlimits (since v0.4.0). Of the request, Container.user (field 21)
+ * comes from newer runtimes only: without it the spec has no process.user.
  */
 #ifndef ORH_NRI_H
 #define ORH_NRI_H
