@@ -54,7 +54,8 @@ struct worker {
 	uint32_t stream;        /* the request's ttrpc stream */
 	double deadline;        /* orh_now_ms() */
 	bool refuse_late;       /* a late answer refuses: on_error = fail and it asked */
-	char *what;             /* "container ID (pod NS/NAME)", escaped by orh_log */
+	char *what;             /* "container ID (NAME, pod NS/NAME)" for the log (orh_log
+				 * escapes it) */
 	struct orh_buf out;
 };
 
@@ -568,7 +569,7 @@ static const char usage[] =
 	"Usage: oci-rdma-hook nri [--socket PATH] [--config FILE] [--sysroot DIR] [--name NAME]\n"
 	"                         [--idx NN]\n"
 	"Serve as an NRI plugin (default socket " DEFAULT_SOCKET ", name " DEFAULT_NAME
-	", index " DEFAULT_IDX "); SIGTERM or SIGINT ends it.\n";
+	",\nindex " DEFAULT_IDX "); SIGTERM or SIGINT ends it.\n";
 
 int orh_cmd_nri(struct orh_ctx *ctx, int argc, char **argv)
 {
