@@ -186,14 +186,39 @@ static void worker_answer(struct conn *c, struct worker *w, bool late)
 	free(payload.p);
 }
 
+/* Workers killed that have not ended yet: one in an uninterruptible sleep (a read of a
+ * hung file system) dies only when it leaves it, and nobody waits for it. Each is reaped
+ * when it has ended (reap()); until then it is a zombie at most, so its pid is never
+ * another process's when it is signalled. */
+static pid_t dying[256];
+static size_t n_dying;
+
+static void reap(void)
+{
+	for (size_t i = n_dying; i-- > 0;)
+		if (waitpid(dying[i], NULL, WNOHANG) != 0)
+			dying[i] = dying[--n_dying];
+}
+
 static void worker_end(struct conn *c, size_t i, bool answer, bool late)
 {
 	struct worker *w = &c->w[i];
 
-	if (late)
+	if (late) {
+		pid_t r;
+
 		kill(w->pid, SIGKILL);
-	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
-		;
+		r = waitpid(w->pid, NULL, WNOHANG);
+		if (r == 0 && n_dying < ORH_ARRAY_SIZE(dying))
+			dying[n_dying++] = w->pid;
+		else if (r == 0) /* no room left: wait for it */
+			while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+				;
+	} else {
+		/* its pipe reached its end: it has written its answer and exits */
+		while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
 	if (answer)
 		worker_answer(c, w, late);
 	close(w->fd);
@@ -483,6 +508,8 @@ static void serve(struct conn *c, const char *name, const char *idx, const sigse
 			if (next < 0 || c->w[i].deadline < next)
 				next = c->w[i].deadline;
 		}
+		if (n_dying && (next < 0 || next > now + 1000))
+			next = now + 1000; /* look for the killed ones that have ended */
 		if (next >= 0) {
 			double ms = next > now ? next - now : 0;
 
@@ -508,6 +535,7 @@ static void serve(struct conn *c, const char *name, const char *idx, const sigse
 		for (size_t i = c->n_w; i-- > 0;)
 			if (c->w[i].deadline <= now)
 				worker_end(c, i, true, true);
+		reap();
 	}
 	/* a lost connection takes the decisions under way with it: nobody waits for them */
 	while (c->n_w)
