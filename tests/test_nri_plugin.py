@@ -191,8 +191,9 @@ def register_and_configure(rt, req, timeout_ms=2000):
 
 
 # A CreateContainerRequest: pod annotations and a container
-def create_req(cid, pod_ann=(), ctr_ann=(), env=('PATH=/bin',), uid=0, devices=(), netns=None):
-    pod = f_bytes(1, 'pod-' + cid) + f_bytes(2, 'trainer') + f_bytes(3, 'uid-1') + \
+def create_req(cid, pod_ann=(), ctr_ann=(), env=('PATH=/bin',), uid=0, devices=(), netns=None,
+               pod_name='trainer'):
+    pod = f_bytes(1, 'pod-' + cid) + f_bytes(2, pod_name) + f_bytes(3, 'uid-1') + \
         f_bytes(4, 'default') + b''.join(f_bytes(6, kv(k, v)) for k, v in pod_ann)
     lin = b''.join(f_bytes(1, kv('ipc', '')) for _ in [0])
     if netns:
@@ -310,7 +311,8 @@ def main():
         big = max(rt.frames)
         check('every frame of the plugin is at most 4096 bytes', big <= 4096, big)
 
-        rt.request(9, 'CreateContainer', create_req('c2', ctr_ann=[('io.example', 'x')]))
+        rt.request(9, 'CreateContainer', create_req('c2', ctr_ann=[('io.example', 'x')],
+                                                    pod_name='evil\x1b[2J\nname'))
         code, msg, payload = rt.response(9)
         check('a container that asked nothing: OK and an empty response',
               code == 0 and payload == b'', (code, msg, payload))
@@ -457,6 +459,8 @@ def main():
     check('and SIGTERM ends it with status 0 while it waits', rc == 0, rc)
     with open(os.path.join(tmp, 'plugin.log'), 'rb') as f:
         log = f.read().decode(errors='replace')
+    check('the pod\'s text is escaped in the log (no control character reaches it)',
+          'evil\\x1b[2J\\x0aname' in log and '\x1b' not in log, log[-2000:])
     check('it logged one line for each container served',
           all(('container %s ' % c) in log for c in ('c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7',
                                                      'c8', 'c9')), log)
