@@ -324,6 +324,25 @@ def main():
         check('the container\'s own annotation wins over the pod\'s: opted out, empty',
               code == 0 and payload == b'', (code, msg, payload))
 
+        # the node config is read again for every container: a change applies to the next
+        # one, a broken file gives it nothing, and the plugin goes on
+        with open(conf, 'w') as f:
+            f.write('[node]\nmemlock = unlimited\n[containers]\nactivation = always\n')
+        rt.request(17, 'CreateContainer', create_req('c10'))
+        code, msg, payload = rt.response(17)
+        check('activation = always written into the config: the next container that asked '
+              'nothing is served', code == 0 and len(adjustment(payload)['devices']) >= 9,
+              (code, msg))
+        with open(conf, 'w') as f:
+            f.write('[containers]\nactivation = sometimes\n')
+        rt.request(19, 'CreateContainer',
+                   create_req('c11', pod_ann=[('oci-rdma-hook/enable', 'true')]))
+        code, msg, payload = rt.response(19)
+        check('a config broken meanwhile: the container that asked gets nothing, OK',
+              code == 0 and payload == b'', (code, msg, payload))
+        with open(conf, 'w') as f:
+            f.write('[node]\nmemlock = unlimited\n[containers]\nactivation = annotation\n')
+
         # a frame of a connection never opened is dropped; then a whole request in one frame
         rt.send_frames(7, b'\x00' * 20)
         rt.request(13, 'NoSuchMethod', b'')
@@ -463,7 +482,7 @@ def main():
           'evil\\x1b[2J\\x0aname' in log and '\x1b' not in log, log[-2000:])
     check('it logged one line for each container served',
           all(('container %s ' % c) in log for c in ('c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7',
-                                                     'c8', 'c9')), log)
+                                                     'c8', 'c9', 'c10', 'c11')), log)
     print('# %.1f s' % (time.monotonic() - t0))
     subprocess.run(['rm', '-rf', tmp])
     print('1..%d' % n_test)

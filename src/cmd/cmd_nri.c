@@ -271,16 +271,20 @@ static void create_container(struct conn *c, uint32_t stream, const struct orh_t
 	struct worker *w;
 	pid_t pid;
 
-	if (reload(c->ctx) < 0) {
-		orh_log(LOG_ERR, "nri: %s: a CreateContainer request: nothing given",
-			c->ctx->config_err.msg);
-		respond(c, stream, ORH_RPC_OK, NULL, NULL);
-		return;
-	}
 	if (orh_nri_create_decode(rq->payload, rq->payload_len, &req, &err) < 0) {
 		orh_log(LOG_ERR, "nri: a CreateContainer request not read: %s: nothing given",
 			err.msg);
 		respond(c, stream, ORH_RPC_OK, NULL, NULL);
+		return;
+	}
+	if (reload(c->ctx) < 0) {
+		/* no config to say on_error: the container starts as it would without us */
+		char *what = describe(&req);
+
+		orh_log(LOG_ERR, "nri: %s: nothing given: %s", what, c->ctx->config_err.msg);
+		respond(c, stream, ORH_RPC_OK, NULL, NULL);
+		free(what);
+		orh_nri_create_free(&req);
 		return;
 	}
 	if (rq->timeout_nano > 0 && rq->timeout_nano / 1000000 < budget)
