@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * NRI's messages as the plugin reads and writes them (include/orh/nri.h), with the field
- * numbers of pkg/api/api.proto. A field of a known number but another wire type is an
- * error; unknown fields are stepped over.
+ * NRI's messages as the plugin reads them (include/orh/nri.h; nri_encode.c writes them),
+ * with the field numbers of pkg/api/api.proto. A field of a known number but another wire
+ * type is an error; unknown fields are stepped over.
  */
 #include <errno.h>
 #include <string.h>

@@ -387,25 +387,26 @@ int orh_nri_diff(const json_t *before, const json_t *after, struct orh_nri_adjus
 	return r;
 }
 
-/* The pod's annotations the spec took (annotations()), into the adjustment. */
-static void pod_annotations(const struct orh_nri_create *req, struct orh_nri_adjust *adj)
+/* The spec's annotations (spec_ann, as annotations() made them) that are not the
+ * container's own: the pod's it took, into the adjustment. */
+static void pod_annotations(const struct orh_nri_create *req, const json_t *spec_ann,
+			    struct orh_nri_adjust *adj)
 {
-	json_t *own = json_object();
+	struct orh_nri_kvs *a = &adj->annotations;
+	const char *key;
+	json_t *v;
 
-	for (size_t i = 0; i < req->ctr.annotations.n; i++)
-		json_object_set_new(own, req->ctr.annotations.v[i].key, json_true());
-	for (size_t i = 0; i < req->pod.annotations.n; i++) {
-		const struct orh_nri_kv *kv = &req->pod.annotations.v[i];
-		struct orh_nri_kvs *a = &adj->annotations;
+	json_object_foreach((json_t *)spec_ann, key, v) {
+		bool own = false;
 
-		if (!orh_startswith(kv->key, POD_PREFIX) || json_object_get(own, kv->key))
+		for (size_t i = 0; i < req->ctr.annotations.n && !own; i++)
+			own = !strcmp(req->ctr.annotations.v[i].key, key);
+		if (own || !json_is_string(v))
 			continue;
-		json_object_set_new(own, kv->key, json_true()); /* once, as the spec has it */
 		a->v = orh_xgrow(a->v, a->n, sizeof(*a->v));
-		a->v[a->n].key = orh_xstrdup(kv->key);
-		a->v[a->n++].value = orh_xstrdup(kv->value);
+		a->v[a->n].key = orh_xstrdup(key);
+		a->v[a->n++].value = orh_xstrdup(json_string_value(v));
 	}
-	json_decref(own);
 }
 
 int orh_nri_serve(const struct orh_ctx *ctx, const struct orh_nri_create *req,
@@ -419,7 +420,7 @@ int orh_nri_serve(const struct orh_ctx *ctx, const struct orh_nri_create *req,
 	if (r == 0 && res->edits > 0)
 		r = orh_nri_diff(before, spec, adj, err);
 	if (r == 0 && !orh_nri_adjust_empty(adj))
-		pod_annotations(req, adj);
+		pod_annotations(req, json_object_get(before, "annotations"), adj);
 	json_decref(spec);
 	json_decref(before);
 	return r;
