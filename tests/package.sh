@@ -215,6 +215,9 @@ UNIT=/lib/systemd/system/$PKG-nri.service
 check "$UNIT runs $BIN nri" grep -qx "ExecStart=$BIN nri" "$UNIT"
 check "$UNIT is not enabled by the install" bash -c \
 	'[ -f "$1" ] && ! ls /etc/systemd/system/*.wants/"$(basename "$1")" >/dev/null 2>&1' _ "$UNIT"
+# (systemd's own reading of the unit: its ExecStart binary and its man pages are there)
+command -v systemd-analyze >/dev/null 2>&1 &&
+	check "systemd-analyze verify $UNIT" systemd-analyze verify "$UNIT"
 check "$BIN is statically linked" bash -c '! ldd "$1" >/dev/null 2>&1' _ "$BIN"
 check "detect --verbs is answered by libibverbs (oci-rdma-hook-verbs)" bash -c \
 	'"$1" detect --json --verbs | python3 -c "import json, sys; n = json.load(sys.stdin)[\"verbs\"].get(\"note\", \"\"); sys.exit(n.startswith(\"no libibverbs in this binary\"))"' _ "$BIN"
