@@ -5,10 +5,14 @@ a unix socket as containerd's NRI does, and speaks NRI's multiplexer, ttrpc and 
 the plugin, written here by hand from the protocol's definitions (pkg/net/multiplex,
 ttrpc's channel.go and request.proto, pkg/api/api.proto), apart from the plugin's C code.
 It checks registration, Configure before the registration's reply, Synchronize with
-`more`, CreateContainer answers field by field (an annotated container on the sample RoCE
-node, one that asked nothing, one refused under on_error = fail), an unknown method,
-frames split and frames of an unknown connection, reconnection after the runtime closes,
-and SIGTERM. TAP output.
+`more`, CreateContainer answers field by field (an annotated pod's container on the sample
+RoCE node, a device plugin's uverbs2 with its sysfs view, one that asked nothing, one
+refused under on_error = fail, a decision that hangs given up in time while another is
+answered), the node config read for each container, an unknown method, frames split and
+frames of an unknown connection, reconnection after the runtime closes, a plugin started
+by the runtime (NRI_PLUGIN_SOCKET on a socketpair), pod text escaped in the log, and
+SIGTERM. The sysfs view is made under /run/oci-rdma-hook (root; otherwise that check is
+skipped), where the sweep removes it. TAP output.
 
   test_nri_plugin.py HOOK SRCDIR
 """
@@ -35,6 +39,12 @@ def check(name, ok, detail=''):
         failed += 1
     print('%s %d - %s%s' % ('ok' if ok else 'not ok', n_test, name,
                             '' if ok else ' # ' + str(detail)[:300]), flush=True)
+
+
+def n_test_skip(name):
+    global n_test
+    n_test += 1
+    print('ok %d - %s # SKIP' % (n_test, name), flush=True)
 
 
 # ---- protobuf, by hand ---------------------------------------------------------------
@@ -192,7 +202,7 @@ def register_and_configure(rt, req, timeout_ms=2000):
 
 # A CreateContainerRequest: pod annotations and a container
 def create_req(cid, pod_ann=(), ctr_ann=(), env=('PATH=/bin',), uid=0, devices=(), netns=None,
-               pod_name='trainer'):
+               pod_name='trainer', mounts=()):
     pod = f_bytes(1, 'pod-' + cid) + f_bytes(2, pod_name) + f_bytes(3, 'uid-1') + \
         f_bytes(4, 'default') + b''.join(f_bytes(6, kv(k, v)) for k, v in pod_ann)
     lin = b''.join(f_bytes(1, kv('ipc', '')) for _ in [0])
@@ -206,6 +216,8 @@ def create_req(cid, pod_ann=(), ctr_ann=(), env=('PATH=/bin',), uid=0, devices=(
         b''.join(f_bytes(6, kv(k, v)) for k, v in ctr_ann) + f_bytes(7, 'sleep') + \
         b''.join(f_bytes(8, e) for e in env) + \
         f_bytes(9, f_bytes(1, '/etc/hosts') + f_bytes(2, 'bind') + f_bytes(3, '/x/hosts')) + \
+        b''.join(f_bytes(9, f_bytes(1, d) + f_bytes(2, 'bind') + f_bytes(3, src))
+                 for d, src in mounts) + \
         f_bytes(11, lin) + f_bytes(13, f_bytes(1, 'RLIMIT_NOFILE') + f_varint(2, 1024) +
                                    f_varint(3, 1024)) + \
         f_bytes(21, f_varint(1, uid) + f_varint(2, uid) + f_bytes(3, varint(5) + varint(6)))
@@ -323,6 +335,31 @@ def main():
         code, msg, payload = rt.response(11)
         check('the container\'s own annotation wins over the pod\'s: opted out, empty',
               code == 0 and payload == b'', (code, msg, payload))
+
+        # a device plugin gave it uverbs2, its /sys shows the node's: the sysfs view of that
+        # device alone, mounted over the classes (made under /run/oci-rdma-hook: root)
+        rt.request(21, 'CreateContainer',
+                   create_req('c12', pod_ann=[('oci-rdma-hook/enable', 'true')],
+                              devices=[('/dev/infiniband/uverbs2', 231, 194)],
+                              mounts=[('/sys', os.path.join(node, 'sys'))]))
+        code, msg, payload = rt.response(21)
+        a = adjustment(payload)
+        check('a device plugin\'s uverbs2: not given again, no other uverbs, rdma_cm given',
+              code == 0 and [d['path'] for d in a['devices']] == ['/dev/infiniband/rdma_cm'],
+              (code, msg, a['devices']))
+        check('and the allow rule of uverbs2, which the request did not have',
+              len(a['rules']) == 1, a['rules'])
+        views = [(one(m, 1, b'').decode(), one(m, 3, b'').decode(), many(m, 4))
+                 for m in many(a['raw'], 3)]
+        if os.geteuid() == 0:
+            check('the sysfs view of uverbs2 mounted read-only over /sys/class/infiniband*',
+                  sorted(d for d, _, _ in views) ==
+                  ['/sys/class/infiniband', '/sys/class/infiniband_mad',
+                   '/sys/class/infiniband_verbs'] and
+                  all(src.startswith('/run/oci-rdma-hook/') and b'ro' in opts
+                      for _, src, opts in views), views)
+        else:
+            n_test_skip('the sysfs view is made under /run/oci-rdma-hook: root only')
 
         # the node config is read again for every container: a change applies to the next
         # one, a broken file gives it nothing, and the plugin goes on
@@ -482,7 +519,8 @@ def main():
           'evil\\x1b[2J\\x0aname' in log and '\x1b' not in log, log[-2000:])
     check('it logged one line for each container served',
           all(('container %s ' % c) in log for c in ('c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7',
-                                                     'c8', 'c9', 'c10', 'c11')), log)
+                                                     'c8', 'c9', 'c10', 'c11', 'c12')),
+          log)
     print('# %.1f s' % (time.monotonic() - t0))
     subprocess.run(['rm', '-rf', tmp])
     print('1..%d' % n_test)
