@@ -441,15 +441,23 @@ stop_pid "$ADDDEV_PID"
 ADDDEV_PID=""
 
 # ---- the plugin killed while containerd waits on it ---------------------------------------
-# stopped, it answers nothing; SIGKILL half a second into the pod's start: containerd sees
-# the connection close and starts the pod without it
+# stopped, it answers nothing; once containerd's request waits unread on its socket (a
+# Recv-Q above 0 in ss), SIGKILL: containerd sees the connection close and starts the pod
+# without it
+# pending PID: a unix socket of PID holds bytes it has not read
+pending() { ss -xpn 2>/dev/null | awk -v p="pid=$1," 'index($0, p) && $3 > 0 { f = 1 } END { exit !f }'; }
 kill -STOP "$PLUGIN_PID"
-(sleep 0.5 && kill -9 "$PLUGIN_PID") &
+(
+	wait_for 15 pending "$PLUGIN_PID" && echo pending >"$WORK/killed-while"
+	kill -9 "$PLUGIN_PID"
+) &
 killer=$!
 run_pod killed $NODE_NET "$OPT_IN"
 wait "$killer" 2>/dev/null || true
 wait "$PLUGIN_PID" 2>/dev/null || true
 PLUGIN_PID=""
+check "killed plugin: it was killed with containerd's request unread on its socket" \
+	grep -qx pending "$WORK/killed-while"
 check_left_alone "killed plugin"
 check "killed plugin: the pod started within 10 s (${TOOK:-?} ms)" [ "${TOOK:-99999}" -lt 10000 ]
 check "killed plugin: containerd logged its connection closed" \
