@@ -50,10 +50,6 @@ enum orh_serve_flags {
 	ORH_SERVE_CONF = 1 << 2,        /* write /etc/nccl.conf, where the container's network
 					 * is known now (orh_shimconf_network_known) and no hook
 					 * of ours in the spec does: res->own_conf */
-	ORH_SERVE_RUNTIME_RLIMITS = 1 << 3, /* the rlimits are set by a runtime of its own
-					 * privileges (NRI's), not with this process's: the
-					 * memlock asked for is not held to what this one could
-					 * raise */
 };
 int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 		   struct orh_edit_result *res, struct orh_err *err);

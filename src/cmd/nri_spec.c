@@ -416,7 +416,10 @@ int orh_nri_serve(const struct orh_ctx *ctx, const struct orh_nri_create *req,
 	int r;
 
 	memset(adj, 0, sizeof(*adj));
-	r = orh_spec_serve(ctx, spec, ORH_SERVE_RUNTIME_RLIMITS, res, err);
+	/* the memlock asked for is held to what this process could raise, as for the other
+	 * ways in: a runtime beside it without CAP_SYS_RESOURCE (rootless) could raise no
+	 * more, and would fail the container */
+	r = orh_spec_serve(ctx, spec, 0, res, err);
 	if (r == 0 && res->edits > 0)
 		r = orh_nri_diff(before, spec, adj, err);
 	if (r == 0 && !orh_nri_adjust_empty(adj))

@@ -192,7 +192,7 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 		.spec = spec,
 		.container_facts = netns_facts,
 		.arg = &na,
-		.memlock_ceiling = (flags & ORH_SERVE_RUNTIME_RLIMITS) ? 0 : memlock_ceiling(),
+		.memlock_ceiling = memlock_ceiling(),
 	};
 	/* on the heap: the caller that writes /etc/nccl.conf keeps it (res->d) */
 	struct orh_decision *d = orh_xcalloc(1, sizeof(*d));
