@@ -291,11 +291,12 @@ static void create_container(struct conn *c, uint32_t stream, const struct orh_t
 		budget = rq->timeout_nano / 1000000;
 	if (c->n_w == MAX_WORKERS || pipe2(fds, O_CLOEXEC) < 0 ||
 	    fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) {
+		const char *why = c->n_w == MAX_WORKERS ? "too many decisions under way" :
+							  strerror(errno);
 		struct worker none = { .stream = stream, .what = describe(&req),
 				       .refuse_late = must_refuse(c->ctx, &req) };
 
-		orh_log(LOG_ERR, "nri: %s: not decided: %s", none.what,
-			c->n_w == MAX_WORKERS ? "too many decisions under way" : strerror(errno));
+		orh_log(LOG_ERR, "nri: %s: not decided: %s", none.what, why);
 		worker_answer(c, &none, false);
 		free(none.what);
 		if (fds[0] >= 0) {
