@@ -618,6 +618,10 @@ check("nri: no engine file or directory is mounted, no host root, no hostPID",
       not any(hp and (hp == "/" or re.match(r"/(etc|var/lib)/(containerd|crio|docker)", hp) or
                       hp.startswith("/etc/containers")) for hp in host_paths.values()) and
       not nps.get("hostPID"), host_paths)
+ncaps = nc.get("securityContext", {}).get("capabilities", {})
+check("nri: every capability dropped but SYS_RESOURCE (the memlock it gives is held to what it "
+      "could raise itself)", ncaps.get("drop") == ["ALL"] and ncaps.get("add") == ["SYS_RESOURCE"],
+      ncaps)
 for path in ("/var/run/nri", "/run/oci-rdma-hook"):
     check("nri: %s is the host's, at the same path, writable" % path,
           host_same(path) and not nmounts.get(path, {}).get("readOnly"), host_paths)
