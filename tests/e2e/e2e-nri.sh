@@ -21,7 +21,10 @@
 #   - the plugin killed with SIGKILL while containerd waits on it: the pod starts, unserved,
 #     within a bound; the plugin started again serves the next pod;
 #   - containerd restarted: the running plugin reconnects and serves the next pod;
-#   - SIGTERM ends the plugin with status 0.
+#   - SIGTERM ends the plugin with status 0;
+#   - the NRI DaemonSet's container (deploy/kubernetes/overlays/nri) run by this containerd
+#     from the nri image's root with its host paths: it copies the binary and the node
+#     config to /opt/oci-rdma-hook and its plugin serves a pod, the hooks run from there.
 # The plugin reads the node ($WORK/node, a link switched between sample nodes) and its
 # config ($WORK/node.conf) for every container.
 . "$(dirname "$0")/lib.sh"
@@ -73,6 +76,7 @@ stop_nri() {
 	done
 	stop_pid "$ADDDEV_PID"
 	stop_pid "$PLUGIN_PID"
+	! declare -F stop_daemonset >/dev/null || stop_daemonset
 	stop_daemons
 	for id in $(runc --root /run/containerd/runc/k8s.io list -q 2>/dev/null); do
 		! grep -qwF "$id" "$WORK/ids" 2>/dev/null ||
@@ -485,6 +489,94 @@ end_pod
 stop_pid "$PLUGIN_PID"
 PLUGIN_PID=""
 check "SIGTERM: the plugin ends with status 0 (got $STOP_RC)" [ "$STOP_RC" = 0 ]
+
+# ---- the DaemonSet's container ------------------------------------------------------------------
+# deploy/kubernetes/overlays/nri/nri-plugin.yaml's container as a container of this
+# containerd: the nri image's root (FLAVOUR=nri deploy/installer/build-image.sh, its context
+# kept instead of built), its command, every capability dropped (this machine has no
+# CAP_SYS_RESOURCE to keep), the host's network, and its host paths at their own paths:
+# /opt/oci-rdma-hook (made here, removed after), /run/oci-rdma-hook, /var/run/nri (here
+# containerd's NRI directory) and the ConfigMap's node config (this test's, with the sample
+# node as its sysroot, mounted at the same path). The hooks it answers with run on the host
+# from /opt/oci-rdma-hook.
+daemonset_case() {
+	local ctx=$WORK/nri-image script conf=$WORK/cm/oci-rdma-hook.conf
+	if [ -e /opt/oci-rdma-hook ]; then
+		echo "# the DaemonSet's container: /opt/oci-rdma-hook exists on this machine: not run"
+		return 0
+	fi
+	if ! file -L "$HOOK" | grep -q 'statically linked'; then
+		echo "# the DaemonSet's container: $HOOK is not static (the image needs it): not run"
+		return 0
+	fi
+	printf '#!/bin/sh\nfor last; do :; done\ncp -a "$last" "%s"\n' "$ctx" >"$WORK/keep-context"
+	chmod 755 "$WORK/keep-context"
+	FLAVOUR=nri DOCKER=$WORK/keep-context \
+		sh "$CRI_SRC/deploy/installer/build-image.sh" "${ORH_BUILDDIR:?}" >"$WORK/image.log" 2>&1 ||
+		{ not_ok "the nri image's root: $(cat "$WORK/image.log")"; return 0; }
+	script=$(python3 -c 'import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+print(d["spec"]["template"]["spec"]["containers"][0]["command"][2])' \
+		"$CRI_SRC/deploy/kubernetes/overlays/nri/nri-plugin.yaml")
+	mkdir -p "$WORK/cm" /opt/oci-rdma-hook /run/oci-rdma-hook "$ctx/rootfs/etc/oci-rdma-hook-nri" \
+		"$ctx/rootfs/var/run/nri" "$ctx/rootfs/opt/oci-rdma-hook" "$ctx/rootfs/run/oci-rdma-hook" \
+		"$ctx/rootfs$WORK/nodes"
+	OPT_MADE=1
+	printf '[node]\nmemlock = 4M\nsysroot = %s\n[containers]\nactivation = annotation\n' \
+		"$WORK/nodes/seed" >"$conf"
+	local n
+	n=$(synced 50-oci-rdma-hook)
+	# (ctr has no "ALL": each capability of its default set dropped)
+	local c drop=()
+	for c in CHOWN DAC_OVERRIDE FSETID FOWNER MKNOD NET_RAW SETGID SETUID SETFCAP SETPCAP \
+		NET_BIND_SERVICE SYS_CHROOT KILL AUDIT_WRITE; do
+		drop+=(--cap-drop "CAP_$c")
+	done
+	ctr -a "$CD/containerd.sock" run -d --rootfs --net-host "${drop[@]}" \
+		--mount "type=bind,src=$CD/state/nri,dst=/var/run/nri,options=rbind:rw" \
+		--mount "type=bind,src=/opt/oci-rdma-hook,dst=/opt/oci-rdma-hook,options=rbind:rw" \
+		--mount "type=bind,src=/run/oci-rdma-hook,dst=/run/oci-rdma-hook,options=rbind:rw" \
+		--mount "type=bind,src=$WORK/cm,dst=/etc/oci-rdma-hook-nri,options=rbind:ro" \
+		--mount "type=bind,src=$WORK/nodes,dst=$WORK/nodes,options=rbind:ro" \
+		"$ctx/rootfs" orh-nri-daemonset /bin/sh -c "$script" >"$WORK/ds-run.log" 2>&1 ||
+		{ not_ok "the DaemonSet's container: ctr run: $(grep -v DEPRECATION "$WORK/ds-run.log" | tr '\n' ' ')"; return 0; }
+	DS_RUNNING=1
+	check "the DaemonSet's container: containerd has its plugin connected and synchronized" \
+		wait_for 20 synced_more 50-oci-rdma-hook "$n"
+	check "the DaemonSet's container: it copied the binary and the node config to the host" \
+		eval 'cmp -s /opt/oci-rdma-hook/bin/oci-rdma-hook "$HOOK" &&
+			cmp -s /opt/oci-rdma-hook/etc/oci-rdma-hook.conf "$conf"'
+	run_pod daemonset $NODE_NET "$OPT_IN"
+	check_plan_served "the DaemonSet's plugin"
+	check "the DaemonSet's plugin: the hooks run the host's /opt/oci-rdma-hook binary" \
+		jq_true '[.hooks.createRuntime[]?.path] == ["/opt/oci-rdma-hook/bin/oci-rdma-hook"]' \
+		"$(bundle_of "$CTR")/config.json"
+	end_pod
+	ctr -a "$CD/containerd.sock" task kill orh-nri-daemonset >/dev/null 2>&1 || true
+	local st=""
+	for _ in $(seq 100); do
+		st=$(ctr -a "$CD/containerd.sock" task ls 2>/dev/null | awk '$1 == "orh-nri-daemonset" { print $3 }')
+		[ "$st" = STOPPED ] && break
+		sleep 0.1
+	done
+	# (ctr task rm exits with the task's exit status)
+	check "the DaemonSet's container: SIGTERM ends it with status 0 ($st)" eval \
+		'[ "$st" = STOPPED ] && ctr -a "$CD/containerd.sock" task rm orh-nri-daemonset >/dev/null'
+	stop_daemonset
+}
+# stop_daemonset: the DaemonSet's container and what it put on the host
+OPT_MADE="" DS_RUNNING=""
+stop_daemonset() {
+	if [ -n "$DS_RUNNING" ]; then
+		ctr -a "$CD/containerd.sock" task kill -s KILL orh-nri-daemonset >/dev/null 2>&1 || true
+		ctr -a "$CD/containerd.sock" task rm -f orh-nri-daemonset >/dev/null 2>&1 || true
+		ctr -a "$CD/containerd.sock" containers rm orh-nri-daemonset >/dev/null 2>&1 || true
+		DS_RUNNING=""
+	fi
+	[ -z "$OPT_MADE" ] || rm -rf /opt/oci-rdma-hook
+	OPT_MADE=""
+}
+daemonset_case
 
 if [ "$FAILS" != 0 ]; then
 	echo "# the plugin's logs:"
