@@ -505,14 +505,19 @@ daemonset_case() {
 		echo "# the DaemonSet's container: /opt/oci-rdma-hook exists on this machine: not run"
 		return 0
 	fi
-	if ! file -L "$HOOK" | grep -q 'statically linked'; then
-		echo "# the DaemonSet's container: $HOOK is not static (the image needs it): not run"
+	if [ -z "${ORH_BUILDDIR:-}" ]; then
+		echo "# the DaemonSet's container: no ORH_BUILDDIR to build the image's root from: not run"
+		return 0
+	fi
+	if ! file -L "$ORH_BUILDDIR/src/oci-rdma-hook" | grep -q 'statically linked'; then
+		echo "# the DaemonSet's container: the build's binary is not static (the image" \
+			"needs it): not run"
 		return 0
 	fi
 	printf '#!/bin/sh\nfor last; do :; done\ncp -a "$last" "%s"\n' "$ctx" >"$WORK/keep-context"
 	chmod 755 "$WORK/keep-context"
 	FLAVOUR=nri DOCKER=$WORK/keep-context \
-		sh "$CRI_SRC/deploy/installer/build-image.sh" "${ORH_BUILDDIR:?}" >"$WORK/image.log" 2>&1 ||
+		sh "$CRI_SRC/deploy/installer/build-image.sh" "$ORH_BUILDDIR" >"$WORK/image.log" 2>&1 ||
 		{ not_ok "the nri image's root: $(cat "$WORK/image.log")"; return 0; }
 	script=$(python3 -c 'import sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
@@ -544,7 +549,7 @@ print(d["spec"]["template"]["spec"]["containers"][0]["command"][2])' \
 	check "the DaemonSet's container: containerd has its plugin connected and synchronized" \
 		wait_for 20 synced_more 50-oci-rdma-hook "$n"
 	check "the DaemonSet's container: it copied the binary and the node config to the host" \
-		eval 'cmp -s /opt/oci-rdma-hook/bin/oci-rdma-hook "$HOOK" &&
+		eval 'cmp -s /opt/oci-rdma-hook/bin/oci-rdma-hook "$ctx/rootfs/oci-rdma-hook" &&
 			cmp -s /opt/oci-rdma-hook/etc/oci-rdma-hook.conf "$conf"'
 	run_pod daemonset $NODE_NET "$OPT_IN"
 	check_plan_served "the DaemonSet's plugin"
