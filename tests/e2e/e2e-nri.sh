@@ -119,7 +119,11 @@ make_image_rootfs "$WORK/rootfs-conf"
 # pause image, the native snapshotter, the bridge CNI; NRI on, its socket under the state
 # directory, no pre-installed plugin, the default request timeout (2 s)
 mkdir -p "$CD/net.d" "$CD/nri/plugins" "$CD/nri/conf.d"
-case $(uname -m) in x86_64) PLATFORM=amd64 ;; aarch64) PLATFORM=arm64 ;; *) PLATFORM=$(uname -m) ;; esac
+case $(uname -m) in
+x86_64) PLATFORM=amd64 ;;
+aarch64) PLATFORM=arm64 ;;
+*) PLATFORM=$(uname -m) ;;
+esac
 cat >"$CD/config.toml" <<EOF
 version = 3
 root = "$CD/root"
@@ -345,7 +349,7 @@ EXEC_RC=0
 EXEC_OUT=$(cri exec "$CTR" /bin/sh -c "$INSIDE" 2>&1) || EXEC_RC=$?
 check "ExecSync: runs (exit $EXEC_RC)" [ "$EXEC_RC" = 0 ]
 OUT=$EXEC_OUT check_conf_has_plan "ExecSync: the process sees every plan setting in /etc/nccl.conf"
-check "ExecSync: the exec'd process has the container's 4 MiB memlock ($(grep '^memlock' <<<"$EXEC_OUT"))" \
+check "ExecSync: the process has the container's 4 MiB memlock ($(grep '^memlock' <<<"$EXEC_OUT"))" \
 	grep -qx 'memlock 4096' <<<"$EXEC_OUT"
 # the record of what was done, and `inspect`
 INSPECT=$("$HOOK" inspect "$CTR" --json 2>&1) || true
@@ -420,7 +424,7 @@ check "nonroot-podnet: uid 1000, no capability" grep -qx 'uid 1000 caps 00000000
 check "nonroot-podnet: in the pod network: eth0 holds the pod's address $POD_IP" \
 	grep -qx "addr eth0 $POD_IP" <<<"$OUT"
 check "nonroot-podnet: memlock raised to 4 MiB ($(seen memlock))" grep -qx 'memlock 4096' <<<"$OUT"
-check "nonroot-podnet: NCCL_SOCKET_IFNAME is the pod's eth0 (the node's: $(grep SOCKET <<<"$PLAN"))" \
+check "nonroot-podnet: NCCL_SOCKET_IFNAME is the pod's eth0 (node: $(grep SOCKET <<<"$PLAN"))" \
 	grep -qx 'conf:NCCL_SOCKET_IFNAME==eth0' <<<"$OUT"
 check_conf_has_plan "nonroot-podnet: /etc/nccl.conf has the plan's other settings"
 end_pod
@@ -449,7 +453,9 @@ ADDDEV_PID=""
 # Recv-Q above 0 in ss), SIGKILL: containerd sees the connection close and starts the pod
 # without it
 # pending PID: a unix socket of PID holds bytes it has not read
-pending() { ss -xpn 2>/dev/null | awk -v p="pid=$1," 'index($0, p) && $3 > 0 { f = 1 } END { exit !f }'; }
+pending() {
+	ss -xpn 2>/dev/null | awk -v p="pid=$1," 'index($0, p) && $3 > 0 { f = 1 } END { exit !f }'
+}
 kill -STOP "$PLUGIN_PID"
 (
 	wait_for 15 pending "$PLUGIN_PID" && echo pending >"$WORK/killed-while"
@@ -500,13 +506,13 @@ check "SIGTERM: the plugin ends with status 0 (got $STOP_RC)" [ "$STOP_RC" = 0 ]
 # node as its sysroot, mounted at the same path). The hooks it answers with run on the host
 # from /opt/oci-rdma-hook.
 daemonset_case() {
-	local ctx=$WORK/nri-image script conf=$WORK/cm/oci-rdma-hook.conf
+	local ctx=$WORK/nri-image script conf=$WORK/cm/oci-rdma-hook.conf d
 	if [ -e /opt/oci-rdma-hook ]; then
-		echo "# the DaemonSet's container: /opt/oci-rdma-hook exists on this machine: not run"
+		echo "# the DaemonSet's container: /opt/oci-rdma-hook exists here: not run"
 		return 0
 	fi
 	if [ -z "${ORH_BUILDDIR:-}" ]; then
-		echo "# the DaemonSet's container: no ORH_BUILDDIR to build the image's root from: not run"
+		echo "# the DaemonSet's container: no ORH_BUILDDIR to build the image from: not run"
 		return 0
 	fi
 	if ! file -L "$ORH_BUILDDIR/src/oci-rdma-hook" | grep -q 'statically linked'; then
@@ -523,9 +529,11 @@ daemonset_case() {
 d = yaml.safe_load(open(sys.argv[1]))
 print(d["spec"]["template"]["spec"]["containers"][0]["command"][2])' \
 		"$CRI_SRC/deploy/kubernetes/overlays/nri/nri-plugin.yaml")
-	mkdir -p "$WORK/cm" /opt/oci-rdma-hook /run/oci-rdma-hook "$ctx/rootfs/etc/oci-rdma-hook-nri" \
-		"$ctx/rootfs/var/run/nri" "$ctx/rootfs/opt/oci-rdma-hook" "$ctx/rootfs/run/oci-rdma-hook" \
-		"$ctx/rootfs$WORK/nodes"
+	mkdir -p "$WORK/cm" /opt/oci-rdma-hook /run/oci-rdma-hook
+	for d in /etc/oci-rdma-hook-nri /var/run/nri /opt/oci-rdma-hook /run/oci-rdma-hook \
+		"$WORK/nodes"; do
+		mkdir -p "$ctx/rootfs$d"
+	done
 	OPT_MADE=1
 	printf '[node]\nmemlock = 4M\nsysroot = %s\n[containers]\nactivation = annotation\n' \
 		"$WORK/nodes/seed" >"$conf"
@@ -544,7 +552,11 @@ print(d["spec"]["template"]["spec"]["containers"][0]["command"][2])' \
 		--mount "type=bind,src=$WORK/cm,dst=/etc/oci-rdma-hook-nri,options=rbind:ro" \
 		--mount "type=bind,src=$WORK/nodes,dst=$WORK/nodes,options=rbind:ro" \
 		"$ctx/rootfs" orh-nri-daemonset /bin/sh -c "$script" >"$WORK/ds-run.log" 2>&1 ||
-		{ not_ok "the DaemonSet's container: ctr run: $(grep -v DEPRECATION "$WORK/ds-run.log" | tr '\n' ' ')"; return 0; }
+		{
+			not_ok "the DaemonSet's container: ctr run:" \
+				"$(grep -v DEPRECATION "$WORK/ds-run.log" | tr '\n' ' ')"
+			return 0
+		}
 	DS_RUNNING=1
 	check "the DaemonSet's container: containerd has its plugin connected and synchronized" \
 		wait_for 20 synced_more 50-oci-rdma-hook "$n"
@@ -560,7 +572,8 @@ print(d["spec"]["template"]["spec"]["containers"][0]["command"][2])' \
 	ctr -a "$CD/containerd.sock" task kill orh-nri-daemonset >/dev/null 2>&1 || true
 	local st=""
 	for _ in $(seq 100); do
-		st=$(ctr -a "$CD/containerd.sock" task ls 2>/dev/null | awk '$1 == "orh-nri-daemonset" { print $3 }')
+		st=$(ctr -a "$CD/containerd.sock" task ls 2>/dev/null |
+			awk '$1 == "orh-nri-daemonset" { print $3 }')
 		[ "$st" = STOPPED ] && break
 		sleep 0.1
 	done
