@@ -676,6 +676,7 @@ def main():
         b.bench_worst()
         b.bench_shell()
         fleet.cri(b)
+        fleet.nri(b)
     finally:
         b.cleanup()
     text = b.report(started, time.time() - t0)

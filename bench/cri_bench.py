@@ -116,7 +116,7 @@ def grpc_python():
     if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and \
             subprocess.run([DEBIAN_PYTHON, "-c", "import grpc, grpc_tools.protoc, google.protobuf"],
                            stderr=subprocess.DEVNULL).returncode == 0:
-        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
+        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON, os.path.abspath(sys.argv[0])] + sys.argv[1:])
     raise Missing("no python3 with grpc and grpc_tools (python3-grpcio, python3-grpc-tools)")
 
 
@@ -665,11 +665,12 @@ def median_ci(xs):
     return statistics.median(s), s[k], s[j]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
+def parse_args(doc, prog):
+    ap = argparse.ArgumentParser(description=" ".join(doc.split("\n\n")[0].split()),
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="The timed region and the method: see the head of "
-                                        "bench/cri_bench.py.")
+                                 epilog=f"The timed region and the method: see the head of "
+                                        f"bench/cri_bench.py.")
+    ap.prog = os.path.basename(prog)
     ap.add_argument("--rounds", type=int, metavar="N", help="rounds of one pod a handler (default 30, "
                                                "--quick: 8)")
     ap.add_argument("--quick", action="store_true", help="8 rounds, 1 warm-up pod a handler")
@@ -691,6 +692,11 @@ def main():
     a = ap.parse_args()
     if a.rounds is not None and a.rounds < 1:
         ap.error("--rounds must be at least 1")
+    return a
+
+
+def main():
+    a = parse_args(__doc__, __file__)
 
     def stop(sig, _frame):
         raise Stop(signal.Signals(sig).name)
@@ -725,17 +731,6 @@ def main():
         b.cleanup()
     if rc:
         return rc
-
-    summary = {}
-    for h in HANDLERS:
-        for k in ("wall_ms", "cpu_ms"):
-            if res[h][k]:
-                summary[f"{h}_{k}_median"] = round(statistics.median(res[h][k]), 3)
-    for k, xs in (("ratio_wall", rw), ("ratio_cpu", rc_)):
-        m, lo, hi = median_ci(xs)
-        if m is not None:
-            summary[f"{k}_median"] = round(m, 4)
-            summary[f"{k}_ci95"] = [round(lo, 4), round(hi, 4)]
     cpu_note = ("CPU: growth of the bench's cgroup counter (" +
                 ("cgroup v1 cpuacct.usage" if b.cg.acct and b.cg.acct[1] else
                  "cgroup v2 cpu.stat usage_usec") +
@@ -751,14 +746,32 @@ def main():
              f"hook's records on a tmpfs /run of its own mount namespace; root on disk, "
              f"overlayfs snapshotter. Rounds alternate plain,rdma / rdma,plain; ratios are "
              f"rdma/plain within a round. Hook {b.hook}.")
-    out = {"rounds": rounds, "plain": res["plain"], "rdma": res["rdma"],
+    return report(a, b, rounds, res, order, rw, rc_, HANDLERS, started, notes,
+                  {"plain": "runc", "rdma": "oci-rdma-runtime"})
+
+
+def report(a, b, rounds, res, order, rw, rc_, handlers, started, notes, labels):
+    """The JSON (stdout or --out) and the summary on stderr: handlers are (baseline,
+    measured), res their wall and CPU lists, rw and rc_ the ratios measured/baseline."""
+    base, other = handlers
+    summary = {}
+    for h in handlers:
+        for k in ("wall_ms", "cpu_ms"):
+            if res[h][k]:
+                summary[f"{h}_{k}_median"] = round(statistics.median(res[h][k]), 3)
+    for k, xs in (("ratio_wall", rw), ("ratio_cpu", rc_)):
+        m, lo, hi = median_ci(xs)
+        if m is not None:
+            summary[f"{k}_median"] = round(m, 4)
+            summary[f"{k}_ci95"] = [round(lo, 4), round(hi, 4)]
+    out = {"rounds": rounds, base: res[base], other: res[other],
            "ratio_wall": [round(x, 5) for x in rw], "ratio_cpu": [round(x, 5) for x in rc_],
            "order": order, "summary": summary,
-           "handlers": {h: RUNTIME[h] for h in HANDLERS},
+           "handlers": {h: (RUNTIME[h] if h in RUNTIME else "runc") for h in handlers},
            "timed_region": "RunPodSandbox call to StartContainer return",
            "node": a.node, "network": a.network,
            "elapsed_s": round(time.monotonic() - started, 1), "notes": notes}
-    for h in HANDLERS:
+    for h in handlers:
         for k in ("wall_ms", "cpu_ms"):
             out[h][k] = [round(x, 3) for x in res[h][k]]
     text = json.dumps(out, indent=1) + "\n"
@@ -780,11 +793,10 @@ def main():
 
     log(f"{rounds} rounds in {b.elapsed_rounds:.0f} s ({out['elapsed_s']:.0f} s in all); "
         f"pod start, RunPodSandbox to StartContainer returned, medians:")
-    log(f"  plain (runc):                 wall {med('plain', 'wall_ms')} ms, "
-        f"CPU {med('plain', 'cpu_ms')} ms")
-    log(f"  rdma (oci-rdma-runtime):      wall {med('rdma', 'wall_ms')} ms, "
-        f"CPU {med('rdma', 'cpu_ms')} ms")
-    log(f"  rdma / plain within a round:  wall {pct('ratio_wall')}, CPU {pct('ratio_cpu')}")
+    for h in handlers:
+        log(f"  {h + ' (' + labels[h] + '):':<30} wall {med(h, 'wall_ms')} ms, "
+            f"CPU {med(h, 'cpu_ms')} ms")
+    log(f"  {other} / {base} within a round:  wall {pct('ratio_wall')}, CPU {pct('ratio_cpu')}")
     return 0
 
 

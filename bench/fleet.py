@@ -307,6 +307,35 @@ def cri(b):
                       CRI_LIMIT, ok))
 
 
+def nri(b):
+    """7b. A pod start through NRI (oci-rdma-hook nri connected, runc) vs runc with no
+    plugin, on containerd 2.x: reported beside part 7, with no budget of its own."""
+    out = b.p("nri.json")
+    cmd = [sys.executable, os.path.join(HERE, "nri_bench.py"), "--hook", b.hook,
+           "--rounds", str(b.n(30, 4)), "--out", out]
+    r = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        tail = r.stderr.strip().splitlines()[-3:]
+        b.sections.append("### 7b. A pod start through NRI\n\nNot measured: " + " / ".join(tail))
+        return
+    with open(out) as f:
+        res = json.load(f)
+    s = res["summary"]
+
+    def med(h, k):
+        v = s.get(f"{h}_{k}_ms_median")
+        return "" if v is None else f"{v:.1f}"
+
+    rows = [("runc, no NRI plugin", med("plain", "wall"), med("plain", "cpu"), "1", "1"),
+            ("runc, `oci-rdma-hook nri` connected (scale node)", med("nri", "wall"),
+             med("nri", "cpu"), ci(s, "wall"), ci(s, "cpu"))]
+    b.sections.append(
+        f"### 7b. A pod start through NRI ({res['rounds']} rounds, `bench/nri_bench.py`)\n\n"
+        + md_table(["containerd 2.x, runc handler", "wall ms (median)", "CPU ms (median)",
+                    "wall ratio (95% CI)", "CPU ratio (95% CI)"], rows)
+        + "\n\n" + res.get("notes", ""))
+
+
 def ci(s, kind):
     if f"ratio_{kind}_median" not in s:
         return ""

@@ -37,6 +37,8 @@ HEADERS = {
     'orh/atomic.h': 'base',
     'orh/sandbox.h': 'base',
     'orh/json.h': 'base',
+    'orh/pbwire.h': 'base',
+    'orh/ttrpc.h': 'base',
     'orh/inventory.h': 'node',
     'orh/config.h': 'node',
     'orh/gpu.h': 'node',
@@ -70,6 +72,7 @@ HEADERS = {
     'orh/edit.h': 'cmd',
     'orh/configure.h': 'cmd',
     'orh/install.h': 'cmd',
+    'orh/nri.h': 'cmd',
 }
 # Made by the build: the configuration (meson.build) and the seccomp filter
 # (src/base/seccomp-gen.c); neither includes anything of ours.

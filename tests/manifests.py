@@ -4,7 +4,8 @@
 # (oci-rdma-hook-kubernetes(7)): the pods, and the kustomize base and overlay as
 # `kubectl kustomize` renders them (the DaemonSet, its ConfigMap, the RuntimeClass).
 #   manifests.py HOOK SRCDIR WORKDIR   (WORKDIR holds node/, installed.json, options.json,
-#                                       base.yaml and overlay.yaml: manifests.sh makes them)
+#                                       base.yaml, overlay.yaml, nri.yaml: manifests.sh
+#                                       makes them)
 import glob, json, os, re, subprocess, sys, yaml
 try:
     import tomllib
@@ -72,7 +73,7 @@ docs = {}
 sources = sorted(glob.glob(os.path.join(kdir, "*.yaml"))) + \
     [p for p in sorted(glob.glob(os.path.join(base_dir, "*.yaml")))
      if os.path.basename(p) != "kustomization.yaml"] + \
-    [os.path.join(work, "base.yaml"), os.path.join(work, "overlay.yaml")]
+    [os.path.join(work, n) for n in ("base.yaml", "overlay.yaml", "nri.yaml")]
 for path in sources:
     name = os.path.relpath(path, work if path.startswith(work) else kdir)
     try:
@@ -577,6 +578,99 @@ rc_, err = config_check(base_text.replace("activation = devices", "activation = 
                         "broken-node.conf")
 check("the check refuses a node config with activation = sometimes (rc %d)" % rc_,
       rc_ != 0 and "activation" in err, err)
+
+# ---- the NRI overlay: the plugin's DaemonSet, no engine touched ----------------------------------
+# overlays/nri: the base's ConfigMap, the DaemonSet oci-rdma-hook-nri instead of the installer
+# and the RuntimeClass. runc runs the hooks the plugin answers with on the host, by the paths
+# the plugin names (its binary, its node config, the sysfs view's directory): each of those
+# must be a host path mounted at the same path.
+nri = docs.get("nri.yaml", [])
+nds = one(nri, "DaemonSet")
+nps = nds.get("spec", {}).get("template", {}).get("spec", {})
+nc = (nps.get("containers") or [{}])[0]
+check("nri: one DaemonSet, the plugin's; no installer, no RuntimeClass",
+      nds.get("metadata", {}).get("name") == "oci-rdma-hook-nri" and
+      not [d for d in nri if d["kind"] == "RuntimeClass"], [d["kind"] for d in nri])
+check("nri: the DaemonSet and its ConfigMap are in kube-system, system-node-critical",
+      nds.get("metadata", {}).get("namespace") == "kube-system" and
+      all(d["metadata"].get("namespace") == "kube-system" for d in nri) and
+      nps.get("priorityClassName") == "system-node-critical")
+nres = nc.get("resources", {})
+check("nri: requests = limits (Guaranteed)", all(nres.get(k, {}).get(r) for k in
+      ("requests", "limits") for r in ("cpu", "memory")) and
+      nres.get("requests") == nres.get("limits"), nres)
+check("nri: the installer's nodes and tolerations",
+      nps.get("nodeSelector") == {"feature.node.kubernetes.io/rdma.available": "true"} and
+      {"operator": "Exists"} in nps.get("tolerations", []), nps.get("nodeSelector"))
+nvols = {v["name"]: v for v in nps.get("volumes", [])}
+nmounts = {m.get("mountPath"): m for m in nc.get("volumeMounts", [])}
+host_paths = {p: nvols.get(m.get("name"), {}).get("hostPath", {}).get("path")
+              for p, m in nmounts.items()}
+
+
+def host_same(path):
+    """path lies under a hostPath volume mounted at its own path on the host."""
+    return any(hp == mp and (path == mp or path.startswith(mp.rstrip("/") + "/"))
+               for mp, hp in host_paths.items() if hp)
+
+
+check("nri: no engine file or directory is mounted, no host root, no hostPID",
+      not any(hp and (hp == "/" or re.match(r"/(etc|var/lib)/(containerd|crio|docker)", hp) or
+                      hp.startswith("/etc/containers")) for hp in host_paths.values()) and
+      not nps.get("hostPID"), host_paths)
+ncaps = nc.get("securityContext", {}).get("capabilities", {})
+check("nri: every capability dropped but SYS_RESOURCE (the memlock it gives is held to what it "
+      "could raise itself)", ncaps.get("drop") == ["ALL"] and ncaps.get("add") == ["SYS_RESOURCE"],
+      ncaps)
+for path in ("/var/run/nri", "/run/oci-rdma-hook"):
+    check("nri: %s is the host's, at the same path, writable" % path,
+          host_same(path) and not nmounts.get(path, {}).get("readOnly"), host_paths)
+script = "\n".join(nc.get("command", [])[2:]) if nc.get("command", [])[:2] == ["/bin/sh", "-c"] \
+    else ""
+m = re.search(r'^exec "\$d/bin/oci-rdma-hook" nri (.*?)$', script.replace("\\\n", " "), re.M)
+nargs = m.group(1).split() if m else []
+d = re.search(r"^d=(\S+)$", script, re.M)
+d = d.group(1) if d else ""
+nconf = nargs[nargs.index("--config") + 1].replace('"$d', d).strip('"') \
+    if "--config" in nargs[:-1] else ""
+check("nri: the container runs `oci-rdma-hook nri` from %s/bin, a host path at the same path "
+      "(the hooks' binary)" % d, bool(m) and bool(d) and host_same(d + "/bin/oci-rdma-hook"),
+      script)
+check("nri: its socket is the runtimes' default, /var/run/nri/nri.sock",
+      "--socket" in nargs[:-1] and nargs[nargs.index("--socket") + 1] == "/var/run/nri/nri.sock",
+      nargs)
+check("nri: its --config (%s) is a host path at the same path (the hooks' node config)" % nconf,
+      bool(nconf) and host_same(nconf), nargs)
+r = subprocess.run([hook, "nri", "--help"], capture_output=True, text=True)
+check("nri: the binary's nri command takes each option the DaemonSet passes (%s)" %
+      " ".join(a for a in nargs if a.startswith("--")),
+      r.returncode == 0 and all(a in r.stdout + r.stderr for a in nargs if a.startswith("--")),
+      r.stdout + r.stderr)
+# the copy: from the ConfigMap's key to the path the plugin reads
+cps = re.findall(r"^cp (\S+) (\S+)$", script, re.M)
+mvs = re.findall(r"^mv -f (\S+) (\S+)$", script, re.M)
+cm_src = [s_ for s_, _ in cps if not s_.startswith("/oci-rdma-hook")]
+cm_mount = os.path.dirname(cm_src[0]) if cm_src else ""
+cm_name = nvols.get(nmounts.get(cm_mount, {}).get("name"), {}).get("configMap", {}).get("name")
+ncms = {x["metadata"]["name"]: x for x in nri if x["kind"] == "ConfigMap"}
+ntext = (ncms.get(cm_name) or {}).get("data", {}).get(os.path.basename(cm_src[0])) \
+    if cm_src else None
+check("nri: the node config copied is a key of the ConfigMap mounted (%s)" % cm_name,
+      ntext is not None, (cps, sorted(ncms)))
+check("nri: it is the base's node config", ntext == base_text)
+check("nri: the binary and the node config are renamed over the paths the plugin runs and reads",
+      [dst.replace('"$d', d).strip('"') for _, dst in mvs] ==
+      [d + "/bin/oci-rdma-hook", nconf], mvs)
+sh = subprocess.run(["sh", "-n", "-c", script], capture_output=True, text=True)
+check("nri: the container's script parses (sh -n)", bool(script) and sh.returncode == 0,
+      sh.stderr)
+used = sorted({ln.split()[0] for ln in script.replace("\\\n", " ").splitlines()
+               if ln.strip() and "=" not in ln.split()[0]} - {"set", "exec"})
+links = re.search(r'^\tfor l in ([a-z ]+); do ln -s busybox', build_sh, re.M)
+links = links.group(1).split() if links else []
+check("nri: the nri image (FLAVOUR=nri build-image.sh) has sh and each command the script "
+      "runs (%s)" % " ".join(used), bool(used) and set(["sh"] + used) <= set(links) and
+      nc.get("image", "").startswith("oci-rdma-hook-nri:"), (used, links))
 
 # ---- the man page points here -------------------------------------------------------------------
 man = open(os.path.join(src, "man", "oci-rdma-hook.8")).read()

@@ -38,7 +38,8 @@ if ! meson introspect --installed "$BUILD" >"$work/installed.json" ||
 	exit 1
 fi
 
-# the kustomize base and its example overlay, rendered as `kubectl apply -k` would send them
+# the kustomize base, its example overlay and its NRI overlay, rendered as `kubectl apply -k`
+# would send them
 KUBECTL=${KUBECTL:-kubectl}
 if ! command -v "$KUBECTL" >/dev/null 2>&1; then
 	# Debian 12 packages no kubectl
@@ -46,7 +47,7 @@ if ! command -v "$KUBECTL" >/dev/null 2>&1; then
 	[ "${CI:-}" = true ] && exit 1
 	exit 77
 fi
-for k in base:base overlays/example:overlay; do
+for k in base:base overlays/example:overlay overlays/nri:nri; do
 	out=$work/${k#*:}.yaml k=${k%%:*}
 	if ! "$KUBECTL" kustomize "$SRC/deploy/kubernetes/$k" >"$out" 2>"$work/kustomize.err"; then
 		echo "not ok - kubectl kustomize deploy/kubernetes/$k: $(cat "$work/kustomize.err")"

@@ -176,12 +176,14 @@ dpkg-deb -c "$DEB" | awk '{ print $6 }' | sed 's|^\./|/|' >"$WORK/contents"
 check "no maintainer scripts: installing registers nothing with docker, containerd or systemd" \
 	[ "$(dpkg-deb --ctrl-tarfile "$DEB" | tar -t | sed 's|^\./||' | grep -v '^$' | sort | tr '\n' ' ')" = \
 	"conffiles control md5sums " ]
-check "no file in the engines' configuration or in systemd (configure writes those)" \
+check "no file in the engines' configuration or in systemd (configure writes those) but the NRI plugin's unit" \
 	python3 -c '
 import re, sys
-bad = [l for l in open(sys.argv[1]).read().split()
-       if re.match(r"/(etc|usr/lib|lib)/(docker|containerd|crio|systemd|containers)/", l)]
-sys.exit(" ".join(bad) if bad else 0)' "$WORK/contents"
+unit = "/lib/systemd/system/oci-rdma-hook-nri.service"
+files = open(sys.argv[1]).read().split()
+bad = [l for l in files if l != unit and l.rstrip("/") not in ("/lib/systemd/system", "/lib/systemd")
+       and re.match(r"/(etc|usr/lib|lib)/(docker|containerd|crio|systemd|containers)/", l)]
+sys.exit(" ".join(bad) if bad or unit not in files else 0)' "$WORK/contents"
 check "the only conffile is $CONF" [ "$(dpkg-deb -I "$DEB" conffiles | tr '\n' ' ')" = "$CONF " ]
 check "Built-Using names the C library the binary incorporates" \
 	bash -c 'dpkg-deb -f "$1" Built-Using | grep -q "glibc (= "' _ "$DEB"
@@ -198,6 +200,7 @@ for f in "$BIN" /usr/bin/oci-rdma-runtime /usr/libexec/oci-rdma-hook/oci-rdma-ho
 	/usr/share/man/man5/oci-rdma-hook.conf.5.gz /usr/share/man/man7/oci-rdma-hook-kubernetes.7.gz \
 	/usr/share/man/man7/oci-rdma-hook-security.7.gz /usr/share/man/man7/oci-rdma-hook-registration.7.gz \
 	/usr/share/man/man7/oci-rdma-hook-stages.7.gz \
+	/lib/systemd/system/$PKG-nri.service \
 	/usr/share/doc/$PKG/copyright; do
 	check "dpkg -L lists $f" grep -qxF "$f" "$WORK/files"
 done
@@ -206,6 +209,15 @@ check "nothing under /usr/local" bash -c 'grep -qxF "$2" "$1" && ! grep -q "^/us
 check "the package's files are on disk" bash -c \
 	'grep -qxF "$2" "$1" && while read -r f; do [ -e "$f" ] || [ -L "$f" ] || exit 1; done <"$1"' _ "$WORK/files" "$BIN"
 check "oci-rdma-runtime is a link to oci-rdma-hook" [ "$(readlink -f /usr/bin/oci-rdma-runtime)" = "$BIN" ]
+# the NRI plugin's unit: installed, runs the binary's nri command, and is not enabled (no
+# way in starts by itself; the operator enables it)
+UNIT=/lib/systemd/system/$PKG-nri.service
+check "$UNIT runs $BIN nri" grep -qx "ExecStart=$BIN nri" "$UNIT"
+check "$UNIT is not enabled by the install" bash -c \
+	'[ -f "$1" ] && ! ls /etc/systemd/system/*.wants/"$(basename "$1")" >/dev/null 2>&1' _ "$UNIT"
+# (systemd's own reading of the unit: its ExecStart binary and its man pages are there)
+command -v systemd-analyze >/dev/null 2>&1 &&
+	check "systemd-analyze verify $UNIT" systemd-analyze verify "$UNIT"
 check "$BIN is statically linked" bash -c '! ldd "$1" >/dev/null 2>&1' _ "$BIN"
 check "detect --verbs is answered by libibverbs (oci-rdma-hook-verbs)" bash -c \
 	'"$1" detect --json --verbs | python3 -c "import json, sys; n = json.load(sys.stdin)[\"verbs\"].get(\"note\", \"\"); sys.exit(n.startswith(\"no libibverbs in this binary\"))"' _ "$BIN"

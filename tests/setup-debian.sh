@@ -67,4 +67,21 @@ elif [ "$(cat "$ORH_GO_BIN/.versions" 2>/dev/null)" != "${go_peers[*]}" ]; then
 	done
 	printf '%s' "${go_peers[*]}" >"$ORH_GO_BIN/.versions"
 fi
+# The project's own Go peers (tests/nri/*: each a module of its own, its dependencies pinned
+# in its go.sum, fetched from the module proxy): built into ORH_GO_BIN when the binary is
+# missing or its source changed (a stamp beside it holds the source's checksum).
+if [ -x "$GO" ]; then
+	for d in "$(dirname "$0")"/nri/*/; do
+		[ -f "$d/go.mod" ] || continue
+		name=$(basename "$d")
+		sum=$(cd "$d" && cat go.mod go.sum ./*.go | sha256sum | cut -d' ' -f1)
+		if [ ! -x "$ORH_GO_BIN/$name" ] ||
+			[ "$(cat "$ORH_GO_BIN/.$name.src" 2>/dev/null)" != "$sum" ]; then
+			echo "setup: building $name into $ORH_GO_BIN"
+			mkdir -p "$ORH_GO_BIN"
+			(cd "$d" && CGO_ENABLED=0 "$GO" build -trimpath -o "$ORH_GO_BIN/$name" .)
+			printf '%s' "$sum" >"$ORH_GO_BIN/.$name.src"
+		fi
+	done
+fi
 echo "setup: Go peers in $ORH_GO_BIN"

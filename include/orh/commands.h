@@ -40,6 +40,8 @@ int orh_precreate_refuse(const struct orh_ctx *ctx, const char *in, size_t in_le
 /* `oci-rdma-hook refuse REASON`: the hook precreate puts first in a container it refuses:
  * argv[1] to stderr, exit 1. */
 int orh_cmd_refuse(struct orh_ctx *ctx, int argc, char **argv);
+/* An NRI plugin (src/cmd/cmd_nri.c): serves until SIGTERM or SIGINT. */
+int orh_cmd_nri(struct orh_ctx *ctx, int argc, char **argv);
 /* Register the hook with a container engine (src/cmd/configure/). */
 int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv);
 

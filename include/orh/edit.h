@@ -21,6 +21,7 @@
 struct orh_edit_result {
 	enum orh_activation_result activation;
 	bool asked;                     /* it asked: orh_activation_asked() */
+	char why[192];                  /* why it is served or not (orh_decision.why) */
 	int edits;                      /* orh_spec_apply_plan()'s count; 0: spec unchanged */
 	struct orh_spec_changes changes;
 	enum orh_preset preset;         /* the plan's preset when activated */

@@ -40,6 +40,9 @@ static void usage(FILE *f)
 	      "  install --root DIR [...]    the installer image's entrypoint: install under DIR,\n"
 	      "                              configure the engine; on SIGTERM undo the engine's\n"
 	      "                              config, keeping the files (--purge removes them)\n"
+	      "  nri [--socket PATH] [...]   an NRI plugin: serve CRI containers through the\n"
+	      "                              runtime's NRI socket (--config, --sysroot, --name,\n"
+	      "                              --idx); SIGTERM ends it\n"
 	      "\n"
 	      "Options:\n"
 	      "  --config FILE   node config (default " ORH_DEFAULT_CONFIG ")\n"
@@ -51,6 +54,9 @@ static void usage(FILE *f)
 enum confine {
 	CONFINE_NONE,    /* the runtime shim (it executes the real runtime, fully privileged),
 			  * configure and install (they write the engines' files) */
+	CONFINE_HOOK_CAPS, /* the hook's capabilities, no seccomp filter: the NRI plugin (it
+			    * connects, forks a process a container, reads the pod's network
+			    * namespace and makes the sysfs view's directories) */
 	CONFINE_CAPS,    /* no capability at all */
 	CONFINE_FILTER,  /* no capability, and the seccomp allow-list */
 	CONFINE_HOOK,    /* the hook's capabilities, and the seccomp allow-list */
@@ -79,6 +85,7 @@ static const struct command commands[] = {
 	{ "cdi", orh_cmd_cdi, false, CONFINE_CAPS },
 	{ "configure", orh_cmd_configure, false, CONFINE_NONE },
 	{ "install", orh_cmd_install, false, CONFINE_NONE },
+	{ "nri", orh_cmd_nri, false, CONFINE_HOOK_CAPS },
 };
 
 static int passthrough(int in, int out)
@@ -103,10 +110,11 @@ static int passthrough(int in, int out)
 static int confine(const struct command *cmd)
 {
 	struct orh_err err = { 0 };
+	bool hook = cmd->confine == CONFINE_HOOK || cmd->confine == CONFINE_HOOK_CAPS;
 
 	if (cmd->confine == CONFINE_NONE)
 		return 0;
-	if (orh_caps_limit(cmd->confine == CONFINE_HOOK ? ORH_PRIVS_HOOK : ORH_PRIVS_NONE, &err) < 0 ||
+	if (orh_caps_limit(hook ? ORH_PRIVS_HOOK : ORH_PRIVS_NONE, &err) < 0 ||
 	    (cmd->confine >= CONFINE_FILTER && orh_seccomp_confine(&err) < 0)) {
 		orh_log(LOG_ERR, "%s: %s", cmd->name, err.msg);
 		return -1;

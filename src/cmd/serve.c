@@ -203,6 +203,7 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 	r = orh_decide(&in, d, err);
 	res->asked = d->asked;
 	res->activation = d->act;
+	orh_strlcpy(res->why, d->why, sizeof(res->why));
 	push_all(&res->warnings, &d->warnings);
 	if (r < 0 || !d->have_plan)
 		goto out;

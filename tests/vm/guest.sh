@@ -388,7 +388,7 @@ cri_pod() {
 		| .linux.security_context.run_as_user = {value: 1000}
 		| .linux.security_context.run_as_group = {value: 1000}
 		| .linux.security_context.capabilities = {drop_capabilities: ["ALL"]}'" | $3"
-	cri_start_pod $CD $d rdma || not_ok "CRI $1: $CRI_ERR"
+	cri_start_pod $CD $d "${CRI_HANDLER-rdma}" || not_ok "CRI $1: $CRI_ERR"
 	[ -n "$CRI_POD" ] && CRI_PODS+=("$CRI_POD")
 	for i in $(seq 300); do grep -q orh-cri-end $d/logs/work.log 2>/dev/null && break; sleep 0.2; done
 	OUT=$(cri_at $CD logs "$CRI_CTR" 2>&1)
@@ -415,6 +415,91 @@ kill $cd_pid
 wait $cd_pid
 for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $CD/"); do kill -9 "$p"; done
 umount -R $CD/state/* 2>/dev/null
+
+# ---- 4c. the same pod through NRI ----------------------------------------------------------------
+# containerd 2.3.4 (the host's Go peer, tests/setup-debian.sh), config version 3 with NRI on,
+# the plain runc handler and no handler of ours; `oci-rdma-hook nri` on its NRI socket
+# once, in the cgroup v2 boot (tests/e2e/e2e-nri.sh runs the plugin under cgroup v1 on the
+# host): the pod and its control take about a minute under TCG
+if [ "$mode" = v2 ]; then
+	section "NRI: a non-root pod through containerd 2.3.4's CRI with oci-rdma-hook nri, no handler"
+	PEERS=/opt/oci-rdma-hook-peers/bin
+	CD=$W/nri
+	mkdir -p $CD/net.d
+	cat >$CD/config.toml <<NRI_CONFIG
+version = 3
+root = "$CD/root"
+state = "$CD/state"
+[grpc]
+  address = "$CD/containerd.sock"
+[ttrpc]
+  address = "$CD/containerd.sock.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$CD/opt"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "native"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "localhost/orh-pause:1"
+[plugins."io.containerd.cri.v1.runtime".containerd]
+  default_runtime_name = "runc"
+  [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.cri.v1.runtime".cni]
+  bin_dirs = ["/usr/lib/cni"]
+  conf_dir = "$CD/net.d"
+[[plugins."io.containerd.transfer.v1.local".unpack_config]]
+  platform = "linux/amd64"
+  snapshotter = "native"
+[plugins."io.containerd.nri.v1.nri"]
+  disable = false
+  socket_path = "$CD/nri.sock"
+  plugin_path = "$CD/nri-plugins"
+  plugin_config_path = "$CD/nri-conf.d"
+NRI_CONFIG
+	PATH=$PEERS:$PATH containerd --config $CD/config.toml >$CD/containerd.log 2>&1 &
+	cd_pid=$!
+	for i in $(seq 150); do $PEERS/ctr -a $CD/containerd.sock version >/dev/null 2>&1 && break; sleep 0.2; done
+	check "NRI: containerd 2.3.4 runs" \
+		bash -c '"$1/ctr" -a "$2/containerd.sock" version | grep -Eq "Version: +v?2\.3\.4"' _ $PEERS $CD
+	"$HOOK" nri --socket $CD/nri.sock --config "$CONF" 2>$W/nri-plugin.log &
+	nri_pid=$!
+	synced() { grep -q 'plugin .*50-oci-rdma-hook.* connected and synchronized' $CD/containerd.log; }
+	for i in $(seq 150); do synced && break; sleep 0.2; done
+	check "NRI: containerd has the plugin connected and synchronized" synced
+	PATH=$PEERS:$PATH cri_images $CD "$PAUSE" $W/cri-rootfs >$W/nri-images.log 2>&1
+	rc=$?
+	check "NRI: the local images imported (rc $rc: $(tail -c 300 $W/nri-images.log))" [ $rc = 0 ]
+	for i in $(seq 150); do cri_at $CD status 2>/dev/null | grep -qx "RuntimeReady true" && break; sleep 0.2; done
+	CRI_PODS=()
+	CRI_HANDLER=""
+	cri_pod nri-regmr "$OPT_IN" .
+	check "NRI non-root: the pod ran through the default runc handler, not rdma" \
+		[ "$(cri_at $CD inspectp "$CRI_POD" | jq -r '.status.runtime_handler // ""')" != rdma ]
+	check "NRI non-root: the plugin logged what it gave the container" \
+		bash -c 'grep -F "$1" "$2" | grep -q "device(s)"' _ "$CRI_CTR" $W/nri-plugin.log
+	check "NRI non-root: the workload is uid 1000 with no capability" \
+		grep -q "^uid 1000 caps 0000000000000000 " <<<"$OUT"
+	check "NRI non-root: memlock is the configured ${MEMLOCK_KIB} KiB" \
+		grep -q " memlock $MEMLOCK_KIB\$" <<<"$OUT"
+	check "NRI non-root: ibv_reg_mr of 256 MiB succeeds" has "$OUT" "regmr rxe0 256 ok"
+	# the control: uverbs0 through CRI devices, not activated: the plugin gives nothing
+	cri_pod nri-regmr-off . '.devices = [{container_path: "/dev/infiniband/uverbs0", host_path: "/dev/infiniband/uverbs0", permissions: "rwm"}]'
+	check "NRI non-root, uverbs0 through CRI devices, not activated: 256 MiB cannot be registered" \
+		grep -q "regmr rxe0 256 failed: ibv_reg_mr" <<<"$OUT"
+	unset CRI_HANDLER
+	for p in "${CRI_PODS[@]}"; do
+		cri_at $CD rmp -f "$p" >$W/rmp.err 2>&1 || not_ok "NRI: rmp -f $p: $(cat $W/rmp.err)"
+	done
+	kill $nri_pid
+	wait $nri_pid
+	rc=$?
+	check "NRI: SIGTERM ends the plugin with status 0 (got $rc)" [ $rc = 0 ]
+	cat $W/nri-plugin.log
+	kill $cd_pid
+	wait $cd_pid
+	for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $CD/"); do kill -9 "$p"; done
+	umount -R $CD/state/* 2>/dev/null
+fi
 
 # ---- 5. traffic with what the plan gave ----------------------------------------------------------
 section "traffic between two containers: rping (rdma_cm) and ib_write_bw with the plan's -d and -x"

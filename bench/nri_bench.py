@@ -1,0 +1,264 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""A pod start through containerd 2.x's CRI with oci-rdma-hook's NRI plugin connected vs
+with no plugin, both through the plain runc handler, driven as the kubelet drives it.
+
+    nri_bench.py [--rounds N] [--quick] [--hook-build DIR | --hook FILE] [--pause FILE]
+                 [--work DIR] [--node NAME] [--network pod|node] [--out FILE] [--keep]
+
+The method is bench/cri_bench.py's (its head says it in full): the same pods, the same
+timed region (from just before RunPodSandbox to the return of StartContainer), the same
+cgroup holding containerd and all it starts, the same settling between pods, rounds that
+alternate the order, ratios taken within a round. What differs:
+
+  - containerd is 2.x (/opt/oci-rdma-hook-peers/bin, as tests/setup-debian.sh builds it,
+    or the first containerd in PATH), config version 3, NRI on with its socket in the work
+    directory, and no handler of ours: every pod goes through runc;
+  - "nri": `oci-rdma-hook nri` is connected (started in containerd's mount namespace, where
+    runc runs the hooks it answers with, and in the bench's cgroup: its CPU time counts);
+    "plain": no plugin is connected. Between two pods the plugin is started or stopped as
+    the next one needs, outside the timed region, and the bench waits until containerd
+    has it synchronized, or has dropped it;
+  - the served check: the nri pod's container reads the /etc/nccl.conf that the nccl-conf
+    hook the plugin added wrote; the plain pod's finds none.
+
+Output: cri_bench.py's JSON with the handlers "plain" and "nri" (ratio nri / plain).
+Exit 0 when measured, 1 when a pod start or a served check failed, 2 when a prerequisite is
+missing.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import cri_bench as cb
+
+PEERS = os.environ.get("ORH_GO_BIN", "/opt/oci-rdma-hook-peers/bin")
+SUBNET = "10.213.80.0/24"
+PLUGIN = "50-oci-rdma-hook"
+HANDLERS = ("plain", "nri")
+# within cri_bench's CriBench the served pod is "rdma": both go through runc here
+cb.RUNTIME = {"plain": "runc", "rdma": "runc"}
+cb.SUBNET, cb.DNS = SUBNET, "10.213.80.1"
+
+
+class NriBench(cb.CriBench):
+    def __init__(self, args):
+        super().__init__(args)
+        self.plugin = None
+
+    def check_prerequisites(self):
+        if os.access(os.path.join(PEERS, "containerd"), os.X_OK):
+            os.environ["PATH"] = PEERS + os.pathsep + os.environ.get("PATH", "")
+        super().check_prerequisites()
+        if not shutil.which("nsenter"):
+            raise cb.Missing("'nsenter' not found (util-linux)")
+        if not cb_version().startswith("2."):
+            raise cb.Missing(f"containerd {cb_version()} has no NRI on by default: 2.x "
+                             f"wanted (tests/setup-debian.sh builds it into {PEERS})")
+        r = subprocess.run([self.hook, "nri", "--help"], capture_output=True)
+        if r.returncode != 0:
+            raise cb.Missing(f"{self.hook} has no nri command")
+
+    def start_containerd(self, cfg):
+        """cri_bench's setup wrote cfg (version 2, with configure's handler): replaced by
+        version 3 with NRI on and no handler of ours; then containerd as cri_bench starts it."""
+        self.nri_sock = self.p("nri.sock")
+        with open(cfg, "w") as f:
+            f.write(f"""version = 3
+root = "{self.p('root')}"
+state = "/run/containerd"
+[grpc]
+  address = "{self.sock}"
+[ttrpc]
+  address = "{self.sock}.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{self.p('opt')}"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "{cb.PAUSE_IMAGE}"
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "{self.p('net.d')}"
+[plugins."io.containerd.nri.v1.nri"]
+  disable = false
+  socket_path = "{self.nri_sock}"
+  plugin_path = "{self.p('nri-plugins')}"
+  plugin_config_path = "{self.p('nri-conf.d')}"
+""")
+        super().start_containerd(cfg)
+
+    def connect(self):
+        """cri_bench's connect, ready once the runtime and the network are: containerd 2.3
+        reports its deprecations (cgroup v1 among them) as a condition of its own."""
+        os.environ["CRI_STUBS"] = self.p("stubs")
+        sys.path.insert(0, cb.CRI_DIR)
+        import cri  # tests/cri/cri.py: its stub loader
+        import grpc
+        self.grpc = grpc
+        self.pb, stubs = cri.load_stubs()
+        self.chan = grpc.insecure_channel("unix://" + self.sock)
+        self.rt = stubs.RuntimeServiceStub(self.chan)
+        self.im = stubs.ImageServiceStub(self.chan)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                r = self.rt.Status(self.pb.StatusRequest(), timeout=5)
+                down = [c for c in r.status.conditions
+                        if c.type in ("RuntimeReady", "NetworkReady") and not c.status]
+                if not down:
+                    return
+                why = "; ".join(f"{c.type}: {c.message}" for c in down)
+            except grpc.RpcError as e:
+                why = f"{e.code().name}: {e.details()}"
+            if time.monotonic() > deadline:
+                raise cb.Failed(f"the CRI is not ready: {why}; containerd: "
+                                f"{self.containerd_tail()}")
+            time.sleep(0.1)
+
+    def synced(self, what):
+        """How often containerd logged the plugin synchronized, or its connection closed."""
+        pat = {"up": rf'plugin \\"{PLUGIN}\\" connected and synchronized',
+               "down": rf'connection to plugin \\"{PLUGIN}\\" closed'}[what]
+        try:
+            with open(self.p("containerd.log")) as f:
+                return len(re.findall(pat, f.read()))
+        except OSError:
+            return 0
+
+    def wait_log(self, what, before):
+        deadline = time.monotonic() + 20
+        while self.synced(what) <= before:
+            if time.monotonic() > deadline:
+                raise cb.Failed(f"containerd did not log the plugin {what} in 20 s: "
+                                f"{self.containerd_tail(4)}; plugin: {self.plugin_tail()}")
+            time.sleep(0.01)
+
+    def plugin_tail(self):
+        try:
+            with open(self.p("plugin.log")) as f:
+                return " | ".join(f.read().splitlines()[-3:])
+        except OSError:
+            return "(no log)"
+
+    def plugin_on(self, on):
+        if on and self.plugin is None:
+            n = self.synced("up")
+            script = 'if [ -n "$1" ]; then echo $$ >"$1" || exit 1; fi; shift; exec "$@"'
+            self.plugin_log = open(self.p("plugin.log"), "a")
+            self.plugin = subprocess.Popen(
+                ["nsenter", f"--mount=/proc/{self.cd.pid}/ns/mnt", "sh", "-c", script, "sh",
+                 self.cg.procs_file or "", self.hook, "nri", "--socket", self.nri_sock,
+                 "--config", self.conf, "--sysroot", self.node],
+                stdin=subprocess.DEVNULL, stdout=self.plugin_log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+            self.wait_log("up", n)
+        elif not on and self.plugin is not None:
+            n = self.synced("down")
+            self.plugin_off()
+            self.wait_log("down", n)
+
+    def plugin_off(self):
+        if self.plugin is None:
+            return
+        self.plugin.send_signal(signal.SIGTERM)
+        try:
+            rc = self.plugin.wait(10)
+        except subprocess.TimeoutExpired:
+            self.plugin.kill()
+            rc = self.plugin.wait()
+        self.plugin = None
+        self.plugin_log.close()
+        if rc != 0:
+            raise cb.Failed(f"the plugin ended with status {rc} on SIGTERM: {self.plugin_tail()}")
+
+    def pod_start(self, handler, name):
+        self.plugin_on(handler == "rdma")
+        self.settle()
+        return super().pod_start(handler, name)
+
+    def check_served(self, handler, name, exit_code, logfile):
+        try:
+            super().check_served(handler, name, exit_code, logfile)
+        except cb.Failed as e:
+            raise cb.Failed(str(e).replace("rdma pod", "nri pod").replace(
+                "the shim served it", "the plugin's nccl-conf hook wrote it")
+                + f"; plugin: {self.plugin_tail()}")
+
+    def cleanup(self):
+        try:
+            self.plugin_off()
+        except cb.Failed as e:
+            cb.log(str(e))
+        super().cleanup()
+
+
+def cb_version():
+    return cb.containerd_version()
+
+
+def main():
+    a = cb.parse_args(__doc__, "bench/nri_bench.py")
+
+    def stop(sig, _frame):
+        raise cb.Stop(signal.Signals(sig).name)
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+    started = time.monotonic()
+    try:
+        cb.grpc_python()
+        b = NriBench(a)
+        b.check_prerequisites()
+    except cb.Missing as e:
+        cb.log(f"cannot run: {e}")
+        return 2
+    rc = 0
+    try:
+        b.setup()
+        rounds, res, order, rw, rc_ = b.measure()
+    except cb.Missing as e:
+        cb.log(f"cannot run: {e}")
+        rc = 2
+    except cb.Failed as e:
+        cb.log(f"FAILED: {e}")
+        rc = 1
+    except (KeyboardInterrupt, cb.Stop) as e:
+        cb.log(f"interrupted ({str(e) or 'SIGINT'}): cleaning up")
+        rc = 130
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        b.cleanup()
+    if rc:
+        return rc
+    res = {"plain": res["plain"], "nri": res["rdma"]}
+    order = [o.replace("rdma", "nri") for o in order]
+    notes = (f"Timed region: RunPodSandbox call to StartContainer's return, one gRPC "
+             f"connection, {a.network} network. CPU: bench/cri_bench.py's cgroup, which "
+             f"holds the plugin too. Both pods through containerd {cb_version()}'s runc "
+             f"handler (config version 3); nri: `oci-rdma-hook nri` connected to its NRI "
+             f"socket (on the {a.node} node, activation = always, served in every round: "
+             f"{b.hca_seen}, /etc/nccl.conf written by the nccl-conf hook it added); plain: no "
+             f"plugin connected. The plugin is started or stopped between pods, outside the "
+             f"region. Rounds alternate plain,nri / nri,plain; ratios are nri/plain within "
+             f"a round. Hook {b.hook}.")
+    return cb.report(a, b, rounds, res, order, rw, rc_, HANDLERS, started, notes,
+                     {"plain": "runc, no NRI plugin", "nri": "runc, oci-rdma-hook nri"})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

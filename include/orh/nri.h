@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The NRI plugin's messages and conversions (github.com/containerd/nri, pkg/api/api.proto;
+ * the field numbers are the API's). src/cmd/nri_msg.c decodes the requests the plugin
+ * serves, src/cmd/nri_encode.c encodes its answers; src/cmd/nri_spec.c turns a
+ * CreateContainer request into the OCI spec the spec edit works on (orh/edit.h) and the
+ * edit's result into the ContainerAdjustment the runtime applies. Pure: no socket here
+ * (src/cmd/cmd_nri.c).
+ *
+ * Only what the oldest runtimes served read is sent (CRI-O 1.30 bundles NRI v0.6.0,
+ * containerd 2.0 and 2.1 v0.8.0): annotations, mounts, env, hooks, linux.devices,
+ * linux.resources.devices (applied from v0.10 on; each device added brings its own rule in
+ * every version) and rlimits (since v0.4.0). Of the request, Container.user (field 21)
+ * comes from newer runtimes only: without it the spec has no process.user.
+ */
+#ifndef ORH_NRI_H
+#define ORH_NRI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "orh/ctx.h"
+#include "orh/edit.h"
+#include "orh/util.h"
+
+#define ORH_NRI_PLUGIN_SERVICE "nri.pkg.api.v1alpha1.Plugin"
+#define ORH_NRI_RUNTIME_SERVICE "nri.pkg.api.v1alpha1.Runtime"
+/* the NRI version the plugin says it speaks at registration (the runtime logs it) */
+#define ORH_NRI_VERSION "v0.8.0"
+/* Event CREATE_CONTAINER (4): its bit in ConfigureResponse.events */
+#define ORH_NRI_EVENT_CREATE_CONTAINER (1 << (4 - 1))
+
+struct orh_nri_kv {
+	char *key, *value;
+};
+
+struct orh_nri_kvs {
+	struct orh_nri_kv *v;
+	size_t n;
+};
+
+struct orh_nri_mount {
+	char *destination, *type, *source;
+	struct orh_strv options;
+};
+
+struct orh_nri_hook {
+	char *path;
+	struct orh_strv args, env;
+	bool has_timeout;
+	int64_t timeout;
+};
+
+/* Hooks{prestart=1, create_runtime=2, create_container=3, start_container=4, poststart=5,
+ * poststop=6}: index = field number - 1 */
+enum { ORH_NRI_HOOK_KINDS = 6 };
+extern const char *const orh_nri_hook_kinds[ORH_NRI_HOOK_KINDS]; /* the OCI spec's names */
+
+struct orh_nri_hooks {
+	struct orh_nri_hook *v[ORH_NRI_HOOK_KINDS];
+	size_t n[ORH_NRI_HOOK_KINDS];
+};
+
+struct orh_nri_device {
+	char *path, *type;
+	int64_t major, minor;
+	bool has_mode, has_uid, has_gid;
+	uint32_t mode, uid, gid;
+};
+
+struct orh_nri_rule {  /* LinuxDeviceCgroup */
+	bool allow;
+	char *type, *access;
+	bool has_major, has_minor;
+	int64_t major, minor;
+};
+
+struct orh_nri_rlimit {
+	char *type;
+	uint64_t hard, soft;
+};
+
+struct orh_nri_pod {
+	char *id, *name, *namespace, *uid;
+	struct orh_nri_kvs annotations;
+};
+
+struct orh_nri_container {
+	char *id, *pod_id, *name;
+	struct orh_nri_kvs annotations, namespaces; /* namespaces: type -> path */
+	struct orh_strv args, env;
+	struct orh_nri_mount *mounts;
+	size_t n_mounts;
+	struct orh_nri_hooks hooks;
+	struct orh_nri_device *devices;
+	size_t n_devices;
+	struct orh_nri_rule *rules;             /* linux.resources.devices */
+	size_t n_rules;
+	struct orh_nri_rlimit *rlimits;
+	size_t n_rlimits;
+	bool has_user;
+	uint32_t uid, gid;
+	uint32_t *gids;
+	size_t n_gids;
+};
+
+struct orh_nri_create {  /* CreateContainerRequest{pod=1, container=2} */
+	struct orh_nri_pod pod;
+	struct orh_nri_container ctr;
+};
+
+/* ContainerAdjustment: what the plugin answers CreateContainer with */
+struct orh_nri_adjust {
+	/* the pod's oci-rdma-hook/ annotations the decision took: the container's spec
+	 * carries them, for the nccl-conf stage that decides again from it */
+	struct orh_nri_kvs annotations;
+	struct orh_nri_mount *mounts;
+	size_t n_mounts;
+	struct orh_nri_kvs env;
+	struct orh_nri_hooks hooks;
+	struct orh_nri_device *devices;
+	size_t n_devices;
+	struct orh_nri_rule *rules;
+	size_t n_rules;
+	struct orh_nri_rlimit *rlimits;
+	size_t n_rlimits;
+};
+
+/* The requests: -EBADMSG with what was wrong (err) for a malformed one. */
+int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
+			  struct orh_err *err);
+void orh_nri_create_free(struct orh_nri_create *req);
+/* ConfigureRequest: the runtime's name and version (either may come back NULL) and its
+ * request timeout in milliseconds (0 when not said). */
+struct orh_nri_configure {
+	char *runtime_name, *runtime_version;
+	int64_t request_timeout_ms;
+};
+int orh_nri_configure_decode(const void *p, size_t n, struct orh_nri_configure *req,
+			     struct orh_err *err);
+void orh_nri_configure_free(struct orh_nri_configure *req);
+/* SynchronizeRequest: its `more` alone (the pods and containers are not needed). */
+int orh_nri_sync_decode(const void *p, size_t n, bool *more, struct orh_err *err);
+
+/* The answers, appended to b (nri_encode.c). */
+void orh_nri_register_encode(struct orh_buf *b, const char *name, const char *idx);
+void orh_nri_configure_response_encode(struct orh_buf *b, int32_t events);
+void orh_nri_sync_response_encode(struct orh_buf *b, bool more);
+/* CreateContainerResponse{adjust=1}: an empty adjustment is an empty response. */
+void orh_nri_create_response_encode(struct orh_buf *b, const struct orh_nri_adjust *adj);
+/* ContainerAdjustment alone (what the CreateContainerResponse's field 1 holds), and back:
+ * the black-box test's fake runtime and the unit tests read it. */
+void orh_nri_adjust_encode(struct orh_buf *b, const struct orh_nri_adjust *adj);
+int orh_nri_adjust_decode(const void *p, size_t n, struct orh_nri_adjust *adj,
+			  struct orh_err *err);
+bool orh_nri_adjust_empty(const struct orh_nri_adjust *adj);
+void orh_nri_adjust_free(struct orh_nri_adjust *adj);
+
+/* nri_spec.c: the OCI spec of a CreateContainer request (a new document): the
+ * container's annotations with the pod's oci-rdma-hook/ ones it does not set itself (as
+ * the handler's pod_annotations passes them), process args, env, user and rlimits,
+ * mounts, hooks, linux.namespaces, linux.devices, linux.resources.devices. */
+json_t *orh_nri_spec(const struct orh_nri_create *req);
+/* What the spec edit changed from before to after (both OCI specs, before the one
+ * orh_nri_spec() made), as an adjustment: the devices, rules, rlimits, env entries,
+ * mounts and hooks after has and before does not. -EINVAL for a change an adjustment
+ * cannot carry (an entry changed or removed). */
+int orh_nri_diff(const json_t *before, const json_t *after, struct orh_nri_adjust *adj,
+		 struct orh_err *err);
+
+/* Serve one CreateContainer: the spec (orh_nri_spec), the spec edit (orh_spec_serve),
+ * the adjustment (orh_nri_diff), and, for a container served, the pod's oci-rdma-hook/
+ * annotations that the decision read (the stages read the container's spec, where the
+ * runtime does not put the pod's annotations). 0 with adj filled (empty: nothing given) and res the
+ * edit's result for the log, or -errno with err when the edit failed or its result
+ * cannot be an adjustment; the caller refuses the container only when
+ * orh_edit_must_fail(). */
+int orh_nri_serve(const struct orh_ctx *ctx, const struct orh_nri_create *req,
+		  struct orh_nri_adjust *adj, struct orh_edit_result *res, struct orh_err *err);
+
+#endif

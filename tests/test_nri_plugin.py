@@ -1,0 +1,552 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""`oci-rdma-hook nri`, the binary itself, driven by a fake runtime: this script listens on
+a unix socket as containerd's NRI does, and speaks NRI's multiplexer, ttrpc and protobuf to
+the plugin, written here by hand from the protocol's definitions (pkg/net/multiplex,
+ttrpc's channel.go and request.proto, pkg/api/api.proto), apart from the plugin's C code.
+It checks registration, Configure before the registration's reply, Synchronize with
+`more`, CreateContainer answers field by field (an annotated pod's container on the sample
+RoCE node, a device plugin's uverbs2 with its sysfs view, one that asked nothing, one
+refused under on_error = fail, a decision that hangs given up in time while another is
+answered), the node config read for each container, an unknown method, frames split and
+frames of an unknown connection, reconnection after the runtime closes, a plugin started
+by the runtime (NRI_PLUGIN_SOCKET on a socketpair), pod text escaped in the log, and
+SIGTERM. The sysfs view is made under /run/oci-rdma-hook (root; otherwise that check is
+skipped), where the sweep removes it. TAP output.
+
+  test_nri_plugin.py HOOK SRCDIR
+"""
+import os
+import resource
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HOOK, SRC = sys.argv[1], sys.argv[2]
+PLUGIN = 'nri.pkg.api.v1alpha1.Plugin'
+RUNTIME = 'nri.pkg.api.v1alpha1.Runtime'
+n_test = 0
+failed = 0
+
+
+def check(name, ok, detail=''):
+    global n_test, failed
+    n_test += 1
+    if not ok:
+        failed += 1
+    print('%s %d - %s%s' % ('ok' if ok else 'not ok', n_test, name,
+                            '' if ok else ' # ' + str(detail)[:300]), flush=True)
+
+
+def n_test_skip(name):
+    global n_test
+    n_test += 1
+    print('ok %d - %s # SKIP' % (n_test, name), flush=True)
+
+
+# ---- protobuf, by hand ---------------------------------------------------------------
+def varint(v):
+    v &= (1 << 64) - 1
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7f) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def f_varint(num, v):
+    return varint(num << 3) + varint(v)
+
+
+def f_bytes(num, b):
+    if isinstance(b, str):
+        b = b.encode()
+    return varint(num << 3 | 2) + varint(len(b)) + b
+
+
+def get_varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7f) << shift
+        shift += 7
+        if not c & 0x80:
+            return v, i
+
+
+def fields(b):
+    """[(num, value)]: an int for a varint, bytes for a length-delimited field."""
+    out, i = [], 0
+    while i < len(b):
+        key, i = get_varint(b, i)
+        num, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = get_varint(b, i)
+        elif wire == 2:
+            n, i = get_varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif wire == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wire == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError('wire type %d' % wire)
+        out.append((num, v))
+    return out
+
+
+def one(b, num, default=None):
+    vals = [v for n, v in fields(b) if n == num]
+    return vals[-1] if vals else default
+
+
+def many(b, num):
+    return [v for n, v in fields(b) if n == num]
+
+
+def memlock_want():
+    """What `memlock = unlimited` gives: unlimited where this process (as the plugin)
+    could raise a hard limit (CAP_SYS_RESOURCE in the initial user namespace), else the
+    hard limit it has."""
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    with open('/proc/self/status') as f:
+        eff = int([ln.split()[1] for ln in f if ln.startswith('CapEff:')][0], 16)
+    with open('/proc/self/uid_map') as f:
+        init_ns = f.read().split() == ['0', '0', '4294967295']
+    if (eff >> 24) & 1 and init_ns or hard == resource.RLIM_INFINITY:
+        return (1 << 64) - 1
+    return hard
+
+
+def kv(k, v):
+    return f_bytes(1, k) + f_bytes(2, v)
+
+
+# ---- the runtime's side of the connection ---------------------------------------------
+class Runtime:
+    def __init__(self, conn):
+        self.c = conn
+        self.c.settimeout(10)
+        self.buf = {1: b'', 2: b''}
+        self.frames = []         # the length of each frame the plugin sent
+        self.other = []          # ids of frames of another connection
+
+    def send_frames(self, cid, data, split=None):
+        parts = [data] if not split else [data[i:i + split] for i in range(0, len(data), split)]
+        for p in parts:
+            self.c.sendall(struct.pack('>II', cid, len(p)) + p)
+
+    def send_msg(self, cid, stream, typ, payload, split=None, flags=0):
+        self.send_frames(cid, struct.pack('>IIBB', len(payload), stream, typ, flags) + payload,
+                         split)
+
+    def request(self, stream, method, payload, split=None, service=PLUGIN):
+        req = f_bytes(1, service) + f_bytes(2, method) + f_bytes(3, payload) + \
+            f_varint(4, 2_000_000_000) + f_bytes(5, kv('x-meta', 'tolerated'))
+        self.send_msg(1, stream, 1, req, split, flags=1)
+
+    def recv_exact(self, n):
+        b = b''
+        while len(b) < n:
+            c = self.c.recv(n - len(b))
+            if not c:
+                raise EOFError('the plugin closed the connection')
+            b += c
+        return b
+
+    def read_msg(self, cid):
+        """The next whole ttrpc message of connection cid: (stream, type, flags, payload)."""
+        while True:
+            b = self.buf[cid]
+            if len(b) >= 10:
+                ln, stream, typ, flags = struct.unpack('>IIBB', b[:10])
+                if len(b) >= 10 + ln:
+                    self.buf[cid] = b[10 + ln:]
+                    return stream, typ, flags, b[10:10 + ln]
+            hdr = self.recv_exact(8)
+            fcid, ln = struct.unpack('>II', hdr)
+            data = self.recv_exact(ln)
+            self.frames.append(ln)
+            if fcid in self.buf:
+                self.buf[fcid] += data
+            else:
+                self.other.append(fcid)
+
+    def response(self, want_stream):
+        """The next response: (code, message, payload), and its stream when want_stream is
+        None (any stream)."""
+        stream, typ, _, payload = self.read_msg(1)
+        assert typ == 2, 'type %d' % typ
+        assert want_stream is None or stream == want_stream, \
+            'stream %d, want %d' % (stream, want_stream)
+        status = one(payload, 1, b'')
+        res = one(status, 1, 0), (one(status, 2, b'') or b'').decode(), one(payload, 2, b'')
+        return res if want_stream is not None else res + (stream,)
+
+
+def start(sock, conf, node, extra=()):
+    log = open(os.path.join(os.path.dirname(sock), 'plugin.log'), 'ab')
+    return subprocess.Popen([HOOK, 'nri', '--socket', sock, '--config', conf, '--sysroot', node,
+                             *extra], stdout=log, stderr=log)
+
+
+def accept(srv, proc):
+    srv.settimeout(10)
+    c, _ = srv.accept()
+    rt = Runtime(c)
+    stream, typ, flags, payload = rt.read_msg(2)
+    req = dict(service=one(payload, 1, b'').decode(), method=one(payload, 2, b'').decode(),
+               payload=one(payload, 3, b''), stream=stream, type=typ)
+    return rt, req
+
+
+def register_and_configure(rt, req, timeout_ms=2000):
+    # Configure before RegisterPlugin's reply: NRI allows it
+    rt.request(1, 'Configure', f_bytes(2, 'fake-runtime') + f_bytes(3, 'v0') +
+               f_varint(4, 5000) + f_varint(5, timeout_ms) + f_bytes(6, 'v0.12.0'))
+    code, _, payload = rt.response(1)
+    rt.send_msg(2, req['stream'], 2, f_bytes(1, b''))   # RegisterPlugin: Empty, OK
+    return code, payload
+
+
+# A CreateContainerRequest: pod annotations and a container
+def create_req(cid, pod_ann=(), ctr_ann=(), env=('PATH=/bin',), uid=0, devices=(), netns=None,
+               pod_name='trainer', mounts=()):
+    pod = f_bytes(1, 'pod-' + cid) + f_bytes(2, pod_name) + f_bytes(3, 'uid-1') + \
+        f_bytes(4, 'default') + b''.join(f_bytes(6, kv(k, v)) for k, v in pod_ann)
+    lin = b''.join(f_bytes(1, kv('ipc', '')) for _ in [0])
+    if netns:
+        lin += f_bytes(1, kv('network', netns))
+    for path, major, minor in devices:
+        lin += f_bytes(2, f_bytes(1, path) + f_bytes(2, 'c') + f_varint(3, major) +
+                       f_varint(4, minor) + f_bytes(5, f_varint(1, 0o666)))
+    lin += f_bytes(3, f_bytes(7, f_varint(1, 0) + f_bytes(5, 'rwm')))
+    ctr = f_bytes(1, cid) + f_bytes(2, 'pod-' + cid) + f_bytes(3, 'main') + \
+        b''.join(f_bytes(6, kv(k, v)) for k, v in ctr_ann) + f_bytes(7, 'sleep') + \
+        b''.join(f_bytes(8, e) for e in env) + \
+        f_bytes(9, f_bytes(1, '/etc/hosts') + f_bytes(2, 'bind') + f_bytes(3, '/x/hosts')) + \
+        b''.join(f_bytes(9, f_bytes(1, d) + f_bytes(2, 'bind') + f_bytes(3, src))
+                 for d, src in mounts) + \
+        f_bytes(11, lin) + f_bytes(13, f_bytes(1, 'RLIMIT_NOFILE') + f_varint(2, 1024) +
+                                   f_varint(3, 1024)) + \
+        f_bytes(21, f_varint(1, uid) + f_varint(2, uid) + f_bytes(3, varint(5) + varint(6)))
+    return f_bytes(1, pod) + f_bytes(2, ctr)
+
+
+def adjustment(payload):
+    adj = one(payload, 1, b'')
+    lin = one(adj, 6, b'')
+    devs = [dict(path=one(d, 1, b'').decode(), type=one(d, 2, b'').decode(),
+                 major=one(d, 3, 0), minor=one(d, 4, 0)) for d in many(lin, 1)]
+    hooks = one(adj, 5, b'')
+    return dict(
+        raw=adj,
+        annotations=[(one(e, 1, b'').decode(), one(e, 2, b'').decode()) for e in many(adj, 2)],
+        devices=devs,
+        rules=many(one(lin, 2, b''), 7),
+        rlimits=[(one(r, 1, b'').decode(), one(r, 2, 0), one(r, 3, 0)) for r in many(adj, 7)],
+        env=[(one(e, 1, b'').decode(), one(e, 2, b'').decode()) for e in many(adj, 4)],
+        mounts=[one(m, 1, b'').decode() for m in many(adj, 3)],
+        create_runtime=[[a.decode() for a in many(h, 2)] for h in many(hooks, 2)],
+        create_runtime_paths=[one(h, 1, b'').decode() for h in many(hooks, 2)],
+        poststop=[[a.decode() for a in many(h, 2)] for h in many(hooks, 6)],
+    )
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='orh-nri-')
+    node, nordma = os.path.join(tmp, 'node'), os.path.join(tmp, 'nordma')
+    for name, dst in (('seed001-roce', node), ('nordma', nordma)):
+        subprocess.run(['python3', os.path.join(SRC, 'tests', 'mknode.py'),
+                        os.path.join(SRC, 'tests', 'nodes', name + '.json'), dst],
+                       check=True, stdout=subprocess.DEVNULL)
+    conf = os.path.join(tmp, 'node.conf')
+    with open(conf, 'w') as f:
+        f.write('[node]\nmemlock = unlimited\n[containers]\nactivation = annotation\n')
+    strict = os.path.join(tmp, 'strict.conf')
+    with open(strict, 'w') as f:
+        f.write('[containers]\nactivation = annotation\non_error = fail\n')
+    sock = os.path.join(tmp, 'nri.sock')
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(sock)
+    srv.listen(4)
+    t0 = time.monotonic()
+
+    proc = start(sock, conf, node)
+    try:
+        rt, req = accept(srv, proc)
+        check('the plugin registers first, on the runtime connection (2), as a request',
+              req['type'] == 1 and req['service'] == RUNTIME and
+              req['method'] == 'RegisterPlugin', req)
+        check('its stream id is odd', req['stream'] % 2 == 1, req['stream'])
+        p = req['payload']
+        check('RegisterPlugin names the plugin and its index',
+              one(p, 1) == b'oci-rdma-hook' and one(p, 2) == b'50', fields(p))
+        check('RegisterPlugin says the NRI version', (one(p, 3) or b'').startswith(b'v0.'),
+              fields(p))
+        code, payload = register_and_configure(rt, req)
+        check('Configure, before the registration is answered, is answered OK', code == 0, code)
+        check('the plugin subscribes to CreateContainer alone (events 0x8)',
+              one(payload, 2) == 8, fields(payload))
+
+        rt.request(3, 'Synchronize', f_bytes(1, f_bytes(1, 'pod-a')) + f_varint(3, 1))
+        code, _, payload = rt.response(3)
+        check('Synchronize with more=true: OK, more echoed',
+              code == 0 and one(payload, 2) == 1 and one(payload, 1) is None, fields(payload))
+        rt.request(5, 'Synchronize', f_bytes(2, f_bytes(1, 'ctr-a')))
+        code, _, payload = rt.response(5)
+        check('Synchronize with more=false: OK, no more, no updates',
+              code == 0 and payload == b'', payload)
+
+        # an annotated pod on the RoCE node; the request sent in 100-byte frames
+        rt.request(7, 'CreateContainer',
+                   create_req('c1', pod_ann=[('oci-rdma-hook/enable', 'true')]), split=100)
+        code, msg, payload = rt.response(7)
+        a = adjustment(payload)
+        check('an annotated pod\'s container: OK with an adjustment', code == 0 and a['raw'],
+              (code, msg))
+        uverbs = [d for d in a['devices'] if d['path'].startswith('/dev/infiniband/uverbs')]
+        check('it is given the node\'s 8 uverbs devices (231:193..200)',
+              sorted((d['major'], d['minor']) for d in uverbs) ==
+              [(231, m) for m in range(193, 201)] and all(d['type'] == 'c' for d in uverbs),
+              a['devices'])
+        check('and rdma_cm (10:58)',
+              any(d['path'] == '/dev/infiniband/rdma_cm' and (d['major'], d['minor']) ==
+                  (10, 58) for d in a['devices']), a['devices'])
+        check('no separate cgroup rule for a device added (the runtime adds those)',
+              a['rules'] == [], a['rules'])
+        want = memlock_want()
+        check('RLIMIT_MEMLOCK unlimited, or what a runtime with our privileges can set',
+              a['rlimits'] == [('RLIMIT_MEMLOCK', want, want)], (a['rlimits'], want))
+        check('the nccl-conf createRuntime hook of this binary, with --config and --sysroot',
+              len(a['create_runtime']) == 1 and
+              a['create_runtime'][0] == ['oci-rdma-hook', '--config', conf, '--sysroot', node,
+                                         'nccl-conf'] and
+              os.path.realpath(a['create_runtime_paths'][0]) == os.path.realpath(HOOK),
+              (a['create_runtime'], a['create_runtime_paths']))
+        check('and the poststop hook',
+              len(a['poststop']) == 1 and a['poststop'][0][-1] == 'poststop', a['poststop'])
+        check('the pod\'s request goes into the container\'s annotations (the stages read them)',
+              a['annotations'] == [('oci-rdma-hook/enable', 'true')], a['annotations'])
+        check('no NCCL_ setting in the environment (they go to /etc/nccl.conf)',
+              not any(k.startswith('NCCL_') for k, _ in a['env']), a['env'])
+        big = max(rt.frames)
+        check('every frame of the plugin is at most 4096 bytes', big <= 4096, big)
+
+        rt.request(9, 'CreateContainer', create_req('c2', ctr_ann=[('io.example', 'x')],
+                                                    pod_name='evil\x1b[2J\nname'))
+        code, msg, payload = rt.response(9)
+        check('a container that asked nothing: OK and an empty response',
+              code == 0 and payload == b'', (code, msg, payload))
+
+        rt.request(11, 'CreateContainer',
+                   create_req('c3', ctr_ann=[('oci-rdma-hook/enable', 'false')],
+                              pod_ann=[('oci-rdma-hook/enable', 'true')]))
+        code, msg, payload = rt.response(11)
+        check('the container\'s own annotation wins over the pod\'s: opted out, empty',
+              code == 0 and payload == b'', (code, msg, payload))
+
+        # a device plugin gave it uverbs2, its /sys shows the node's: the sysfs view of that
+        # device alone, mounted over the classes (made under /run/oci-rdma-hook: root)
+        rt.request(21, 'CreateContainer',
+                   create_req('c12', pod_ann=[('oci-rdma-hook/enable', 'true')],
+                              devices=[('/dev/infiniband/uverbs2', 231, 194)],
+                              mounts=[('/sys', os.path.join(node, 'sys'))]))
+        code, msg, payload = rt.response(21)
+        a = adjustment(payload)
+        check('a device plugin\'s uverbs2: not given again, no other uverbs, rdma_cm given',
+              code == 0 and [d['path'] for d in a['devices']] == ['/dev/infiniband/rdma_cm'],
+              (code, msg, a['devices']))
+        check('and the allow rule of uverbs2, which the request did not have',
+              len(a['rules']) == 1, a['rules'])
+        views = [(one(m, 1, b'').decode(), one(m, 3, b'').decode(), many(m, 4))
+                 for m in many(a['raw'], 3)]
+        if os.geteuid() == 0:
+            check('the sysfs view of uverbs2 mounted read-only over /sys/class/infiniband*',
+                  sorted(d for d, _, _ in views) ==
+                  ['/sys/class/infiniband', '/sys/class/infiniband_mad',
+                   '/sys/class/infiniband_verbs'] and
+                  all(src.startswith('/run/oci-rdma-hook/') and b'ro' in opts
+                      for _, src, opts in views), views)
+        else:
+            n_test_skip('the sysfs view is made under /run/oci-rdma-hook: root only')
+
+        # the node config is read again for every container: a change applies to the next
+        # one, a broken file gives it nothing, and the plugin goes on
+        with open(conf, 'w') as f:
+            f.write('[node]\nmemlock = unlimited\n[containers]\nactivation = always\n')
+        rt.request(17, 'CreateContainer', create_req('c10'))
+        code, msg, payload = rt.response(17)
+        check('activation = always written into the config: the next container that asked '
+              'nothing is served', code == 0 and len(adjustment(payload)['devices']) >= 9,
+              (code, msg))
+        with open(conf, 'w') as f:
+            f.write('[containers]\nactivation = sometimes\n')
+        rt.request(19, 'CreateContainer',
+                   create_req('c11', pod_ann=[('oci-rdma-hook/enable', 'true')]))
+        code, msg, payload = rt.response(19)
+        check('a config broken meanwhile: the container that asked gets nothing, OK',
+              code == 0 and payload == b'', (code, msg, payload))
+        with open(conf, 'w') as f:
+            f.write('[node]\nmemlock = unlimited\n[containers]\nactivation = annotation\n')
+
+        # a frame of a connection never opened is dropped; then a whole request in one frame
+        rt.send_frames(7, b'\x00' * 20)
+        rt.request(13, 'NoSuchMethod', b'')
+        code, msg, _ = rt.response(13)
+        check('an unknown method: UNIMPLEMENTED (12)', code == 12, (code, msg))
+        rt.request(15, 'StopContainer', b'')
+        code, msg, payload = rt.response(15)
+        check('an event not subscribed to: an empty OK answer', code == 0 and payload == b'',
+              (code, msg))
+
+        # the runtime goes away: the plugin comes back and registers again
+        rt.c.close()
+        t = time.monotonic()
+        rt, req = accept(srv, proc)
+        check('after the connection is lost it connects again within 2 s and registers',
+              req['method'] == 'RegisterPlugin' and time.monotonic() - t < 2.0,
+              time.monotonic() - t)
+        code, payload = register_and_configure(rt, req)
+        check('and is configured again', code == 0 and one(payload, 2) == 8, code)
+        rt.request(3, 'CreateContainer',
+                   create_req('c4', pod_ann=[('oci-rdma-hook/enable', 'true')]))
+        code, msg, payload = rt.response(3)
+        check('and serves again', code == 0 and len(adjustment(payload)['devices']) >= 9,
+              (code, msg))
+
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        check('SIGTERM ends the plugin with status 0', rc == 0, rc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    # on_error = fail: a container that asked on a node without RDMA is refused; one that
+    # did not ask starts
+    proc = start(sock, strict, nordma, ['--name', 'rdma', '--idx', '07'])
+    try:
+        rt, req = accept(srv, proc)
+        check('--name and --idx reach RegisterPlugin',
+              one(req['payload'], 1) == b'rdma' and one(req['payload'], 2) == b'07',
+              fields(req['payload']))
+        register_and_configure(rt, req, timeout_ms=400)
+        rt.request(3, 'CreateContainer',
+                   create_req('c5', pod_ann=[('oci-rdma-hook/enable', 'true')]))
+        code, msg, payload = rt.response(3)
+        check('on_error = fail, asked, nothing to give: an error answer with the reason',
+              code != 0 and 'oci-rdma-hook' in msg and len(msg) > 20, (code, msg))
+        rt.request(5, 'CreateContainer', create_req('c6'))
+        code, msg, payload = rt.response(5)
+        check('on_error = fail, did not ask: OK and empty', code == 0 and payload == b'',
+              (code, msg))
+        # a decision that hangs (the network namespace's path is a FIFO nobody writes: its
+        # open blocks) is given up at 3/4 of the request timeout, here 400 ms; another
+        # container is answered meanwhile
+        fifo = os.path.join(tmp, 'netns-fifo')
+        os.mkfifo(fifo)
+        t = time.monotonic()
+        rt.request(7, 'CreateContainer',
+                   create_req('c7', pod_ann=[('oci-rdma-hook/enable', 'true')], netns=fifo))
+        rt.request(9, 'CreateContainer', create_req('c8'))
+        first = rt.response(None)
+        second = rt.response(None)
+        took = time.monotonic() - t
+        check('a container is answered while another one\'s decision hangs',
+              first[3] == 9 and second[3] == 7, (first[3], second[3]))
+        check('the hung decision is given up within the request timeout: refused, as it '
+              'asked under on_error = fail',
+              second[0] != 0 and 'in time' in second[1] and 0.25 < took < 2.0, (second, took))
+        # the killed child is reaped once it has ended (within a second of the kill)
+        end = time.monotonic() + 3
+        while True:
+            kids = subprocess.run(['pgrep', '-P', str(proc.pid)], stdout=subprocess.PIPE).stdout
+            if kids == b'' or time.monotonic() > end:
+                break
+            time.sleep(0.05)
+        check('no child is left behind, not even a zombie', kids == b'', kids)
+        proc.send_signal(signal.SIGINT)
+        check('SIGINT ends it with status 0', proc.wait(5) == 0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    # started by the runtime: the connection in NRI_PLUGIN_SOCKET (one end of a
+    # socketpair), its name and index in NRI_PLUGIN_NAME and NRI_PLUGIN_IDX; when the
+    # runtime closes it, the plugin ends
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    env = dict(os.environ, NRI_PLUGIN_SOCKET=str(theirs.fileno()), NRI_PLUGIN_NAME='rdma',
+               NRI_PLUGIN_IDX='33')
+    with open(os.path.join(tmp, 'plugin.log'), 'ab') as log:
+        proc = subprocess.Popen([HOOK, 'nri', '--socket', '/nonexistent', '--config', conf,
+                                 '--sysroot', node], env=env, pass_fds=[theirs.fileno()],
+                                stdout=log, stderr=log)
+    theirs.close()
+    try:
+        rt = Runtime(ours)
+        stream, typ, _, payload = rt.read_msg(2)
+        p = one(payload, 3, b'')
+        check('started by the runtime: it registers on the connection it was handed, with the '
+              'name and index it was given', one(payload, 2) == b'RegisterPlugin' and
+              one(p, 1) == b'rdma' and one(p, 2) == b'33', fields(p))
+        code, _ = register_and_configure(rt, dict(stream=stream))
+        rt.request(3, 'CreateContainer',
+                   create_req('c9', pod_ann=[('oci-rdma-hook/enable', 'true')]))
+        code, msg, payload = rt.response(3)
+        check('and serves', code == 0 and len(adjustment(payload)['devices']) >= 9, (code, msg))
+        ours.close()
+        try:
+            rc = proc.wait(5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        check('and ends with status 0 when the runtime closes that connection', rc == 0, rc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    # no runtime yet: it keeps trying, and SIGTERM still ends it at once
+    srv.close()
+    os.unlink(sock)
+    proc = start(sock, conf, node)
+    time.sleep(0.3)
+    check('with no runtime listening it keeps trying', proc.poll() is None)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(3)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = proc.wait()
+    check('and SIGTERM ends it with status 0 while it waits', rc == 0, rc)
+    with open(os.path.join(tmp, 'plugin.log'), 'rb') as f:
+        log = f.read().decode(errors='replace')
+    check('the pod\'s text is escaped in the log (no control character reaches it)',
+          'evil\\x1b[2J\\x0aname' in log and '\x1b' not in log, log[-2000:])
+    check('it logged one line for each container served',
+          all(('container %s ' % c) in log for c in ('c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7',
+                                                     'c8', 'c9', 'c10', 'c11', 'c12')),
+          log)
+    print('# %.1f s' % (time.monotonic() - t0))
+    subprocess.run(['rm', '-rf', tmp])
+    print('1..%d' % n_test)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    try:
+        sys.exit(main())
+    except Exception as e:  # the plugin did not connect, or broke the protocol
+        check('the exchange with the plugin went on to its end', False, repr(e))
+        print('1..%d' % n_test)
+        sys.exit(1)
