@@ -45,6 +45,7 @@ HEADERS = {
     'orh/node.h': 'node',
     'orh/sysclass.h': 'node',
     'orh/verbs.h': 'node',
+    'orh/image.h': 'node',
     'orh/plan.h': 'decide',
     'orh/oci.h': 'decide',
     'orh/activation.h': 'decide',
