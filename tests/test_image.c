@@ -238,7 +238,7 @@ Test(image, hostile_layouts_stay_inside_the_root_and_never_block)
 	cr_assert_eq(prov("rxe")->state, ORH_PROVIDER_NO_CONFIG);
 	/* the link above the root resolves inside it, to the rxe library */
 	cr_assert_eq(prov("mlx5")->state, ORH_PROVIDER_FOUND);
-	/* NCCL's link leads nowhere inside the root: the copy is there, its version not */
+	/* NCCL's link leads out of the root, where nothing is: no copy */
 	cr_assert_eq(img.n_nccl, 0);
 }
 
