@@ -256,6 +256,8 @@ json_t *orh_record_build(const struct orh_record_in *in)
 	set_memlock(rec, in);
 	set_conf(rec, in);
 	warn = strv_json(&d->warnings);
+	for (size_t i = 0; d->have_plan && i < d->image_verdict.warnings.n; i++)
+		json_array_append_new(warn, image_text(d->image_verdict.warnings.v[i]));
 	for (size_t i = 0; in->warnings && i < in->warnings->n; i++)
 		json_array_append_new(warn, json_string(in->warnings->v[i]));
 	json_object_set_new(rec, "warnings", warn);

@@ -314,8 +314,10 @@ static int check_context(struct hook *h)
 		orh_strv_pushf(&h->rwarn, "%s", h->d.checks.gpudirect);
 	if (h->d.checks.gid[0])
 		orh_strv_pushf(&h->rwarn, "%s", h->d.checks.gid);
+	/* the image's: the record takes them from the decision */
 	for (size_t i = 0; i < h->d.image_verdict.warnings.n; i++)
-		orh_strv_pushf(&h->rwarn, "%s", h->d.image_verdict.warnings.v[i]);
+		orh_log(LOG_WARNING, "container %s: %s: %s", cid(h), h->stage,
+			h->d.image_verdict.warnings.v[i]);
 	if (h->d.image_verdict.refuses) {
 		orh_log(LOG_ERR, "container %s: %s: image check: %s; failing the container "
 			"(%s)", cid(h), h->stage, h->d.image_verdict.refusal,

@@ -7,7 +7,8 @@
 # gets "found" and no warning; NCCL from apt and from pip in a venv only PATH names are
 # both recorded, pip's marked as the one PyTorch loads; under image_check = fail the busybox
 # container that asked is refused with the reason, one that did not ask starts; with
-# image_check = off nothing is read.
+# image_check = off nothing is read; the runtime shim serving a container alone checks
+# the image in the bundle's root the same way.
 . "$(dirname "$0")/lib.sh"
 need_root_runc
 setup_work
@@ -121,4 +122,40 @@ run_ctr "$WORK/b5"
 check_ran "image_check = off"
 check "image_check = off: no image warning (the hook ran: its summary line is there)" \
 	bash -c 'grep -q "device nodes:" "$1" && ! grep -q "will not use" "$1"' _ "$WORK/b5/hook.log"
+# The runtime shim serving a container alone (host network: no nccl-conf stage) reads the
+# image in the bundle's root: its record holds the image part and the warning; under
+# image_check = fail the container that asked is refused.
+ln -sf "$HOOK" "$WORK/oci-rdma-runtime"
+ID="orh-e2e-$$-shim"
+make_bundle "$WORK/b6" "$WORK/busybox" "$WORK/node" "$WORK/warn.conf" "$INSIDE" \
+	"c.pop('hooks'); $ASK"
+OUT=""
+OCI_RDMA_HOOK_CONFIG="$WORK/warn.conf" OCI_RDMA_HOOK_SYSROOT="$WORK/node" \
+	"$WORK/oci-rdma-runtime" run -d --bundle "$WORK/b6" "$ID" </dev/null >"$WORK/b6.out" 2>&1 || true
+for _ in $(seq 1 50); do
+	OUT=$(runc exec "$ID" cat /tmp/out 2>/dev/null || true)
+	inside_ran && break
+	sleep 0.1
+done
+check_ran "the shim, busybox image"
+J=$("$HOOK" inspect "$ID" --json 2>&1 || true)
+check "the shim: its record holds the image part and the warning" \
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+i = r["image"]
+assert len(i["devices"]) == 8 and i["usable"] == 0, i
+assert i["devices"][0]["state"] == "missing: no libibverbs", i
+assert any("NCCL in this container will not use mlx5_0" in w for w in r["warnings"]), r' "$J"
+"$WORK/oci-rdma-runtime" delete -f "$ID" >/dev/null 2>&1 || true
+make_bundle "$WORK/b7" "$WORK/busybox" "$WORK/node" "$WORK/fail.conf" \
+	'echo "memlock $(ulimit -l)"' "c.pop('hooks'); $ASK"
+RC=0
+OUT=$(OCI_RDMA_HOOK_CONFIG="$WORK/fail.conf" OCI_RDMA_HOOK_SYSROOT="$WORK/node" \
+	"$WORK/oci-rdma-runtime" run --bundle "$WORK/b7" "orh-e2e-$$-shim2" 2>"$WORK/b7.err" \
+	</dev/null) || RC=$?
+"$WORK/oci-rdma-runtime" delete -f "orh-e2e-$$-shim2" >/dev/null 2>&1 || true
+check "the shim, image_check = fail: the container that asked is refused (rc $RC)" \
+	[ "$RC" != 0 -a -z "$OUT" ]
+check "the shim, image_check = fail: the error says why" \
+	grep -q "image check: the image can use none of the RDMA devices given" "$WORK/b7.err"
 finish
