@@ -74,6 +74,7 @@ static bool noted(const char *needle)
 
 static void dump(void)
 {
+	fprintf(stderr, "%u opens, %.3f ms\n", img.opens, img.ms);
 	for (size_t i = 0; i < img.notes.n; i++)
 		fprintf(stderr, "note: %s\n", img.notes.v[i]);
 }
@@ -154,6 +155,8 @@ Test(image, nccl_from_apt_and_from_pip_pips_marked)
 
 	make("nccl", false);
 	read_image(NULL, 0, env, 2);
+	dump();
+	cr_assert_leq(img.opens, 64, "a bounded number of opens: %u", img.opens);
 	cr_assert_eq(img.n_nccl, 3, "%zu copies", img.n_nccl);
 	/* sys.path's order: the venv's, then the system's; the loader's last */
 	cr_assert_eq(img.nccl[0].from, ORH_NCCL_PIP);

@@ -54,7 +54,7 @@ static void why_missing(const struct orh_image *img, const struct orh_image_prov
 		break;
 	case ORH_PROVIDER_NO_CONFIG:
 		snprintf(out, size, "the image has no provider for %s (no file of "
-			 "/etc/libibverbs.d names it, for %s); install rdma-core's provider for %s "
+			 "/etc/libibverbs.d names it; its libibverbs is %s); install rdma-core's provider for %s "
 			 "from the same source as its libibverbs (Debian, Ubuntu: ibverbs-providers; "
 			 "RHEL: libibverbs)", p->name, esc(img->verbs, a), p->name);
 		break;
