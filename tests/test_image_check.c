@@ -258,9 +258,10 @@ Test(image_check, nccl_2_21_to_2_25_where_the_plan_leaves_the_gid_index_to_nccl)
 	decide(ORH_ACT_DEFAULT);
 	cr_assert_eq(d.plan.gid_index, -1, "the ports' indices differ");
 	cr_assert_eq(d.image_verdict.warnings.n, 1);
-	cr_assert(warning("NCCL 2.23.4 in this image (pip's, /opt/venv/lib/python3.12/site-packages/"
-			  "nvidia_nccl_cu12-2.23.4.dist-info, the copy PyTorch loads) chooses the "
-			  "GID index itself here"), "%s", d.image_verdict.warnings.v[0]);
+	cr_assert(warning("NCCL 2.23.4 in this image (pip's, /opt/venv/lib/python3.12/"
+			  "site-packages/nvidia_nccl_cu12-2.23.4.dist-info, the copy PyTorch "
+			  "loads) chooses the GID index itself here"), "%s",
+		  d.image_verdict.warnings.v[0]);
 	cr_assert(warning("use NCCL 2.26.2 or newer, or give the container fewer devices"));
 }
 

@@ -55,7 +55,8 @@ static json_t *image_json(const struct orh_decision *d)
 {
 	const struct orh_image *img = &d->image;
 	const struct orh_image_verdict *v = &d->image_verdict;
-	json_t *o = json_object(), *devs = json_array(), *nccl = json_array(), *notes = json_array();
+	json_t *o = json_object(), *devs = json_array(), *nccl = json_array();
+	json_t *notes = json_array();
 
 	json_object_set_new(o, "libibverbs", img->verbs[0] ? image_text(img->verbs) : json_null());
 	if (img->verbs[0])

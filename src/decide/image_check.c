@@ -47,28 +47,29 @@ static void why_missing(const struct orh_image *img, const struct orh_image_prov
 
 	switch (p->state) {
 	case ORH_PROVIDER_NO_VERBS:
-		snprintf(out, size, "the image has no provider for %s (it has no libibverbs.so.1 "
-			 "where its loader looks); install rdma-core's libibverbs and its provider "
-			 "for %s in the image (Debian, Ubuntu: libibverbs1 ibverbs-providers; RHEL: "
-			 "libibverbs)", p->name, p->name);
+		snprintf(out, size, "the image has no provider for %s (it has no "
+			 "libibverbs.so.1 where its loader looks); install rdma-core's "
+			 "libibverbs and its provider for %s in the image (Debian, Ubuntu: "
+			 "libibverbs1 ibverbs-providers; RHEL: libibverbs)", p->name, p->name);
 		break;
 	case ORH_PROVIDER_NO_CONFIG:
 		snprintf(out, size, "the image has no provider for %s (no file of "
-			 "/etc/libibverbs.d names it; its libibverbs is %s); install rdma-core's provider for %s "
-			 "from the same source as its libibverbs (Debian, Ubuntu: ibverbs-providers; "
-			 "RHEL: libibverbs)", p->name, esc(img->verbs, a), p->name);
+			 "/etc/libibverbs.d names it; its libibverbs is %s); install rdma-core's "
+			 "provider for %s from the same source as its libibverbs (Debian, "
+			 "Ubuntu: ibverbs-providers; RHEL: libibverbs)", p->name,
+			 esc(img->verbs, a), p->name);
 		break;
 	case ORH_PROVIDER_NO_LIBRARY:
 		snprintf(out, size, "the image has no provider for %s (%s names it, %s is not "
-			 "there); install rdma-core's provider for %s from the same source as its "
-			 "libibverbs (Debian, Ubuntu: ibverbs-providers; RHEL: libibverbs)", p->name,
-			 esc(p->config, a), esc(p->library, b), p->name);
+			 "there); install rdma-core's provider for %s from the same source as "
+			 "its libibverbs (Debian, Ubuntu: ibverbs-providers; RHEL: libibverbs)",
+			 p->name, esc(p->config, a), esc(p->library, b), p->name);
 		break;
 	case ORH_PROVIDER_ABI_MISMATCH:
 		snprintf(out, size, "the image's provider for %s does not fit its libibverbs "
 			 "(%s is of private ABI %u, %s loads ABI %u); install the provider of the "
-			 "same rdma-core as its libibverbs", p->name, esc(p->other, a), p->other_abi,
-			 esc(img->verbs, b), img->abi);
+			 "same rdma-core as its libibverbs", p->name, esc(p->other, a),
+			 p->other_abi, esc(img->verbs, b), img->abi);
 		break;
 	case ORH_PROVIDER_FOUND:
 		out[0] = '\0';
@@ -118,8 +119,8 @@ static void warn_devices(const struct orh_image *img, struct orh_image_verdict *
 			continue;
 		for (size_t k = 0; k < v->n_devs; k++)
 			if (v->devs[k].found == p && n >= 0 && (size_t)n < sizeof(devs))
-				n += snprintf(devs + n, sizeof(devs) - (size_t)n, "%s%s", n ? ", " : "",
-					      v->devs[k].dev->name);
+				n += snprintf(devs + n, sizeof(devs) - (size_t)n, "%s%s",
+					      n ? ", " : "", v->devs[k].dev->name);
 		if (!n)
 			continue;
 		why_missing(img, p, why, sizeof(why));
@@ -144,28 +145,27 @@ static void warn_nccl(const struct orh_config *cfg, const struct orh_image *img,
 				d->plan.ports[i].port->link_layer == ORH_LL_ETHERNET);
 	for (size_t i = 0; i < img->n_nccl; i++) {
 		const struct orh_image_nccl *c = &img->nccl[i];
-		char path[ORH_IMAGE_PATH_MAX * 4];
+		char path[ORH_IMAGE_PATH_MAX * 4], where[ORH_IMAGE_PATH_MAX * 4 + 64];
 
 		if (!c->version[0])
 			continue;
-		esc(c->path, path);
+		snprintf(where, sizeof(where), "%s%s%s", nccl_where(c), esc(c->path, path),
+			 c->pytorch ? ", the copy PyTorch loads" : "");
 		if (vcmp(cfg->nccl_min, none) && vcmp(c->v, cfg->nccl_min) < 0)
-			orh_strv_pushf(&v->warnings, "NCCL %s in this image (%s%s%s) is older than "
-				       "the node's minimum %u.%u.%u (nccl_min): update the image's "
-				       "NCCL", c->version, nccl_where(c), path,
-				       c->pytorch ? ", the copy PyTorch loads" : "",
-				       cfg->nccl_min[0], cfg->nccl_min[1], cfg->nccl_min[2]);
+			orh_strv_pushf(&v->warnings, "NCCL %s in this image (%s) is older than "
+				       "the node's minimum %u.%u.%u (nccl_min): update the "
+				       "image's NCCL", c->version, where, cfg->nccl_min[0],
+				       cfg->nccl_min[1], cfg->nccl_min[2]);
 		/* the plan sets no NCCL_IB_GID_INDEX (the given ports have no index in
 		 * common): NCCL selects it, and these versions abort on a type read EINVAL */
 		if (roce && d->plan.gid_index < 0 && vcmp(c->v, gid_bug_from) >= 0 &&
 		    vcmp(c->v, gid_bug_fixed) < 0)
-			orh_strv_pushf(&v->warnings, "NCCL %s in this image (%s%s%s) chooses the GID "
-				       "index itself here (the given RoCE ports have no index in "
-				       "common, so none is set), and NCCL 2.21 to 2.25 abort when a "
-				       "GID's type reads EINVAL in a container: use NCCL 2.26.2 or "
-				       "newer, or give the container fewer devices", c->version,
-				       nccl_where(c), path,
-				       c->pytorch ? ", the copy PyTorch loads" : "");
+			orh_strv_pushf(&v->warnings, "NCCL %s in this image (%s) chooses the "
+				       "GID index itself here (the given RoCE ports have no index "
+				       "in common, so none is set), and NCCL 2.21 to 2.25 abort "
+				       "when a GID's type reads EINVAL in a container: use NCCL "
+				       "2.26.2 or newer, or give the container fewer devices",
+				       c->version, where);
 	}
 }
 

@@ -343,8 +343,10 @@ static void find_provider(struct reader *rd, const char *name, const struct orh_
 		const char *base = strrchr(names->v[i], '/');
 
 		base = base ? base + 1 : names->v[i];
-		if (!strcmp(names->v[i], name) ||
-		    (names->v[i][0] == '/' && orh_startswith(base, "lib") && !strcmp(base + 3, name))) {
+		bool absolute = names->v[i][0] == '/' && orh_startswith(base, "lib") &&
+				!strcmp(base + 3, name);
+
+		if (!strcmp(names->v[i], name) || absolute) {
 			given = names->v[i];
 			snprintf(p->config, sizeof(p->config), "%s", files->v[i]);
 		}
@@ -398,7 +400,7 @@ static void read_verbs(struct reader *rd, const char *const *providers, size_t n
 	struct orh_image *img = rd->img;
 	_cleanup_close_ int fd = -1;
 	struct orh_strv names = { 0 }, files = { 0 };
-	char *slash;
+	const char *slash;
 	int r;
 
 	if (loader_find(rd, "libibverbs.so.1", img->verbs, sizeof(img->verbs),
@@ -410,11 +412,10 @@ static void read_verbs(struct reader *rd, const char *const *providers, size_t n
 					       img->verbs, r == -ENOENT ? "no IBVERBS_PRIVATE_ "
 					       "version" : "not an ELF file read here");
 		}
-		snprintf(img->provider_dir, sizeof(img->provider_dir), "%s", img->verbs);
-		slash = strrchr(img->provider_dir, '/');
-		snprintf(slash ? slash + 1 : img->provider_dir,
-			 sizeof(img->provider_dir) - (size_t)(slash ? slash + 1 - img->provider_dir : 0),
-			 "libibverbs");
+		/* the provider dir beside it: <its directory>/libibverbs */
+		slash = strrchr(img->verbs, '/');
+		snprintf(img->provider_dir, sizeof(img->provider_dir), "%.*s/libibverbs",
+			 (int)(slash ? slash - img->verbs : 0), img->verbs);
 		read_config_dir(rd, &names, &files);
 	}
 	for (size_t i = 0; i < n && img->n_providers < ORH_IMAGE_MAX_PROVIDERS; i++) {
@@ -489,7 +490,8 @@ static void nccl_pip(struct reader *rd, const char *site)
 
 		if (!orh_startswith(de->d_name, "nvidia_nccl_cu") || !dash ||
 		    n < strlen(".dist-info") || strcmp(de->d_name + n - 10, ".dist-info") ||
-		    (size_t)(dash - de->d_name) >= sizeof(c.package) || !parse_version(dash + 1, &c))
+		    (size_t)(dash - de->d_name) >= sizeof(c.package) ||
+		    !parse_version(dash + 1, &c))
 			continue;
 		snprintf(c.package, sizeof(c.package), "%.*s", (int)(dash - de->d_name),
 			 de->d_name);

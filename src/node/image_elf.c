@@ -207,8 +207,8 @@ int orh_ldcache_lookup(int fd, const char *name, char *out, size_t size, const c
 						   sizeof(key), &value) && !strcmp(key, name))
 				mid--;
 			for (; mid < (int64_t)c.nlibs; mid++) {
-				if (!entry_at(&c, (uint32_t)mid, &flags, key, sizeof(key), &value) ||
-				    strcmp(key, name))
+				if (!entry_at(&c, (uint32_t)mid, &flags, key, sizeof(key),
+					      &value) || strcmp(key, name))
 					break;
 				if ((flags & 0xffff) != CACHE_FLAGS)
 					continue;
