@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -288,4 +289,49 @@ Test(image, the_provider_a_device_needs)
 	cr_assert_str_eq(orh_image_provider_of(&rxe), "rxe");
 	cr_assert_str_eq(orh_image_provider_of(&erdma), "erdma");
 	cr_assert_null(orh_image_provider_of(&odd));
+}
+
+/* glibc's old cache format, alone and followed by the new one (ldconfig's compat mode):
+ * the old one's names count from its string table, the new one's from its own header. */
+static int memfile(const void *data, size_t len)
+{
+	int fd = memfd_create("ldcache", MFD_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, data, len), (ssize_t)len);
+	return fd;
+}
+
+Test(image, the_old_cache_format_and_the_compat_one)
+{
+	static const char strs[] = "libibverbs.so.1\0/lib/libibverbs.so.1\0libc.so.6\0/lib/libc.so.6";
+	unsigned char buf[512] = "ld.so-1.7.0";
+	uint32_t n = 2, e[6] = { 0x0303, 0, 16, 0x0303, 37, 47 };
+	size_t len = 16 + sizeof(e);
+	char path[128];
+	const char *why = NULL;
+	int fd;
+
+	memcpy(buf + 12, &n, 4);
+	memcpy(buf + 16, e, sizeof(e));
+	memcpy(buf + len, strs, sizeof(strs));
+	fd = memfile(buf, len + sizeof(strs));
+	cr_assert_eq(orh_ldcache_lookup(fd, "libibverbs.so.1", path, sizeof(path), &why), 1,
+		     "%s", why ? why : "");
+	cr_assert_str_eq(path, "/lib/libibverbs.so.1");
+	cr_assert_eq(orh_ldcache_lookup(fd, "libc.so.6", path, sizeof(path), &why), 1);
+	cr_assert_str_eq(path, "/lib/libc.so.6");
+	close(fd);
+	/* a new-format header after the old entries (aligned to 8): the loader reads that one,
+	 * here one that holds nothing */
+	memset(buf + len, 0, sizeof(buf) - len);
+	memcpy(buf + len, "glibc-ld.so.cache1.1", 20);
+	fd = memfile(buf, len + 48);
+	cr_assert_eq(orh_ldcache_lookup(fd, "libibverbs.so.1", path, sizeof(path), &why), 0);
+	close(fd);
+	/* not a cache */
+	fd = memfile("ld.so-1.7", 9);
+	cr_assert_eq(orh_ldcache_lookup(fd, "libc.so.6", path, sizeof(path), &why), -EINVAL);
+	cr_assert_not_null(why);
+	close(fd);
 }
