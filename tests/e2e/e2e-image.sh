@@ -8,7 +8,8 @@
 # both recorded, pip's marked as the one PyTorch loads; under image_check = fail the busybox
 # container that asked is refused with the reason, one that did not ask starts; with
 # image_check = off nothing is read; the runtime shim serving a container alone checks
-# the image in the bundle's root the same way.
+# the image in the bundle's root the same way, and podman's precreate leaves it to the
+# nccl-conf stage it registers.
 . "$(dirname "$0")/lib.sh"
 need_root_runc
 setup_work
@@ -158,4 +159,29 @@ check "the shim, image_check = fail: the container that asked is refused (rc $RC
 	[ "$RC" != 0 -a -z "$OUT" ]
 check "the shim, image_check = fail: the error says why" \
 	grep -q "image check: the image can use none of the RDMA devices given" "$WORK/b7.err"
+# podman's precreate edits the spec before the root is mounted; the nccl-conf stage it
+# registers (as an NRI plugin registers it) reads the image and records the check.
+if command -v podman >/dev/null 2>&1; then
+	hooks_d "$WORK/hooks.d" "$HOOK" "$WORK/warn.conf" oci-rdma-hook-precreate
+	podman_setup --hooks-dir "$WORK/hooks.d"
+	PID_=$("${PODMAN[@]}" run -d --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 \
+		--network none --annotation oci-rdma-hook/enable=true \
+		localhost/orh-e2e-bb /bin/sh -c "$INSIDE" 2>"$WORK/podman.err" || true)
+	OUT=""
+	for _ in $(seq 1 50); do
+		OUT=$("${PODMAN[@]}" exec "$PID_" cat /tmp/out 2>/dev/null || true)
+		inside_ran && break
+		sleep 0.1
+	done
+	check_ran "podman precreate, busybox image"
+	J=$("$HOOK" inspect "$PID_" --json 2>&1 || true)
+	check "podman precreate: the nccl-conf stage's record holds the image check" \
+		python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["stage"] == "nccl-conf", r
+i = r["image"]
+assert len(i["devices"]) == 8 and i["usable"] == 0, i
+assert any("NCCL in this container will not use mlx5_0" in w for w in r["warnings"]), r' "$J"
+	"${PODMAN[@]}" rm -f "$PID_" >/dev/null 2>&1 || true
+fi
 finish
