@@ -353,7 +353,7 @@ Test(config, indented_line_stands_alone)
 
 Test(config, image_check_and_nccl_min)
 {
-	cr_assert_eq(cfg.image_check, ORH_IMAGE_CHECK_WARN, "the image is checked by default");
+	cr_assert_eq(cfg.image_check, ORH_IMAGE_CHECK_DEFAULT, "as on_error says by default");
 	cr_assert_eq(cfg.nccl_min[0] + cfg.nccl_min[1] + cfg.nccl_min[2], 0, "no minimum");
 	cr_assert_eq(orh_config_parse_string(&cfg, "t.conf", "[containers]\nimage_check = fail\n"
 					     "nccl_min = 2.19.3\n", &err), 0, "%s", err.msg);
@@ -365,6 +365,9 @@ Test(config, image_check_and_nccl_min)
 					     "nccl_min = 2.12\n", &err), 0, "%s", err.msg);
 	cr_assert_eq(cfg.image_check, ORH_IMAGE_CHECK_OFF);
 	cr_assert_eq(cfg.nccl_min[1], 12);
+	cr_assert_eq(orh_config_parse_string(&cfg, "t.conf", "[containers]\nimage_check = warn\n",
+					     &err), 0, "%s", err.msg);
+	cr_assert_eq(cfg.image_check, ORH_IMAGE_CHECK_WARN);
 	cr_assert_eq(cfg.nccl_min[2], 0);
 	expect_error("[containers]\nimage_check = strict\n",
 		     "node.conf:2: [containers] key 'image_check': 'strict' is not warn, fail or off");

@@ -200,6 +200,16 @@ Test(image_check, under_on_error_fail_a_container_that_asked_and_can_use_nothing
 		  d.image_verdict.refusal);
 }
 
+Test(image_check, image_check_warn_keeps_on_error_fail_from_refusing)
+{
+	cfg.on_error = ORH_ON_ERROR_FAIL;
+	cfg.image_check = ORH_IMAGE_CHECK_WARN;
+	provider("mlx5", ORH_PROVIDER_NO_CONFIG);
+	decide(ORH_ACT_REQUESTED);
+	cr_assert_not(d.image_verdict.refuses);
+	cr_assert_eq(d.image_verdict.warnings.n, 1);
+}
+
 Test(image_check, image_check_fail_refuses_under_on_error_warn)
 {
 	cfg.image_check = ORH_IMAGE_CHECK_FAIL;

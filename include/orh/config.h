@@ -67,9 +67,10 @@ enum orh_on_error {
 
 /* The image checks (the image's RDMA userspace and NCCL, read from the container's root). */
 enum orh_image_check {
-	ORH_IMAGE_CHECK_WARN = 0,  /* each device the image cannot use, an NCCL too old: a warning */
+	ORH_IMAGE_CHECK_DEFAULT = 0, /* not set: as on_error says (warn, or fail) */
+	ORH_IMAGE_CHECK_WARN,      /* each device the image cannot use, an NCCL too old: a warning */
 	ORH_IMAGE_CHECK_FAIL,      /* and a container that asked and can use no given device is
-				    * refused (as under on_error = fail) */
+				    * refused */
 	ORH_IMAGE_CHECK_OFF,       /* the image is not read */
 };
 

@@ -182,9 +182,11 @@ void orh_decide_image(const struct orh_config *cfg, const struct orh_image *img,
 	given_devices(img, d);
 	warn_devices(img, v);
 	warn_nccl(cfg, img, d, v);
-	/* a container that asked and can use none of the devices it is given */
+	/* a container that asked and can use none of the devices it is given: refused under
+	 * image_check = fail, or on_error = fail where image_check is not set */
 	if (v->n_devs && !v->usable && d->act == ORH_ACT_REQUESTED &&
-	    (cfg->on_error == ORH_ON_ERROR_FAIL || cfg->image_check == ORH_IMAGE_CHECK_FAIL)) {
+	    (cfg->image_check == ORH_IMAGE_CHECK_FAIL ||
+	     (cfg->image_check == ORH_IMAGE_CHECK_DEFAULT && cfg->on_error == ORH_ON_ERROR_FAIL))) {
 		v->refuses = true;
 		snprintf(v->refusal, sizeof(v->refusal), "the image can use none of the RDMA "
 			 "devices given: %s", v->warnings.n ? v->warnings.v[0] : "");
