@@ -245,6 +245,13 @@ def hostile(t):
     t.link(f'/{MULTI}/libnccl.so.2', '../../../../../../../tmp/libnccl.so.2.99.0')
 
 
+def ldpath(t):
+    # a userspace of its own under /opt, found only through LD_LIBRARY_PATH
+    t.verbs('opt/rdma/lib')
+    t.provider('opt/rdma/lib', 'mlx5')
+    t.driver('mlx5')
+
+
 def rxe_only_utils(t):
     """libibverbs and the ibverbs-utils' view of it, without the rxe provider (the VM's
     'no provider' image)."""
@@ -256,7 +263,7 @@ def rxe_only_utils(t):
 LAYOUTS = {
     'debian': debian, 'rhel': rhel, 'mofed': mofed, 'empty': empty, 'nccl': nccl,
     'broken-cache': broken_cache, 'abi-mismatch': abi_mismatch, 'hostile': hostile,
-    'no-rxe': rxe_only_utils,
+    'no-rxe': rxe_only_utils, 'ldpath': ldpath,
 }
 
 

@@ -136,6 +136,21 @@ Test(image, mofed_lib64_with_its_own_driver_file)
 	cr_assert_eq(prov("rxe")->state, ORH_PROVIDER_NO_CONFIG);
 }
 
+Test(image, ld_library_path_is_searched_first)
+{
+	static const char *const want[] = { "mlx5" };
+	static const char *const env[] = { "LD_LIBRARY_PATH=/nowhere:/opt/rdma/lib" };
+
+	make("ldpath", false);
+	read_image(want, 1, NULL, 0);
+	cr_assert_eq(prov("mlx5")->state, ORH_PROVIDER_NO_VERBS, "not where the loader looks");
+	orh_image_free(&img);
+	read_image(want, 1, env, 1);
+	cr_assert_str_eq(img.verbs, "/opt/rdma/lib/libibverbs.so.1");
+	cr_assert_eq(prov("mlx5")->state, ORH_PROVIDER_FOUND);
+	cr_assert_str_eq(prov("mlx5")->library, "/opt/rdma/lib/libibverbs/libmlx5-rdmav34.so");
+}
+
 Test(image, no_rdma_libraries_at_all)
 {
 	static const char *const want[] = { "mlx5" };

@@ -61,7 +61,9 @@ struct orh_image_nccl {
 
 struct orh_image {
 	bool read;                         /* orh_image_read() ran */
-	char verbs[ORH_IMAGE_PATH_MAX];    /* libibverbs.so.1 as the loader finds it; "" none */
+	char verbs[ORH_IMAGE_PATH_MAX];    /* libibverbs.so.1 as the loader finds it
+					    * (LD_LIBRARY_PATH, ld.so.cache, its directories);
+					    * "" none */
 	bool verbs_from_cache;             /* found through the image's ld.so.cache */
 	unsigned abi;                      /* its IBVERBS_PRIVATE_<N>; 0: not told */
 	char provider_dir[ORH_IMAGE_PATH_MAX]; /* <its directory>/libibverbs */
@@ -82,7 +84,8 @@ const char *orh_image_provider_of(const struct orh_device *dev);
 
 /* Read the image under rootfd for the providers named (each looked at once, at most
  * ORH_IMAGE_MAX_PROVIDERS) and the container's process environment env ("NAME=VALUE"
- * each; PATH, VIRTUAL_ENV, PYTHONPATH say where its Python looks). Never fails: what
+ * each; LD_LIBRARY_PATH is where its loader looks first, PATH, VIRTUAL_ENV, PYTHONPATH
+ * where its Python looks). Never fails: what
  * cannot be read is a note. Free with orh_image_free(). */
 void orh_image_read(int rootfd, const char *const *providers, size_t n_providers,
 		    const char *const *env, size_t n_env, struct orh_image *img);

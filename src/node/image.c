@@ -111,6 +111,7 @@ const char *orh_provider_state_name(enum orh_provider_state s)
 struct reader {
 	int rootfd;
 	struct orh_image *img;
+	const char *ld_library_path;  /* the container's LD_LIBRARY_PATH, or NULL */
 	int cachefd;          /* the image's ld.so.cache; -1: none or broken */
 	bool cache_tried;
 };
@@ -168,8 +169,8 @@ static void closedirp(DIR **d)
 
 /* ---- the loader ---------------------------------------------------------------- */
 
-/* Where the image's loader finds name: its ld.so.cache, then its own directories; the
- * in-root path into out. */
+/* Where the image's loader finds name: the container's LD_LIBRARY_PATH, its ld.so.cache,
+ * then its own directories; the in-root path into out. */
 static bool loader_find(struct reader *rd, const char *name, char *out, size_t size,
 			bool *from_cache)
 {
@@ -177,6 +178,17 @@ static bool loader_find(struct reader *rd, const char *name, char *out, size_t s
 	int r;
 
 	*from_cache = false;
+	/* LD_LIBRARY_PATH first, as the loader searches it (its absolute entries) */
+	for (const char *p = rd->ld_library_path; p && *p;) {
+		size_t len = strcspn(p, ":");
+
+		if (p[0] == '/' && len + 1 + strlen(name) < size) {
+			snprintf(out, size, "%.*s/%s", (int)len, p, name);
+			if (exists(rd, out))
+				return true;
+		}
+		p += len + (p[len] == ':');
+	}
 	if (!rd->cache_tried) {
 		rd->cache_tried = true;
 		if (open_file(rd, "/etc/ld.so.cache", &rd->cachefd) < 0)
@@ -620,6 +632,17 @@ void orh_image_read(int rootfd, const char *const *providers, size_t n_providers
 {
 	struct reader rd = { .rootfd = rootfd, .img = img, .cachefd = -1 };
 	double t0 = orh_now_ms();
+	const char *ldp = env_get(env, n_env, "LD_LIBRARY_PATH");
+	char dirs[512];
+
+	/* where the loader looks first: at most MAX_ENV_DIRS entries of LD_LIBRARY_PATH */
+	if (ldp) {
+		snprintf(dirs, sizeof(dirs), "%s", ldp);
+		for (size_t i = 0, k = 0; dirs[i]; i++)
+			if (dirs[i] == ':' && ++k >= MAX_ENV_DIRS)
+				dirs[i] = '\0';
+		rd.ld_library_path = dirs;
+	}
 
 	memset(img, 0, sizeof(*img));
 	img->read = true;
