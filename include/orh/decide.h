@@ -101,7 +101,7 @@ struct orh_image_dev {
  * warning per provider it lacks (naming the devices and what to install) and per NCCL copy
  * below nccl_min or in 2.21-2.25 where the plan leaves the GID index to NCCL. A container
  * that asked and can use none of its devices is refused (refuses, with refusal) under
- * on_error = fail or image_check = fail. */
+ * image_check = fail, or on_error = fail where image_check is not set. */
 struct orh_image_verdict {
 	bool checked;
 	struct orh_image_dev devs[ORH_IMAGE_MAX_DEVS];
