@@ -188,10 +188,12 @@ def rhel(t):
 
 def mofed(t):
     # MLNX_OFED: its own libibverbs in /usr/lib64, a driver file naming the provider by its
-    # absolute path
+    # absolute path; a hidden file naming another (libibverbs reads it too)
     t.verbs('usr/lib64', real_name='libibverbs.so.1.14.2307.0')
     t.provider('usr/lib64', 'mlx5')
+    t.provider('usr/lib64', 'rxe')
     t.write('/etc/libibverbs.d/mlx5.driver', 'driver /usr/lib64/libibverbs/libmlx5\n')
+    t.write('/etc/libibverbs.d/.hidden', '\t driver\trxe  # soft-RoCE\n')
 
 
 def empty(t):

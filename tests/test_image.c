@@ -133,7 +133,9 @@ Test(image, mofed_lib64_with_its_own_driver_file)
 	cr_assert_eq(prov("mlx5")->state, ORH_PROVIDER_FOUND);
 	cr_assert_str_eq(prov("mlx5")->library, "/usr/lib64/libibverbs/libmlx5-rdmav34.so");
 	cr_assert_str_eq(prov("mlx5")->config, "/etc/libibverbs.d/mlx5.driver");
-	cr_assert_eq(prov("rxe")->state, ORH_PROVIDER_NO_CONFIG);
+	/* a hidden file is read too, its line indented, with a comment after the name */
+	cr_assert_eq(prov("rxe")->state, ORH_PROVIDER_FOUND);
+	cr_assert_str_eq(prov("rxe")->config, "/etc/libibverbs.d/.hidden");
 }
 
 Test(image, ld_library_path_is_searched_first)

@@ -253,7 +253,8 @@ static void read_config_dir(struct reader *rd, struct orh_strv *names, struct or
 		ssize_t n;
 
 		seen++;
-		if (de->d_name[0] == '.')
+		/* libibverbs reads every regular file, hidden ones too */
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (rd->img->n_driver_files >= ORH_IMAGE_MAX_DRIVER_FILES) {
 			orh_strv_pushf(&rd->img->notes, "%s: more than %d files: the rest not read",
