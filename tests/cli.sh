@@ -97,6 +97,24 @@ grep -q '^NCCL_IB_TC=136$' <<<"$out" && grep -q '^NCCL_IB_SL=5$' <<<"$out" && ! 
 "$HOOK" --config "$work/lingjun.conf" --sysroot "$seed" env --explain 2>&1 >/dev/null | grep -q "NCCL_IB_TC=136  <- $work/lingjun.conf:5" &&
 	ok "explain names the config line" || not_ok "explain names the config line"
 
+# the image checks' keys: accepted, a bad value refused naming the file, line and key
+printf '[containers]\nimage_check = fail\nnccl_min = 2.19.3\n' >"$work/image.conf"
+out=$("$HOOK" --config "$work/image.conf" --sysroot "$seed" env 2>&1)
+grep -q '^NCCL_IB_HCA=' <<<"$out" && ok "config image_check = fail, nccl_min = 2.19.3: accepted" ||
+	not_ok_diag "config image_check = fail, nccl_min = 2.19.3: accepted" "$out"
+printf '[containers]\n\nimage_check = strict\n' >"$work/image-bad.conf"
+rc=0
+out=$("$HOOK" --config "$work/image-bad.conf" --sysroot "$seed" env 2>&1) || rc=$?
+[ "$rc" = 2 ] && grep -q "image-bad.conf:3: \[containers\] key 'image_check': 'strict' is not warn, fail or off" <<<"$out" &&
+	ok "config image_check = strict: refused (exit 2), naming file, line and key" ||
+	not_ok_diag "config image_check = strict: refused (exit $rc)" "$out"
+printf '[containers]\nnccl_min = 2.x\n' >"$work/nccl-bad.conf"
+rc=0
+out=$("$HOOK" --config "$work/nccl-bad.conf" --sysroot "$seed" env 2>&1) || rc=$?
+[ "$rc" = 2 ] && grep -q "nccl-bad.conf:2: \[containers\] key 'nccl_min': '2.x' is not a version X.Y or X.Y.Z" <<<"$out" &&
+	ok "config nccl_min = 2.x: refused (exit 2), naming file, line and key" ||
+	not_ok_diag "config nccl_min = 2.x: refused (exit $rc)" "$out"
+
 # sysroot from the config file
 printf '[node]\nsysroot = %s\n' "$erdma" >"$work/sysroot.conf"
 "$HOOK" --config "$work/sysroot.conf" env 2>/dev/null | grep -q '^NCCL_IB_HCA==rocep26s0:1$' &&

@@ -350,3 +350,31 @@ Test(config, indented_line_stands_alone)
 	expect_error("[env]\nNCCL_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA = 1\n  evil\n",
 		     "node.conf:3: syntax error");
 }
+
+Test(config, image_check_and_nccl_min)
+{
+	cr_assert_eq(cfg.image_check, ORH_IMAGE_CHECK_DEFAULT, "as on_error says by default");
+	cr_assert_eq(cfg.nccl_min[0] + cfg.nccl_min[1] + cfg.nccl_min[2], 0, "no minimum");
+	cr_assert_eq(orh_config_parse_string(&cfg, "t.conf", "[containers]\nimage_check = fail\n"
+					     "nccl_min = 2.19.3\n", &err), 0, "%s", err.msg);
+	cr_assert_eq(cfg.image_check, ORH_IMAGE_CHECK_FAIL);
+	cr_assert_eq(cfg.nccl_min[0], 2);
+	cr_assert_eq(cfg.nccl_min[1], 19);
+	cr_assert_eq(cfg.nccl_min[2], 3);
+	cr_assert_eq(orh_config_parse_string(&cfg, "t.conf", "[containers]\nimage_check = off\n"
+					     "nccl_min = 2.12\n", &err), 0, "%s", err.msg);
+	cr_assert_eq(cfg.image_check, ORH_IMAGE_CHECK_OFF);
+	cr_assert_eq(cfg.nccl_min[1], 12);
+	cr_assert_eq(orh_config_parse_string(&cfg, "t.conf", "[containers]\nimage_check = warn\n",
+					     &err), 0, "%s", err.msg);
+	cr_assert_eq(cfg.image_check, ORH_IMAGE_CHECK_WARN);
+	cr_assert_eq(cfg.nccl_min[2], 0);
+	expect_error("[containers]\nimage_check = strict\n",
+		     "node.conf:2: [containers] key 'image_check': 'strict' is not warn, fail or off");
+	expect_error("[containers]\nnccl_min = 2\n",
+		     "node.conf:2: [containers] key 'nccl_min': '2' is not a version X.Y or X.Y.Z");
+	expect_error("[containers]\nnccl_min = 2.19.3.1\n", "key 'nccl_min'");
+	expect_error("[containers]\nnccl_min = v2.19\n", "key 'nccl_min'");
+	expect_error("[containers]\nnccl_min = 2.19.\n", "key 'nccl_min'");
+	expect_error("[node]\nimage_check = warn\n", "[node] key 'image_check': unknown key");
+}

@@ -65,6 +65,15 @@ enum orh_on_error {
 				    * OCI_RDMA_HOOK_ENABLE with request_env) */
 };
 
+/* The image checks (the image's RDMA userspace and NCCL, read from the container's root). */
+enum orh_image_check {
+	ORH_IMAGE_CHECK_DEFAULT = 0, /* not set: as on_error says (warn, or fail) */
+	ORH_IMAGE_CHECK_WARN,      /* each device the image cannot use, an NCCL too old: a warning */
+	ORH_IMAGE_CHECK_FAIL,      /* and a container that asked and can use no given device is
+				    * refused */
+	ORH_IMAGE_CHECK_OFF,       /* the image is not read */
+};
+
 struct orh_env_setting {
 	char *name;
 	char *value;   /* NULL: remove the variable from the plan */
@@ -94,6 +103,8 @@ struct orh_config {
 	char *runtime;              /* the runtime the shim execs; default "runc" (a first
 				     * argument ORH_RUNTIME_ARG of the shim wins over it) */
 	bool add_ipc_lock;          /* precreate/shim add CAP_IPC_LOCK */
+	enum orh_image_check image_check;
+	unsigned nccl_min[3];       /* the least NCCL version an image should have; 0.0.0: none */
 	/* [env] */
 	struct orh_env_setting *env;
 	size_t n_env;

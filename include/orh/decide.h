@@ -19,6 +19,7 @@
 #include "orh/inventory.h"
 #include "orh/activation.h"
 #include "orh/config.h"
+#include "orh/image.h"
 #include "orh/node.h"
 #include "orh/oci.h"
 #include "orh/plan.h"
@@ -86,6 +87,31 @@ struct orh_checks {
 	bool memlock_refuses;
 };
 
+#define ORH_IMAGE_MAX_DEVS 64
+
+/* One device the plan gives, against the image's userspace. */
+struct orh_image_dev {
+	const struct orh_device *dev;           /* in the inventory */
+	const char *provider;                   /* the provider it needs; NULL: not known */
+	const struct orh_image_provider *found; /* the image's (in d->image); NULL: not judged */
+};
+
+/* The image checks' verdicts (orh_decide_image(), image_check.c), when the container's root
+ * was read (checked): each device the plan gives, with what the image has for it; a
+ * warning per provider it lacks (naming the devices and what to install) and per NCCL copy
+ * below nccl_min or in 2.21-2.25 where the plan leaves the GID index to NCCL. A container
+ * that asked and can use none of its devices is refused (refuses, with refusal) under
+ * image_check = fail, or on_error = fail where image_check is not set. */
+struct orh_image_verdict {
+	bool checked;
+	struct orh_image_dev devs[ORH_IMAGE_MAX_DEVS];
+	size_t n_devs;
+	size_t usable;                          /* devices not judged unusable */
+	struct orh_strv warnings;
+	bool refuses;
+	char refusal[ORH_ERR_MAX - 64];
+};
+
 struct orh_decision {
 	enum orh_activation_result act;
 	struct orh_activation_why activation; /* why it is activated or not: the reason */
@@ -100,6 +126,10 @@ struct orh_decision {
 	 * are rule 7's, the config's limit for a container given something */
 	struct orh_memlock_verdict memlock;
 	struct orh_checks checks;          /* when have_plan */
+	/* the image's userspace and NCCL as read from the container's root (facts.rootfd,
+	 * image_check not off, a plan that gives something), and the verdicts on it */
+	struct orh_image image;
+	struct orh_image_verdict image_verdict;
 	/* the sysfs view's keep-set (decide_sysview(), when have_plan): the RDMA classes of
 	 * sysfs, read only where some device of the node is not given
 	 * (orh_sysview_may_subset), each entry's keep and the view's subset and id
@@ -160,6 +190,11 @@ bool orh_check_gpudirect(bool holds_gpus, bool peermem, const char *kernel, char
  * (gd, or NULL: not read; read only for a container that holds GPUs). */
 void orh_decide_checks(const struct orh_config *cfg, const struct orh_gpudirect *gd,
 		       struct orh_decision *d);
+
+/* d->image_verdict from img (read from the container's root; NULL or not read: no
+ * verdict), the plan and the config (image_check, nccl_min, on_error). */
+void orh_decide_image(const struct orh_config *cfg, const struct orh_image *img,
+		      struct orh_decision *d);
 
 /* Decide. act == ORH_ACT_SKIP: leave the container as it is (have_plan false). A
  * container is left unchanged too when the plan is empty (orh_plan_is_empty). -errno

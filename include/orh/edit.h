@@ -34,6 +34,9 @@ struct orh_edit_result {
 	 * edit registered no nccl-conf stage; d is the decision, the caller's to read */
 	bool own_conf;
 	struct orh_decision *d;
+	/* the image checks refuse the container (orh_decision.image_verdict.refuses: it
+	 * asked and can use none of its devices, under on_error or image_check = fail) */
+	bool image_refuses;
 };
 
 /* Serve the container a spec describes, in the spec (precreate, the runtime shim): the
@@ -53,13 +56,20 @@ enum orh_serve_flags {
 };
 int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 		   struct orh_edit_result *res, struct orh_err *err);
+/* The same for the runtime shim, whose bundle (bundle_fd, or -1) holds the container's
+ * root: where the shim serves the container alone (ORH_SERVE_CONF, no nccl-conf stage),
+ * the decision reads the image there (the image checks), its warnings in res->warnings,
+ * its refusal an error (-EPERM, res->image_refuses). */
+int orh_spec_serve_at(const struct orh_ctx *ctx, json_t *spec, int bundle_fd, unsigned flags,
+		      struct orh_edit_result *res, struct orh_err *err);
 /* The caller could not write /etc/nccl.conf after all (res->own_conf): register the
  * nccl-conf stage in the spec as orh_spec_serve() would have (no poststop hook), with the
  * node for it (res->snapshot) under ORH_SERVE_SNAPSHOT; res->own_conf becomes false. */
 int orh_edit_add_stage(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 		       struct orh_edit_result *res, struct orh_err *err);
 void orh_edit_result_free(struct orh_edit_result *res);
-/* Must a failed edit fail the container (config on_error = fail and it asked)? */
+/* Must a failed edit fail the container (config on_error = fail and it asked, or the
+ * image checks refuse it)? */
 bool orh_edit_must_fail(const struct orh_config *cfg, const struct orh_edit_result *res);
 
 #endif

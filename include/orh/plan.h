@@ -54,6 +54,10 @@ struct orh_container_facts {
 	 * subset, every NIC) */
 	const struct orh_gpus *gpus;
 	const bool *gpus_held;
+	/* the container's root filesystem, a directory fd the caller holds (has_root), set by
+	 * the container callback where the way in has it: the image checks read it */
+	bool has_root;
+	int rootfd;
 };
 
 #define ORH_DEV_DIR "/dev/infiniband/"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Path resolution inside a container's root filesystem (src/apply/rootfs.c). Every path
+ * Path resolution inside a container's root filesystem (src/base/rootfs.c). Every path
  * is resolved from one rootfs directory fd with openat2(RESOLVE_IN_ROOT |
  * RESOLVE_NO_MAGICLINKS), or by a component-by-component walk (O_NOFOLLOW at each step,
  * symlinks resolved against a stack of directory fds, never above the root) where
@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "orh/util.h"
 
@@ -49,5 +50,16 @@ int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size);
 /* The container's /dev: the root's own "dev" (made when missing), never through a
  * symlink, and whatever the runtime mounted on it (its tmpfs). */
 int orh_rootfs_devdir(int rootfd, int *out, struct orh_err *err);
+
+/* Open the regular file `path` inside the root for reading (O_RDONLY | O_NONBLOCK): every
+ * symlink on the way, the last one too, resolved as the container would, never above the
+ * root. Nothing but a regular file is opened for reading (found first with O_PATH, then
+ * reopened): -EINVAL for a FIFO, a device or a socket, -EISDIR for a directory. *st is
+ * the file's. 0 or -errno. */
+int orh_rootfs_open_file(int rootfd, const char *path, int *out, struct stat *st);
+/* The target of the symlink `path` inside the root (its directory resolved as
+ * orh_rootfs_dir() does, the link itself not followed), into out. Its length or -errno
+ * (-EINVAL: not a symlink; -ENAMETOOLONG: longer than size - 1). */
+int orh_rootfs_readlink(int rootfd, const char *path, char *out, size_t size);
 
 #endif

@@ -40,6 +40,70 @@ static json_t *strv_json(const struct orh_strv *sv)
 	return a;
 }
 
+/* Text from the image (a path, a file name), safe in the record: valid UTF-8, no control
+ * characters (orh_text_escape). */
+static json_t *image_text(const char *s)
+{
+	_cleanup_free_ char *t = orh_text_escape(s ? s : "");
+
+	return json_string(t);
+}
+
+/* The image checks: what the image's libibverbs would load for each device given, its NCCL
+ * copies (the one PyTorch loads marked), what was not read, and the reading's cost. */
+static json_t *image_json(const struct orh_decision *d)
+{
+	const struct orh_image *img = &d->image;
+	const struct orh_image_verdict *v = &d->image_verdict;
+	json_t *o = json_object(), *devs = json_array(), *nccl = json_array();
+	json_t *notes = json_array();
+
+	json_object_set_new(o, "libibverbs", img->verbs[0] ? image_text(img->verbs) : json_null());
+	if (img->verbs[0])
+		json_object_set_new(o, "found_by", json_string(img->verbs_from_cache
+							       ? "ld.so.cache"
+							       : "the loader's directories"));
+	json_object_set_new(o, "abi", img->abi ? json_integer(img->abi) : json_null());
+	json_object_set_new(o, "driver_files", json_integer((json_int_t)img->n_driver_files));
+	for (size_t i = 0; i < v->n_devs; i++) {
+		const struct orh_image_provider *p = v->devs[i].found;
+		json_t *e = json_pack("{s:s, s:o}", "device", v->devs[i].dev->name, "provider",
+				      v->devs[i].provider ? json_string(v->devs[i].provider)
+							  : json_null());
+
+		json_object_set_new(e, "state", json_string(p ? orh_provider_state_name(p->state)
+							     : "not judged (provider not known)"));
+		if (p && p->config[0])
+			json_object_set_new(e, "config", image_text(p->config));
+		if (p && p->library[0])
+			json_object_set_new(e, "library", image_text(p->library));
+		if (p && p->other[0])
+			json_object_set_new(e, "other_abi", json_pack("{s:o, s:i}", "library",
+					    image_text(p->other), "abi", (int)p->other_abi));
+		json_array_append_new(devs, e);
+	}
+	json_object_set_new(o, "devices", devs);
+	json_object_set_new(o, "usable", json_integer((json_int_t)v->usable));
+	for (size_t i = 0; i < img->n_nccl; i++) {
+		const struct orh_image_nccl *c = &img->nccl[i];
+		json_t *e = json_pack("{s:o, s:s, s:o, s:b}", "version",
+				      c->version[0] ? json_string(c->version) : json_null(), "from",
+				      c->from == ORH_NCCL_PIP ? "pip" : "library", "path",
+				      image_text(c->path), "pytorch", c->pytorch);
+
+		if (c->package[0])
+			json_object_set_new(e, "package", image_text(c->package));
+		json_array_append_new(nccl, e);
+	}
+	json_object_set_new(o, "nccl", nccl);
+	for (size_t i = 0; i < img->notes.n; i++)
+		json_array_append_new(notes, image_text(img->notes.v[i]));
+	json_object_set_new(o, "notes", notes);
+	json_object_set_new(o, "opens", json_integer(img->opens));
+	json_object_set_new(o, "time_ms", json_real(img->ms));
+	return o;
+}
+
 /* The plan: the HCAs used, the GID index per port, the socket interface, each port's
  * reason, the nodes and the memlock the decision sets. */
 static json_t *plan_json(const struct orh_decision *d, const char *netns_if)
@@ -182,6 +246,8 @@ json_t *orh_record_build(const struct orh_record_in *in)
 			json_object_set_new(b, "runtime_state", json_string(in->runtime_state));
 		json_object_set_new(rec, "bundle", b);
 	}
+	if (d->have_plan && d->image_verdict.checked)
+		json_object_set_new(rec, "image", image_json(d));
 	set_nodes(rec, in);
 	if (in->sysfs_view[0])
 		json_object_set_new(rec, "sysfs_view", json_pack("s++", ORH_SYSVIEW_DIR, "/",
@@ -191,6 +257,8 @@ json_t *orh_record_build(const struct orh_record_in *in)
 	set_memlock(rec, in);
 	set_conf(rec, in);
 	warn = strv_json(&d->warnings);
+	for (size_t i = 0; d->have_plan && i < d->image_verdict.warnings.n; i++)
+		json_array_append_new(warn, image_text(d->image_verdict.warnings.v[i]));
 	for (size_t i = 0; in->warnings && i < in->warnings->n; i++)
 		json_array_append_new(warn, json_string(in->warnings->v[i]));
 	json_object_set_new(rec, "warnings", warn);

@@ -298,7 +298,8 @@ static void record_spec(struct hook *h)
 }
 
 /* Will it work, in the container's own context: a warning in the log and the record for
- * each check the decision found failing (orh_checks), then the memlock check, which
+ * each check the decision found failing (orh_checks, then the image's), the image check's
+ * refusal where the decision says so, then the memlock check, which
  * refuses the container where the decision says so (memlock_refuses) and else warns. The
  * memlock is the spec's where it sets one (the runtime applies it after this hook), else
  * the one the container's process holds after the memlock step. */
@@ -313,6 +314,17 @@ static int check_context(struct hook *h)
 		orh_strv_pushf(&h->rwarn, "%s", h->d.checks.gpudirect);
 	if (h->d.checks.gid[0])
 		orh_strv_pushf(&h->rwarn, "%s", h->d.checks.gid);
+	/* the image's: the record takes them from the decision */
+	for (size_t i = 0; i < h->d.image_verdict.warnings.n; i++)
+		orh_log(LOG_WARNING, "container %s: %s: %s", cid(h), h->stage,
+			h->d.image_verdict.warnings.v[i]);
+	if (h->d.image_verdict.refuses) {
+		orh_log(LOG_ERR, "container %s: %s: image check: %s; failing the container "
+			"(%s)", cid(h), h->stage, h->d.image_verdict.refusal,
+			h->ctx->cfg.on_error == ORH_ON_ERROR_FAIL ? "on_error=fail"
+								   : "image_check=fail");
+		return ORH_EXIT_FAIL;
+	}
 	if (known && orh_check_memlock(soft, h->d.memlock.need, msg, sizeof(msg))) {
 		if (h->d.checks.memlock_refuses) {
 			orh_fail(&err, EPERM, "%s", msg);
@@ -462,6 +474,8 @@ static int container_facts_read(struct hook *h, struct orh_container_facts *fact
 	r = take_container(h, err);
 	if (r < 0)
 		return r;
+	facts->has_root = true; /* the image checks read it */
+	facts->rootfd = h->rootfd;
 	h->step = "container network namespace";
 	r = orh_spec_netns(h->spec, &has_netns, &ns_path);
 	if (r < 0)

@@ -307,7 +307,7 @@ static int edit_bundle(struct orh_ctx *ctx, const struct runtime_args *ra, bool 
 	if (r < 0)
 		goto out;
 	t = step(steps, "config.json read", t);
-	r = orh_spec_serve(ctx, spec, flags, &res, err);
+	r = orh_spec_serve_at(ctx, spec, dirfd, flags, &res, err);
 	t = step(steps, "node, plan and spec edit", t);
 	for (size_t i = 0; r >= 0 && i < res.warnings.n; i++)
 		orh_log(LOG_WARNING, "%s", res.warnings.v[i]);

@@ -4,11 +4,13 @@
  * it calls the decision and the spec's appliers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "orh/netns.h"
 #include "orh/ctx.h"
@@ -40,7 +42,7 @@ void orh_edit_result_free(struct orh_edit_result *res)
 
 bool orh_edit_must_fail(const struct orh_config *cfg, const struct orh_edit_result *res)
 {
-	return cfg->on_error == ORH_ON_ERROR_FAIL && res->asked;
+	return (cfg->on_error == ORH_ON_ERROR_FAIL && res->asked) || res->image_refuses;
 }
 
 /* The runtime applies process.rlimits with our own privileges: without
@@ -69,11 +71,39 @@ struct netns_arg {
 	struct stat st;                 /* the namespace read (its nsfs inode), when ni is */
 	bool read;
 	struct orh_strv *warnings;
+	unsigned flags;
+	int bundle_fd;                  /* the bundle (the shim), or -1 */
+	int rootfd;                     /* its root, opened for the image checks, or -1 */
 };
 
-static int netns_facts(void *arg, struct orh_container_facts *facts, struct orh_err *err)
+/* The image checks need the container's root: the shim has it in the bundle (the engine
+ * mounted it before the runtime runs), and reads it where it serves the container alone
+ * (no nccl-conf stage will run, which reads it itself). */
+static void root_facts(struct netns_arg *a, struct orh_container_facts *facts)
 {
-	struct netns_arg *a = arg;
+	const char *path = json_string_value(json_object_get(json_object_get(a->spec, "root"),
+							     "path"));
+	const char *nspath = NULL;
+	bool has_netns = false;
+
+	if (a->bundle_fd < 0 || !path || !(a->flags & ORH_SERVE_CONF) ||
+	    orh_spec_has_our_live_hook(a->spec) ||
+	    orh_spec_netns(a->spec, &has_netns, &nspath) < 0 ||
+	    !orh_shimconf_network_known(a->spec, has_netns, nspath, a->read))
+		return;
+	a->rootfd = openat(a->bundle_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (a->rootfd < 0) {
+		orh_strv_pushf(a->warnings, "the image is not checked: opening the root '%s': %s",
+			       path, strerror(errno));
+		return;
+	}
+	facts->has_root = true;
+	facts->rootfd = a->rootfd;
+}
+
+static int read_netns(struct netns_arg *a, struct orh_container_facts *facts,
+		      struct orh_err *err)
+{
 	const char *nspath = NULL;
 	bool has_netns = false;
 	struct orh_err nerr = { 0 };
@@ -99,6 +129,16 @@ static int netns_facts(void *arg, struct orh_container_facts *facts, struct orh_
 	facts->addrs = a->gid_addrs;
 	facts->n_addrs = a->n_gid_addrs;
 	return 0;
+}
+
+static int netns_facts(void *arg, struct orh_container_facts *facts, struct orh_err *err)
+{
+	struct netns_arg *a = arg;
+	int r = read_netns(a, facts, err);
+
+	if (r == 0)
+		root_facts(a, facts);
+	return r;
 }
 
 /* A container given some of the node's devices sees only those in sysfs (the decision's
@@ -183,8 +223,15 @@ static bool own_conf(unsigned flags, const json_t *spec, const struct netns_arg 
 int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 		   struct orh_edit_result *res, struct orh_err *err)
 {
+	return orh_spec_serve_at(ctx, spec, -1, flags, res, err);
+}
+
+int orh_spec_serve_at(const struct orh_ctx *ctx, json_t *spec, int bundle_fd, unsigned flags,
+		      struct orh_edit_result *res, struct orh_err *err)
+{
 	json_t *nccl_hook = NULL, *poststop_hook = NULL;
-	struct netns_arg na = { .spec = spec, .warnings = &res->warnings };
+	struct netns_arg na = { .spec = spec, .warnings = &res->warnings, .flags = flags,
+				.bundle_fd = bundle_fd, .rootfd = -1 };
 	struct orh_decide_in in = {
 		.cfg = &ctx->cfg,
 		.sysroot = ctx->sysroot,
@@ -205,8 +252,17 @@ int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 	res->activation = d->act;
 	orh_strlcpy(res->why, d->why, sizeof(res->why));
 	push_all(&res->warnings, &d->warnings);
+	if (na.rootfd >= 0)
+		close(TAKE_FD(na.rootfd));
 	if (r < 0 || !d->have_plan)
 		goto out;
+	/* the image checks, where the shim read the container's root */
+	push_all(&res->warnings, &d->image_verdict.warnings);
+	if (d->image_verdict.refuses) {
+		res->image_refuses = true;
+		r = orh_fail(err, EPERM, "image check: %s", d->image_verdict.refusal);
+		goto out;
+	}
 	if (orh_plan_is_empty(&d->plan)) {
 		char why[ORH_ERR_MAX - 64];
 

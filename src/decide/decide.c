@@ -126,6 +126,37 @@ static void decide_sysview(const char *sysroot, struct orh_decision *d)
 	orh_sysview_decide(&d->sysview, &d->plan);
 }
 
+/* The image checks: the container's root read (orh_image_read(): the providers of the
+ * devices the plan gives, where its Python looks from its process.env), then judged. */
+static void decide_image(const struct orh_decide_in *in, struct orh_decision *d)
+{
+	const char *providers[ORH_IMAGE_MAX_PROVIDERS];
+	const char **env = NULL;
+	const json_t *jenv = in->spec ? orh_spec_env(in->spec) : NULL, *e;
+	size_t n = 0, n_env = 0, i;
+
+	if (!d->facts.has_root || in->cfg->image_check == ORH_IMAGE_CHECK_OFF ||
+	    orh_plan_is_empty(&d->plan))
+		return;
+	for (i = 0; i < d->plan.n_ports && n < ORH_IMAGE_MAX_PROVIDERS; i++) {
+		const char *p = d->plan.ports[i].used ? orh_image_provider_of(d->plan.ports[i].dev)
+						       : NULL;
+		bool seen = false;
+
+		for (size_t k = 0; p && k < n; k++)
+			seen = seen || !strcmp(providers[k], p);
+		if (p && !seen)
+			providers[n++] = p;
+	}
+	env = orh_xcalloc(json_array_size(jenv) + 1, sizeof(*env));
+	json_array_foreach(jenv, i, e)
+		if (json_is_string(e))
+			env[n_env++] = json_string_value(e);
+	orh_image_read(d->facts.rootfd, providers, n, env, n_env, &d->image);
+	free(env);
+	orh_decide_image(in->cfg, &d->image, d);
+}
+
 /* Read the node (orh_node_read(): from the caller's snapshot, else through the sysroot;
  * the GPUs when a GPU subset is possible; what GPUDirect needs, for a container holding
  * GPUs); then decide from it, and the sysfs view's keep-set last (the classes are read
@@ -168,8 +199,10 @@ static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *
 	if (n->have_gpudirect)
 		node.gpudirect = &n->gpudirect;
 	r = orh_decide_node(cfg, &node, in->memlock_ceiling, out, err);
-	if (r == 0)
+	if (r == 0) {
 		decide_sysview(sysroot, out);
+		decide_image(in, out);
+	}
 	return r;
 }
 
@@ -231,6 +264,8 @@ void orh_decision_free(struct orh_decision *d)
 		orh_plan_free(&d->plan);
 	orh_node_free(&d->node);
 	orh_sysview_free(&d->sysview);
+	orh_image_free(&d->image);
+	orh_strv_free(&d->image_verdict.warnings);
 	orh_strv_free(&d->warnings);
 	memset(d, 0, sizeof(*d));
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The node configuration file, parsed with libinih. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -317,6 +318,19 @@ static int node_key(struct parse_ctx *pc, const char *key, const char *v)
 	return 1;
 }
 
+/* "X.Y" or "X.Y.Z", each a number below 1000. */
+static int parse_version(const char *v, unsigned out[3])
+{
+	unsigned n[3] = { 0, 0, 0 };
+	int end = 0, got = sscanf(v, "%3u.%3u%n.%3u%n", &n[0], &n[1], &end, &n[2], &end);
+
+	if (got < 2 || v[end] != '\0' || !isdigit((unsigned char)v[0]) ||
+	    strspn(v, "0123456789.") != strlen(v))
+		return -EINVAL;
+	memcpy(out, n, sizeof(n));
+	return 0;
+}
+
 static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
 {
 	struct orh_config *cfg = pc->cfg;
@@ -352,6 +366,18 @@ static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
 		if (!*v || strchr(v, '\n'))
 			return set_error(pc, s, key, "'%s' is not a program name or path", v);
 		set_str(&cfg->runtime, v);
+	} else if (!strcmp(key, "image_check")) {
+		if (!strcmp(v, "warn"))
+			cfg->image_check = ORH_IMAGE_CHECK_WARN;
+		else if (!strcmp(v, "fail"))
+			cfg->image_check = ORH_IMAGE_CHECK_FAIL;
+		else if (!strcmp(v, "off"))
+			cfg->image_check = ORH_IMAGE_CHECK_OFF;
+		else
+			return set_error(pc, s, key, "'%s' is not warn, fail or off", v);
+	} else if (!strcmp(key, "nccl_min")) {
+		if (parse_version(v, cfg->nccl_min) < 0)
+			return set_error(pc, s, key, "'%s' is not a version X.Y or X.Y.Z", v);
 	} else if (!strcmp(key, "add_ipc_lock")) {
 		if (parse_bool(v, &cfg->add_ipc_lock) < 0)
 			return set_error(pc, s, key, "'%s' is not yes or no", v);

@@ -128,7 +128,7 @@ check_not_served "activation = annotation, no request"
 
 # on_error = fail: a container that asked, with a preset the node does not know, is refused,
 # and ctr's own error says why (the shim appends the reason to runc's --log file).
-printf '[containers]\non_error = fail\n' >>"$WORK/node.conf"
+printf '[containers]\non_error = fail\nimage_check = warn\n' >>"$WORK/node.conf"
 run_ctr_shim --annotation oci-rdma-hook/enable=true --annotation oci-rdma-hook/preset=../../x
 check "on_error=fail: a refused container does not run (rc $RC)" \
 	bash -c '[ "$1" != 0 ] && ! grep -q "^memlock" <<<"$2"' _ "$RC" "$OUT"

@@ -145,7 +145,7 @@ docker rmi -f orh-e2e-bb-asks >/dev/null 2>&1 || true
 # runtime the shim cannot find.
 api=$(docker version -f '{{.Server.APIVersion}}')
 if printf '1.43\n%s\n' "$api" | sort -V -C; then
-	printf '[containers]\non_error = fail\n' >>"$WORK/node.conf"
+	printf '[containers]\non_error = fail\nimage_check = warn\n' >>"$WORK/node.conf"
 	run_docker --runtime=rdma --annotation oci-rdma-hook/enable=true \
 		--annotation oci-rdma-hook/preset=../../x
 	check "on_error=fail: a refused container does not run (rc $RC)" \

@@ -23,7 +23,8 @@ memlock = 4M"
 write_conf "$WORK/fail.conf" "[node]
 memlock = 4M
 [containers]
-on_error = fail"
+on_error = fail
+image_check = warn"
 make_rootfs "$WORK/rootfs"
 
 # A running container: listed by inspect, printed by id prefix, gone after delete. Its

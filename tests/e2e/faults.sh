@@ -28,7 +28,8 @@ write_conf "$WORK/warn.conf" "[containers]
 activation = always"
 write_conf "$WORK/fail.conf" "[containers]
 activation = annotation
-on_error = fail"
+on_error = fail
+image_check = warn"
 HOSTNET='c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
 ASK="c['annotations'] = {'oci-rdma-hook/enable': 'true'}"
 

@@ -29,7 +29,8 @@ write_conf "$WORK/always.conf" "[containers]
 activation = always"
 write_conf "$WORK/failmode.conf" "[containers]
 activation = annotation
-on_error = fail"
+on_error = fail
+image_check = warn"
 write_conf "$WORK/shim.conf" "[containers]
 activation = always
 runtime = /bin/true"

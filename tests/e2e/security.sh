@@ -420,7 +420,8 @@ fi
 # allows nothing and have a 64 KiB soft memlock, so that a grant or a raise would show.
 write_conf "$WORK/fail.conf" "[containers]
 activation = annotation
-on_error = fail"
+on_error = fail
+image_check = warn"
 ASK="c['annotations'] = {'oci-rdma-hook/enable': 'true'}"
 DEVCG=/sys/fs/cgroup/devices
 VCG="$DEVCG/orh-sec-$$"

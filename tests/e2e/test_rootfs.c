@@ -175,6 +175,64 @@ Test(rootfs, openat2, .init = setup_tree, .fini = teardown_tree)
 	cr_assert_not(orh_rootfs_fallback_active(), "openat2 works here: no fallback expected");
 }
 
+/* Files to read (orh_rootfs_open_file, orh_rootfs_readlink): links followed inside the
+ * root, the last one too; what lies above it is never reached; only a regular file is
+ * opened, a FIFO without waiting. */
+static void file_suite(void)
+{
+	struct orh_err err = { 0 };
+	char p[PATH_MAX * 2], buf[16];
+	struct stat st;
+	int rootfd = -1, fd = -1;
+
+	snprintf(p, sizeof(p), "%s/a/b/lib.so", root);
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "inside", 6), 6);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/secret", outside);
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	ln("/a/b/lib.so", "lib_abs");
+	ln("b/lib.so", "a/lib_rel");
+	ln("../lib_rel", "a/b/lib_chain");
+	snprintf(p, sizeof(p), "../../../../../../../..%s/secret", outside);
+	ln(p, "lib_esc");
+	snprintf(p, sizeof(p), "%s/fifo", root);
+	cr_assert_eq(mkfifo(p, 0644), 0);
+	cr_assert_eq(orh_rootfs_open(root, &rootfd, &err), 0, "%s", err.msg);
+
+	fd = -1;
+	cr_assert_eq(orh_rootfs_open_file(rootfd, "/lib_abs", &fd, &st), 0);
+	cr_assert_eq(read(fd, buf, sizeof(buf)), 6, "the file inside the root is read");
+	cr_assert(S_ISREG(st.st_mode));
+	close(fd);
+	cr_assert_eq(orh_rootfs_open_file(rootfd, "a/b/lib_chain", &fd, &st), 0);
+	close(fd);
+	fd = -1;
+	cr_assert_eq(orh_rootfs_open_file(rootfd, "/lib_esc", &fd, &st), -ENOENT,
+		     "a link above the root leads to nothing inside it");
+	cr_assert_eq(orh_rootfs_open_file(rootfd, "/esc_abs/secret", &fd, &st), -ENOENT);
+	cr_assert_eq(orh_rootfs_open_file(rootfd, "/fifo", &fd, &st), -EINVAL,
+		     "a FIFO is not opened");
+	cr_assert_eq(orh_rootfs_open_file(rootfd, "/a", &fd, &st), -EISDIR);
+	cr_assert_eq(orh_rootfs_open_file(rootfd, "/loop", &fd, &st), -ELOOP);
+	cr_assert_eq(fd, -1);
+	cr_assert_eq(orh_rootfs_readlink(rootfd, "/lib_abs", p, sizeof(p)), 11);
+	cr_assert_str_eq(p, "/a/b/lib.so");
+	cr_assert_eq(orh_rootfs_readlink(rootfd, "/abs/lib_rel", p, sizeof(p)), 8,
+		     "the link's directory resolved inside the root");
+	cr_assert_eq(orh_rootfs_readlink(rootfd, "/file", p, sizeof(p)), -EINVAL);
+	close(rootfd);
+}
+
+Test(rootfs, files_openat2, .init = setup_tree, .fini = teardown_tree)
+{
+	file_suite();
+	cr_assert_not(orh_rootfs_fallback_active());
+}
+
 /* openat2 made to fail with ENOSYS by seccomp, in this test's process alone (Criterion
  * runs each test in a process of its own): the kernels without it */
 static void openat2_enosys(void)
@@ -189,6 +247,13 @@ static void openat2_enosys(void)
 	errno = 0;
 	cr_assert_eq(syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof(how)), -1);
 	cr_assert_eq(errno, ENOSYS, "the filter must make openat2 fail with ENOSYS");
+}
+
+Test(rootfs, files_seccomp_enosys, .init = setup_tree, .fini = teardown_tree)
+{
+	openat2_enosys();
+	file_suite();
+	cr_assert(orh_rootfs_fallback_active(), "ENOSYS must switch to the fallback");
 }
 
 /* Without openat2 the component walk is chosen by itself, and resolves the same way. */

@@ -469,3 +469,110 @@ int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size)
 		memmove(out, out + 1, strlen(out));
 	return 0;
 }
+
+/* ---- files to read ---------------------------------------------------------------- */
+
+/* The component walk's open of a file: the parent resolved in the root, the last name
+ * opened without following it; a symlink there starts again from its target. */
+static int walk_open_path(int rootfd, const char *path, int *out)
+{
+	_cleanup_free_ char *cur = orh_xstrdup(path);
+
+	for (unsigned links = 0; links <= MAX_SYMLINKS; links++) {
+		char name[NAME_MAX + 1], target[PATH_MAX];
+		struct orh_err err = { 0 };
+		_cleanup_close_ int dirfd = -1;
+		struct stat st;
+		const char *slash;
+		ssize_t len;
+		int fd;
+
+		if (orh_rootfs_parent(rootfd, cur, false, ORH_MOUNT_ANY, &dirfd, name, &err) < 0)
+			return -err.code;
+		fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &st) < 0 || !S_ISLNK(st.st_mode)) {
+			*out = fd;
+			return 0;
+		}
+		len = readlinkat(fd, "", target, sizeof(target) - 1);
+		close(fd);
+		if (len <= 0)
+			return len < 0 ? -errno : -ENOENT;
+		target[len] = '\0';
+		slash = strrchr(cur, '/');
+		if (target[0] == '/' || !slash) {
+			free(cur);
+			cur = orh_xstrdup(target);
+		} else {
+			char *next = orh_xasprintf("%.*s/%s", (int)(slash - cur), cur, target);
+
+			free(cur);
+			cur = next;
+		}
+	}
+	return -ELOOP;
+}
+
+int orh_rootfs_open_file(int rootfd, const char *path, int *out, struct stat *st)
+{
+	char proc[64];
+	_cleanup_close_ int pfd = -1;
+	struct stat again;
+	int fd, r = 0;
+
+	while (*path == '/')
+		path++;
+	if (!fallback_used) {
+		pfd = sys_openat2(rootfd, path, O_PATH | O_CLOEXEC,
+				  RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+		for (int i = 0; pfd < 0 && errno == EAGAIN && i < 8; i++)
+			pfd = sys_openat2(rootfd, path, O_PATH | O_CLOEXEC,
+					  RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+		if (pfd < 0 && errno == ENOSYS)
+			fallback_used = true;
+		else if (pfd < 0)
+			return -errno;
+	}
+	if (pfd < 0) {
+		r = walk_open_path(rootfd, path, &pfd);
+		if (r < 0)
+			return r;
+	}
+	if (fstat(pfd, st) < 0)
+		return -errno;
+	if (S_ISDIR(st->st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st->st_mode))
+		return -EINVAL;
+	/* the same inode, now for reading: no name is looked up again */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &again) < 0 || again.st_ino != st->st_ino || again.st_dev != st->st_dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	*out = fd;
+	return 0;
+}
+
+int orh_rootfs_readlink(int rootfd, const char *path, char *out, size_t size)
+{
+	char name[NAME_MAX + 1];
+	struct orh_err err = { 0 };
+	_cleanup_close_ int dirfd = -1;
+	ssize_t len;
+
+	if (orh_rootfs_parent(rootfd, path, false, ORH_MOUNT_ANY, &dirfd, name, &err) < 0)
+		return -err.code;
+	len = readlinkat(dirfd, name, out, size);
+	if (len < 0)
+		return -errno;
+	if ((size_t)len >= size)
+		return -ENAMETOOLONG;
+	out[len] = '\0';
+	return (int)len;
+}

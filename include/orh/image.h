@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The image's RDMA userspace and NCCL, as the container's own loader would find them
+ * (src/node/image.c; the loader's cache and the ELF version tables: src/node/image_elf.c).
+ * Read from the container's root as a directory fd, every path resolved inside it
+ * (orh/rootfs.h); directory entries of a fixed list of directories only, no tree walked, no
+ * file read past a few KiB, nothing of the image run, every open counted.
+ */
+#ifndef ORH_IMAGE_H
+#define ORH_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "orh/inventory.h"
+#include "orh/util.h"
+
+#define ORH_IMAGE_PATH_MAX 256
+#define ORH_IMAGE_MAX_PROVIDERS 8
+#define ORH_IMAGE_MAX_NCCL 8
+/* the provider config directory: files read at most, bytes of one file at most */
+#define ORH_IMAGE_MAX_DRIVER_FILES 64
+#define ORH_IMAGE_DRIVER_FILE_MAX 4096
+/* entries of one directory looked at, at most */
+#define ORH_IMAGE_MAX_DIRENTS 4096
+/* the loader's cache: libraries at most, bytes at most (it is read in small pieces) */
+#define ORH_LDCACHE_MAX_LIBS 65536
+#define ORH_LDCACHE_MAX_BYTES (16 << 20)
+
+/* Whether the image's libibverbs would load a provider. */
+enum orh_provider_state {
+	ORH_PROVIDER_FOUND = 0,     /* a driver file names it, its library has this ABI */
+	ORH_PROVIDER_NO_VERBS,      /* the image has no libibverbs.so.1 */
+	ORH_PROVIDER_NO_CONFIG,     /* no file of /etc/libibverbs.d names it */
+	ORH_PROVIDER_NO_LIBRARY,    /* named, but no library lib<NAME>-rdmav<N>.so */
+	ORH_PROVIDER_ABI_MISMATCH,  /* only a library of another private ABI */
+};
+
+struct orh_image_provider {
+	char name[32];                     /* "mlx5" */
+	enum orh_provider_state state;
+	char config[ORH_IMAGE_PATH_MAX];   /* the driver file that names it, or "" */
+	char library[ORH_IMAGE_PATH_MAX];  /* the library found, or the first path looked at */
+	char other[ORH_IMAGE_PATH_MAX];    /* ABI_MISMATCH: the library of another ABI */
+	unsigned other_abi;                /* its ABI (from its name), 0: not told */
+};
+
+enum orh_nccl_from {
+	ORH_NCCL_LIBRARY = 0,  /* libnccl.so.2 where the loader finds it (apt, a CUDA image) */
+	ORH_NCCL_PIP,          /* pip's nvidia-nccl-cuNN in a site-packages directory */
+};
+
+struct orh_image_nccl {
+	char version[32];                  /* "2.28.3"; "" when not told */
+	unsigned v[3];                     /* major, minor, patch */
+	char path[ORH_IMAGE_PATH_MAX];     /* the library, or the dist-info directory */
+	char package[32];                  /* pip's: "nvidia_nccl_cu12" */
+	enum orh_nccl_from from;
+	bool pytorch;                      /* the copy a PyTorch job loads */
+};
+
+struct orh_image {
+	bool read;                         /* orh_image_read() ran */
+	char verbs[ORH_IMAGE_PATH_MAX];    /* libibverbs.so.1 as the loader finds it
+					    * (LD_LIBRARY_PATH, ld.so.cache, its directories);
+					    * "" none */
+	bool verbs_from_cache;             /* found through the image's ld.so.cache */
+	unsigned abi;                      /* its IBVERBS_PRIVATE_<N>; 0: not told */
+	char provider_dir[ORH_IMAGE_PATH_MAX]; /* <its directory>/libibverbs */
+	size_t n_driver_files;             /* files of /etc/libibverbs.d read */
+	struct orh_image_provider providers[ORH_IMAGE_MAX_PROVIDERS];
+	size_t n_providers;
+	struct orh_image_nccl nccl[ORH_IMAGE_MAX_NCCL];
+	size_t n_nccl;
+	struct orh_strv notes;             /* what could not be read or was left, naming it */
+	unsigned opens;                    /* files and directories opened (the budget) */
+	double ms;                         /* how long the reading took */
+};
+
+/* rdma-core's provider name for a device from what discovery read of it: its kernel
+ * driver ("mlx5_core" -> "mlx5"), else its PCI vendor, else, for a device without one
+ * (soft-RoCE, siw), its name's prefix; NULL when not known. */
+const char *orh_image_provider_of(const struct orh_device *dev);
+
+/* Read the image under rootfd for the providers named (each looked at once, at most
+ * ORH_IMAGE_MAX_PROVIDERS) and the container's process environment env ("NAME=VALUE"
+ * each; LD_LIBRARY_PATH is where its loader looks first, PATH, VIRTUAL_ENV, PYTHONPATH
+ * where its Python looks). Never fails: what
+ * cannot be read is a note. Free with orh_image_free(). */
+void orh_image_read(int rootfd, const char *const *providers, size_t n_providers,
+		    const char *const *env, size_t n_env, struct orh_image *img);
+void orh_image_free(struct orh_image *img);
+const char *orh_provider_state_name(enum orh_provider_state s);
+
+/* ---- image_elf.c: the loader's cache and the ELF version tables ---- */
+
+/* glibc's order of library names in ld.so.cache (digits compared as numbers): <0, 0, >0. */
+int orh_ldcache_cmp(const char *a, const char *b);
+/* Look name ("libibverbs.so.1") up in the ld.so.cache open at fd, for this machine's
+ * word size and ABI, as the loader does (both formats: the old "ld.so-1.7.0" and the new
+ * "glibc-ld.so.cache1.1", alone or after the old one); the path into out. 1: found; 0:
+ * not there; -EINVAL (why in *why): not a cache the loader reads. Reads only the header,
+ * the entries a binary search visits and their names. */
+int orh_ldcache_lookup(int fd, const char *name, char *out, size_t size, const char **why);
+/* The N of the first IBVERBS_PRIVATE_<N> version that the ELF file at fd defines
+ * (defined: libibverbs) or needs (!defined: a provider). 0 and *abi; -ENOENT: none;
+ * -ENOEXEC: not an ELF file this reads (64-bit little-endian), or a broken one. */
+int orh_elf_private_abi(int fd, bool defined, unsigned *abi);
+
+#endif

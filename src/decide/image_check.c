@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Can the image use what it is given (include/orh/decide.h, struct orh_image_verdict): each
+ * device the plan gives against the provider the image's libibverbs would load for it, the
+ * image's NCCL copies against the node's minimum and against the GID selection of NCCL
+ * 2.21 to 2.25. Pure: the image was read before (orh_image_read()).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "orh/decide.h"
+
+/* NCCL 2.21.0 to 2.26.1 abort when their GID auto-selection reads EINVAL from a GID's type
+ * in a container; 2.26.2 skips such entries. */
+static const unsigned gid_bug_from[3] = { 2, 21, 0 }, gid_bug_fixed[3] = { 2, 26, 2 };
+
+static int vcmp(const unsigned a[3], const unsigned b[3])
+{
+	for (int i = 0; i < 3; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
+}
+
+static bool dev_listed(const struct orh_image_verdict *v, const struct orh_device *dev)
+{
+	for (size_t i = 0; i < v->n_devs; i++)
+		if (v->devs[i].dev == dev)
+			return true;
+	return false;
+}
+
+/* A path from the image, safe in a warning (orh_text_escape), into out. */
+static const char *esc(const char *s, char out[ORH_IMAGE_PATH_MAX * 4])
+{
+	_cleanup_free_ char *t = orh_text_escape(s);
+
+	snprintf(out, ORH_IMAGE_PATH_MAX * 4, "%s", t);
+	return out;
+}
+
+/* Why the image cannot load provider p, and what to install. */
+static void why_missing(const struct orh_image *img, const struct orh_image_provider *p,
+			char *out, size_t size)
+{
+	char a[ORH_IMAGE_PATH_MAX * 4], b[ORH_IMAGE_PATH_MAX * 4];
+
+	switch (p->state) {
+	case ORH_PROVIDER_NO_VERBS:
+		snprintf(out, size, "the image has no provider for %s (it has no "
+			 "libibverbs.so.1 where its loader looks); install rdma-core's "
+			 "libibverbs and its provider for %s in the image (Debian, Ubuntu: "
+			 "libibverbs1 ibverbs-providers; RHEL: libibverbs)", p->name, p->name);
+		break;
+	case ORH_PROVIDER_NO_CONFIG:
+		snprintf(out, size, "the image has no provider for %s (no file of "
+			 "/etc/libibverbs.d names it; its libibverbs is %s); install rdma-core's "
+			 "provider for %s from the same source as its libibverbs (Debian, "
+			 "Ubuntu: ibverbs-providers; RHEL: libibverbs)", p->name,
+			 esc(img->verbs, a), p->name);
+		break;
+	case ORH_PROVIDER_NO_LIBRARY:
+		snprintf(out, size, "the image has no provider for %s (%s names it, %s is not "
+			 "there); install rdma-core's provider for %s from the same source as "
+			 "its libibverbs (Debian, Ubuntu: ibverbs-providers; RHEL: libibverbs)",
+			 p->name, esc(p->config, a), esc(p->library, b), p->name);
+		break;
+	case ORH_PROVIDER_ABI_MISMATCH:
+		snprintf(out, size, "the image's provider for %s does not fit its libibverbs "
+			 "(%s is of private ABI %u, %s loads ABI %u); install the provider of the "
+			 "same rdma-core as its libibverbs", p->name, esc(p->other, a),
+			 p->other_abi, esc(img->verbs, b), img->abi);
+		break;
+	case ORH_PROVIDER_FOUND:
+		out[0] = '\0';
+		break;
+	}
+}
+
+static const struct orh_image_provider *image_provider(const struct orh_image *img,
+							const char *name)
+{
+	for (size_t i = 0; name && i < img->n_providers; i++)
+		if (!strcmp(img->providers[i].name, name))
+			return &img->providers[i];
+	return NULL;
+}
+
+/* The devices the plan gives (a port of theirs used), each with the provider it needs. */
+static void given_devices(const struct orh_image *img, struct orh_decision *d)
+{
+	struct orh_image_verdict *v = &d->image_verdict;
+
+	for (size_t i = 0; i < d->plan.n_ports && v->n_devs < ORH_IMAGE_MAX_DEVS; i++) {
+		const struct orh_device *dev = d->plan.ports[i].dev;
+		struct orh_image_dev *e;
+
+		if (!d->plan.ports[i].used || dev_listed(v, dev))
+			continue;
+		e = &v->devs[v->n_devs++];
+		e->dev = dev;
+		e->provider = orh_image_provider_of(dev);
+		e->found = image_provider(img, e->provider);
+		/* a device whose provider is not known here is not judged */
+		if (!e->found || e->found->state == ORH_PROVIDER_FOUND)
+			v->usable++;
+	}
+}
+
+/* One warning per provider the image lacks, naming its devices. */
+static void warn_devices(const struct orh_image *img, struct orh_image_verdict *v)
+{
+	for (size_t i = 0; i < img->n_providers; i++) {
+		const struct orh_image_provider *p = &img->providers[i];
+		char devs[512] = "", why[ORH_CHECK_MAX];
+		int n = 0;
+
+		if (p->state == ORH_PROVIDER_FOUND)
+			continue;
+		for (size_t k = 0; k < v->n_devs; k++)
+			if (v->devs[k].found == p && n >= 0 && (size_t)n < sizeof(devs))
+				n += snprintf(devs + n, sizeof(devs) - (size_t)n, "%s%s",
+					      n ? ", " : "", v->devs[k].dev->name);
+		if (!n)
+			continue;
+		why_missing(img, p, why, sizeof(why));
+		orh_strv_pushf(&v->warnings, "NCCL in this container will not use %s: %s", devs,
+			       why);
+	}
+}
+
+static const char *nccl_where(const struct orh_image_nccl *c)
+{
+	return c->from == ORH_NCCL_PIP ? "pip's, " : "";
+}
+
+static void warn_nccl(const struct orh_config *cfg, const struct orh_image *img,
+		      const struct orh_decision *d, struct orh_image_verdict *v)
+{
+	static const unsigned none[3] = { 0, 0, 0 };
+	bool roce = false;
+
+	for (size_t i = 0; i < d->plan.n_ports; i++)
+		roce = roce || (d->plan.ports[i].used &&
+				d->plan.ports[i].port->link_layer == ORH_LL_ETHERNET);
+	for (size_t i = 0; i < img->n_nccl; i++) {
+		const struct orh_image_nccl *c = &img->nccl[i];
+		char path[ORH_IMAGE_PATH_MAX * 4], where[ORH_IMAGE_PATH_MAX * 4 + 64];
+
+		if (!c->version[0])
+			continue;
+		snprintf(where, sizeof(where), "%s%s%s", nccl_where(c), esc(c->path, path),
+			 c->pytorch ? ", the copy PyTorch loads" : "");
+		if (vcmp(cfg->nccl_min, none) && vcmp(c->v, cfg->nccl_min) < 0)
+			orh_strv_pushf(&v->warnings, "NCCL %s in this image (%s) is older than "
+				       "the node's minimum %u.%u.%u (nccl_min): update the "
+				       "image's NCCL", c->version, where, cfg->nccl_min[0],
+				       cfg->nccl_min[1], cfg->nccl_min[2]);
+		/* the plan sets no NCCL_IB_GID_INDEX (the given ports have no index in
+		 * common): NCCL selects it, and these versions abort on a type read EINVAL */
+		if (roce && d->plan.gid_index < 0 && vcmp(c->v, gid_bug_from) >= 0 &&
+		    vcmp(c->v, gid_bug_fixed) < 0)
+			orh_strv_pushf(&v->warnings, "NCCL %s in this image (%s) chooses the "
+				       "GID index itself here (the given RoCE ports have no index "
+				       "in common, so none is set), and NCCL 2.21 to 2.25 abort "
+				       "when a GID's type reads EINVAL in a container: use NCCL "
+				       "2.26.2 or newer, or give the container fewer devices",
+				       c->version, where);
+	}
+}
+
+void orh_decide_image(const struct orh_config *cfg, const struct orh_image *img,
+		      struct orh_decision *d)
+{
+	struct orh_image_verdict *v = &d->image_verdict;
+
+	orh_strv_free(&v->warnings);
+	memset(v, 0, sizeof(*v));
+	if (!img || !img->read || cfg->image_check == ORH_IMAGE_CHECK_OFF)
+		return;
+	v->checked = true;
+	given_devices(img, d);
+	warn_devices(img, v);
+	warn_nccl(cfg, img, d, v);
+	/* a container that asked and can use none of the devices it is given: refused under
+	 * image_check = fail, or on_error = fail where image_check is not set */
+	if (v->n_devs && !v->usable && d->act == ORH_ACT_REQUESTED &&
+	    (cfg->image_check == ORH_IMAGE_CHECK_FAIL ||
+	     (cfg->image_check == ORH_IMAGE_CHECK_DEFAULT && cfg->on_error == ORH_ON_ERROR_FAIL))) {
+		v->refuses = true;
+		snprintf(v->refusal, sizeof(v->refusal), "the image can use none of the RDMA "
+			 "devices given: %s", v->warnings.n ? v->warnings.v[0] : "");
+	}
+}

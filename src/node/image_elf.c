@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The loader's cache and the ELF version tables (include/orh/image.h): both read in small
+ * pieces at known offsets (pread), never whole, every offset checked against the file's
+ * size, every loop bounded.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "orh/image.h"
+
+#define NAME_READ 256 /* a library name or a version name, read at most */
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Names sort as glibc's ldconfig sorts them: runs of digits by their value, the rest by
+ * byte, a digit after any other byte. */
+int orh_ldcache_cmp(const char *a, const char *b)
+{
+	while (*a) {
+		if (is_digit(*a) && is_digit(*b)) {
+			unsigned long va = 0, vb = 0;
+
+			while (is_digit(*a))
+				va = va * 10 + (unsigned long)(*a++ - '0');
+			while (is_digit(*b))
+				vb = vb * 10 + (unsigned long)(*b++ - '0');
+			if (va != vb)
+				return va < vb ? -1 : 1;
+		} else if (is_digit(*a)) {
+			return 1;
+		} else if (is_digit(*b)) {
+			return -1;
+		} else if (*a != *b) {
+			return (unsigned char)*a - (unsigned char)*b;
+		} else {
+			a++;
+			b++;
+		}
+	}
+	return *b ? -1 : 0;
+}
+
+static bool pread_all(int fd, void *buf, size_t len, uint64_t off, uint64_t size)
+{
+	ssize_t n;
+
+	if (off > size || len > size - off)
+		return false;
+	n = pread(fd, buf, len, (off_t)off);
+	return n == (ssize_t)len;
+}
+
+/* The NUL-terminated string at off (below end), into out. */
+static bool read_name(int fd, uint64_t off, uint64_t end, char *out, size_t size)
+{
+	size_t want = size - 1;
+	ssize_t n;
+
+	if (off >= end)
+		return false;
+	if (want > end - off)
+		want = (size_t)(end - off);
+	n = pread(fd, out, want, (off_t)off);
+	if (n <= 0)
+		return false;
+	out[n] = '\0';
+	return memchr(out, '\0', (size_t)n) != NULL || (size_t)n < want;
+}
+
+/* ---- ld.so.cache -------------------------------------------------------------- */
+
+#define OLD_MAGIC "ld.so-1.7.0"
+#define NEW_MAGIC "glibc-ld.so.cache1.1"
+#define OLD_HEADER 16u   /* magic[11], padding, nlibs */
+#define OLD_ENTRY 12u    /* flags, key, value */
+#define NEW_HEADER 48u   /* magic+version[20], nlibs, len_strings, flags, ..., unused[3] */
+#define NEW_ENTRY 24u    /* flags, key, value, osversion, hwcap */
+
+/* This machine's libraries in the cache: FLAG_ELF_LIBC6 and the word size's flag. */
+#if defined(__x86_64__)
+#define CACHE_FLAGS 0x0303
+#elif defined(__aarch64__)
+#define CACHE_FLAGS 0x0a03
+#elif defined(__powerpc64__)
+#define CACHE_FLAGS 0x0503
+#else
+#define CACHE_FLAGS 0x0003
+#endif
+
+struct ldcache {
+	int fd;
+	uint64_t size;
+	uint64_t entries;   /* offset of the first entry */
+	uint32_t nlibs;
+	uint32_t entry;     /* an entry's size */
+	uint64_t strings;   /* what key and value offsets count from */
+};
+
+static bool entry_at(const struct ldcache *c, uint32_t i, int32_t *flags, char *key,
+		     size_t ksize, uint32_t *value)
+{
+	uint32_t e[3];
+
+	if (!pread_all(c->fd, e, sizeof(e), c->entries + (uint64_t)i * c->entry, c->size))
+		return false;
+	*flags = (int32_t)e[0];
+	*value = e[2];
+	return read_name(c->fd, c->strings + e[1], c->size, key, ksize);
+}
+
+static int ldcache_open(int fd, struct ldcache *c, const char **why)
+{
+	struct stat st;
+	char magic[24];
+	uint32_t n = 0;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	c->fd = fd;
+	c->size = (uint64_t)st.st_size;
+	if (c->size > ORH_LDCACHE_MAX_BYTES) {
+		*why = "larger than the limit";
+		return -EINVAL;
+	}
+	if (!pread_all(fd, magic, sizeof(magic), 0, c->size)) {
+		*why = "too short for a header";
+		return -EINVAL;
+	}
+	if (!memcmp(magic, OLD_MAGIC, strlen(OLD_MAGIC))) {
+		uint64_t next;
+
+		if (!pread_all(fd, &n, 4, 12, c->size) || n > ORH_LDCACHE_MAX_LIBS) {
+			*why = "a bad count of libraries";
+			return -EINVAL;
+		}
+		c->nlibs = n;
+		c->entries = OLD_HEADER;
+		c->entry = OLD_ENTRY;
+		c->strings = OLD_HEADER + (uint64_t)n * OLD_ENTRY;
+		/* the new format, where ldconfig wrote both, follows aligned to 8: the
+		 * loader reads that one */
+		next = (c->strings + 7) & ~(uint64_t)7;
+		if (!pread_all(fd, magic, sizeof(magic), next, c->size) ||
+		    memcmp(magic, NEW_MAGIC, strlen(NEW_MAGIC))) {
+			if (c->strings > c->size) {
+				*why = "truncated";
+				return -EINVAL;
+			}
+			return 0;
+		}
+		c->strings = next;
+	} else if (!memcmp(magic, NEW_MAGIC, strlen(NEW_MAGIC))) {
+		c->strings = 0;
+	} else {
+		*why = "no ld.so.cache magic";
+		return -EINVAL;
+	}
+	if (!pread_all(fd, &n, 4, c->strings + 20, c->size) || n > ORH_LDCACHE_MAX_LIBS) {
+		*why = "a bad count of libraries";
+		return -EINVAL;
+	}
+	c->nlibs = n;
+	c->entries = c->strings + NEW_HEADER;
+	c->entry = NEW_ENTRY;
+	if (c->entries + (uint64_t)n * NEW_ENTRY > c->size) {
+		*why = "truncated";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int orh_ldcache_lookup(int fd, const char *name, char *out, size_t size, const char **why)
+{
+	struct ldcache c = { 0 };
+	char key[NAME_READ];
+	int64_t left = 0, right;
+	int32_t flags = 0;
+	uint32_t value = 0;
+	int r = ldcache_open(fd, &c, why);
+
+	if (r < 0)
+		return r;
+	right = (int64_t)c.nlibs - 1;
+	/* the entries are sorted by name, highest first (the loader's binary search) */
+	while (left <= right) {
+		int64_t mid = left + (right - left) / 2;
+		int cmp;
+
+		if (!entry_at(&c, (uint32_t)mid, &flags, key, sizeof(key), &value)) {
+			*why = "an entry past its end";
+			return -EINVAL;
+		}
+		cmp = orh_ldcache_cmp(name, key);
+		if (cmp == 0) {
+			/* entries of one name are next to each other: the first of this
+			 * machine's kind */
+			while (mid > 0 && entry_at(&c, (uint32_t)(mid - 1), &flags, key,
+						   sizeof(key), &value) && !strcmp(key, name))
+				mid--;
+			for (; mid < (int64_t)c.nlibs; mid++) {
+				if (!entry_at(&c, (uint32_t)mid, &flags, key, sizeof(key),
+					      &value) || strcmp(key, name))
+					break;
+				if ((flags & 0xffff) != CACHE_FLAGS)
+					continue;
+				if (!read_name(fd, c.strings + value, c.size, out, size))
+					break;
+				return 1;
+			}
+			return 0;
+		}
+		if (cmp < 0)
+			left = mid + 1;
+		else
+			right = mid - 1;
+	}
+	return 0;
+}
+
+/* ---- ELF version definitions and needs ------------------------------------------ */
+
+#define PRIVATE_PREFIX "IBVERBS_PRIVATE_"
+#define MAX_SECTIONS 128
+#define MAX_VERSIONS 256
+
+/* name IBVERBS_PRIVATE_<N>: N */
+static bool private_abi(const char *name, unsigned *abi)
+{
+	unsigned long v = 0;
+	const char *p = name + strlen(PRIVATE_PREFIX);
+
+	if (strncmp(name, PRIVATE_PREFIX, strlen(PRIVATE_PREFIX)) || !is_digit(*p))
+		return false;
+	while (is_digit(*p) && v < 100000)
+		v = v * 10 + (unsigned long)(*p++ - '0');
+	if (*p)
+		return false;
+	*abi = (unsigned)v;
+	return true;
+}
+
+struct strtab {
+	uint64_t off, end;
+};
+
+static bool name_abi(int fd, const struct strtab *s, uint32_t name, unsigned *abi)
+{
+	char buf[NAME_READ];
+
+	return read_name(fd, s->off + name, s->end, buf, sizeof(buf)) && private_abi(buf, abi);
+}
+
+static int walk_verdef(int fd, uint64_t size, const Elf64_Shdr *sh, const struct strtab *s,
+		       unsigned *abi)
+{
+	uint64_t off = sh->sh_offset;
+
+	for (unsigned i = 0; i < MAX_VERSIONS && i < sh->sh_info + 1u; i++) {
+		Elf64_Verdef vd;
+		Elf64_Verdaux aux;
+
+		if (!pread_all(fd, &vd, sizeof(vd), off, size) ||
+		    !pread_all(fd, &aux, sizeof(aux), off + vd.vd_aux, size))
+			return -ENOEXEC;
+		if (!(vd.vd_flags & VER_FLG_BASE) && name_abi(fd, s, aux.vda_name, abi))
+			return 0;
+		if (!vd.vd_next)
+			break;
+		off += vd.vd_next;
+	}
+	return -ENOENT;
+}
+
+static int walk_verneed(int fd, uint64_t size, const Elf64_Shdr *sh, const struct strtab *s,
+			unsigned *abi)
+{
+	uint64_t off = sh->sh_offset;
+
+	for (unsigned i = 0; i < MAX_VERSIONS && i < sh->sh_info + 1u; i++) {
+		Elf64_Verneed vn;
+		uint64_t aoff;
+
+		if (!pread_all(fd, &vn, sizeof(vn), off, size))
+			return -ENOEXEC;
+		aoff = off + vn.vn_aux;
+		for (unsigned k = 0; k < vn.vn_cnt && k < MAX_VERSIONS; k++) {
+			Elf64_Vernaux va;
+
+			if (!pread_all(fd, &va, sizeof(va), aoff, size))
+				return -ENOEXEC;
+			if (name_abi(fd, s, va.vna_name, abi))
+				return 0;
+			if (!va.vna_next)
+				break;
+			aoff += va.vna_next;
+		}
+		if (!vn.vn_next)
+			break;
+		off += vn.vn_next;
+	}
+	return -ENOENT;
+}
+
+int orh_elf_private_abi(int fd, bool defined, unsigned *abi)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh, link;
+	struct strtab s;
+	struct stat st;
+	uint32_t type = defined ? SHT_GNU_verdef : SHT_GNU_verneed;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!pread_all(fd, &eh, sizeof(eh), 0, (uint64_t)st.st_size) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+	    eh.e_shnum > MAX_SECTIONS)
+		return -ENOEXEC;
+	for (unsigned i = 0; i < eh.e_shnum; i++) {
+		if (!pread_all(fd, &sh, sizeof(sh), eh.e_shoff + (uint64_t)i * sizeof(sh),
+			       (uint64_t)st.st_size))
+			return -ENOEXEC;
+		if (sh.sh_type != type)
+			continue;
+		if (sh.sh_link >= eh.e_shnum ||
+		    !pread_all(fd, &link, sizeof(link), eh.e_shoff + (uint64_t)sh.sh_link *
+			       sizeof(link), (uint64_t)st.st_size) || link.sh_type != SHT_STRTAB)
+			return -ENOEXEC;
+		s.off = link.sh_offset;
+		s.end = link.sh_offset + link.sh_size;
+		if (s.end < s.off || s.end > (uint64_t)st.st_size)
+			return -ENOEXEC;
+		return defined ? walk_verdef(fd, (uint64_t)st.st_size, &sh, &s, abi)
+			       : walk_verneed(fd, (uint64_t)st.st_size, &sh, &s, abi);
+	}
+	return -ENOENT;
+}

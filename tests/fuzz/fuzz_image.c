@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Fuzz target: a file of a container image as the image reader meets it (src/node/
+ * image_elf.c): looked up as the loader's ld.so.cache, read as an ELF library for the
+ * IBVERBS_PRIVATE_<N> it defines and needs. Whatever the bytes, the lookup ends, a path it
+ * finds fits its buffer, and an ABI found is the number the version name carries.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "orh/image.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char *const names[] = { "libibverbs.so.1", "libnccl.so.2", "libc.so.6" };
+	char out[64];
+	const char *why = NULL;
+	unsigned abi = 0;
+	int fd = memfd_create("fuzz-image", MFD_CLOEXEC), r;
+
+	if (fd < 0)
+		return 0;
+	if (write(fd, data, size) != (ssize_t)size) {
+		close(fd);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		memset(out, 'x', sizeof(out));
+		why = NULL;
+		r = orh_ldcache_lookup(fd, names[i], out, sizeof(out), &why);
+		if (r == 1 && !memchr(out, '\0', sizeof(out)))
+			abort(); /* a path found is a string within its buffer */
+		if (r < 0 && (r != -EINVAL || !why))
+			abort(); /* a cache it cannot read says why */
+		if (r != 0 && r != 1 && r >= 0)
+			abort();
+	}
+	for (int def = 0; def < 2; def++) {
+		abi = 0;
+		r = orh_elf_private_abi(fd, def, &abi);
+		if (r == 0 && abi > 100000)
+			abort();
+		if (r < 0 && r != -ENOENT && r != -ENOEXEC)
+			abort();
+	}
+	close(fd);
+	return 0;
+}
