@@ -165,12 +165,18 @@ def steps(b):
     hook_b = b.p("bundles", "hook-scale")
     shim_b = b.p("bundles", "shim")
     # each a new container on a root as the image left it (no /etc/nccl.conf of a run before)
-    live = records(b, n, [b.runc, "run", "--bundle", hook_b], f"orhb-{os.getpid()}-steps-live",
-                   f"rm -rf {STATE}/orhb-{os.getpid()}-steps-live {hook_b}/rootfs/etc/nccl.conf")
+    live_recs = records(b, n, [b.runc, "run", "--bundle", hook_b],
+                        f"orhb-{os.getpid()}-steps-live",
+                        f"rm -rf {STATE}/orhb-{os.getpid()}-steps-live "
+                        f"{hook_b}/rootfs/etc/nccl.conf", full=True)
     b.ids += [f"orhb-{os.getpid()}-steps-live", f"orhb-{os.getpid()}-steps-shim"]
-    shim = records(b, n, [b.shim, "run", "--bundle", shim_b], f"orhb-{os.getpid()}-steps-shim",
-                   f"cp {shim_b}/config.json.orig {shim_b}/config.json && "
-                   f"rm -rf {STATE}/orhb-{os.getpid()}-steps-shim {shim_b}/rootfs/etc/nccl.conf")
+    shim_recs = records(b, n, [b.shim, "run", "--bundle", shim_b],
+                        f"orhb-{os.getpid()}-steps-shim",
+                        f"cp {shim_b}/config.json.orig {shim_b}/config.json && "
+                        f"rm -rf {STATE}/orhb-{os.getpid()}-steps-shim "
+                        f"{shim_b}/rootfs/etc/nccl.conf", full=True)
+    live = [r["time_ms"] for r in live_recs]
+    shim = [r["time_ms"] for r in shim_recs]
     # the shim serves the bench's container alone (a new network namespace that no hook
     # sets up): its record is the shim's, with no stage after it
     alone = all("until the record" in r.get("shim", {}) for r in shim)
@@ -196,6 +202,16 @@ def steps(b):
     rows.append(("the hook: in all, from `main` to its record (the checks, the record's "
                  "write and the sweep are the rest)", fmt(med(live, "total")),
                  "" if alone else fmt(med(shim, "total"))))
+    # the image checks (the image's RDMA userspace and NCCL read from the container's root):
+    # their own time and opens, from the record's image part
+    img_opens = (med(live_recs, "image", "opens"), med(shim_recs, "image", "opens"))
+    rows.append(("the image checks, within the steps above (the record's `image.time_ms`; "
+                 "its opens)",
+                 *("" if med(recs, "image", "time_ms") is None else
+                   f"{med(recs, 'image', 'time_ms'):.3f} ({(o or 0):.0f} opens)"
+                   for recs, o in zip((live_recs, shim_recs), img_opens))))
+    b.image_check = {"live_ms": med(live_recs, "image", "time_ms"), "live_opens": img_opens[0],
+                     "shim_ms": med(shim_recs, "image", "time_ms"), "shim_opens": img_opens[1]}
     b.step_medians = {"live_total": med(live, "total"), "shim_total": med(shim, "total"),
                       "shim_until": med(shim, "shim", until)}
     b.sections.append(
