@@ -20,23 +20,26 @@
  * build generates, src/base/seccomp-gen.c), so that its cost is measured apart.
  *
  * --hook makes it a createRuntime hook that does the floor of the live hook's work and
- * nothing else (bench part 2): confined as the hook confines itself (the capabilities it
- * keeps, its filter), it reads the OCI state on stdin and the bundle's config.json, holds
+ * nothing else (bench part 3g): confined as the hook confines itself (the capabilities it
+ * keeps, its filter), it reads and parses (jansson, as the hook) the OCI state on stdin and
+ * the bundle's config.json: what any program must do to know what they say; it holds
  * the container's process (a pidfd), opens its root as the hook does (the spec's root
  * path inside the process's root), reads the container's routes and addresses, makes
  * LIST's calls, then writes into the container what the plan asks: each device node of a
  * line "M<TAB>-<TAB>NAME MAJOR MINOR" made aside, owned and renamed into
  * /dev/infiniband; their rules in the container's device cgroup (v1 devices.allow); its
- * memlock limit set (prlimit, to the value it has: the same call); and /etc/nccl.conf of
- * "N<TAB>-<TAB>BYTES" bytes, written aside and renamed. No record, no state directory, no
+ * memlock limit asked (one prlimit call: the bench's node config sets the limit the
+ * container has already); and /etc/nccl.conf of "N<TAB>-<TAB>BYTES" bytes, written aside
+ * and renamed. No record, no state directory, no
  * log: what the hook does beyond this is what the benchmark's budget weighs.
  *
  * --shim makes it a runtime shim that does the floor of oci-rdma-runtime's work and
- * nothing else (bench part 3g), unconfined as the shim is: it reads the bundle's
- * config.json (the bundle of --bundle in ARGs), makes LIST's calls, writes EDITED's text
- * (the config.json the shim wrote for the same container) in place of config.json as the
- * shim writes it (aside, synced, renamed, the directory synced), writes /etc/nccl.conf of
- * "N<TAB>-<TAB>BYTES" bytes into the spec's root, and executes RUNTIME with ARGs.
+ * nothing else (bench part 3g), unconfined as the shim is: it reads and parses the
+ * bundle's config.json (the bundle of --bundle in ARGs), makes LIST's calls, writes
+ * EDITED's text (the config.json the shim wrote for the same container) in place of
+ * config.json as the shim writes it (aside, synced, renamed, the directory synced), writes
+ * /etc/nccl.conf of "N<TAB>-<TAB>BYTES" bytes into the spec's root, and executes RUNTIME
+ * with ARGs.
  *
  *   readfiles [--confine] LIST
  *   readfiles --hook LIST < STATE
@@ -45,6 +48,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <linux/capability.h>
 #include <linux/openat2.h>
 #include <linux/filter.h>
@@ -153,31 +157,13 @@ static int call(char op, int dfd, const char *path)
 	return -1;
 }
 
-/* The text of a JSON string member "key" after from, copied into out (no escapes in the
- * bench's paths); the number when num. 0, or -1 when it is not there. */
-static int json_member(const char *from, const char *key, char *out, size_t size, long *num)
+/* The state and the spec parsed, as any program must to know what they say (jansson, as
+ * the hook parses them); the members the floor needs taken from them. */
+static json_t *parse(const char *text, size_t len)
 {
-	char pat[64];
-	const char *p;
-	size_t n = 0;
+	json_error_t e;
 
-	snprintf(pat, sizeof(pat), "\"%s\"", key);
-	p = from ? strstr(from, pat) : NULL;
-	if (!p)
-		return -1;
-	p += strlen(pat);
-	while (*p == ' ' || *p == ':' || *p == '\n' || *p == '\t')
-		p++;
-	if (num) {
-		*num = strtol(p, NULL, 10);
-		return 0;
-	}
-	if (*p++ != '"')
-		return -1;
-	while (*p && *p != '"' && n + 1 < size)
-		out[n++] = *p++;
-	out[n] = '\0';
-	return *p == '"' ? 0 : -1;
+	return json_loadb(text, len, 0, &e);
 }
 
 /* All of fd into buf (size bytes at most, NUL-terminated); the length or -1. */
@@ -235,21 +221,30 @@ static int hook_begin(struct floor_hook *h)
 	static char state[65536], spec[1 << 20], net[16384];
 	char bundle[4096], rootpath[4096], path[64];
 	int bfd, fd, r;
-	struct stat st;
+	struct stat st_;
 
-	if (read_all(0, state, sizeof(state)) <= 0 || json_member(state, "pid", NULL, 0, &h->pid) ||
-	    json_member(state, "bundle", bundle, sizeof(bundle), NULL))
+	ssize_t n = read_all(0, state, sizeof(state));
+	json_t *st = n > 0 ? parse(state, (size_t)n) : NULL, *sp;
+	const char *b, *rp;
+
+	if (!st || !json_is_integer(json_object_get(st, "pid")) ||
+	    !(b = json_string_value(json_object_get(st, "bundle"))))
 		return -1;
+	h->pid = (long)json_integer_value(json_object_get(st, "pid"));
+	snprintf(bundle, sizeof(bundle), "%s", b);
 	bfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (bfd < 0)
 		return -1;
 	fd = openat(bfd, "config.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || fstat(fd, &st) < 0 || read_all(fd, spec, sizeof(spec)) < 0)
+	if (fd < 0 || fstat(fd, &st_) < 0 || (n = read_all(fd, spec, sizeof(spec))) < 0)
 		return -1;
 	close(fd);
 	close(bfd);
-	if (json_member(strstr(spec, "\"root\""), "path", rootpath, sizeof(rootpath), NULL))
+	sp = parse(spec, (size_t)n);
+	rp = sp ? json_string_value(json_object_get(json_object_get(sp, "root"), "path")) : NULL;
+	if (!rp)
 		return -1;
+	snprintf(rootpath, sizeof(rootpath), "%s", rp);
 	h->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)h->pid, 0);
 	snprintf(path, sizeof(path), "/proc/%ld", h->pid);
 	h->proc = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -342,6 +337,8 @@ static int hook_end(struct floor_hook *h)
 
 /* The shim's floor: config.json read, then (after LIST) rewritten with EDITED's text, the
  * spec's root's /etc/nccl.conf written, RUNTIME executed. */
+static char shim_root[4096]; /* the spec's root.path */
+
 static int shim_bundle(char **args, int *bfd)
 {
 	const char *bundle = ".";
@@ -354,22 +351,30 @@ static int shim_bundle(char **args, int *bfd)
 	*bfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (*bfd < 0)
 		return -1;
+	const char *rp;
+	json_t *sp;
+	ssize_t n;
+
 	fd = openat(*bfd, "config.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || read_all(fd, spec, sizeof(spec)) < 0)
+	if (fd < 0 || (n = read_all(fd, spec, sizeof(spec))) < 0)
 		return -1;
 	close(fd);
+	sp = parse(spec, (size_t)n);
+	rp = sp ? json_string_value(json_object_get(json_object_get(sp, "root"), "path")) : NULL;
+	if (!rp)
+		return -1;
+	snprintf(shim_root, sizeof(shim_root), "%s", rp);
 	return 0;
 }
 
 static int shim_end(int bfd, const char *edited, size_t conf_bytes)
 {
 	static char text[1 << 20], conf[65536];
-	char rootpath[4096];
 	ssize_t n = read_at(AT_FDCWD, edited, text, sizeof(text));
+	const char *rootpath = shim_root;
 	int fd, root, etc;
 
-	if (n <= 0 || json_member(strstr(text, "\"root\""), "path", rootpath, sizeof(rootpath),
-				  NULL))
+	if (n <= 0)
 		return -1;
 	fd = openat(bfd, ".config.json.floor", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, text, (size_t)n) != n || fchmod(fd, 0644) < 0 || fsync(fd) < 0 ||

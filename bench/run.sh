@@ -59,10 +59,12 @@ if [ ! -x "$build/bench-harness" ] || [ bench/harness.c -nt "$build/bench-harnes
 	cc -O2 -Wall -Wextra -o "$build/bench-harness" bench/harness.c -lm
 fi
 # linked like the hook (statically), so that the two start alike; with the hook's own
-# seccomp filter, which its build generates (bench/readfiles.c --confine)
+# seccomp filter, which its build generates (bench/readfiles.c --confine), and jansson,
+# with which the floors of the container paths parse the state and the spec
 if [ ! -x "$build/bench-readfiles" ] || [ bench/readfiles.c -nt "$build/bench-readfiles" ] ||
 	[ "$build/src/seccomp-filter.h" -nt "$build/bench-readfiles" ]; then
-	cc -O2 -Wall -Wextra -static -I "$build/src" -o "$build/bench-readfiles" bench/readfiles.c
+	cc -O2 -Wall -Wextra -static -I "$build/src" -o "$build/bench-readfiles" bench/readfiles.c \
+		-ljansson
 fi
 if [ ! -x "$build/bench-execwrap" ] || [ bench/execwrap.c -nt "$build/bench-execwrap" ]; then
 	cc -O2 -Wall -Wextra -static -o "$build/bench-execwrap" bench/execwrap.c
