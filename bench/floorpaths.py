@@ -130,17 +130,18 @@ def path_floors(b):
     rows = [
         ("live hook: `oci-rdma-hook createRuntime`, its own process (wrapped, inside `runc run`)",
          f"{live['hook_wall_ms']:.2f}", f"{live['hook_cpu_ms']:.2f}", "", ""),
-        ("its floor: `readfiles --hook` (the state and spec, confinement, the process and its "
-         "root, its network, every call `env` makes, the device nodes, their cgroup rules, "
-         "memlock, /etc/nccl.conf)",
+        ("its floor: `readfiles --hook` (the state and spec read and parsed, confinement, the "
+         "process and its root, its network, every call `env` makes, the device nodes, their "
+         "cgroup rules, memlock, /etc/nccl.conf)",
          f"{live['floor_wall_ms']:.2f}", f"{live['floor_cpu_ms']:.2f}",
          fmt3(*lw), fmt3(*lc)),
         ("a no-op hook (`/bin/true`), wrapped alike", f"{live['noop_wall_ms']:.2f}",
          f"{live['noop_cpu_ms']:.2f}", "", ""),
         ("the shim alone: `oci-rdma-runtime run`, executing a runtime that does nothing",
          f"{s_wall:.2f}", f"{s_ms:.2f}", "", ""),
-        ("its floor: `readfiles --shim` (config.json read, every call `env` makes, the shim's "
-         "config.json written as the shim writes it, /etc/nccl.conf, the runtime executed)",
+        ("its floor: `readfiles --shim` (config.json read and parsed, every call `env` makes, "
+         "the shim's config.json written as the shim writes it, /etc/nccl.conf, the runtime "
+         "executed)",
          f"{f_wall:.2f}", f"{f_ms:.2f}",
          f"{sv['ratio']:.2f}x ({sv['ratio_ci_lo']:.2f}–{sv['ratio_ci_hi']:.2f})",
          f"{sv['cpu_ratio']:.2f}x ({sv['cpu_ratio_ci_lo']:.2f}–{sv['cpu_ratio_ci_hi']:.2f})"),
@@ -161,9 +162,11 @@ def path_floors(b):
           "that does nothing in place of runc, and take turns as well. runc's own work for "
           "the edit (the device nodes, their cgroup rules, the memlock limit: part 3c, "
           "measured against plain `runc run` in other rounds) is the same for both; the last "
-          "row adds it to both, and the budget leaves it out. The floors are `bench/readfiles.c`: the least each path's work "
-          f"needs, made by a bare static program ({len(calls)} calls `env` makes on the "
-          f"scale node; /etc/nccl.conf of {conf_bytes} and {shim_conf} bytes).")
+          "row adds it to both, and the budget leaves it out. The floors are "
+          "`bench/readfiles.c`: the least each path's work needs, made by a bare static "
+          "program that parses the state and the spec with jansson, as the hook does, and "
+          f"makes every other call itself ({len(calls)} calls `env` makes on the scale node; "
+          f"/etc/nccl.conf of {conf_bytes} and {shim_conf} bytes).")
     hook_ok = max(lw[0], lc[0]) <= BUDGET_HOOK_FLOOR
     shim_ok = max(sv["ratio"], sv["cpu_ratio"]) <= BUDGET_SHIM_FLOOR
     b.budgets.append(("the live hook vs its floor (part 3g, its own process, within rounds)",
