@@ -173,6 +173,19 @@ int orh_write_all(int fd, const void *data, size_t len);
  * paths built once per file read, where snprintf's cost shows ("ports/" + "1"). */
 char *orh_put_uint(char *p, unsigned v);
 
+/* Does a process that is about to exit give its memory back first? Only in sanitizer
+ * builds (ORH_SANITIZED), whose leak check needs it: elsewhere the exit gives it all back
+ * at once, and a hook's decision and parsed spec freed piece by piece cost it time for
+ * nothing. */
+static inline bool orh_free_at_exit(void)
+{
+#ifdef ORH_SANITIZED
+	return true;
+#else
+	return false;
+#endif
+}
+
 /* Safe string copy: always NUL-terminates; returns -ENAMETOOLONG when truncated. */
 int orh_strlcpy(char *dst, const char *src, size_t size);
 bool orh_startswith(const char *s, const char *prefix);

@@ -782,14 +782,16 @@ int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)
 	if (orh_rootfs_fallback_active())
 		orh_log(LOG_INFO, "container %s: paths were resolved without openat2 (component walk)",
 			cid(&h));
-	orh_decision_free(&h.d);
-	orh_strv_free(&h.rwarn);
-	json_decref(h.snap);
-	if (h.spec)
-		json_decref(h.spec);
+	if (orh_free_at_exit()) {
+		orh_decision_free(&h.d);
+		orh_strv_free(&h.rwarn);
+		json_decref(h.snap);
+		if (h.spec)
+			json_decref(h.spec);
+		orh_oci_state_free(&h.st);
+	}
 	if (h.rootfd >= 0)
 		close(h.rootfd);
 	orh_target_close(&h.target);
-	orh_oci_state_free(&h.st);
 	return r;
 }

@@ -400,7 +400,7 @@ static void find_provider(struct reader *rd, const char *name, const struct orh_
 	for (size_t i = 0; i < nd && !p->other[0]; i++)
 		other_abi(rd, dirs[i], name, p);
 	if (!rd->img->abi && p->other[0]) {
-		snprintf(p->library, sizeof(p->library), "%s", p->other);
+		orh_strlcpy(p->library, p->other, sizeof(p->library));
 		p->other[0] = '\0';
 		p->state = ORH_PROVIDER_FOUND;
 		return;
