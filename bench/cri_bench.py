@@ -89,7 +89,8 @@ QUIET_NS, QUIET_WINDOW_S, QUIET_MAX_S = 1_000_000, 0.02, 2.0
 
 
 def log(msg):
-    print(f"cri_bench: {msg}", file=sys.stderr, flush=True)
+    print(f"{os.path.basename(sys.argv[0]).removesuffix('.py')}: {msg}", file=sys.stderr,
+          flush=True)
 
 
 class Missing(Exception):
@@ -553,7 +554,7 @@ state = "/run/containerd"
                 n += 1
                 self.pod_start(h, f"warm-{h}-{n}")
         log(f"warm-up done ({warmup} pods a handler, both served as they must be: "
-            f"rdma's container read {self.hca_seen})")
+            f"the served pod's container read {self.hca_seen})")
         t0 = time.monotonic()
         for r in range(rounds):
             hs = HANDLERS if r % 2 == 0 else HANDLERS[::-1]
