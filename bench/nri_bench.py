@@ -257,7 +257,8 @@ def main():
              f"region. Rounds alternate plain,nri / nri,plain; ratios are nri/plain within "
              f"a round. Hook {b.hook}.")
     return cb.report(a, b, rounds, res, order, rw, rc_, HANDLERS, started, notes,
-                     {"plain": "runc, no NRI plugin", "nri": "runc, oci-rdma-hook nri"})
+                     {"plain": "runc, no NRI plugin", "nri": "runc, oci-rdma-hook nri"},
+                     {"plain": "runc", "nri": "runc"})
 
 
 if __name__ == "__main__":
