@@ -190,6 +190,52 @@ static ssize_t read_at(int dfd, const char *path, char *buf, size_t size)
 	return n;
 }
 
+/* The bundle's config.json read and parsed; its root.path into root (size bytes). */
+static int read_spec(int bfd, char *root, size_t size)
+{
+	static char spec[1 << 20];
+	const char *rp;
+	json_t *sp;
+	ssize_t n;
+	int fd = openat(bfd, "config.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return -1;
+	n = read_all(fd, spec, sizeof(spec));
+	close(fd);
+	sp = n < 0 ? NULL : parse(spec, (size_t)n);
+	rp = sp ? json_string_value(json_object_get(json_object_get(sp, "root"), "path")) : NULL;
+	if (!rp)
+		return -1;
+	snprintf(root, size, "%s", rp);
+	return 0;
+}
+
+/* /etc/nccl.conf of bytes bytes in the root etc (an O_PATH fd), as the hook writes it:
+ * looked up, written aside, renamed over. */
+static int write_conf(int etc, size_t bytes)
+{
+	static char conf[65536];
+	int fd = openat(etc, "nccl.conf", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0)
+		close(fd);
+	if (bytes > sizeof(conf))
+		bytes = sizeof(conf);
+	memset(conf, '#', bytes);
+	fd = openat(etc, ".nccl.conf.floor", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (fd < 0)
+		return -1;
+	if (write(fd, conf, bytes) != (ssize_t)bytes || fchmod(fd, 0644) < 0 ||
+	    renameat(etc, ".nccl.conf.floor", etc, "nccl.conf") < 0) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 static int open_in_root(int root, const char *path)
 {
 	struct open_how how = {
@@ -218,33 +264,23 @@ struct floor_hook {
 /* Before LIST: the state, the spec, the process, its root, its network. */
 static int hook_begin(struct floor_hook *h)
 {
-	static char state[65536], spec[1 << 20], net[16384];
-	char bundle[4096], rootpath[4096], path[64];
-	int bfd, fd, r;
-	struct stat st_;
-
+	static char state[65536], net[16384];
+	char rootpath[4096], path[64];
 	ssize_t n = read_all(0, state, sizeof(state));
-	json_t *st = n > 0 ? parse(state, (size_t)n) : NULL, *sp;
-	const char *b, *rp;
+	json_t *st = n > 0 ? parse(state, (size_t)n) : NULL;
+	const char *bundle = st ? json_string_value(json_object_get(st, "bundle")) : NULL;
+	int bfd, fd, r;
 
-	if (!st || !json_is_integer(json_object_get(st, "pid")) ||
-	    !(b = json_string_value(json_object_get(st, "bundle"))))
+	if (!bundle || !json_is_integer(json_object_get(st, "pid")))
 		return -1;
 	h->pid = (long)json_integer_value(json_object_get(st, "pid"));
-	snprintf(bundle, sizeof(bundle), "%s", b);
 	bfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (bfd < 0)
 		return -1;
-	fd = openat(bfd, "config.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || fstat(fd, &st_) < 0 || (n = read_all(fd, spec, sizeof(spec))) < 0)
-		return -1;
-	close(fd);
+	r = read_spec(bfd, rootpath, sizeof(rootpath));
 	close(bfd);
-	sp = parse(spec, (size_t)n);
-	rp = sp ? json_string_value(json_object_get(json_object_get(sp, "root"), "path")) : NULL;
-	if (!rp)
+	if (r < 0)
 		return -1;
-	snprintf(rootpath, sizeof(rootpath), "%s", rp);
 	h->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)h->pid, 0);
 	snprintf(path, sizeof(path), "/proc/%ld", h->pid);
 	h->proc = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -263,9 +299,9 @@ static int hook_begin(struct floor_hook *h)
 /* After LIST: the writes into the container. */
 static int hook_end(struct floor_hook *h)
 {
-	static char cg[8192], conf[65536];
+	static char cg[8192];
 	char tmp[128], line[64], *p, *e;
-	int dev, ib, cgroot, cgdir, fd, etc;
+	int dev, ib, cgroot, cgdir, fd, etc, r;
 	struct rlimit rl;
 
 	if (h->n_nodes) {
@@ -315,22 +351,12 @@ static int hook_end(struct floor_hook *h)
 	if (prlimit((pid_t)h->pid, RLIMIT_MEMLOCK, NULL, &rl) < 0)
 		return -1;
 	if (h->conf_bytes) {
-		if (h->conf_bytes > sizeof(conf))
-			h->conf_bytes = sizeof(conf);
-		memset(conf, '#', h->conf_bytes);
 		etc = open_in_root(h->root, "etc");
-		if (etc < 0)
+		r = etc < 0 ? -1 : write_conf(etc, h->conf_bytes);
+		if (etc >= 0)
+			close(etc);
+		if (r < 0)
 			return -1;
-		fd = openat(etc, "nccl.conf", O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0)
-			close(fd);
-		fd = openat(etc, ".nccl.conf.floor", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-			    O_CLOEXEC, 0600);
-		if (fd < 0 || write(fd, conf, h->conf_bytes) != (ssize_t)h->conf_bytes ||
-		    fchmod(fd, 0644) < 0 || renameat(etc, ".nccl.conf.floor", etc, "nccl.conf") < 0)
-			return -1;
-		close(fd);
-		close(etc);
 	}
 	return (int)syscall(SYS_pidfd_send_signal, h->pidfd, 0, NULL, 0);
 }
@@ -342,37 +368,19 @@ static char shim_root[4096]; /* the spec's root.path */
 static int shim_bundle(char **args, int *bfd)
 {
 	const char *bundle = ".";
-	static char spec[1 << 20];
-	int fd;
 
 	for (size_t i = 0; args[i]; i++)
 		if ((!strcmp(args[i], "--bundle") || !strcmp(args[i], "-b")) && args[i + 1])
 			bundle = args[i + 1];
 	*bfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (*bfd < 0)
-		return -1;
-	const char *rp;
-	json_t *sp;
-	ssize_t n;
-
-	fd = openat(*bfd, "config.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || (n = read_all(fd, spec, sizeof(spec))) < 0)
-		return -1;
-	close(fd);
-	sp = parse(spec, (size_t)n);
-	rp = sp ? json_string_value(json_object_get(json_object_get(sp, "root"), "path")) : NULL;
-	if (!rp)
-		return -1;
-	snprintf(shim_root, sizeof(shim_root), "%s", rp);
-	return 0;
+	return *bfd < 0 ? -1 : read_spec(*bfd, shim_root, sizeof(shim_root));
 }
 
 static int shim_end(int bfd, const char *edited, size_t conf_bytes)
 {
-	static char text[1 << 20], conf[65536];
+	static char text[1 << 20];
 	ssize_t n = read_at(AT_FDCWD, edited, text, sizeof(text));
-	const char *rootpath = shim_root;
-	int fd, root, etc;
+	int fd, root, etc, r;
 
 	if (n <= 0)
 		return -1;
@@ -383,25 +391,14 @@ static int shim_end(int bfd, const char *edited, size_t conf_bytes)
 	close(fd);
 	if (!conf_bytes)
 		return 0;
-	root = openat(bfd, rootpath, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	root = openat(bfd, shim_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	etc = root < 0 ? -1 : open_in_root(root, "etc");
-	if (etc < 0)
-		return -1;
-	if (conf_bytes > sizeof(conf))
-		conf_bytes = sizeof(conf);
-	memset(conf, '#', conf_bytes);
-	fd = openat(etc, "nccl.conf", O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0)
-		close(fd);
-	fd = openat(etc, ".nccl.conf.floor", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		    0600);
-	if (fd < 0 || write(fd, conf, conf_bytes) != (ssize_t)conf_bytes || fchmod(fd, 0644) < 0 ||
-	    renameat(etc, ".nccl.conf.floor", etc, "nccl.conf") < 0)
-		return -1;
-	close(fd);
-	close(etc);
-	close(root);
-	return 0;
+	r = etc < 0 ? -1 : write_conf(etc, conf_bytes);
+	if (etc >= 0)
+		close(etc);
+	if (root >= 0)
+		close(root);
+	return r;
 }
 
 int main(int argc, char **argv)
