@@ -78,6 +78,10 @@ static void setup(void)
 
 static void teardown(void)
 {
+	/* orh_decide_node() builds the plan; the decision owns it only once orh_decide()
+	 * has marked it (have_plan) */
+	if (!d.have_plan)
+		orh_plan_free(&d.plan);
 	orh_decision_free(&d);
 	orh_image_free(&img);
 	orh_inventory_free(&inv);
