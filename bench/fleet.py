@@ -282,33 +282,41 @@ def sweep(b):
           "(poststop never ran); once a minute is enough for that.")
 
 
+def pod_bench(b, script, rounds, part, title):
+    """Run a pod-start bench (bench/cri_bench.py, bench/nri_bench.py) and read its result:
+    (the result, its summary), or None with the section saying why it was not measured."""
+    out = b.p(script.replace(".py", ".json"))
+    cmd = [sys.executable, os.path.join(HERE, script), "--hook", b.hook,
+           "--rounds", str(rounds), "--out", out]
+    r = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        tail = r.stderr.strip().splitlines()[-3:]
+        b.sections.append(f"### {part}. {title}\n\nNot measured: " + " / ".join(tail))
+        return None
+    with open(out) as f:
+        res = json.load(f)
+    return res, res["summary"]
+
+
+def pod_row(label, s, name, base=False):
+    """A row of part 7 or 7b: the medians of one side, and its ratios unless the base."""
+    med = [s.get(f"{name}_{k}_ms_median") for k in ("wall", "cpu")]
+    return ((label,) + tuple("" if v is None else f"{v:.1f}" for v in med)
+            + (("1", "1") if base else (ci(s, "wall"), ci(s, "cpu"))))
+
+
 def cri(b):
     """7. A pod start through containerd's CRI with the handler vs the plain runc handler.
     60 rounds: a pod start's CPU time varies by several percent from round to round here,
     and with 30 the 95% interval of the median ratio was about 12 points wide."""
-    out = b.p("cri.json")
-    cmd = [sys.executable, os.path.join(HERE, "cri_bench.py"), "--hook", b.hook,
-           "--rounds", str(b.n(60, 6)), "--out", out]
-    r = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        tail = r.stderr.strip().splitlines()[-3:]
-        b.sections.append("### 7. A pod start through containerd's CRI\n\nNot measured: "
-                          + " / ".join(tail))
+    got = pod_bench(b, "cri_bench.py", b.n(60, 6), "7", "A pod start through containerd's CRI")
+    if not got:
         b.budgets.append(("pod start through the CRI with the handler vs the runc handler",
-                          "not measured (part 7)", CRI_LIMIT,
-                          False))
+                          "not measured (part 7)", CRI_LIMIT, False))
         return
-    with open(out) as f:
-        res = json.load(f)
-    s = res["summary"]
-
-    def med(h, k):
-        v = s.get(f"{h}_{k}_ms_median")
-        return "" if v is None else f"{v:.1f}"
-
-    rows = [("plain runc handler", med("plain", "wall"), med("plain", "cpu"), "1", "1"),
-            ("handler `rdma` (oci-rdma-runtime, scale node)", med("rdma", "wall"),
-             med("rdma", "cpu"), ci(s, "wall"), ci(s, "cpu"))]
+    res, s = got
+    rows = [pod_row("plain runc handler", s, "plain", base=True),
+            pod_row("handler `rdma` (oci-rdma-runtime, scale node)", s, "rdma")]
     b.sections.append(
         f"### 7. A pod start through containerd's CRI ({res['rounds']} rounds, "
         "`bench/cri_bench.py`)\n\n"
@@ -326,25 +334,12 @@ def cri(b):
 def nri(b):
     """7b. A pod start through NRI (oci-rdma-hook nri connected, runc) vs runc with no
     plugin, on containerd 2.x: reported beside part 7, with no budget of its own."""
-    out = b.p("nri.json")
-    cmd = [sys.executable, os.path.join(HERE, "nri_bench.py"), "--hook", b.hook,
-           "--rounds", str(b.n(30, 4)), "--out", out]
-    r = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        tail = r.stderr.strip().splitlines()[-3:]
-        b.sections.append("### 7b. A pod start through NRI\n\nNot measured: " + " / ".join(tail))
+    got = pod_bench(b, "nri_bench.py", b.n(30, 4), "7b", "A pod start through NRI")
+    if not got:
         return
-    with open(out) as f:
-        res = json.load(f)
-    s = res["summary"]
-
-    def med(h, k):
-        v = s.get(f"{h}_{k}_ms_median")
-        return "" if v is None else f"{v:.1f}"
-
-    rows = [("runc, no NRI plugin", med("plain", "wall"), med("plain", "cpu"), "1", "1"),
-            ("runc, `oci-rdma-hook nri` connected (scale node)", med("nri", "wall"),
-             med("nri", "cpu"), ci(s, "wall"), ci(s, "cpu"))]
+    res, s = got
+    rows = [pod_row("runc, no NRI plugin", s, "plain", base=True),
+            pod_row("runc, `oci-rdma-hook nri` connected (scale node)", s, "nri")]
     b.sections.append(
         f"### 7b. A pod start through NRI ({res['rounds']} rounds, `bench/nri_bench.py`)\n\n"
         + md_table(["containerd 2.x, runc handler", "wall ms (median)", "CPU ms (median)",
