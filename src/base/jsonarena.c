@@ -4,9 +4,9 @@
  * stages, precreate, the runtime shim): handed out from chunks in order and never given
  * back one by one, since the process gives all of it back when it exits a few
  * milliseconds later. A spec's parse and a record's build make a few thousand small
- * allocations, each of which glibc's malloc and free take about a hundred instructions
- * for; here one takes about ten. Sanitizer builds keep malloc, which finds what they are
- * for.
+ * allocations: with glibc's malloc and free the live hook on the scale node took 1,729,000
+ * instructions, with this 1,454,000 (callgrind). Sanitizer builds keep malloc, which finds
+ * what they are for.
  */
 #include <stdalign.h>
 #include <stddef.h>
