@@ -104,6 +104,10 @@ struct orh_config {
 				     * argument ORH_RUNTIME_ARG of the shim wins over it) */
 	bool add_ipc_lock;          /* precreate/shim add CAP_IPC_LOCK */
 	enum orh_image_check image_check;
+	/* image_supply = yes: where the image cannot load a provider for a given device, the
+	 * node's libibverbs, providers and their libraries are bind-mounted into it (read
+	 * only), with a driver file and, where libibverbs itself is given, the loader's entry */
+	bool image_supply;
 	unsigned nccl_min[3];       /* the least NCCL version an image should have; 0.0.0: none */
 	/* [env] */
 	struct orh_env_setting *env;

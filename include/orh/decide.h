@@ -112,6 +112,27 @@ struct orh_image_verdict {
 	char refusal[ORH_ERR_MAX - 64];
 };
 
+/* The supply verdict (orh_decide_image(), image_check.c): image_supply = yes, and the image
+ * cannot load a provider for a device it is given. Supplied only where the node has a
+ * provider for every device given and each file's glibc needs are within the image's
+ * glibc; else why_not says why, and the image checks' warnings stand. Where the image's
+ * libibverbs has the node's private ABI, only the providers are given (their driver files
+ * name them by path); else the node's libibverbs too, found first through the loader's
+ * cache, which the applier rewrites in the container (verbs). */
+#define ORH_SUPPLY_MAX_FILES (1 + ORH_IMAGE_MAX_PROVIDERS + ORH_SUPPLY_MAX_DEPS)
+struct orh_supply {
+	bool wanted;
+	bool supply;
+	bool verbs;
+	char why_not[ORH_CHECK_MAX];
+	/* the files, in d->host_stack: bind-mounted at ORH_SUPPLY_DIR/<name> */
+	const struct orh_supply_file *files[ORH_SUPPLY_MAX_FILES];
+	size_t n_files;
+	/* a driver file each: /etc/libibverbs.d/oci-rdma-hook-<name>.driver */
+	const char *providers[ORH_IMAGE_MAX_PROVIDERS];
+	size_t n_providers;
+};
+
 struct orh_decision {
 	enum orh_activation_result act;
 	struct orh_activation_why activation; /* why it is activated or not: the reason */
@@ -130,6 +151,9 @@ struct orh_decision {
 	 * image_check not off, a plan that gives something), and the verdicts on it */
 	struct orh_image image;
 	struct orh_image_verdict image_verdict;
+	/* the node's own stack, read where image_supply wants it, and the supply verdict */
+	struct orh_host_stack host_stack;
+	struct orh_supply supply;
 	/* the sysfs view's keep-set (decide_sysview(), when have_plan): the RDMA classes of
 	 * sysfs, read only where some device of the node is not given
 	 * (orh_sysview_may_subset), each entry's keep and the view's subset and id
@@ -192,9 +216,12 @@ void orh_decide_checks(const struct orh_config *cfg, const struct orh_gpudirect 
 		       struct orh_decision *d);
 
 /* d->image_verdict from img (read from the container's root; NULL or not read: no
- * verdict), the plan and the config (image_check, nccl_min, on_error). */
+ * verdict), the plan and the config (image_check, nccl_min, on_error); d->supply from the
+ * node's stack hs (NULL or not read: nothing supplied) under image_supply. */
 void orh_decide_image(const struct orh_config *cfg, const struct orh_image *img,
-		      struct orh_decision *d);
+		      const struct orh_host_stack *hs, struct orh_decision *d);
+/* Does the image lack a provider for a device the plan gives (d->image_verdict)? */
+bool orh_image_lacks(const struct orh_decision *d);
 
 /* Decide. act == ORH_ACT_SKIP: leave the container as it is (have_plan false). A
  * container is left unchanged too when the plan is empty (orh_plan_is_empty). -errno

@@ -107,4 +107,68 @@ int orh_ldcache_lookup(int fd, const char *name, char *out, size_t size, const c
  * -ENOEXEC: not an ELF file this reads (64-bit little-endian), or a broken one. */
 int orh_elf_private_abi(int fd, bool defined, unsigned *abi);
 
+
+/* What an ELF library needs (orh_elf_deps()): its DT_NEEDED names, the highest GLIBC_
+ * version it needs and the highest it defines (libc.so.6 does), each as X*10000+Y*100+Z
+ * (0: none). */
+#define ORH_ELF_MAX_NEEDED 16
+struct orh_elf_deps {
+	char needed[ORH_ELF_MAX_NEEDED][64];
+	size_t n_needed;
+	unsigned glibc_needs;
+	unsigned glibc_defines;
+};
+/* 0; -ENOEXEC: not an ELF file this reads, or a broken one; -E2BIG: more needed names than
+ * ORH_ELF_MAX_NEEDED. */
+int orh_elf_deps(int fd, struct orh_elf_deps *out);
+
+/* A library the loader's cache must find first: name ("libibverbs.so.1") at path. */
+struct orh_ldcache_add {
+	const char *name;
+	const char *path;
+};
+/* The ld.so.cache open at fd (-1: none) with the entries of add before any of the same
+ * name, as one new-format cache (glibc-ld.so.cache1.1) in *out (malloc'd, *out_len bytes):
+ * every entry of the old one kept in the loader's order, except those of glibc-hwcaps
+ * subdirectories (their names live in an extension not carried over; the loader takes the
+ * plain entry instead) and those already naming a path of add. -EINVAL with *why: fd is
+ * not a cache the loader reads. */
+int orh_ldcache_merge(int fd, const struct orh_ldcache_add *add, size_t n_add, char **out,
+		      size_t *out_len, const char **why);
+
+/* ---- supply: the node's own stack for the image (image.c) ---- */
+
+/* Where the supplied libraries are in the container, and its files there. */
+#define ORH_SUPPLY_DIR "/run/oci-rdma-hook/lib"
+#define ORH_SUPPLY_MAX_DEPS 8
+
+struct orh_supply_file {
+	char host[ORH_IMAGE_PATH_MAX];  /* on the node, in its root ("" none) */
+	char name[64];                  /* its name in ORH_SUPPLY_DIR */
+	unsigned glibc;                 /* the highest GLIBC_ version it needs; 0 none */
+	bool of_verbs;                  /* a library libibverbs needs (not only a provider) */
+};
+
+/* The node's libibverbs and providers for the providers asked, their libraries, and the
+ * image's glibc: what the supply decision needs (orh_supply_read()). */
+struct orh_host_stack {
+	bool read;
+	struct orh_image host;          /* the node's, as its own loader finds them */
+	struct orh_supply_file verbs;   /* libibverbs.so.1; host "" where the node has none */
+	struct orh_supply_file providers[ORH_IMAGE_MAX_PROVIDERS]; /* host.providers' order */
+	struct orh_supply_file deps[ORH_SUPPLY_MAX_DEPS]; /* their libraries, glibc's not */
+	size_t n_deps;
+	char why[ORH_IMAGE_PATH_MAX + 128]; /* a library that could not be read, or "" */
+	char image_libc[ORH_IMAGE_PATH_MAX]; /* the image's libc.so.6; "" none found */
+	unsigned image_glibc;           /* the highest GLIBC_ version it defines; 0: not told */
+};
+
+/* Read the node's stack under hostfd (its root, or a test's tree) for the providers named,
+ * and the image's libc.so.6 under rootfd (as its loader finds it, env's LD_LIBRARY_PATH
+ * first). Never fails: what is missing stays empty, why says it. Free with
+ * orh_supply_free(). */
+void orh_supply_read(int hostfd, int rootfd, const char *const *providers, size_t n,
+		     const char *const *env, size_t n_env, struct orh_host_stack *hs);
+void orh_supply_free(struct orh_host_stack *hs);
+
 #endif

@@ -24,6 +24,9 @@ int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
 int orh_run_in_child(int (*fn)(void *), void *arg, void *out, size_t out_size,
 		     int *child_rc, struct orh_err *err);
 
+/* Enter the target's mount namespace (in a child orh_run_in_child() runs): 0 or -errno. */
+int orh_enter_mntns(const struct orh_target *t);
+
 /* Bind-mount the file behind src_fd (any fd; host mount namespace) onto the file behind
  * target_fd (an O_PATH fd inside the container) in the mount namespace of the target
  * (setns on its pidfd; its ns/mnt before Linux 5.8), from a forked child. With

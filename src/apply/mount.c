@@ -131,7 +131,7 @@ struct bind_args {
 
 /* Enter the target's mount namespace: through its pidfd (Linux 5.8), or its ns/mnt,
  * opened through the /proc directory the hook holds (a reaped process has none). */
-static int enter_mntns(const struct orh_target *t)
+int orh_enter_mntns(const struct orh_target *t)
 {
 	int fd, r;
 
@@ -151,7 +151,7 @@ static int enter_mntns(const struct orh_target *t)
 static int bind_child(void *p)
 {
 	struct bind_args *a = p;
-	int r = enter_mntns(a->t);
+	int r = orh_enter_mntns(a->t);
 
 	if (r < 0)
 		return -(1 << 16 | -r);

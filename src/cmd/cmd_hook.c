@@ -41,6 +41,7 @@
 #include "orh/record.h"
 #include "orh/sandbox.h"
 #include "orh/statedir.h"
+#include "orh/supply.h"
 #include "orh/sysview.h"
 
 struct hook {
@@ -272,6 +273,35 @@ static int apply_sysview(struct hook *h, struct orh_sysview_result *vres, struct
 	return r;
 }
 
+/* The node's RDMA userspace for an image that lacks a provider (image_supply; the
+ * decision's d.supply): the driver files and the loader's entry written on the node, each
+ * mount made into the container where the spec edit did not make it, then, where
+ * libibverbs itself is given, the container's loader cache. */
+static int apply_supply(struct hook *h, struct orh_supply_result *res, struct orh_err *err)
+{
+	struct orh_supply_mount m[ORH_SUPPLY_MAX_MOUNTS];
+	const struct orh_supply *s = &h->d.supply;
+	size_t n = orh_supply_mounts(s, h->ctx->sysroot, ORH_SUPPLY_HOST_DIR, m);
+	int r = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (!n)
+		return 0;
+	r = orh_supply_host_files(s, ORH_SUPPLY_HOST_DIR, err);
+	if (r == 0)
+		r = orh_supply_mount_live(&h->target, h->rootfd, m, n, res, err);
+	if (r == 0)
+		r = orh_supply_ldcache(&h->target, h->rootfd, s, res, err);
+	if (r == 0)
+		orh_log(LOG_INFO, "container %s: %s: the node's RDMA userspace given: %zu "
+			"files at " ORH_SUPPLY_DIR ", %zu driver file%s%s (%u mounted, %u "
+			"already)%s", cid(h), h->stage, s->n_files, s->n_providers,
+			s->n_providers == 1 ? "" : "s", s->verbs ? " and the loader's entry" : "",
+			res->mounted, res->already, res->cache ? "; /etc/ld.so.cache rewritten "
+			"with them first" : "");
+	return r;
+}
+
 static void record_step(struct hook *h, const char *name, double t0)
 {
 	struct orh_record_in *r = &h->rec;
@@ -376,6 +406,7 @@ static int finish(struct hook *h)
 static int conf_stage(struct hook *h, struct orh_ncclconf_result *res)
 {
 	struct orh_sysview_result vres;
+	struct orh_supply_result sres;
 	struct orh_err err = { 0 };
 	_cleanup_free_ struct orh_env_entry *settings = NULL;
 	size_t n_settings = 0;
@@ -397,6 +428,11 @@ static int conf_stage(struct hook *h, struct orh_ncclconf_result *res)
 	/* a container given one device of the CDI spec sees only it in sysfs */
 	if (!strcmp(h->stage, "cdi-createRuntime") && apply_sysview(h, &vres, &err) < 0 &&
 	    failed(h, "sysfs view", &err) == ORH_EXIT_FAIL)
+		return ORH_EXIT_FAIL;
+	/* the node's RDMA userspace: mounted here where the spec edit did not read the image
+	 * (a CDI spec is written before any image is known) */
+	if (conf && apply_supply(h, &sres, &err) < 0 &&
+	    failed(h, "the node's RDMA userspace", &err) == ORH_EXIT_FAIL)
 		return ORH_EXIT_FAIL;
 	settings = orh_xcalloc(h->d.plan.n_env + 1, sizeof(*settings));
 	n_settings = conf ? conf_settings(h, settings) : 0;
@@ -514,9 +550,10 @@ struct applied {
 	struct orh_cgroup_result cres;
 	struct orh_ncclconf_result nres;
 	struct orh_sysview_result vres;
+	struct orh_supply_result sres;
 	char memlock[192];
 	bool userns;
-	bool failed[5]; /* by step, in the order of steps[] */
+	bool failed[6]; /* by step, in the order of steps[] */
 };
 
 static int step_devices(struct hook *h, struct applied *a, struct orh_err *err)
@@ -566,6 +603,11 @@ static int step_sysview(struct hook *h, struct applied *a, struct orh_err *err)
 	return apply_sysview(h, &a->vres, err);
 }
 
+static int step_supply(struct hook *h, struct applied *a, struct orh_err *err)
+{
+	return apply_supply(h, &a->sres, err);
+}
+
 /* The live hook's steps. None depends on another: under on_error = warn a failed one is
  * skipped and the rest still run, unless the container's process is gone. */
 static const struct {
@@ -577,6 +619,7 @@ static const struct {
 	{ "memlock", step_memlock },
 	{ "/etc/nccl.conf", step_ncclconf },
 	{ "sysfs view", step_sysview },
+	{ "the node's RDMA userspace", step_supply },
 };
 
 static int apply_steps(struct hook *h, struct applied *a)

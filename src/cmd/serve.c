@@ -22,6 +22,7 @@
 #include "orh/sandbox.h"
 #include "orh/shimconf.h"
 #include "orh/snapshot.h"
+#include "orh/supply.h"
 #include "orh/sysview.h"
 
 static void push_all(struct orh_strv *dst, const struct orh_strv *src)
@@ -184,6 +185,30 @@ out:
 	return r < 0 ? 0 : r;
 }
 
+/* The node's RDMA userspace for an image that lacks a provider (d->supply, where the
+ * shim read the container's root): the driver files and the loader's entry written on the
+ * node, a read-only bind mount of each file added to the spec. One that cannot be written
+ * is a warning. Returns the mounts added. */
+static int add_supply(const struct orh_ctx *ctx, json_t *spec, const struct orh_decision *d,
+		      struct orh_edit_result *res)
+{
+	struct orh_supply_mount m[ORH_SUPPLY_MAX_MOUNTS];
+	size_t n = orh_supply_mounts(&d->supply, ctx->sysroot, ORH_SUPPLY_HOST_DIR, m);
+	struct orh_err e = { 0 };
+	int r;
+
+	if (!n)
+		return 0;
+	r = orh_supply_host_files(&d->supply, ORH_SUPPLY_HOST_DIR, &e);
+	if (r == 0)
+		r = orh_supply_spec_mounts(spec, m, n, &e);
+	if (r < 0) {
+		orh_strv_pushf(&res->warnings, "the node's RDMA userspace is not given: %s", e.msg);
+		return 0;
+	}
+	return r;
+}
+
 /* The hook entries of the nccl-conf stage and, unless the caller removes the state
  * directory itself (ORH_SERVE_NO_POSTSTOP), of poststop. */
 static int stage_hooks(const struct orh_ctx *ctx, unsigned flags, json_t **nccl_hook,
@@ -274,7 +299,9 @@ int orh_spec_serve_at(const struct orh_ctx *ctx, json_t *spec, int bundle_fd, un
 		goto out;
 	}
 	res->preset = d->plan.preset;
-	res->own_conf = d->plan.n_env > 0 && own_conf(flags, spec, &na);
+	/* the node's libibverbs given: the nccl-conf stage rewrites the container's loader
+	 * cache, which the shim does not */
+	res->own_conf = d->plan.n_env > 0 && !d->supply.verbs && own_conf(flags, spec, &na);
 	if (d->plan.n_env > 0 && !res->own_conf) {
 		r = stage_hooks(ctx, flags, &nccl_hook, &poststop_hook, err);
 		if (r < 0)
@@ -288,7 +315,7 @@ int orh_spec_serve_at(const struct orh_ctx *ctx, json_t *spec, int bundle_fd, un
 	sopts.poststop_hook = poststop_hook;
 	r = orh_spec_apply_plan(spec, &d->plan, &sopts, &res->changes, err);
 	if (r >= 0) {
-		res->edits = r + add_sysview(spec, d, res);
+		res->edits = r + add_sysview(spec, d, res) + add_supply(ctx, spec, d, res);
 		r = 0;
 	}
 	if (r >= 0 && (flags & ORH_SERVE_SNAPSHOT) && nccl_hook)

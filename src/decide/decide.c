@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The one decision (include/orh/decide.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "orh/activation.h"
 #include "orh/decide.h"
@@ -153,8 +155,20 @@ static void decide_image(const struct orh_decide_in *in, struct orh_decision *d)
 		if (json_is_string(e))
 			env[n_env++] = json_string_value(e);
 	orh_image_read(d->facts.rootfd, providers, n, env, n_env, &d->image);
+	/* the node's own stack, where it may be given: image_supply, and a provider the
+	 * image lacks (the verdict tells) */
+	orh_decide_image(in->cfg, &d->image, NULL, d);
+	if (d->supply.wanted) {
+		int hostfd = open(in->sysroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (hostfd >= 0) {
+			orh_supply_read(hostfd, d->facts.rootfd, providers, n, env, n_env,
+					&d->host_stack);
+			close(hostfd);
+		}
+		orh_decide_image(in->cfg, &d->image, &d->host_stack, d);
+	}
 	free(env);
-	orh_decide_image(in->cfg, &d->image, d);
 }
 
 /* Read the node (orh_node_read(): from the caller's snapshot, else through the sysroot;
@@ -265,6 +279,7 @@ void orh_decision_free(struct orh_decision *d)
 	orh_node_free(&d->node);
 	orh_sysview_free(&d->sysview);
 	orh_image_free(&d->image);
+	orh_supply_free(&d->host_stack);
 	orh_strv_free(&d->image_verdict.warnings);
 	orh_strv_free(&d->warnings);
 	memset(d, 0, sizeof(*d));

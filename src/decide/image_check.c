@@ -3,7 +3,9 @@
  * Can the image use what it is given (include/orh/decide.h, struct orh_image_verdict): each
  * device the plan gives against the provider the image's libibverbs would load for it, the
  * image's NCCL copies against the node's minimum and against the GID selection of NCCL
- * 2.21 to 2.25. Pure: the image was read before (orh_image_read()).
+ * 2.21 to 2.25; and, under image_supply, whether the node's own stack is given to it.
+ * Pure: the image and the node's stack were read before (orh_image_read(),
+ * orh_supply_read()).
  */
 #include <stdio.h>
 #include <string.h>
@@ -169,18 +171,128 @@ static void warn_nccl(const struct orh_config *cfg, const struct orh_image *img,
 	}
 }
 
+bool orh_image_lacks(const struct orh_decision *d)
+{
+	const struct orh_image_verdict *v = &d->image_verdict;
+
+	for (size_t i = 0; i < v->n_devs; i++)
+		if (v->devs[i].found && v->devs[i].found->state != ORH_PROVIDER_FOUND)
+			return true;
+	return false;
+}
+
+static const char *glibc_text(unsigned v, char out[16])
+{
+	if (v % 100)
+		snprintf(out, 16, "%u.%u.%u", v / 10000, v / 100 % 100, v % 100);
+	else
+		snprintf(out, 16, "%u.%u", v / 10000, v / 100 % 100);
+	return out;
+}
+
+static void add_file(struct orh_supply *s, const struct orh_supply_file *f)
+{
+	if (f->host[0] && s->n_files < ORH_SUPPLY_MAX_FILES)
+		s->files[s->n_files++] = f;
+}
+
+/* The node's files for the image, or why not (s->why_not). */
+static void decide_supply(const struct orh_config *cfg, const struct orh_image *img,
+			  const struct orh_host_stack *hs, struct orh_decision *d)
+{
+	const struct orh_image_verdict *v = &d->image_verdict;
+	struct orh_supply *s = &d->supply;
+	const struct orh_supply_file *worst = NULL;
+	char a[16], b[16], esc1[ORH_IMAGE_PATH_MAX * 4], esc2[ORH_IMAGE_PATH_MAX * 4];
+
+	if (!cfg->image_supply || !orh_image_lacks(d))
+		return;
+	s->wanted = true;
+	if (!hs || !hs->read) {
+		snprintf(s->why_not, sizeof(s->why_not), "the node's RDMA userspace was not read");
+		return;
+	}
+	if (hs->why[0]) {
+		snprintf(s->why_not, sizeof(s->why_not), "the node's RDMA userspace: %s", hs->why);
+		return;
+	}
+	if (!hs->verbs.host[0] || !hs->host.abi) {
+		snprintf(s->why_not, sizeof(s->why_not), "the node has no libibverbs.so.1 of a "
+			 "known private ABI");
+		return;
+	}
+	/* libibverbs too where the image's is missing or of another ABI than the node's
+	 * providers need */
+	s->verbs = !img->verbs[0] || !img->abi || img->abi != hs->host.abi;
+	if (s->verbs)
+		add_file(s, &hs->verbs);
+	for (size_t i = 0; i < hs->host.n_providers; i++) {
+		const struct orh_image_provider *hp = &hs->host.providers[i];
+		bool given = false, lacking = false;
+
+		for (size_t k = 0; k < v->n_devs; k++)
+			if (v->devs[k].found && !strcmp(v->devs[k].found->name, hp->name)) {
+				given = true;
+				lacking = lacking || v->devs[k].found->state != ORH_PROVIDER_FOUND;
+			}
+		if (!given || (!s->verbs && !lacking))
+			continue;
+		if (hp->state != ORH_PROVIDER_FOUND) {
+			snprintf(s->why_not, sizeof(s->why_not), "the node has no provider for %s "
+				 "either (%s)", hp->name, orh_provider_state_name(hp->state));
+			s->n_files = s->n_providers = 0;
+			s->verbs = false;
+			return;
+		}
+		add_file(s, &hs->providers[i]);
+		s->providers[s->n_providers++] = hp->name;
+	}
+	for (size_t i = 0; i < hs->n_deps; i++)
+		if (s->verbs || !hs->deps[i].of_verbs)
+			add_file(s, &hs->deps[i]);
+	for (size_t i = 0; i < s->n_files; i++)
+		if (!worst || s->files[i]->glibc > worst->glibc)
+			worst = s->files[i];
+	if (!hs->image_glibc) {
+		snprintf(s->why_not, sizeof(s->why_not), "the image has no glibc its loader finds "
+			 "(libc.so.6 of GLIBC_ versions), which the node's libraries need");
+	} else if (worst && worst->glibc > hs->image_glibc) {
+		snprintf(s->why_not, sizeof(s->why_not), "the node's %s needs GLIBC_%s, and the "
+			 "image's %s has GLIBC_%s at most", esc(worst->host, esc1),
+			 glibc_text(worst->glibc, a), esc(hs->image_libc, esc2),
+			 glibc_text(hs->image_glibc, b));
+	}
+	if (s->why_not[0]) {
+		s->n_files = s->n_providers = 0;
+		s->verbs = false;
+		return;
+	}
+	s->supply = true;
+}
+
 void orh_decide_image(const struct orh_config *cfg, const struct orh_image *img,
-		      struct orh_decision *d)
+		      const struct orh_host_stack *hs, struct orh_decision *d)
 {
 	struct orh_image_verdict *v = &d->image_verdict;
 
 	orh_strv_free(&v->warnings);
 	memset(v, 0, sizeof(*v));
+	memset(&d->supply, 0, sizeof(d->supply));
 	if (!img || !img->read || cfg->image_check == ORH_IMAGE_CHECK_OFF)
 		return;
 	v->checked = true;
 	given_devices(img, d);
-	warn_devices(img, v);
+	decide_supply(cfg, img, hs, d);
+	if (d->supply.supply) {
+		/* every device given has the node's provider now */
+		v->usable = v->n_devs;
+	} else {
+		warn_devices(img, v);
+		if (d->supply.wanted)
+			orh_strv_pushf(&v->warnings, "the node's RDMA userspace is not given to "
+				       "this container (image_supply = yes): %s",
+				       d->supply.why_not);
+	}
 	warn_nccl(cfg, img, d, v);
 	/* a container that asked and can use none of the devices it is given: refused under
 	 * image_check = fail, or on_error = fail where image_check is not set */

@@ -375,6 +375,9 @@ static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
 			cfg->image_check = ORH_IMAGE_CHECK_OFF;
 		else
 			return set_error(pc, s, key, "'%s' is not warn, fail or off", v);
+	} else if (!strcmp(key, "image_supply")) {
+		if (parse_bool(v, &cfg->image_supply) < 0)
+			return set_error(pc, s, key, "'%s' is not yes or no", v);
 	} else if (!strcmp(key, "nccl_min")) {
 		if (parse_version(v, cfg->nccl_min) < 0)
 			return set_error(pc, s, key, "'%s' is not a version X.Y or X.Y.Z", v);

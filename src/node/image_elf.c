@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "orh/image.h"
@@ -343,4 +344,271 @@ int orh_elf_private_abi(int fd, bool defined, unsigned *abi)
 			       : walk_verneed(fd, (uint64_t)st.st_size, &sh, &s, abi);
 	}
 	return -ENOENT;
+}
+
+/* ---- what a library needs: its DT_NEEDED names and glibc's versions ---------------- */
+
+/* "GLIBC_X.Y[.Z]": X*10000 + Y*100 + Z */
+static bool glibc_version(const char *name, unsigned *v)
+{
+	unsigned x = 0, y = 0, z = 0;
+	int end = 0;
+
+	if (strncmp(name, "GLIBC_", 6) ||
+	    (sscanf(name + 6, "%u.%u%n.%u%n", &x, &y, &end, &z, &end) < 2) ||
+	    name[6 + end] != '\0' || x > 99 || y > 99 || z > 99)
+		return false;
+	*v = x * 10000 + y * 100 + z;
+	return true;
+}
+
+static void glibc_max(int fd, const struct strtab *s, uint32_t name, unsigned *max)
+{
+	char buf[NAME_READ];
+	unsigned v = 0;
+
+	if (read_name(fd, s->off + name, s->end, buf, sizeof(buf)) && glibc_version(buf, &v) &&
+	    v > *max)
+		*max = v;
+}
+
+static int deps_verdef(int fd, uint64_t size, const Elf64_Shdr *sh, const struct strtab *s,
+		       struct orh_elf_deps *out)
+{
+	uint64_t off = sh->sh_offset;
+
+	for (unsigned i = 0; i < MAX_VERSIONS && i < sh->sh_info; i++) {
+		Elf64_Verdef vd;
+		Elf64_Verdaux aux;
+
+		if (!pread_all(fd, &vd, sizeof(vd), off, size) ||
+		    !pread_all(fd, &aux, sizeof(aux), off + vd.vd_aux, size))
+			return -ENOEXEC;
+		glibc_max(fd, s, aux.vda_name, &out->glibc_defines);
+		if (!vd.vd_next)
+			break;
+		off += vd.vd_next;
+	}
+	return 0;
+}
+
+static int deps_verneed(int fd, uint64_t size, const Elf64_Shdr *sh, const struct strtab *s,
+			struct orh_elf_deps *out)
+{
+	uint64_t off = sh->sh_offset;
+
+	for (unsigned i = 0; i < MAX_VERSIONS && i < sh->sh_info; i++) {
+		Elf64_Verneed vn;
+		uint64_t aoff;
+
+		if (!pread_all(fd, &vn, sizeof(vn), off, size))
+			return -ENOEXEC;
+		aoff = off + vn.vn_aux;
+		for (unsigned k = 0; k < vn.vn_cnt && k < MAX_VERSIONS; k++) {
+			Elf64_Vernaux va;
+
+			if (!pread_all(fd, &va, sizeof(va), aoff, size))
+				return -ENOEXEC;
+			glibc_max(fd, s, va.vna_name, &out->glibc_needs);
+			if (!va.vna_next)
+				break;
+			aoff += va.vna_next;
+		}
+		if (!vn.vn_next)
+			break;
+		off += vn.vn_next;
+	}
+	return 0;
+}
+
+static int deps_dynamic(int fd, uint64_t size, const Elf64_Shdr *sh, const struct strtab *s,
+			struct orh_elf_deps *out)
+{
+	uint64_t n = sh->sh_size / sizeof(Elf64_Dyn);
+
+	for (uint64_t i = 0; i < n && i < 512; i++) {
+		Elf64_Dyn dyn;
+
+		if (!pread_all(fd, &dyn, sizeof(dyn), sh->sh_offset + i * sizeof(dyn), size))
+			return -ENOEXEC;
+		if (dyn.d_tag == DT_NULL)
+			break;
+		if (dyn.d_tag != DT_NEEDED)
+			continue;
+		if (out->n_needed >= ORH_ELF_MAX_NEEDED)
+			return -E2BIG;
+		if (!read_name(fd, s->off + dyn.d_un.d_val, s->end, out->needed[out->n_needed],
+			       sizeof(out->needed[0])) ||
+		    strchr(out->needed[out->n_needed], '/') || !out->needed[out->n_needed][0])
+			return -ENOEXEC;
+		out->n_needed++;
+	}
+	return 0;
+}
+
+int orh_elf_deps(int fd, struct orh_elf_deps *out)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh, link;
+	struct strtab s;
+	struct stat st;
+	uint64_t size;
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	size = (uint64_t)st.st_size;
+	if (!pread_all(fd, &eh, sizeof(eh), 0, size) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum > MAX_SECTIONS)
+		return -ENOEXEC;
+	for (unsigned i = 0; i < eh.e_shnum && r == 0; i++) {
+		if (!pread_all(fd, &sh, sizeof(sh), eh.e_shoff + (uint64_t)i * sizeof(sh), size))
+			return -ENOEXEC;
+		if (sh.sh_type != SHT_DYNAMIC && sh.sh_type != SHT_GNU_verdef &&
+		    sh.sh_type != SHT_GNU_verneed)
+			continue;
+		if (sh.sh_link >= eh.e_shnum ||
+		    !pread_all(fd, &link, sizeof(link),
+			       eh.e_shoff + (uint64_t)sh.sh_link * sizeof(link), size) ||
+		    link.sh_type != SHT_STRTAB)
+			return -ENOEXEC;
+		s.off = link.sh_offset;
+		s.end = link.sh_offset + link.sh_size;
+		if (s.end < s.off || s.end > size)
+			return -ENOEXEC;
+		if (sh.sh_type == SHT_DYNAMIC)
+			r = deps_dynamic(fd, size, &sh, &s, out);
+		else if (sh.sh_type == SHT_GNU_verdef)
+			r = deps_verdef(fd, size, &sh, &s, out);
+		else
+			r = deps_verneed(fd, size, &sh, &s, out);
+	}
+	return r;
+}
+
+/* ---- a cache with the supplied directory's libraries first ------------------------- */
+
+struct centry {
+	int32_t flags;
+	uint32_t osversion;
+	uint64_t hwcap;
+	char *key, *value;
+};
+
+static int centry_cmp(const void *pa, const void *pb)
+{
+	const struct centry *a = pa, *b = pb;
+	int r = orh_ldcache_cmp(b->key, a->key); /* highest name first, as the loader searches */
+
+	return r;
+}
+
+static void centries_free(struct centry *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(e[i].key);
+		free(e[i].value);
+	}
+	free(e);
+}
+
+int orh_ldcache_merge(int fd, const struct orh_ldcache_add *add, size_t n_add, char **out,
+		      size_t *out_len, const char **why)
+{
+	struct ldcache c = { 0 };
+	struct centry *e = NULL;
+	size_t n = 0, strings = 0, off;
+	char *buf;
+	int r;
+
+	*out = NULL;
+	*why = NULL;
+	if (fd >= 0) {
+		r = ldcache_open(fd, &c, why);
+		if (r < 0)
+			return r;
+	}
+	e = orh_xcalloc(c.nlibs + n_add + 1, sizeof(*e));
+	/* ours first: a stable sort keeps them before the image's entries of one name,
+	 * which the loader then never reaches */
+	for (size_t i = 0; i < n_add; i++) {
+		e[n].flags = CACHE_FLAGS;
+		e[n].key = orh_xstrdup(add[i].name);
+		e[n].value = orh_xstrdup(add[i].path);
+		n++;
+	}
+	for (uint32_t i = 0; i < c.nlibs; i++) {
+		uint32_t raw[6] = { 0 };
+		char key[NAME_READ], value[NAME_READ * 4];
+		bool ours = false;
+
+		if (!pread_all(c.fd, raw, c.entry, c.entries + (uint64_t)i * c.entry, c.size) ||
+		    !read_name(c.fd, c.strings + raw[1], c.size, key, sizeof(key)) ||
+		    !read_name(c.fd, c.strings + raw[2], c.size, value, sizeof(value))) {
+			centries_free(e, n);
+			*why = "an entry past its end";
+			return -EINVAL;
+		}
+		e[n].hwcap = c.entry == NEW_ENTRY ? (uint64_t)raw[4] | (uint64_t)raw[5] << 32 : 0;
+		/* an entry of a glibc-hwcaps subdirectory names it in the cache's extension,
+		 * which is not carried over: the loader then takes the name's plain entry */
+		if (e[n].hwcap & (1ull << 62))
+			continue;
+		for (size_t k = 0; k < n_add; k++)
+			ours = ours || !strcmp(add[k].path, value);
+		if (ours)
+			continue;
+		e[n].flags = (int32_t)raw[0];
+		e[n].osversion = c.entry == NEW_ENTRY ? raw[3] : 0;
+		e[n].key = orh_xstrdup(key);
+		e[n].value = orh_xstrdup(value);
+		n++;
+	}
+	/* a stable order: insertion sort (the cache's names are few hundred) */
+	for (size_t i = 1; i < n; i++) {
+		struct centry t = e[i];
+		size_t k = i;
+
+		while (k > 0 && centry_cmp(&e[k - 1], &t) > 0) {
+			e[k] = e[k - 1];
+			k--;
+		}
+		e[k] = t;
+	}
+	for (size_t i = 0; i < n; i++)
+		strings += strlen(e[i].key) + 1 + strlen(e[i].value) + 1;
+	*out_len = NEW_HEADER + n * NEW_ENTRY + strings;
+	buf = orh_xcalloc(1, *out_len);
+	memcpy(buf, NEW_MAGIC, strlen(NEW_MAGIC));
+	{
+		uint32_t nlibs = (uint32_t)n, len = (uint32_t)strings;
+
+		memcpy(buf + 20, &nlibs, 4);
+		memcpy(buf + 24, &len, 4);
+		/* glibc's flags: 2 little-endian, 3 big-endian */
+		buf[28] = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 3 : 2;
+	}
+	/* offsets count from the start of the file (the new format alone) */
+	off = NEW_HEADER + n * NEW_ENTRY;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t ent[6];
+		size_t kl = strlen(e[i].key) + 1, vl = strlen(e[i].value) + 1;
+
+		ent[0] = (uint32_t)e[i].flags;
+		ent[1] = (uint32_t)off;
+		memcpy(buf + off, e[i].key, kl);
+		off += kl;
+		ent[2] = (uint32_t)off;
+		memcpy(buf + off, e[i].value, vl);
+		off += vl;
+		ent[3] = e[i].osversion;
+		ent[4] = (uint32_t)e[i].hwcap;
+		ent[5] = (uint32_t)(e[i].hwcap >> 32);
+		memcpy(buf + NEW_HEADER + i * NEW_ENTRY, ent, sizeof(ent));
+	}
+	centries_free(e, n);
+	*out = buf;
+	return 0;
 }
