@@ -96,7 +96,7 @@ static void decide(enum orh_activation_result act)
 
 	d.act = act;
 	cr_assert_eq(orh_decide_node(&cfg, &node, 0, &d, &err), 0, "%s", err.msg);
-	orh_decide_image(&cfg, &img, &d);
+	orh_decide_image(&cfg, &img, NULL, &d);
 }
 
 static void provider(const char *name, enum orh_provider_state state)

@@ -308,6 +308,23 @@ if [ "$mode" = v2 ]; then
 	with_hook $W/b-prov-fail $NOPROV
 	runc_run $W/b-prov-fail
 	check_served "an image with its own rxe provider, image_check = fail" conf
+
+	# image_supply = yes: the same image without the rxe provider is given the node's
+	# (its libibverbs is of the node's ABI: the provider and a driver file naming it)
+	SUPPLY=$W/supply.conf
+	printf 'image_supply = yes\n' | cat $NOPROV - >$SUPPLY
+	bundle $W/b-supply "$INSIDE" "$OPT_IN"
+	rm -f $W/b-supply/rootfs/etc/libibverbs.d/rxe.driver
+	with_hook $W/b-supply $SUPPLY
+	runc_run $W/b-supply
+	echo "$OUT"
+	sed 's/^/# hook: /' $W/b-supply/hook.log | tee -a "$TAP"
+	check_served "no rxe provider, image_supply = yes (image_check = fail)" conf
+	check "image_supply = yes: the hook gave the node's rxe provider and its driver file" \
+		grep -q "the node's RDMA userspace given: 1 files at /run/oci-rdma-hook/lib, 1 driver file (2 mounted" \
+		$W/b-supply/hook.log
+	check "image_supply = yes: no image warning" \
+		bash -c 'grep -q "device nodes:" "$1" && ! grep -q "will not use" "$1"' _ $W/b-supply/hook.log
 fi
 
 section "the runtime shim over runc"
@@ -543,13 +560,16 @@ fi
 section "traffic between two containers: rping (rdma_cm) and ib_write_bw with the plan's -d and -x"
 FROM_CONF='hca=$(sed -n "s/^NCCL_IB_HCA==\{0,1\}\([^:,]*\).*/\1/p" /etc/nccl.conf); gidx=$(sed -n "s/^NCCL_IB_GID_INDEX=//p" /etc/nccl.conf); echo "plan: -d $hca -x $gidx"'
 # pair NAME SERVER-CMD CLIENT-CMD [JQ-EDIT-SERVER] [JQ-EDIT-CLIENT]: two containers through
-# the live hook, the server started first in the background; $SOUT, $COUT; $CRC
+# the live hook, the server started first in the background; $SOUT, $COUT; $CRC. PAIR_CONF:
+# their node config (default the installed one); PAIR_PREP: a command run in each bundle
 pair() {
 	local n=$1
 	bundle $W/$n-s "$2" "$OPT_IN | ${4:-.}"
 	bundle $W/$n-c "$3" "$OPT_IN | ${5:-.}"
-	with_hook $W/$n-s
-	with_hook $W/$n-c
+	(cd $W/$n-s && eval "${PAIR_PREP:-true}")
+	(cd $W/$n-c && eval "${PAIR_PREP:-true}")
+	with_hook $W/$n-s ${PAIR_CONF:-}
+	with_hook $W/$n-c ${PAIR_CONF:-}
 	# files, not pipes: a process left in a container must not hold the lane
 	(cd $W/$n-s && runc run $n-s >$W/$n-s.out 2>&1 </dev/null
 		echo "rc $?" >>$W/$n-s.out) &
@@ -575,6 +595,18 @@ check "ib_write_bw: both took -d rxe0 -x $RXE0_IDX from their own nccl.conf" \
 $COUT")" = 2 ]
 check "ib_write_bw: the client exits 0 (rc $CRC)" [ "$CRC" = 0 ]
 check "ib_write_bw: a bandwidth line for 200 writes of 65536 bytes" grep -Eq '^ *65536 +200 ' <<<"$COUT"
+# the image without the rxe provider given the node's (image_supply = yes, section 3's
+# config): once, in the cgroup v2 boot
+if [ "$mode" = v2 ]; then
+	NORXE='rm -f rootfs/etc/libibverbs.d/rxe.driver'
+	PAIR_CONF=$SUPPLY PAIR_PREP=$NORXE pair supplied \
+		"ls /etc/libibverbs.d | grep -c rxe | sed 's/^/rxe files /'; timeout 60 rping -s -a 10.0.3.15 -C 2 -v" \
+		"ls /etc/libibverbs.d | grep -c rxe | sed 's/^/rxe files /'; timeout 50 rping -c -a 10.0.3.15 -C 2 -v"
+	check "image_supply = yes: rping between two containers given the node's provider (rc $CRC)" \
+		[ "$CRC" = 0 -a "$(grep -c "ping data: rdma-ping" <<<"$COUT")" = 2 ]
+	check "image_supply = yes: each had only our driver file for rxe" \
+		[ "$(printf '%s\n%s\n' "$SOUT" "$COUT" | grep -c "^rxe files 1$")" = 2 ]
+fi
 
 # ---- 5b. the sysfs view: a container given rxe0 sees only rxe0 --------------------------------------
 section "the sysfs view: a container given rxe0 of the node's two devices (rxe1 is down, the plan leaves it out)"
@@ -596,7 +628,7 @@ SYSVIEW='echo "memlock soft $(ulimit -Sl) hard $(ulimit -Hl)"
 for c in infiniband infiniband_verbs infiniband_mad; do for e in /sys/class/$c/*; do echo "sys $c/${e##*/}"; done; done
 ibv_devices 2>&1 | sed -n "3,\$ s/^[[:space:]]*\([^[:space:]]*\).*/ibv_devices \1/p"
 ibv_devinfo -d rxe0 2>&1 | grep -E "hca_id|state:" | tr -d "\t" | sed "s/ *(.*//"
-for g in /sys/class/infiniband/*/ports/*/gids/*; do v=$(cat "$g" 2>/dev/null) && [ "$v" != 0000:0000:0000:0000:0000:0000:0000:0000 ] && echo "gid ${g#/sys/class/infiniband/}"; done | cut -d/ -f1 | sort -u
+grep -L -x 0000:0000:0000:0000:0000:0000:0000:0000 /sys/class/infiniband/*/ports/*/gids/* 2>/dev/null | sed "s,^/sys/class/infiniband/,gid ," | cut -d/ -f1 | sort -u
 true'
 # check_view WAY: $OUT of SYSVIEW in a container given rxe0
 check_view() {
