@@ -352,3 +352,96 @@ Test(image, the_old_cache_format_and_the_compat_one)
 	cr_assert_not_null(why);
 	close(fd);
 }
+
+/* ---- what the supply reads and writes ------------------------------------------------ */
+
+Test(image, the_hosts_libibverbs_needs_libnl_and_glibc_and_libc_defines_its_versions)
+{
+	struct orh_elf_deps deps;
+	int fd = open("/usr/lib/x86_64-linux-gnu/libibverbs.so.1", O_RDONLY | O_CLOEXEC);
+	bool nl = false, nl_route = false;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(orh_elf_deps(fd, &deps), 0);
+	close(fd);
+	for (size_t i = 0; i < deps.n_needed; i++) {
+		nl = nl || !strcmp(deps.needed[i], "libnl-3.so.200");
+		nl_route = nl_route || !strcmp(deps.needed[i], "libnl-route-3.so.200");
+	}
+	cr_assert(nl && nl_route, "DT_NEEDED read: %zu names", deps.n_needed);
+	cr_assert_geq(deps.glibc_needs, 20205, "GLIBC_2.2.5 at least: %u", deps.glibc_needs);
+	cr_assert_eq(deps.glibc_defines, 0);
+	fd = open("/usr/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(orh_elf_deps(fd, &deps), 0);
+	close(fd);
+	/* Debian 12's glibc is 2.36 */
+	cr_assert_geq(deps.glibc_defines, 23600, "%u", deps.glibc_defines);
+}
+
+Test(image, the_node_stack_read_for_supply_from_the_hosts_root)
+{
+	const char *providers[] = { "mlx5", "rxe" };
+	struct orh_host_stack hs;
+	int host = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool nl = false;
+
+	make("empty", false);
+	orh_supply_read(host, rootfd, providers, 2, NULL, 0, &hs);
+	close(host);
+	cr_assert(hs.read);
+	cr_assert_str_eq(hs.why, "");
+	cr_assert_str_eq(hs.verbs.name, "libibverbs.so.1");
+	cr_assert_eq(hs.host.abi, 34);
+	cr_assert_str_eq(hs.providers[0].name, "libmlx5-rdmav34.so");
+	cr_assert_str_eq(hs.providers[1].name, "librxe-rdmav34.so");
+	for (size_t i = 0; i < hs.n_deps; i++)
+		nl = nl || (!strcmp(hs.deps[i].name, "libnl-3.so.200") && hs.deps[i].of_verbs);
+	cr_assert(nl, "libibverbs' libnl-3 among %zu libraries", hs.n_deps);
+	/* the empty image has no glibc */
+	cr_assert_eq(hs.image_glibc, 0);
+	orh_supply_free(&hs);
+}
+
+Test(image, a_merged_cache_glibc_reads_with_the_supplied_libibverbs_first)
+{
+	struct orh_ldcache_add add[] = {
+		{ "libibverbs.so.1", "/run/oci-rdma-hook/lib/libibverbs.so.1" },
+		{ "libnl-3.so.200", "/run/oci-rdma-hook/lib/libnl-3.so.200" },
+	};
+	char path[] = "/dev/shm/orh-ldcache-XXXXXX", cmd[256], line[512], found[256];
+	const char *why = NULL;
+	char *data = NULL;
+	size_t len = 0;
+	int fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC), out;
+	unsigned ours_first = 0, seen = 0;
+	FILE *p;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(orh_ldcache_merge(fd, add, 2, &data, &len, &why), 0, "%s", why);
+	out = mkstemp(path);
+	cr_assert_geq(out, 0);
+	cr_assert_eq(write(out, data, len), (ssize_t)len);
+	/* our own reader: ours, and the host's other libraries where they were */
+	lseek(out, 0, SEEK_SET);
+	cr_assert_eq(orh_ldcache_lookup(out, "libibverbs.so.1", found, sizeof(found), &why), 1);
+	cr_assert_str_eq(found, "/run/oci-rdma-hook/lib/libibverbs.so.1");
+	cr_assert_eq(orh_ldcache_lookup(out, "libc.so.6", found, sizeof(found), &why), 1);
+	cr_assert(strstr(found, "libc.so.6"), "%s", found);
+	close(out);
+	close(fd);
+	free(data);
+	/* glibc's own: ldconfig -p lists each name's entries in the loader's order */
+	snprintf(cmd, sizeof(cmd), "ldconfig -p -C %s", path);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p))
+		if (strstr(line, "\tlibibverbs.so.1 (")) {
+			ours_first += !seen && strstr(line, "=> /run/oci-rdma-hook/lib/") != NULL;
+			seen++;
+		}
+	cr_assert_eq(pclose(p), 0, "ldconfig -p -C refused the cache");
+	unlink(path);
+	cr_assert_eq(ours_first, 1, "libibverbs.so.1: %u entries, ours not first", seen);
+	cr_assert_eq(seen, 2, "the host's own entry of that name follows ours: %u", seen);
+}

@@ -296,3 +296,160 @@ Test(image_check, a_path_from_the_image_is_escaped_in_the_warning)
 	cr_assert(warning("/etc/libibverbs.d/\\x1b[31mred names it"), "%s",
 		  d.image_verdict.warnings.v[0]);
 }
+
+/* ---- image_supply: the node's stack given ------------------------------------------- */
+
+static struct orh_host_stack hs;
+
+static void host_file(struct orh_supply_file *f, const char *host, const char *name,
+		      unsigned glibc, bool of_verbs)
+{
+	snprintf(f->host, sizeof(f->host), "%s", host);
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->glibc = glibc;
+	f->of_verbs = of_verbs;
+}
+
+/* The node: Debian's rdma-core (ABI 34) with mlx5 (state), libnl for libibverbs; its
+ * libraries need glibc `need`; the image's libc.so.6 defines up to `image_glibc`. */
+static void node_stack(enum orh_provider_state state, unsigned need, unsigned image_glibc)
+{
+	struct orh_image_provider *p;
+
+	memset(&hs, 0, sizeof(hs));
+	hs.read = true;
+	hs.host.read = true;
+	hs.host.abi = 34;
+	strcpy(hs.host.verbs, "/usr/lib/x86_64-linux-gnu/libibverbs.so.1");
+	p = &hs.host.providers[hs.host.n_providers++];
+	strcpy(p->name, "mlx5");
+	p->state = state;
+	strcpy(p->library, "/usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so");
+	host_file(&hs.verbs, hs.host.verbs, "libibverbs.so.1", need, true);
+	if (state == ORH_PROVIDER_FOUND)
+		host_file(&hs.providers[0], p->library, "libmlx5-rdmav34.so", 21400, false);
+	host_file(&hs.deps[hs.n_deps++], "/usr/lib/x86_64-linux-gnu/libnl-3.so.200",
+		  "libnl-3.so.200", 21400, true);
+	strcpy(hs.image_libc, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	hs.image_glibc = image_glibc;
+}
+
+static void decide_supply(enum orh_activation_result act)
+{
+	decide(act);
+	orh_decide_image(&cfg, &img, &hs, &d);
+}
+
+static bool supplies(const char *name)
+{
+	for (size_t i = 0; i < d.supply.n_files; i++)
+		if (!strcmp(d.supply.files[i]->name, name))
+			return true;
+	return false;
+}
+
+Test(image_check, supply_provider_alone_where_the_image_libibverbs_fits)
+{
+	cfg.image_supply = true;
+	cfg.image_check = ORH_IMAGE_CHECK_FAIL;
+	provider("mlx5", ORH_PROVIDER_NO_CONFIG);
+	node_stack(ORH_PROVIDER_FOUND, 23400, 23600);
+	decide_supply(ORH_ACT_REQUESTED);
+	cr_assert(d.supply.wanted && d.supply.supply, "%s", d.supply.why_not);
+	cr_assert_not(d.supply.verbs, "the image's libibverbs has the node's ABI");
+	cr_assert_eq(d.supply.n_files, 1);
+	cr_assert(supplies("libmlx5-rdmav34.so"));
+	cr_assert_eq(d.supply.n_providers, 1);
+	cr_assert_str_eq(d.supply.providers[0], "mlx5");
+	cr_assert_eq(d.image_verdict.usable, 2);
+	cr_assert_null(warning("will not use"), "%s", warning("will not use"));
+	cr_assert_not(d.image_verdict.refuses);
+}
+
+Test(image_check, supply_libibverbs_too_where_the_image_has_none_or_another_abi)
+{
+	cfg.image_supply = true;
+	img.verbs[0] = '\0';
+	img.abi = 0;
+	provider("mlx5", ORH_PROVIDER_NO_VERBS);
+	node_stack(ORH_PROVIDER_FOUND, 23400, 23600);
+	decide_supply(ORH_ACT_REQUESTED);
+	cr_assert(d.supply.supply && d.supply.verbs, "%s", d.supply.why_not);
+	cr_assert_eq(d.supply.n_files, 3);
+	cr_assert(supplies("libibverbs.so.1") && supplies("libmlx5-rdmav34.so") &&
+		  supplies("libnl-3.so.200"));
+
+	/* an image libibverbs of ABI 25: the node's whole stack again */
+	orh_decision_free(&d);
+	memset(&d, 0, sizeof(d));
+	memset(&img, 0, sizeof(img));
+	img.read = true;
+	strcpy(img.verbs, "/usr/lib64/libibverbs.so.1");
+	img.abi = 25;
+	provider("mlx5", ORH_PROVIDER_ABI_MISMATCH);
+	decide_supply(ORH_ACT_REQUESTED);
+	cr_assert(d.supply.supply && d.supply.verbs, "%s", d.supply.why_not);
+	cr_assert(supplies("libibverbs.so.1"));
+}
+
+Test(image_check, supply_refused_where_the_image_glibc_is_older)
+{
+	const char *w;
+
+	cfg.image_supply = true;
+	cfg.image_check = ORH_IMAGE_CHECK_FAIL;
+	img.verbs[0] = '\0';
+	img.abi = 0;
+	provider("mlx5", ORH_PROVIDER_NO_VERBS);
+	node_stack(ORH_PROVIDER_FOUND, 23800, 22800);
+	decide_supply(ORH_ACT_REQUESTED);
+	cr_assert(d.supply.wanted);
+	cr_assert_not(d.supply.supply);
+	cr_assert_eq(d.supply.n_files, 0);
+	w = warning("is not given to this container (image_supply = yes)");
+	cr_assert_not_null(w);
+	cr_assert(strstr(w, "libibverbs.so.1 needs GLIBC_2.38, and the image's "
+			    "/usr/lib/x86_64-linux-gnu/libc.so.6 has GLIBC_2.28 at most"), "%s", w);
+	cr_assert_not_null(warning("NCCL in this container will not use mlx5_0, mlx5_3"));
+	cr_assert(d.image_verdict.refuses, "no usable device: refused under image_check = fail");
+
+	/* no glibc at all (a static or musl image) */
+	orh_decision_free(&d);
+	memset(&d, 0, sizeof(d));
+	node_stack(ORH_PROVIDER_FOUND, 23800, 0);
+	decide_supply(ORH_ACT_REQUESTED);
+	cr_assert_not(d.supply.supply);
+	cr_assert(strstr(d.supply.why_not, "the image has no glibc its loader finds"), "%s",
+		  d.supply.why_not);
+}
+
+Test(image_check, supply_none_where_the_node_has_no_provider_or_the_image_its_own)
+{
+	cfg.image_supply = true;
+	provider("mlx5", ORH_PROVIDER_NO_CONFIG);
+	node_stack(ORH_PROVIDER_NO_LIBRARY, 23400, 23600);
+	decide_supply(ORH_ACT_REQUESTED);
+	cr_assert_not(d.supply.supply);
+	cr_assert(strstr(d.supply.why_not, "the node has no provider for mlx5 either"), "%s",
+		  d.supply.why_not);
+
+	/* the image's own stack works: never overridden */
+	orh_decision_free(&d);
+	memset(&d, 0, sizeof(d));
+	img.n_providers = 0;
+	provider("mlx5", ORH_PROVIDER_FOUND);
+	node_stack(ORH_PROVIDER_FOUND, 23400, 23600);
+	decide_supply(ORH_ACT_REQUESTED);
+	cr_assert_not(d.supply.wanted);
+	cr_assert_not(d.supply.supply);
+
+	/* image_supply not set: the verdict of before */
+	orh_decision_free(&d);
+	memset(&d, 0, sizeof(d));
+	img.n_providers = 0;
+	provider("mlx5", ORH_PROVIDER_NO_CONFIG);
+	cfg.image_supply = false;
+	decide_supply(ORH_ACT_REQUESTED);
+	cr_assert_not(d.supply.wanted);
+	cr_assert_not_null(warning("NCCL in this container will not use mlx5_0"));
+}
