@@ -378,3 +378,13 @@ Test(config, image_check_and_nccl_min)
 	expect_error("[containers]\nnccl_min = 2.19.\n", "key 'nccl_min'");
 	expect_error("[node]\nimage_check = warn\n", "[node] key 'image_check': unknown key");
 }
+
+Test(config, image_supply)
+{
+	cr_assert_not(cfg.image_supply, "off by default: the operator opts in");
+	cr_assert_eq(orh_config_parse_string(&cfg, "t.conf", "[containers]\nimage_supply = yes\n",
+					     &err), 0, "%s", err.msg);
+	cr_assert(cfg.image_supply);
+	expect_error("[containers]\nimage_supply = always\n",
+		     "node.conf:2: [containers] key 'image_supply': 'always' is not yes or no");
+}
