@@ -325,6 +325,38 @@ if [ "$mode" = v2 ]; then
 		$W/b-supply/hook.log
 	check "image_supply = yes: no image warning" \
 		bash -c 'grep -q "device nodes:" "$1" && ! grep -q "will not use" "$1"' _ $W/b-supply/hook.log
+
+	# an image of glibc, busybox and ibv_devinfo alone, without libibverbs (which
+	# ibv_devinfo needs to start): given the node's libibverbs, its libnl and the rxe
+	# provider, with the container's loader cache rewritten
+	BARE='ibv_devinfo -d rxe0 2>&1 | grep -E "hca_id|state:|error" | tr -d "\t" | sed "s/ *(.*//"
+ls /run/oci-rdma-hook/lib 2>/dev/null | sed "s/^/lib /"; echo "memlock soft $(ulimit -Sl)"'
+	for v in off on; do
+		bundle $W/b-bare-$v "$BARE" "$OPT_IN"
+		umount $W/b-bare-$v/rootfs/usr || die "unmounting the bundle's /usr"
+		rm -rf --one-file-system $W/b-bare-$v/rootfs
+		mkdir -p $W/b-bare-$v/rootfs/{bin,etc,dev,proc,sys,tmp,run,lib64,usr/lib/x86_64-linux-gnu}
+		cp /bin/busybox /usr/bin/ibv_devinfo $W/b-bare-$v/rootfs/bin/
+		for a in sh ls grep tr sed; do ln -s busybox $W/b-bare-$v/rootfs/bin/$a; done
+		cp -L /lib64/ld-linux-x86-64.so.2 $W/b-bare-$v/rootfs/lib64/
+		cp -L /usr/lib/x86_64-linux-gnu/libc.so.6 $W/b-bare-$v/rootfs/usr/lib/x86_64-linux-gnu/
+	done
+	with_hook $W/b-bare-off
+	runc_run $W/b-bare-off
+	echo "$OUT"
+	check "glibc and ibv_devinfo alone, image_supply not set: ibv_devinfo cannot start (no libibverbs.so.1)" \
+		bash -c 'grep -q "^memlock soft" <<<"$1" && ! grep -q "state:PORT_ACTIVE" <<<"$1"' _ "$OUT"
+	with_hook $W/b-bare-on $SUPPLY
+	runc_run $W/b-bare-on
+	echo "$OUT"
+	sed 's/^/# hook: /' $W/b-bare-on/hook.log | tee -a "$TAP"
+	check "glibc and ibv_devinfo alone, image_supply = yes: starts (rc $RC: $(tail -c 300 <<<"$ERR"))" [ "$RC" = 0 ]
+	check "glibc and ibv_devinfo alone, image_supply = yes: ibv_devinfo -d rxe0 shows PORT_ACTIVE" \
+		bash -c 'grep -A1 -x "hca_id:rxe0" <<<"$1" | grep -qx "state:PORT_ACTIVE"' _ "$OUT"
+	check "glibc and ibv_devinfo alone, image_supply = yes: the node's libibverbs, libnl and rxe provider given" \
+		[ "$(grep "^lib " <<<"$OUT" | tr '\n' ' ')" = "lib libibverbs.so.1 lib libnl-3.so.200 lib libnl-route-3.so.200 lib librxe-rdmav34.so " ]
+	check "glibc and ibv_devinfo alone, image_supply = yes: the loader cache rewritten" \
+		grep -q "/etc/ld.so.cache rewritten with them first" $W/b-bare-on/hook.log
 fi
 
 section "the runtime shim over runc"
