@@ -89,9 +89,11 @@ static char *record_text(const struct orh_decision *d)
 {
 	struct orh_record_in in = { .stage = "nccl-conf", .d = d, .netns_if = "",
 				    .nodes_created = -1, .spec_devices = -1 };
-	json_t *rec = orh_record_build(&in);
+	char *line = orh_record_text(&in, NULL);
+	json_t *rec = json_loads(line, 0, NULL);
 	char *text;
 
+	free(line);
 	json_object_del(rec, "time_ms");
 	json_object_del(rec, "node_read");
 	text = json_dumps(rec, JSON_SORT_KEYS | JSON_INDENT(1));

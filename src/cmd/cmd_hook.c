@@ -345,7 +345,6 @@ static int finish(struct hook *h)
 {
 	char buf[1024];
 	struct orh_err err = { 0 };
-	json_t *rec;
 	int rc = check_context(h);
 
 	if (rc != ORH_EXIT_OK || !h->state_dir[0])
@@ -362,10 +361,8 @@ static int finish(struct hook *h)
 	h->rec.total_ms = orh_now_ms() - (h->ctx->t_main ? h->ctx->t_main : h->t0);
 	if (access(h->state_dir, F_OK) < 0)
 		orh_record_sweep(ORH_RUN_DIR, "/proc", h->st.id, ORH_RECORD_SWEEP_EVERY);
-	rec = orh_record_build(&h->rec);
-	if (orh_record_write(h->state_dir, rec, &err) < 0)
+	if (orh_record_write(h->state_dir, &h->rec, &err) < 0)
 		orh_log(LOG_WARNING, "container %s: %s: the record: %s", cid(h), h->stage, err.msg);
-	json_decref(rec);
 	return ORH_EXIT_OK;
 }
 
