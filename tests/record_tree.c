@@ -222,9 +222,9 @@ json_t *record_tree_build(const struct orh_record_in *in)
 		json_object_set_new(rec, "spec_devices", json_integer(in->spec_devices));
 	if (d->have_plan) {
 		json_object_set_new(rec, "plan", plan_json(d, in->netns_if));
-		json_object_set_new(rec, "node_read", json_string(in->node_from || in->bundle
-								  ? "by the runtime shim"
-								  : "by this stage"));
+		json_object_set_new(rec, "node_read", json_string(in->node_read ? in->node_read
+						: in->node_from || in->bundle ? "by the runtime shim"
+									      : "by this stage"));
 	}
 	if (in->node_from)
 		json_object_set_new(rec, "node_from", json_string(in->node_from));

@@ -43,8 +43,11 @@ struct orh_record_in {
 	long pid;
 	unsigned long long start_time;  /* /proc/<pid>/stat field 22; 0: unknown */
 	const struct orh_decision *d;   /* the decision (act, why, facts, plan, warnings) */
-	const char *node_from;          /* the runtime shim's reading of the node that the
+	const char *node_from;          /* the reading of the node handed over that the
 					 * decision took (orh/handoff.h), or NULL: read here */
+	const char *node_read;          /* who read it: "by the NRI plugin"; NULL: "by the
+					 * runtime shim" where node_from or bundle is set, else
+					 * "by this stage" */
 	const json_t *shim_ms;          /* the shim's time as it handed it over, or NULL */
 	/* the runtime shim serving a container alone (no stage, so no pid): the bundle, the
 	 * stat of the config.json it wrote, and the runtime's state directory of the

@@ -550,9 +550,9 @@ char *orh_record_text(const struct orh_record_in *in, size_t *len)
 	}
 	if (d->have_plan) {
 		put_plan(&o, d, in->netns_if);
-		KEY(&o, "node_read");
-		orh_json_put_str(&o, in->node_from || in->bundle ? "by the runtime shim"
-								  : "by this stage");
+		SET_STR(&o, "node_read", in->node_read ? in->node_read
+					 : in->node_from || in->bundle ? "by the runtime shim"
+								       : "by this stage");
 	}
 	SET_STR(&o, "node_from", in->node_from);
 	if (in->bundle && in->bundle_config)

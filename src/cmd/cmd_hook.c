@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
@@ -640,16 +641,18 @@ static int apply(struct hook *h)
 	return rc;
 }
 
-/* The spec-edit paths: the node as the runtime shim read it, when it handed it over
- * (orh/handoff.h); one it cannot take is a warning in the record, and the node is read. */
+/* The spec-edit paths: the node as the runtime shim or the NRI plugin read it, when it
+ * handed it over (orh/handoff.h; the plugin's bound to the token in this stage's
+ * environment); one it cannot take is a warning in the record, and the node is read. */
 static void take_handoff(struct hook *h)
 {
 	char why[ORH_ERR_MAX];
 
 	snprintf(h->snap_path, sizeof(h->snap_path), "%s/%s", h->state_dir, ORH_HANDOFF_FILE);
-	h->snap = orh_handoff_take(h->state_dir, h->st.bundle, h->ctx->sysroot, why, sizeof(why));
+	h->snap = orh_handoff_take(h->state_dir, h->st.bundle, getenv(ORH_HANDOFF_ENV),
+				   h->ctx->sysroot, why, sizeof(why));
 	if (!h->snap && why[0])
-		orh_strv_pushf(&h->rwarn, "the runtime shim's reading of the node is not used "
+		orh_strv_pushf(&h->rwarn, "the reading of the node handed over is not used "
 			       "(%s); the node was read again", why);
 }
 
@@ -697,6 +700,7 @@ static int decide(struct hook *h, struct orh_err *err)
 	record_step(h, "node and plan", t0 + h->container_ms);
 	h->act = h->d.act;
 	h->rec.node_from = h->d.node.from_snapshot ? h->snap_path : NULL;
+	h->rec.node_read = h->d.node.from_snapshot ? orh_handoff_reader(h->snap) : NULL;
 	h->rec.shim_ms = h->d.node.from_snapshot ? json_object_get(h->snap, "shim_ms") : NULL;
 	return r;
 }
