@@ -3,11 +3,14 @@
  * markers as numbers; orh_json_object_of. */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "orh/json.h"
 #include "orh/spec.h"
+#include "orh/util.h"
 
 /* json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) and orh_json_dump(v) of the text doc. */
 static void same_as_jansson(const char *doc)
@@ -91,4 +94,82 @@ Test(jsondump, object_of)
 	/* a NULL value (json_string of bad UTF-8, out of memory): no object, no leak (the
 	 * sanitizer build checks the last) */
 	cr_assert_null(orh_json_object_of(3, keys, bad));
+}
+
+/* orh_json_put_real writes what json_dumps writes of json_real(v): doubles of every
+ * exponent the fast path takes and around it, with the ties of the 18th digit that glibc
+ * rounds to even; NaN and the infinities refused, as json_real refuses them. */
+Test(jsondump, reals_as_jansson_writes_them)
+{
+	static const double fixed[] = { 0.0, -0.0, 1.0, 0.5, 1e-5, 9.9999999999999991e-6, 1e-4,
+					0.001, 0.1, 2.578940000385046, 218.6424189992249,
+					12345678901.0078125, 12345678901.0234375, 999999999999.99988,
+					1e12, 1e17, 1e300, 5e-324, 123.0, -47.25, 1e16 };
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+	struct orh_buf o = { NULL, 0, 0 };
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) + 20000; i++) {
+		double v;
+		json_t *j;
+		char *want;
+
+		if (i < sizeof(fixed) / sizeof(fixed[0])) {
+			v = fixed[i];
+		} else { /* random mantissas, exponents from 2^-24 to 2^44, both signs */
+			uint64_t bits;
+
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			bits = (seed >> 12) | ((uint64_t)(1023 - 24 + (seed >> 58) % 69) << 52) |
+			       (seed & 1) << 63;
+			if (i % 4 == 0) /* few bits: exact ties of the 18th digit */
+				bits &= ~((1ULL << (20 + (seed >> 40) % 30)) - 1);
+			memcpy(&v, &bits, sizeof(v));
+		}
+		j = json_real(v);
+		want = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+		o.n = 0;
+		cr_assert(orh_json_put_real(&o, v));
+		cr_assert_str_eq(o.p, want, "%.17g", v);
+		free(want);
+		json_decref(j);
+	}
+	o.n = 0;
+	cr_assert_not(orh_json_put_real(&o, NAN));
+	cr_assert_not(orh_json_put_real(&o, INFINITY));
+	cr_assert_eq(o.n, 0);
+	free(o.p);
+}
+
+/* orh_json_put_str refuses what json_string refuses (truncated and overlong sequences,
+ * surrogates, past U+10FFFF, stray continuation bytes), writing nothing, and writes the
+ * rest as json_dumps does. */
+Test(jsondump, strings_as_json_string_takes_them)
+{
+	static const char *const strs[] = {
+		"", "plain", "q\"b\\s/\x7f", "\x01\x1f\t\n", "\xc3\xa9", "\xe4\xb8\xad",
+		"\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "a\xc3", "\xc3(", "\xc0\xaf", "\xc1\xbf",
+		"\xe0\x80\xaf", "\xed\xa0\x80", "\xed\x9f\xbf", "\xf0\x8f\xbf\xbf",
+		"\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\x80", "\xbf x", "\xff", "ok\xe4\xb8",
+		"x\xe4\xb8\xadx\xf0\x9f\x98", "eth0\xfe", "\xef\xbf\xbf\xee\x80\x80",
+	};
+	struct orh_buf o = { NULL, 0, 0 };
+
+	orh_buf_add(&o, "[", 1);
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+		json_t *j = json_string(strs[i]);
+		char *want = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+		size_t before = o.n;
+
+		cr_assert_eq(orh_json_put_str(&o, strs[i]), j != NULL, "string %zu", i);
+		if (j)
+			cr_assert_str_eq(o.p + before, want, "string %zu", i);
+		else
+			cr_assert_eq(o.n, before, "string %zu: something written", i);
+		o.n = before;
+		o.p[o.n] = '\0';
+		free(want);
+		json_decref(j);
+	}
+	cr_assert_not(orh_json_put_str(&o, NULL));
+	free(o.p);
 }

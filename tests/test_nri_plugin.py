@@ -12,12 +12,16 @@ answered), the node config read for each container, an unknown method, frames sp
 frames of an unknown connection, reconnection after the runtime closes, a plugin started
 by the runtime (NRI_PLUGIN_SOCKET on a socketpair), pod text escaped in the log, and
 SIGTERM. The sysfs view is made under /run/oci-rdma-hook (root; otherwise that check is
-skipped), where the sweep removes it. TAP output.
+skipped), where the sweep removes it; so is the node the plugin hands to a container's
+nccl-conf stage (node.json, bound to the token in that stage's hook entry), in the
+state directory of each container id of this run, which the script removes. TAP output.
 
   test_nri_plugin.py HOOK SRCDIR
 """
+import json
 import os
 import resource
+import shutil
 import signal
 import socket
 import struct
@@ -27,6 +31,9 @@ import tempfile
 import time
 
 HOOK, SRC = sys.argv[1], sys.argv[2]
+# the container ids of this run (their state directories are made on the host's run dir)
+RUN = 'orh-nri-test-%d-' % os.getpid()
+RUN_DIR = '/run/oci-rdma-hook'
 PLUGIN = 'nri.pkg.api.v1alpha1.Plugin'
 RUNTIME = 'nri.pkg.api.v1alpha1.Runtime'
 n_test = 0
@@ -218,6 +225,7 @@ def register_and_configure(rt, req, timeout_ms=2000):
 # A CreateContainerRequest: pod annotations and a container
 def create_req(cid, pod_ann=(), ctr_ann=(), env=('PATH=/bin',), uid=0, devices=(), netns=None,
                pod_name='trainer', mounts=()):
+    cid = RUN + cid
     pod = f_bytes(1, 'pod-' + cid) + f_bytes(2, pod_name) + f_bytes(3, 'uid-1') + \
         f_bytes(4, 'default') + b''.join(f_bytes(6, kv(k, v)) for k, v in pod_ann)
     lin = b''.join(f_bytes(1, kv('ipc', '')) for _ in [0])
@@ -255,8 +263,20 @@ def adjustment(payload):
         mounts=[one(m, 1, b'').decode() for m in many(adj, 3)],
         create_runtime=[[a.decode() for a in many(h, 2)] for h in many(hooks, 2)],
         create_runtime_paths=[one(h, 1, b'').decode() for h in many(hooks, 2)],
+        create_runtime_env=[[e.decode() for e in many(h, 3)] for h in many(hooks, 2)],
         poststop=[[a.decode() for a in many(h, 2)] for h in many(hooks, 6)],
     )
+
+
+def remove_state_dirs():
+    """The state directories of this run's containers (their node.json)."""
+    try:
+        names = os.listdir(RUN_DIR)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(RUN):
+            shutil.rmtree(os.path.join(RUN_DIR, name), ignore_errors=True)
 
 
 def main():
@@ -332,6 +352,22 @@ def main():
               (a['create_runtime'], a['create_runtime_paths']))
         check('and the poststop hook',
               len(a['poststop']) == 1 and a['poststop'][0][-1] == 'poststop', a['poststop'])
+        env = a['create_runtime_env'][0] if a['create_runtime_env'] else []
+        check('the nccl-conf hook carries a token in its environment',
+              len(env) == 1 and env[0].startswith('OCI_RDMA_HOOK_HANDOFF=') and
+              len(env[0].split('=', 1)[1]) == 32, env)
+        if os.geteuid() == 0:
+            try:
+                with open(os.path.join(RUN_DIR, RUN + 'c1', 'node.json')) as f:
+                    snap = json.load(f)
+            except (OSError, ValueError) as e:
+                snap = {'error': repr(e)}
+            check("and the node it read is in the container's state directory, bound to that "
+                  'token', env and snap.get('token') == env[0].split('=', 1)[1] and
+                  snap.get('sysroot') == node, {k: snap.get(k) for k in ('token', 'sysroot',
+                                                                          'error')})
+        else:
+            n_test_skip('the node handed over is written under /run/oci-rdma-hook: root only')
         check('the pod\'s request goes into the container\'s annotations (the stages read them)',
               a['annotations'] == [('oci-rdma-hook/enable', 'true')], a['annotations'])
         check('no NCCL_ setting in the environment (they go to /etc/nccl.conf)',
@@ -534,11 +570,13 @@ def main():
     check('the pod\'s text is escaped in the log (no control character reaches it)',
           'evil\\x1b[2J\\x0aname' in log and '\x1b' not in log, log[-2000:])
     check('it logged one line for each container served',
-          all(('container %s ' % c) in log for c in ('c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7',
-                                                     'c8', 'c9', 'c10', 'c11', 'c12')),
+          all(('container %s%s ' % (RUN, c)) in log for c in ('c1', 'c2', 'c3', 'c4', 'c5', 'c6',
+                                                              'c7', 'c8', 'c9', 'c10', 'c11',
+                                                              'c12')),
           log)
     print('# %.1f s' % (time.monotonic() - t0))
     subprocess.run(['rm', '-rf', tmp])
+    remove_state_dirs()
     print('1..%d' % n_test)
     return 1 if failed else 0
 
@@ -548,5 +586,6 @@ if __name__ == '__main__':
         sys.exit(main())
     except Exception as e:  # the plugin did not connect, or broke the protocol
         check('the exchange with the plugin went on to its end', False, repr(e))
+        remove_state_dirs()
         print('1..%d' % n_test)
         sys.exit(1)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The record (src/apply/record.c): the JSON built from a decision and a stage's results,
+ * The record (src/apply/record.c, record_text.c): the JSON text written from a decision and
+ * a stage's results, the same as json_dumps() of the jansson tree it was built as before
+ * (record_tree.c),
  * the checks of the container's own context on values, the parsing of /proc/<pid>/limits
  * and stat, the names of state directories, and the sweep of a run dir (a temporary
  * directory; no root needed).
@@ -8,16 +10,19 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "orh/record.h"
 #include "orh/statedir.h"
 #include "orh/sysview.h"
+#include "record_tree.h"
 
 static struct orh_port ports[2];
 static struct orh_device devs[2];
@@ -78,10 +83,13 @@ Test(record, build_holds_what_was_done)
 		.sysfs_view = "0123456789abcdef",
 	};
 	json_t *rec, *p0;
+	char *text;
 
 	orh_strv_pushf(&warn, "from the stage");
 	orh_strv_pushf(&kept, "NCCL_DEBUG=INFO");
-	rec = orh_record_build(&in);
+	text = orh_record_text(&in, NULL);
+	rec = json_loads(text, 0, NULL);
+	free(text);
 	cr_assert_str_eq(json_string_value(json_object_get(rec, "stage")), "createRuntime");
 	cr_assert_eq(json_integer_value(json_object_get(rec, "pid")), 42);
 	cr_assert_eq(json_integer_value(json_object_get(rec, "start_time")), 777);
@@ -313,20 +321,21 @@ Test(record, write_is_atomic_and_readable)
 {
 	char run[] = "/tmp/orh-rec-w-XXXXXX", dir[256], path[300];
 	struct orh_err err = { 0 };
-	json_t *rec = json_pack("{s:s}", "id", "c1"), *back;
+	struct orh_record_in rec = { .id = "c1", .stage = "createRuntime", .d = &d,
+				     .nodes_created = -1, .spec_devices = -1 };
+	json_t *back;
 	struct stat st;
 
 	cr_assert_not_null(mkdtemp(run));
 	snprintf(dir, sizeof(dir), "%s/c1", run);
-	cr_assert_eq(orh_record_write(dir, rec, &err), 0, "%s", err.msg);
-	cr_assert_eq(orh_record_write(dir, rec, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_record_write(dir, &rec, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_record_write(dir, &rec, &err), 0, "%s", err.msg);
 	snprintf(path, sizeof(path), "%s/record.json", dir);
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 0644);
 	back = json_load_file(path, 0, NULL);
 	cr_assert_str_eq(json_string_value(json_object_get(back, "id")), "c1");
 	json_decref(back);
-	json_decref(rec);
 	snprintf(path, sizeof(path), "rm -rf '%s'", run);
 	cr_assert_eq(system(path), 0);
 }
@@ -496,15 +505,16 @@ Test(record, views_are_swept_with_the_last_link)
 	struct timeval old[2] = { { 1000, 0 }, { 1000, 0 } };
 	struct orh_err err = { 0 };
 	struct orh_ns_ids here;
-	json_t *rec;
 
 	cr_assert_not_null(mkdtemp(run));
 	orh_ns_ids_read("/proc", &here);
 	for (int i = 0; i < 2; i++) {
-		rec = json_pack("{s:i, s:i, s:I, s:I, s:s+}", "version", ORH_RECORD_VERSION,
-				"pid", getpid(), "start_time", (json_int_t)(me + (unsigned)i),
-				"pid_ns", (json_int_t)here.pid, "sysfs_view",
-				ORH_SYSVIEW_DIR "/", i ? dead : live);
+		struct orh_record_in rec = { .id = i ? "gone" : "alive", .stage = "createRuntime",
+					     .d = &d, .pid = getpid(), .start_time = me + (unsigned)i,
+					     .ns = { .pid = here.pid }, .nodes_created = -1,
+					     .spec_devices = -1 };
+
+		memcpy(rec.sysfs_view, i ? dead : live, sizeof(rec.sysfs_view));
 		/* a view, last used long ago */
 		snprintf(p, sizeof(p), "mkdir -p %s/" ORH_SYSVIEW_SUBDIR "/%s/infiniband", run,
 			 i ? dead : live);
@@ -512,8 +522,7 @@ Test(record, views_are_swept_with_the_last_link)
 		snprintf(p, sizeof(p), "%s/" ORH_SYSVIEW_SUBDIR "/%s", run, i ? dead : live);
 		cr_assert_eq(utimes(p, old), 0);
 		snprintf(p, sizeof(p), "%s/%s", run, i ? "gone" : "alive");
-		cr_assert_eq(orh_record_write(p, rec, &err), 0, "%s", err.msg);
-		json_decref(rec);
+		cr_assert_eq(orh_record_write(p, &rec, &err), 0, "%s", err.msg);
 	}
 	snprintf(p, sizeof(p), "%s/" ORH_SYSVIEW_SUBDIR "/" ORH_SYSVIEW_LINKS "/alive", run);
 	memset(target, 0, sizeof(target));
@@ -545,4 +554,160 @@ Test(record, the_spec_names_its_view)
 	orh_record_spec(&in, spec);
 	cr_assert_str_eq(in.sysfs_view, "");
 	json_decref(spec);
+}
+
+/* The text orh_record_text() writes is json_dumps() of the tree the record was built as
+ * (record_tree.c), byte for byte: with strings that need escapes, and with strings that
+ * are not UTF-8 wherever a container, its image or the node can put one (an interface
+ * name, a line of the image's /etc/nccl.conf, a path), left out as the tree left them
+ * out; with reals that are not finite, steps named twice, the shim's time handed over. */
+static void same_as_tree(const struct orh_record_in *in, int c)
+{
+	for (int tries = 0; tries < 3; tries++) {
+		time_t t0 = time(NULL); /* a bundle's "since" is the time of writing */
+		json_t *tree = record_tree_build(in);
+		char *want = tree ? json_dumps(tree, JSON_COMPACT) : NULL;
+		size_t len = 0;
+		char *got = orh_record_text(in, &len);
+
+		json_decref(tree);
+		if (time(NULL) != t0) {
+			free(want);
+			free(got);
+			continue;
+		}
+		cr_assert_eq(got == NULL, want == NULL, "case %d: %s", c, got ? got : want);
+		if (got) {
+			cr_assert_str_eq(got, want, "case %d", c);
+			cr_assert_eq(len, strlen(want));
+		}
+		free(want);
+		free(got);
+		return;
+	}
+	cr_assert_fail("case %d: the clock moved in every try", c);
+}
+
+Test(record, text_is_the_trees_text)
+{
+	static const char *const bad[] = { "eth\xff", "\xc0\xaf", "a\xed\xa0\x80", "x\xe4\xb8" };
+	static const char *const nasty = "q\"b\\s\n\t\x01\x1f\x7f \xc3\xa9 \xf0\x9f\x98\x80 /";
+	struct orh_strv warn = { 0 }, kept = { 0 };
+	struct orh_devnode nodes[3] = { { .path = "/dev/infiniband/uverbs0" },
+					{ .path = "/dev/infiniband/rdma\xff" },
+					{ .path = "/dev/infiniband/q\"" } };
+	char ifname[16] = "";
+	struct orh_env_entry env[1] = { { .name = "NCCL_SOCKET_IFNAME", .value = ifname } };
+	struct stat st = { .st_dev = 2049, .st_ino = 1234567 };
+	json_t *shim = json_pack("{s:{s:f}, s:f, s:s}", "steps", "node", 0.25, "until the record",
+				 1.0 / 3, "n", nasty);
+	struct orh_image_provider prov[2] = {
+		{ .name = "mlx5", .state = ORH_PROVIDER_ABI_MISMATCH, .config = "/etc/x\x01",
+		  .library = "/usr/lib/libmlx5-rdmav34.so\xff", .other = "/o\n", .other_abi = 25 },
+		{ .name = "rxe", .state = ORH_PROVIDER_FOUND },
+	};
+
+	orh_strv_pushf(&warn, "%s", nasty);
+	orh_strv_pushf(&warn, "%s", bad[0]);
+	orh_strv_pushf(&warn, "last");
+	orh_strv_pushf(&kept, "NCCL_DEBUG=INFO # \"x\"\t\\");
+	orh_strv_pushf(&kept, "%s", bad[1]);
+	orh_strv_pushf(&kept, "NCCL_IB_HCA=mlx5_0");
+	orh_strv_pushf(&d.warnings, "%s", bad[2]);
+	orh_strv_pushf(&d.warnings, "%s", nasty);
+	orh_strv_pushf(&d.image_verdict.warnings, "image: %s %s", nasty, bad[3]);
+	orh_strv_pushf(&d.image.notes, "note %s", bad[0]);
+	d.plan.nodes = nodes;
+	d.plan.n_nodes = 3;
+	d.plan.env = env;
+	d.plan.n_env = 1;
+	d.facts.devs[0] = (struct orh_devnum){ .major = 231, .minor = 192 };
+	d.facts.devs[1] = (struct orh_devnum){ .major = 4294967295u, .minor = 0 };
+	d.facts.n_devs = 2;
+	d.memlock.limit = 1ULL << 63; /* past INT64_MAX: written as the tree's integer */
+	d.image_verdict.checked = true;
+	d.image_verdict.devs[0] = (struct orh_image_dev){ &devs[0], "mlx5", &prov[0] };
+	d.image_verdict.devs[1] = (struct orh_image_dev){ &devs[1], NULL, NULL };
+	d.image_verdict.devs[2] = (struct orh_image_dev){ &devs[1], "rxe", &prov[1] };
+	d.image_verdict.n_devs = 3;
+	snprintf(d.image.verbs, sizeof(d.image.verbs), "/usr/lib/libibverbs.so.1\xfe");
+	d.image.abi = 34;
+	d.image.nccl[0] = (struct orh_image_nccl){ .version = "2.28.3", .path = "/p\x02\xff",
+						   .package = "nvidia_nccl_cu12", .from =
+						   ORH_NCCL_PIP, .pytorch = true };
+	d.image.nccl[1] = (struct orh_image_nccl){ .version = "2.\xff", .path = "/lib" };
+	d.image.nccl[2] = (struct orh_image_nccl){ .path = "/lib2" };
+	d.image.n_nccl = 3;
+	d.image.opens = 16;
+	d.image.ms = 0.0123;
+	/* image_supply: files from the node, one name that is not UTF-8 */
+	{
+		static struct orh_supply_file files[3] = {
+			{ .host = "/usr/lib/libibverbs.so.1", .name = "libibverbs.so.1" },
+			{ .host = "/usr/lib/q\"\x01", .name = "libnl-3.so.200" },
+			{ .host = "/usr/lib/x", .name = "lib\xffrxe-rdmav34.so" },
+		};
+
+		d.supply.wanted = true;
+		d.supply.supply = true;
+		d.supply.verbs = true;
+		for (size_t i = 0; i < 3; i++)
+			d.supply.files[d.supply.n_files++] = &files[i];
+		d.supply.providers[d.supply.n_providers++] = "rxe";
+		d.supply.providers[d.supply.n_providers++] = "mlx\xff";
+	}
+	for (int c = 0; c < 12; c++) {
+		struct orh_record_in in = {
+			.id = "c\"1\\", .stage = "createRuntime", .pid = 42, .start_time = 777,
+			.d = &d, .netns_if = c % 2 ? bad[0] : nasty, .nodes_created = 17,
+			.nodes_kept = 0, .nodes_bound = 1, .cgroup = c % 3 ? "failed: \x1b[31m"
+								      : bad[1],
+			.memlock_known = true, .memlock_soft_before = 65536,
+			.memlock_hard_before = UINT64_MAX, .memlock_soft_after = UINT64_MAX,
+			.memlock_hard_after = UINT64_MAX, .memlock = c % 2 ? "raised" : bad[2],
+			.spec_devices = c % 4 ? 3 : -1, .spec_memlock_set = c % 2,
+			.spec_memlock = 1ULL << 40, .conf = c % 5 ? "written" : bad[3],
+			.conf_added = 5, .conf_bound_from = c % 2 ? bad[0] : "/run/x", .conf_kept =
+			&kept, .warnings = &warn, .n_steps = 5, .step_names = { "config", "nodes",
+			c == 3 ? bad[1] : "config", "x", "nodes" }, .step_ms = { 0.5, 1e-7, 2.25,
+			c == 4 ? NAN : 123456.789, 3 }, .total_ms = c == 5 ? INFINITY : 9.75,
+			.ns = { .pid = 4026531836ULL, .mnt = c % 2 ? 0 : 18446744073709551615ULL },
+			.edited_by = c % 3 ? "spec edit" : bad[0], .node_from = c % 2 ? "/run/n" :
+			bad[3], .bundle = c % 4 == 1 ? bad[2] : nasty, .bundle_config = &st,
+			.runtime_state = c % 2 ? bad[3] : "/run/runc/c1", .nodes_error = c == 6 ?
+			nasty : c == 7 ? bad[0] : NULL, .sysfs_view = "0123456789abcdef",
+			.shim_ms = c % 2 ? shim : NULL,
+		};
+
+		/* the places whose bad string takes an object or the whole record with it */
+		snprintf(devs[0].name, sizeof(devs[0].name), c == 8 ? "mlx5\xff" : "mlx5_0");
+		snprintf(ports[1].state_text, sizeof(ports[1].state_text), c == 9 ? "\xc3" : "DOWN");
+		snprintf(d.why, sizeof(d.why), "%s", c == 10 ? bad[0] : nasty);
+		snprintf(ifname, sizeof(ifname), "%s", c == 11 ? bad[1] : "=eth0");
+		d.image_verdict.devs[2].provider = c == 9 ? bad[2] : "rxe";
+		/* and the supply refused, with its reason */
+		d.supply.supply = c % 2;
+		snprintf(d.supply.why_not, sizeof(d.supply.why_not), "%s", c % 2 ? "" :
+			 c % 4 ? nasty : bad[1]);
+		same_as_tree(&in, c);
+		if (c == 1) {
+			size_t len = 0;
+			char *got = orh_record_text(&in, &len);
+
+			cr_assert(got && strstr(got, "\"supply\":{\"given\":true,\"libibverbs\":true,"
+						"\"files\":[{\"name\":\"libibverbs.so.1\",\"from\":"
+						"\"/usr/lib/libibverbs.so.1\"}"), "%s", got);
+			free(got);
+		}
+		in.id = bad[c % 4];
+		same_as_tree(&in, c + 100);
+	}
+	d.plan.nodes = NULL;
+	d.plan.env = NULL;
+	memset(&d.supply, 0, sizeof(d.supply));
+	orh_strv_free(&d.image_verdict.warnings);
+	orh_strv_free(&d.image.notes);
+	orh_strv_free(&warn);
+	orh_strv_free(&kept);
+	json_decref(shim);
 }

@@ -89,9 +89,11 @@ static char *record_text(const struct orh_decision *d)
 {
 	struct orh_record_in in = { .stage = "nccl-conf", .d = d, .netns_if = "",
 				    .nodes_created = -1, .spec_devices = -1 };
-	json_t *rec = orh_record_build(&in);
+	char *line = orh_record_text(&in, NULL);
+	json_t *rec = json_loads(line, 0, NULL);
 	char *text;
 
+	free(line);
 	json_object_del(rec, "time_ms");
 	json_object_del(rec, "node_read");
 	text = json_dumps(rec, JSON_SORT_KEYS | JSON_INDENT(1));
@@ -319,12 +321,17 @@ static void handoff_cleanup(void)
 
 TestSuite(handoff, .init = handoff_dirs, .fini = handoff_cleanup);
 
-static json_t *take(const char *sysroot, char *why, size_t size)
+static json_t *take_as(const char *token, const char *sysroot, char *why, size_t size)
 {
 	char state[128];
 
 	snprintf(state, sizeof(state), "%s/c1", run_dir);
-	return orh_handoff_take(state, bundle, sysroot, why, size);
+	return orh_handoff_take(state, bundle, token, sysroot, why, size);
+}
+
+static json_t *take(const char *sysroot, char *why, size_t size)
+{
+	return take_as(NULL, sysroot, why, size);
 }
 
 Test(handoff, it_is_taken_only_where_bound_and_only_ours)
@@ -336,8 +343,9 @@ Test(handoff, it_is_taken_only_where_bound_and_only_ours)
 
 	cr_assert_null(take("/", why, sizeof(why)));
 	cr_assert_str_empty(why, "none written, yet: %s", why);
-	cr_assert_eq(orh_handoff_write(run_dir, "c1", bundle, "/", json_pack("{s:i}", "version", 1),
-				       &created, &err), 0, "%s", err.msg);
+	cr_assert_eq(orh_handoff_write(run_dir, "c1", bundle, NULL, "/",
+				       json_pack("{s:i}", "version", 1), &created, &err), 0, "%s",
+		     err.msg);
 	cr_assert(created);
 	got = take("/", why, sizeof(why));
 	cr_assert_not_null(got, "%s", why);
@@ -359,4 +367,41 @@ Test(handoff, it_is_taken_only_where_bound_and_only_ours)
 	orh_handoff_drop(run_dir, "c1");
 	cr_assert_neq(access(path, F_OK), 0);
 	cr_assert(orh_state_entry_ours(ORH_HANDOFF_FILE));
+}
+
+/* The NRI plugin's: bound to the token of the stage's hook entry (the runtime writes
+ * config.json later), taken by the stage that holds that token and no other; a token of
+ * another creation, or none, is not, nor is another sysroot. */
+Test(handoff, the_nri_plugins_is_bound_to_its_token)
+{
+	struct orh_err err = { 0 };
+	char why[256], token[ORH_HANDOFF_TOKEN_LEN + 1], other[ORH_HANDOFF_TOKEN_LEN + 1];
+	bool created = false;
+	json_t *got;
+
+	orh_handoff_token(token);
+	orh_handoff_token(other);
+	cr_assert_eq(strlen(token), ORH_HANDOFF_TOKEN_LEN);
+	cr_assert_str_neq(token, other);
+	cr_assert_eq(orh_handoff_write(run_dir, "c1", NULL, token, "/",
+				       json_pack("{s:i}", "version", 1), &created, &err), 0, "%s",
+		     err.msg);
+	got = take_as(token, "/", why, sizeof(why));
+	cr_assert_not_null(got, "%s", why);
+	cr_assert_str_eq(orh_handoff_reader(got), "by the NRI plugin");
+	json_decref(got);
+	cr_assert_null(take_as(other, "/", why, sizeof(why)));
+	cr_assert(strstr(why, "another creation"), "%s", why);
+	cr_assert_null(take_as(NULL, "/", why, sizeof(why)));
+	cr_assert(strstr(why, ORH_HANDOFF_ENV), "%s", why);
+	cr_assert_null(take_as(token, "/other", why, sizeof(why)));
+	cr_assert(strstr(why, "sysroot"), "%s", why);
+	/* the shim's, bound to config.json, whatever the stage's environment holds */
+	cr_assert_eq(orh_handoff_write(run_dir, "c1", bundle, NULL, "/",
+				       json_pack("{s:i}", "version", 1), &created, &err), 0, "%s",
+		     err.msg);
+	got = take_as(token, "/", why, sizeof(why));
+	cr_assert_not_null(got, "%s", why);
+	cr_assert_str_eq(orh_handoff_reader(got), "by the runtime shim");
+	json_decref(got);
 }

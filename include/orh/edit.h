@@ -14,6 +14,7 @@
 #include "orh/activation.h"
 #include "orh/decide.h"
 #include "orh/config.h"
+#include "orh/handoff.h"
 #include "orh/oci.h"
 #include "orh/spec.h"
 #include "orh/util.h"
@@ -30,6 +31,8 @@ struct orh_edit_result {
 	/* the node as the decision read it (orh/snapshot.h), when asked for and the edit
 	 * registered the nccl-conf stage: for that stage (orh/handoff.h); else NULL */
 	json_t *snapshot;
+	/* ORH_SERVE_TOKEN: the token the stage's hook entry carries, to bind snapshot to */
+	char token[ORH_HANDOFF_TOKEN_LEN + 1];
 	/* ORH_SERVE_CONF: the caller writes /etc/nccl.conf itself (orh/shimconf.h), and the
 	 * edit registered no nccl-conf stage; d is the decision, the caller's to read */
 	bool own_conf;
@@ -45,7 +48,8 @@ struct orh_edit_result {
  * container that did not ask; one that asked gets -ENODEV with the reason). On an error
  * the spec may be partly edited: the caller must then use the original document. */
 struct orh_ctx;
-/* What the caller does itself: the runtime shim, which knows the container id. */
+/* What the caller does itself: the runtime shim and the NRI plugin, which know the
+ * container id. */
 enum orh_serve_flags {
 	ORH_SERVE_SNAPSHOT = 1 << 0,    /* hand the node to the nccl-conf stage (res->snapshot) */
 	ORH_SERVE_NO_POSTSTOP = 1 << 1, /* remove the state directory at `delete`: register no
@@ -53,6 +57,10 @@ enum orh_serve_flags {
 	ORH_SERVE_CONF = 1 << 2,        /* write /etc/nccl.conf, where the container's network
 					 * is known now (orh_shimconf_network_known) and no hook
 					 * of ours in the spec does: res->own_conf */
+	ORH_SERVE_TOKEN = 1 << 3,       /* the nccl-conf stage's hook entry carries a new token
+					 * in its environment (ORH_HANDOFF_ENV, res->token), for
+					 * a caller that binds the snapshot to it (the NRI
+					 * plugin: the runtime writes config.json after it) */
 };
 int orh_spec_serve(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 		   struct orh_edit_result *res, struct orh_err *err);

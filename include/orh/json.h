@@ -33,6 +33,17 @@ int orh_json_u64_count(const json_t *j, size_t *n_markers);
  * objects' own key order), each marker written as the number it holds; malloc'd and
  * NUL-terminated, its length in *len. NULL when v holds what JSON cannot (jsondump.c). */
 char *orh_json_dump(const json_t *v, size_t *len);
+/* The writers of JSON text into a buffer (util.h's struct orh_buf), as jansson's
+ * json_dumps(JSON_COMPACT) writes each value (jsondump.c), for text written from values
+ * without a tree (the record). The string of s (NUL-terminated): false and nothing
+ * written where s is NULL or not valid UTF-8, which json_string() refuses. */
+struct orh_buf;
+bool orh_json_put_str(struct orh_buf *o, const char *s);
+void orh_json_put_int(struct orh_buf *o, json_int_t v);
+/* false and nothing written for NaN and the infinities, which json_real() refuses */
+bool orh_json_put_real(struct orh_buf *o, double v);
+/* The compact text of a tree, as orh_json_dump(); -1 where v holds what JSON cannot. */
+int orh_json_put_value(struct orh_buf *o, const json_t *v);
 /* An object of the n pairs keys[i] (literal, valid UTF-8): vals[i], every value's reference
  * taken; NULL (nothing left behind) when a value is NULL or out of memory. */
 json_t *orh_json_object_of(size_t n, const char *const *keys, json_t **vals);

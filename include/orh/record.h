@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The record of what was done for one container (src/apply/record.c): a JSON object that
- * the stage serving it writes to <run dir>/<id>/record.json and `inspect` reads. Building
- * it is pure (values in, JSON out); writing it and sweeping the run dir are not.
+ * the stage serving it writes to <run dir>/<id>/record.json and `inspect` reads. Its text
+ * is written from values (src/apply/record_text.c, pure); writing the file and sweeping
+ * the run dir are not pure.
  */
 #ifndef ORH_RECORD_H
 #define ORH_RECORD_H
@@ -42,8 +43,11 @@ struct orh_record_in {
 	long pid;
 	unsigned long long start_time;  /* /proc/<pid>/stat field 22; 0: unknown */
 	const struct orh_decision *d;   /* the decision (act, why, facts, plan, warnings) */
-	const char *node_from;          /* the runtime shim's reading of the node that the
+	const char *node_from;          /* the reading of the node handed over that the
 					 * decision took (orh/handoff.h), or NULL: read here */
+	const char *node_read;          /* who read it: "by the NRI plugin"; NULL: "by the
+					 * runtime shim" where node_from or bundle is set, else
+					 * "by this stage" */
 	const json_t *shim_ms;          /* the shim's time as it handed it over, or NULL */
 	/* the runtime shim serving a container alone (no stage, so no pid): the bundle, the
 	 * stat of the config.json it wrote, and the runtime's state directory of the
@@ -84,15 +88,20 @@ struct orh_record_in {
 /* Read into rec what the spec holds: spec_devices, spec_memlock(_set), and sysfs_view
  * where a mount's source is a class directory of a view (the spec edit's). */
 void orh_record_spec(struct orh_record_in *rec, const json_t *spec);
-/* The record as JSON (a new reference). */
-json_t *orh_record_build(const struct orh_record_in *in);
+/* The record of in as compact JSON text, written from its values without a tree
+ * (record_text.c): malloc'd and NUL-terminated, its length in *len. A string that is not
+ * valid UTF-8 leaves out its member, its array element or the object around it (the
+ * file's comment says which); NULL where the id or the stage is not one, or shim_ms holds
+ * what JSON cannot. */
+char *orh_record_text(const struct orh_record_in *in, size_t *len);
 
-/* Write rec to <state_dir>/record.json (0644 root's file, atomically); the directory is
- * made (0700) where missing. A record that names a sysfs view links the container to it
- * first (orh_sysview_link(), in the views' directory beside state_dir): the sweep keeps
- * a view while a state directory left has a link to it. 0 or -errno with err filled (a
- * failed link's, the record written all the same). */
-int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *err);
+/* Write in's record to <state_dir>/record.json (0644 root's file, atomically); the
+ * directory is made (0700) where missing. A record that names a sysfs view links the
+ * container to it first (orh_sysview_link(), in the views' directory beside state_dir):
+ * the sweep keeps a view while a state directory left has a link to it. 0 or -errno with
+ * err filled (a failed link's, the record written all the same). */
+int orh_record_write(const char *state_dir, const struct orh_record_in *in,
+		     struct orh_err *err);
 /* Whether the container of a record is there, as seen from the namespaces `here`:
  *   YES / NO: for a record with a pid, whether that pid has the recorded start time
  *   (under proc: "/proc" or a fake tree); for one without (the runtime shim's), whether

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The shim's reading of the node, handed to the container's nccl-conf stage
- * (include/orh/handoff.h). Written like the record: one file replaced atomically in the
+ * The reading of the node of the spec edit (the runtime shim's, the NRI plugin's), handed
+ * to the container's nccl-conf stage (include/orh/handoff.h). Written like the record: one file replaced atomically in the
  * container's state directory, without fsync (it serves one container start; /run does
  * not outlive a boot).
  */
@@ -10,7 +10,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "orh/atomic.h"
@@ -18,18 +20,31 @@
 #include "orh/json.h"
 #include "orh/record.h"
 
-static void bind_to(json_t *snap, const struct stat *conf, const char *sysroot)
+void orh_handoff_token(char out[ORH_HANDOFF_TOKEN_LEN + 1])
 {
-	json_object_set_new(snap, "config_json", json_pack("{s:I, s:I}", "dev",
-		(json_int_t)conf->st_dev, "ino", (json_int_t)conf->st_ino));
-	json_object_set_new(snap, "sysroot", json_string(sysroot ? sysroot : "/"));
+	uint64_t rnd[2] = { 0, 0 };
+
+	/* without waiting for the kernel's pool (GRND_NONBLOCK): the token tells one creation
+	 * of a container from another, it guards no secret; without the pool, the time and
+	 * the pid tell them */
+	if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+		struct timespec ts = { 0, 0 };
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rnd[0] ^= (uint64_t)ts.tv_sec << 30 ^ (uint64_t)ts.tv_nsec;
+		rnd[1] ^= (uint64_t)getpid() << 32 ^ (uint64_t)(orh_now_ms() * 1000);
+	}
+	for (int i = 0; i < ORH_HANDOFF_TOKEN_LEN; i++)
+		out[i] = "0123456789abcdef"[(rnd[i / 16] >> (60 - 4 * (i % 16))) & 15];
+	out[ORH_HANDOFF_TOKEN_LEN] = '\0';
 }
 
 int orh_handoff_write(const char *run_dir, const char *id, const char *bundle,
-		      const char *sysroot, json_t *snapshot, bool *created, struct orh_err *err)
+		      const char *token, const char *sysroot, json_t *snapshot, bool *created,
+		      struct orh_err *err)
 {
 	_cleanup_free_ char *state_dir = orh_state_dir_path(run_dir, id);
-	_cleanup_free_ char *conf = orh_xasprintf("%s/config.json", bundle);
+	_cleanup_free_ char *conf = bundle ? orh_xasprintf("%s/config.json", bundle) : NULL;
 	_cleanup_json_text_ char *text = NULL;
 	_cleanup_close_ int dirfd = -1;
 	struct orh_replace how = { .type = S_IFREG, .mode = 0600, .what = ORH_HANDOFF_FILE };
@@ -40,11 +55,16 @@ int orh_handoff_write(const char *run_dir, const char *id, const char *bundle,
 		json_decref(snapshot);
 		return orh_fail(err, EINVAL, "the container id '%s' names no state directory", id);
 	}
-	if (stat(conf, &st) < 0) {
+	if (conf && stat(conf, &st) < 0) {
 		json_decref(snapshot);
 		return orh_fail_errno(err, errno, "'%s'", conf);
 	}
-	bind_to(snapshot, &st, sysroot);
+	if (conf)
+		json_object_set_new(snapshot, "config_json", json_pack("{s:I, s:I}", "dev",
+				    (json_int_t)st.st_dev, "ino", (json_int_t)st.st_ino));
+	else
+		json_object_set_new(snapshot, "token", json_string(token ? token : ""));
+	json_object_set_new(snapshot, "sysroot", json_string(sysroot ? sysroot : "/"));
 	text = json_dumps(snapshot, JSON_COMPACT);
 	json_decref(snapshot);
 	if (!text)
@@ -72,20 +92,28 @@ static bool only_ours(const struct stat *st)
 	return st->st_uid == geteuid() && !(st->st_mode & 022);
 }
 
-static bool bound_here(const json_t *snap, const char *bundle, const char *sysroot,
-		       char *why, size_t size)
+/* Bound to the config.json the shim wrote, or to the token of the stage's hook entry. */
+static bool bound_here(const json_t *snap, const char *bundle, const char *token,
+		       const char *sysroot, char *why, size_t size)
 {
-	_cleanup_free_ char *conf = orh_xasprintf("%s/config.json", bundle);
+	_cleanup_free_ char *conf = orh_xasprintf("%s/config.json", bundle ? bundle : ".");
+	const char *mine = json_string_value(json_object_get(snap, "token"));
+	const char *root = json_string_value(json_object_get(snap, "sysroot"));
 	json_int_t dev = -1, ino = -1;
-	const char *root = NULL;
 	struct stat st;
 
-	if (json_unpack((json_t *)snap, "{s:{s:I, s:I}, s:s}", "config_json", "dev", &dev, "ino",
-			&ino, "sysroot", &root) < 0) {
-		snprintf(why, size, "it names no config.json or sysroot");
+	if (!root || (!mine && json_unpack((json_t *)snap, "{s:{s:I, s:I}}", "config_json", "dev",
+					    &dev, "ino", &ino) < 0)) {
+		snprintf(why, size, "it names no config.json or token, or no sysroot");
 		return false;
 	}
-	if (stat(conf, &st) < 0 || (json_int_t)st.st_dev != dev || (json_int_t)st.st_ino != ino) {
+	if (mine && (!token || strlen(mine) != ORH_HANDOFF_TOKEN_LEN || strcmp(mine, token))) {
+		snprintf(why, size, "it was written for another creation of the container (its "
+			 "token is not the one of this stage's hook, %s)", ORH_HANDOFF_ENV);
+		return false;
+	}
+	if (!mine && (!bundle || stat(conf, &st) < 0 || (json_int_t)st.st_dev != dev ||
+		      (json_int_t)st.st_ino != ino)) {
 		snprintf(why, size, "'%s' is not the file the shim wrote", conf);
 		return false;
 	}
@@ -96,8 +124,8 @@ static bool bound_here(const json_t *snap, const char *bundle, const char *sysro
 	return true;
 }
 
-json_t *orh_handoff_take(const char *state_dir, const char *bundle, const char *sysroot,
-			 char *why, size_t size)
+json_t *orh_handoff_take(const char *state_dir, const char *bundle, const char *token,
+			 const char *sysroot, char *why, size_t size)
 {
 	_cleanup_close_ int dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
@@ -119,11 +147,16 @@ json_t *orh_handoff_take(const char *state_dir, const char *bundle, const char *
 	}
 	if (!only_ours(&st)) {
 		snprintf(why, size, "'%s/%s' is not this user's alone", state_dir, ORH_HANDOFF_FILE);
-	} else if (bound_here(snap, bundle, sysroot, why, size)) {
+	} else if (bound_here(snap, bundle, token, sysroot, why, size)) {
 		return snap;
 	}
 	json_decref(snap);
 	return NULL;
+}
+
+const char *orh_handoff_reader(const json_t *snap)
+{
+	return json_object_get(snap, "token") ? "by the NRI plugin" : "by the runtime shim";
 }
 
 json_t *orh_handoff_netns_json(const struct stat *ns, const struct orh_container_facts *facts)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The record of what was done for one container (orh/record.h): built from values, the
- * parsing of /proc/<pid>/limits and stat, the atomic write, whether its container is
+ * The record of what was done for one container (orh/record.h): what the spec holds for
+ * it, the atomic write of its text (record_text.c writes it), whether its container is
  * there, and the names of the state directories.
  */
 #include <dirent.h>
@@ -20,254 +20,6 @@
 #include "orh/record.h"
 #include "orh/spec.h"
 #include "orh/sysview.h"
-
-static json_t *limit_json(uint64_t v)
-{
-	return v == UINT64_MAX ? json_string("unlimited") : json_integer((json_int_t)v);
-}
-
-static const char *act_name(enum orh_activation_result a)
-{
-	return a == ORH_ACT_REQUESTED ? "requested" : a == ORH_ACT_DEFAULT ? "default" : "skip";
-}
-
-static json_t *strv_json(const struct orh_strv *sv)
-{
-	json_t *a = json_array();
-
-	for (size_t i = 0; sv && i < sv->n; i++)
-		json_array_append_new(a, json_string(sv->v[i]));
-	return a;
-}
-
-/* Text from the image (a path, a file name), safe in the record: valid UTF-8, no control
- * characters (orh_text_escape). */
-static json_t *image_text(const char *s)
-{
-	_cleanup_free_ char *t = orh_text_escape(s ? s : "");
-
-	return json_string(t);
-}
-
-/* The image checks: what the image's libibverbs would load for each device given, its NCCL
- * copies (the one PyTorch loads marked), what was not read, and the reading's cost. */
-static json_t *image_json(const struct orh_decision *d)
-{
-	const struct orh_image *img = &d->image;
-	const struct orh_image_verdict *v = &d->image_verdict;
-	json_t *o = json_object(), *devs = json_array(), *nccl = json_array();
-	json_t *notes = json_array();
-
-	json_object_set_new(o, "libibverbs", img->verbs[0] ? image_text(img->verbs) : json_null());
-	if (img->verbs[0])
-		json_object_set_new(o, "found_by", json_string(img->verbs_from_cache
-							       ? "ld.so.cache"
-							       : "the loader's directories"));
-	json_object_set_new(o, "abi", img->abi ? json_integer(img->abi) : json_null());
-	json_object_set_new(o, "driver_files", json_integer((json_int_t)img->n_driver_files));
-	for (size_t i = 0; i < v->n_devs; i++) {
-		const struct orh_image_provider *p = v->devs[i].found;
-		json_t *e = json_pack("{s:s, s:o}", "device", v->devs[i].dev->name, "provider",
-				      v->devs[i].provider ? json_string(v->devs[i].provider)
-							  : json_null());
-
-		json_object_set_new(e, "state", json_string(p ? orh_provider_state_name(p->state)
-							     : "not judged (provider not known)"));
-		if (p && p->config[0])
-			json_object_set_new(e, "config", image_text(p->config));
-		if (p && p->library[0])
-			json_object_set_new(e, "library", image_text(p->library));
-		if (p && p->other[0])
-			json_object_set_new(e, "other_abi", json_pack("{s:o, s:i}", "library",
-					    image_text(p->other), "abi", (int)p->other_abi));
-		json_array_append_new(devs, e);
-	}
-	json_object_set_new(o, "devices", devs);
-	json_object_set_new(o, "usable", json_integer((json_int_t)v->usable));
-	for (size_t i = 0; i < img->n_nccl; i++) {
-		const struct orh_image_nccl *c = &img->nccl[i];
-		json_t *e = json_pack("{s:o, s:s, s:o, s:b}", "version",
-				      c->version[0] ? json_string(c->version) : json_null(), "from",
-				      c->from == ORH_NCCL_PIP ? "pip" : "library", "path",
-				      image_text(c->path), "pytorch", c->pytorch);
-
-		if (c->package[0])
-			json_object_set_new(e, "package", image_text(c->package));
-		json_array_append_new(nccl, e);
-	}
-	json_object_set_new(o, "nccl", nccl);
-	for (size_t i = 0; i < img->notes.n; i++)
-		json_array_append_new(notes, image_text(img->notes.v[i]));
-	json_object_set_new(o, "notes", notes);
-	json_object_set_new(o, "opens", json_integer(img->opens));
-	json_object_set_new(o, "time_ms", json_real(img->ms));
-	return o;
-}
-
-/* The plan: the HCAs used, the GID index per port, the socket interface, each port's
- * reason, the nodes and the memlock the decision sets. */
-static json_t *plan_json(const struct orh_decision *d, const char *netns_if)
-{
-	const struct orh_plan *p = &d->plan;
-	const struct orh_env_entry *ifname = orh_plan_env_get(p, "NCCL_SOCKET_IFNAME");
-	static const char *const port_keys[] = { "hca", "port", "state", "used", "reason" };
-	json_t *ports = json_array(), *nodes = json_array(), *o;
-
-	for (size_t i = 0; i < p->n_ports; i++) {
-		const struct orh_port_choice *c = &p->ports[i];
-		json_t *vals[] = {
-			json_string(c->dev->name), json_integer(c->port->num),
-			json_string(c->port->state_text), json_boolean(c->used),
-			json_string(c->reason),
-		};
-
-		o = orh_json_object_of(ORH_ARRAY_SIZE(port_keys), port_keys, vals);
-		if (o && c->gid_index >= 0) {
-			json_object_set_new(o, "gid_index", json_integer(c->gid_index));
-			json_object_set_new(o, "gid_from_container",
-					    json_boolean(c->gid_from_container));
-		}
-		json_array_append_new(ports, o);
-	}
-	for (size_t i = 0; i < p->n_nodes; i++)
-		json_array_append_new(nodes, json_string(p->nodes[i].path));
-	o = json_pack("{s:o, s:o, s:s, s:s}", "ports", ports, "nodes", nodes,
-		      "preset", orh_preset_name(p->preset),
-		      "socket_ifname", ifname ? ifname->value : "");
-	json_object_set_new(o, "netns_default_if", json_string(netns_if ? netns_if : ""));
-	if (d->memlock.set)
-		json_object_set_new(o, "memlock", limit_json(d->memlock.limit));
-	return o;
-}
-
-/* The character devices the spec gave the container (rule 8), by number. */
-static json_t *given_json(const struct orh_container_facts *f)
-{
-	json_t *a = json_array();
-
-	for (size_t i = 0; i < f->n_devs; i++) {
-		char s[32];
-
-		snprintf(s, sizeof(s), "%u:%u", f->devs[i].major, f->devs[i].minor);
-		json_array_append_new(a, json_string(s));
-	}
-	return a;
-}
-
-static json_t *steps_json(const struct orh_record_in *in)
-{
-	json_t *o = json_object();
-
-	for (size_t i = 0; i < in->n_steps && i < ORH_ARRAY_SIZE(in->step_names); i++)
-		json_object_set_new(o, in->step_names[i], json_real(in->step_ms[i]));
-	return o;
-}
-
-static void set_nodes(json_t *rec, const struct orh_record_in *in)
-{
-	if (in->nodes_error)
-		json_object_set_new(rec, "nodes", json_pack("{s:s}", "error", in->nodes_error));
-	else if (in->nodes_created >= 0)
-		json_object_set_new(rec, "nodes",
-				    json_pack("{s:I, s:I, s:I}", "created",
-					      (json_int_t)in->nodes_created, "kept",
-					      (json_int_t)in->nodes_kept, "bound",
-					      (json_int_t)in->nodes_bound));
-}
-
-static void set_memlock(json_t *rec, const struct orh_record_in *in)
-{
-	json_t *m = json_object();
-
-	if (in->memlock)
-		json_object_set_new(m, "step", json_string(in->memlock));
-	if (in->memlock_known) {
-		json_object_set_new(m, "before", json_pack("{s:o, s:o}",
-			"soft", limit_json(in->memlock_soft_before),
-			"hard", limit_json(in->memlock_hard_before)));
-		json_object_set_new(m, "after", json_pack("{s:o, s:o}",
-			"soft", limit_json(in->memlock_soft_after),
-			"hard", limit_json(in->memlock_hard_after)));
-	}
-	if (in->spec_memlock_set)
-		json_object_set_new(m, "in_spec", limit_json(in->spec_memlock));
-	json_object_set_new(rec, "memlock", m);
-}
-
-static void set_conf(json_t *rec, const struct orh_record_in *in)
-{
-	json_t *c;
-
-	if (!in->conf)
-		return;
-	c = json_pack("{s:s, s:s, s:I}", "path", "/etc/nccl.conf", "result", in->conf,
-		      "added", (json_int_t)in->conf_added);
-	if (in->conf_bound_from && *in->conf_bound_from)
-		json_object_set_new(c, "bind_mounted_from", json_string(in->conf_bound_from));
-	if (in->conf_kept)
-		json_object_set_new(c, "image_lines_kept", strv_json(in->conf_kept));
-	json_object_set_new(rec, "nccl_conf", c);
-}
-
-json_t *orh_record_build(const struct orh_record_in *in)
-{
-	const struct orh_decision *d = in->d;
-	json_t *rec, *warn;
-
-	rec = json_pack("{s:i, s:s, s:s, s:I, s:I}", "version", ORH_RECORD_VERSION,
-			"id", in->id ? in->id : "", "stage", in->stage,
-			"pid", (json_int_t)in->pid, "start_time", (json_int_t)in->start_time);
-	if (in->ns.pid)
-		json_object_set_new(rec, "pid_ns", json_integer((json_int_t)in->ns.pid));
-	if (in->ns.mnt)
-		json_object_set_new(rec, "mnt_ns", json_integer((json_int_t)in->ns.mnt));
-	if (in->edited_by)
-		json_object_set_new(rec, "edited_by", json_string(in->edited_by));
-	json_object_set_new(rec, "activation", json_pack("{s:s, s:s, s:b}", "result",
-				act_name(d->act), "why", d->why, "asked", d->asked));
-	json_object_set_new(rec, "given_devices", given_json(&d->facts));
-	if (in->spec_devices >= 0)
-		json_object_set_new(rec, "spec_devices", json_integer(in->spec_devices));
-	if (d->have_plan) {
-		json_object_set_new(rec, "plan", plan_json(d, in->netns_if));
-		json_object_set_new(rec, "node_read", json_string(in->node_from || in->bundle
-								  ? "by the runtime shim"
-								  : "by this stage"));
-	}
-	if (in->node_from)
-		json_object_set_new(rec, "node_from", json_string(in->node_from));
-	if (in->bundle && in->bundle_config) {
-		json_t *b = json_pack("{s:s, s:I, s:I, s:I}", "path", in->bundle,
-				      "config_dev", (json_int_t)in->bundle_config->st_dev,
-				      "config_ino", (json_int_t)in->bundle_config->st_ino,
-				      "since", (json_int_t)time(NULL));
-
-		if (in->runtime_state)
-			json_object_set_new(b, "runtime_state", json_string(in->runtime_state));
-		json_object_set_new(rec, "bundle", b);
-	}
-	if (d->have_plan && d->image_verdict.checked)
-		json_object_set_new(rec, "image", image_json(d));
-	set_nodes(rec, in);
-	if (in->sysfs_view[0])
-		json_object_set_new(rec, "sysfs_view", json_pack("s++", ORH_SYSVIEW_DIR, "/",
-								 in->sysfs_view));
-	if (in->cgroup)
-		json_object_set_new(rec, "cgroup", json_string(in->cgroup));
-	set_memlock(rec, in);
-	set_conf(rec, in);
-	warn = strv_json(&d->warnings);
-	for (size_t i = 0; d->have_plan && i < d->image_verdict.warnings.n; i++)
-		json_array_append_new(warn, image_text(d->image_verdict.warnings.v[i]));
-	for (size_t i = 0; in->warnings && i < in->warnings->n; i++)
-		json_array_append_new(warn, json_string(in->warnings->v[i]));
-	json_object_set_new(rec, "warnings", warn);
-	json_object_set_new(rec, "time_ms", json_pack("{s:f, s:o}", "total", in->total_ms,
-						      "steps", steps_json(in)));
-	if (in->shim_ms)
-		json_object_set(json_object_get(rec, "time_ms"), "shim", (json_t *)in->shim_ms);
-	return rec;
-}
 
 /* The sysfs view whose class directory the spec mounts (the spec edit's), into id. */
 static void spec_view(const json_t *spec, char id[17])
@@ -375,37 +127,36 @@ int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err
 
 /* The container's link to the sysfs view its record names, if any: in the views'
  * directory beside its state directory. */
-static int write_view_link(const char *state_dir, const json_t *rec, struct orh_err *err)
+static int write_view_link(const char *state_dir, const char *id, struct orh_err *err)
 {
-	const char *view = json_string_value(json_object_get(rec, "sysfs_view"));
-	const char *id = view && strrchr(view, '/') ? strrchr(view, '/') + 1 : view;
 	const char *name = strrchr(state_dir, '/');
 	_cleanup_free_ char *base = NULL;
 
-	if (!id || !orh_sysview_id_valid(id))
+	if (!orh_sysview_id_valid(id))
 		return 0;
 	base = name ? orh_xasprintf("%.*s/" ORH_SYSVIEW_SUBDIR, (int)(name - state_dir), state_dir)
 		    : orh_xstrdup(ORH_SYSVIEW_SUBDIR);
 	return orh_sysview_link(base, name ? name + 1 : state_dir, id, err);
 }
 
-int orh_record_write(const char *state_dir, const json_t *rec, struct orh_err *err)
+int orh_record_write(const char *state_dir, const struct orh_record_in *in,
+		     struct orh_err *err)
 {
 	size_t len = 0;
-	_cleanup_free_ char *text = orh_json_dump(rec, &len); /* one line: inspect indents it */
+	_cleanup_free_ char *text = orh_record_text(in, &len); /* one line: inspect indents it */
 	_cleanup_close_ int dirfd = -1;
 	struct orh_replace how = { .type = S_IFREG, .mode = 0644 };
 	bool created;
 	int r;
 
 	if (!text)
-		return orh_fail(err, ENOMEM, "formatting the record");
+		return orh_fail(err, EINVAL, "formatting the record: a string of it is not UTF-8");
 	dirfd = orh_state_dir_open(state_dir, &created, err);
 	if (dirfd < 0)
 		return dirfd;
 	/* the link first: the sweep reads no record for the views; a record is written even
 	 * where the link could not be (its error is returned then) */
-	r = write_view_link(state_dir, rec, err);
+	r = write_view_link(state_dir, in->sysfs_view, err);
 	how.data = text;
 	how.len = len;
 	how.what = ORH_RECORD_FILE;

@@ -136,8 +136,6 @@ int orh_shimconf_record(const char *state_dir, const struct orh_shimconf_rec *in
 		.total_ms = in->total_ms,
 	};
 	char msg[ORH_ERR_MAX - 64];
-	json_t *j;
-	int r;
 
 	if (in->d->checks.gpudirect[0])
 		orh_strv_pushf(warnings, "%s", in->d->checks.gpudirect);
@@ -147,8 +145,5 @@ int orh_shimconf_record(const char *state_dir, const struct orh_shimconf_rec *in
 		orh_strv_pushf(warnings, "%s", msg);
 	orh_record_spec(&rec, in->spec);
 	orh_ns_ids_read("/proc", &rec.ns);
-	j = orh_record_build(&rec);
-	r = orh_record_write(state_dir, j, err);
-	json_decref(j);
-	return r;
+	return orh_record_write(state_dir, &rec, err);
 }

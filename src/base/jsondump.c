@@ -1,50 +1,99 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Compact JSON text of a jansson tree: see include/orh/json.h (orh_json_dump).
+ * Compact JSON text, as jansson writes it: see include/orh/json.h (orh_json_dump and the
+ * orh_json_put_* writers).
  *
  * The text is the one json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes, byte for
  * byte (tests/test_jsondump.c compares them), written in one pass into one growing
  * buffer (struct orh_buf, util.h), with runs of bytes that need no escape copied whole
- * and integers written without printf: jansson's dump goes through a callback per piece
+ * and numbers written without printf: jansson's dump goes through a callback per piece
  * and decodes every string code point by code point. On the scale node (16 HCAs, 32
  * ports) that took the runtime shim 542,000 instructions for config.json, this 141,000
  * (callgrind, measured when this file was written, before the buffer moved to util.h).
  * A string holding a u64 marker (orh_json_u64) is written as the number it holds, as
  * orh_spec_dump() needs.
  *
+ * The record (src/apply/record_text.c) is written with the orh_json_put_* writers from
+ * its values, without a tree: a string that is not valid UTF-8, which json_string()
+ * refuses, is refused here by the same rules (jansson's utf.c), and a real is written as
+ * jansson's jsonp_dtostr() writes it.
+ *
  * orh_json_object_of() builds an object from literal keys without json_pack, whose
  * format parsing took more than half of the spec edit's instructions on that node: the
- * edit makes two objects per device node, the record one per port.
+ * edit makes two objects per device node.
  */
+#include <locale.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "orh/json.h"
 #include "orh/util.h"
 
-/* Bytes a JSON string cannot hold as they are: '"', '\\' and the control characters. */
-static bool must_escape(unsigned char c)
+/* What a JSON string does with each byte: COPY as it is, ESCAPE ('"', '\\' and the control
+ * characters), LEAD (the first byte of a UTF-8 sequence of 2 to 4 bytes: copied, checked
+ * where the string's validity is not known), BAD (a byte no valid sequence starts with:
+ * continuation bytes, 0xC0, 0xC1, 0xF5 and above). */
+enum { COPY, ESCAPE, LEAD, BAD };
+static const unsigned char byte_class[256] = {
+	[0 ... 0x1f] = ESCAPE, ['"'] = ESCAPE, ['\\'] = ESCAPE,
+	[0x80 ... 0xc1] = BAD, [0xc2 ... 0xf4] = LEAD, [0xf5 ... 0xff] = BAD,
+};
+
+/* The length of the valid UTF-8 sequence at s (of at most len bytes), whose first byte is
+ * a LEAD, or 0: jansson's utf8_check_first() and utf8_check_full(), which refuse
+ * truncated sequences, overlong forms, UTF-16 surrogates and code points past U+10FFFF. */
+static size_t utf8_seq(const unsigned char *s, size_t len)
 {
-	return c < 0x20 || c == '"' || c == '\\';
+	size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+	uint32_t cp = s[0] & (n == 2 ? 0x1f : n == 3 ? 0x0f : 0x07);
+
+	if (n > len)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ||
+	    cp < (n == 2 ? 0x80u : n == 3 ? 0x800u : 0x10000u))
+		return 0;
+	return n;
 }
 
-static void put_string(struct orh_buf *o, const char *s, size_t len)
+/* s as a JSON string; with check, false and nothing written where s is not valid UTF-8. */
+static bool put_string(struct orh_buf *o, const char *s, size_t len, bool check)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	size_t i = 0;
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, start = o->n;
 
 	orh_buf_addc(o, '"');
 	while (i < len) {
-		size_t run = i;
+		size_t run = i, n;
 		unsigned char c;
 
-		while (run < len && !must_escape((unsigned char)s[run]))
-			run++;
+		while (run < len) {
+			c = byte_class[u[run]];
+			if (c == COPY || (c != ESCAPE && !check)) {
+				run++;
+			} else if (c == LEAD && (n = utf8_seq(u + run, len - run)) != 0) {
+				run += n;
+			} else {
+				break;
+			}
+		}
 		orh_buf_add(o, s + i, run - i);
 		if (run == len)
 			break;
-		c = (unsigned char)s[run];
+		c = u[run];
+		if (byte_class[c] != ESCAPE) {
+			o->n = start; /* not UTF-8: what json_string() refuses */
+			o->p[start] = '\0';
+			return false;
+		}
 		switch (c) {
 		case '"': orh_buf_add(o, "\\\"", 2); break;
 		case '\\': orh_buf_add(o, "\\\\", 2); break;
@@ -54,14 +103,20 @@ static void put_string(struct orh_buf *o, const char *s, size_t len)
 		case '\r': orh_buf_add(o, "\\r", 2); break;
 		case '\t': orh_buf_add(o, "\\t", 2); break;
 		default: {
-			char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
 
-			orh_buf_add(o, u, sizeof(u));
+			orh_buf_add(o, e, sizeof(e));
 		}
 		}
 		i = run + 1;
 	}
 	orh_buf_addc(o, '"');
+	return true;
+}
+
+bool orh_json_put_str(struct orh_buf *o, const char *s)
+{
+	return s && put_string(o, s, strlen(s), /* check= */ true);
 }
 
 /* The decimal digits of v, with a '-' when negative; without snprintf, which took a third
@@ -79,10 +134,138 @@ static void put_u64(struct orh_buf *o, uint64_t v, bool negative)
 	orh_buf_add(o, buf + i, sizeof(buf) - i);
 }
 
-static void put_int(struct orh_buf *o, json_int_t v)
+void orh_json_put_int(struct orh_buf *o, json_int_t v)
 {
 	/* a negative value's magnitude, INT64_MIN's included, without signed overflow */
 	put_u64(o, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, v < 0);
+}
+
+/* 10^k for k <= 21 */
+static unsigned __int128 pow10_128(int k)
+{
+	unsigned __int128 p = 1;
+
+	while (k-- > 0)
+		p *= 10;
+	return p;
+}
+
+/* printf's "%.17g" of v for 1e-5 <= |v| < 1e12 (a step's milliseconds), without printf,
+ * whose conversion of a double took 3,500 instructions: the 17 significant digits of v's
+ * exact binary value m * 2^-s, rounded half to even as glibc rounds, in the style "%g"
+ * picks. 0 outside that range, where the caller asks snprintf. */
+static size_t g17(double v, char *buf)
+{
+	static const uint64_t e16 = 10000000000000000ULL;
+	double a = fabs(v);
+	uint64_t bits, q;
+	unsigned __int128 n = 0, rem, half;
+	unsigned s;
+	char d[17], *p = buf;
+	int x, nd = 17;
+
+	if (!(a >= 1e-5 && a < 1e12))
+		return 0;
+	memcpy(&bits, &a, sizeof(bits));
+	s = 1075u - (unsigned)(bits >> 52); /* a normal double: 13 <= s <= 69 here */
+	/* floor(log10(2^e)), e the binary exponent; one off at most, corrected below */
+	x = ((int)(bits >> 52) - 1023) * 78913 >> 18;
+	x = x < -5 ? -5 : x > 11 ? 11 : x; /* the range's */
+	for (int tries = 0;; tries++) {
+		if (tries > 3 || 16 - x < 0 || 16 - x > 21)
+			return 0;
+		n = ((bits & ((1ULL << 52) - 1)) | (1ULL << 52)) * pow10_128(16 - x);
+		if ((n >> s) < e16)
+			x--;
+		else if ((n >> s) >= e16 * 10)
+			x++;
+		else
+			break;
+	}
+	q = (uint64_t)(n >> s);
+	rem = n & (((unsigned __int128)1 << s) - 1);
+	half = (unsigned __int128)1 << (s - 1);
+	if (rem > half || (rem == half && (q & 1)))
+		q++;
+	if (q == e16 * 10) {
+		q = e16;
+		x++;
+	}
+	for (int i = 16; i >= 0; i--, q /= 10)
+		d[i] = (char)('0' + q % 10);
+	while (nd > 1 && d[nd - 1] == '0')
+		nd--;
+	if (v < 0)
+		*p++ = '-';
+	if (x < -4) { /* x >= 17 is out of range */
+		*p++ = d[0];
+		if (nd > 1) {
+			*p++ = '.';
+			memcpy(p, d + 1, (size_t)nd - 1);
+			p += nd - 1;
+		}
+		*p++ = 'e';
+		*p++ = '-';
+		*p++ = (char)('0' + -x / 10);
+		*p++ = (char)('0' + -x % 10);
+	} else if (x >= 0) {
+		memcpy(p, d, (size_t)x + 1);
+		p += x + 1;
+		if (nd > x + 1) {
+			*p++ = '.';
+			memcpy(p, d + x + 1, (size_t)(nd - x - 1));
+			p += nd - x - 1;
+		}
+	} else {
+		memcpy(p, "0.000", (size_t)(1 - x));
+		p += 1 - x;
+		memcpy(p, d, (size_t)nd);
+		p += nd;
+	}
+	*p = '\0';
+	return (size_t)(p - buf);
+}
+
+bool orh_json_put_real(struct orh_buf *o, double v)
+{
+	char buf[64];
+	size_t n;
+	char *e;
+
+	if (!isfinite(v))
+		return false; /* what json_real() refuses */
+	n = g17(v, buf);
+	if (n == 0) {
+		int r = snprintf(buf, sizeof(buf) - 3, "%.17g", v);
+		const char point = localeconv()->decimal_point[0];
+
+		if (r < 0 || (size_t)r >= sizeof(buf) - 3)
+			return false;
+		n = (size_t)r;
+		if (point != '.' && strchr(buf, point))
+			*strchr(buf, point) = '.';
+	}
+	/* jsonp_dtostr(): a '.' or an 'e' so that it reads back as a real, and the exponent
+	 * without a '+' or leading zeros */
+	if (!strchr(buf, '.') && !strchr(buf, 'e')) {
+		memcpy(buf + n, ".0", 3);
+		n += 2;
+	}
+	e = strchr(buf, 'e');
+	if (e) {
+		char *start = e + 1, *end = e + 2;
+
+		if (*start == '-')
+			start++;
+		while (*end == '0')
+			end++;
+		if (end != start) {
+			memmove(start, end, n - (size_t)(end - buf) + 1);
+			n -= (size_t)(end - start);
+		}
+	}
+	orh_buf_add(o, buf, n);
+	return true;
 }
 
 static int put_value(struct orh_buf *o, const json_t *v, int depth)
@@ -101,7 +284,7 @@ static int put_value(struct orh_buf *o, const json_t *v, int depth)
 			if (!first)
 				orh_buf_addc(o, ',');
 			first = false;
-			put_string(o, key, strlen(key));
+			put_string(o, key, strlen(key), /* check= */ false);
 			orh_buf_addc(o, ':');
 			if (put_value(o, e, depth + 1) < 0)
 				return -1;
@@ -125,11 +308,11 @@ static int put_value(struct orh_buf *o, const json_t *v, int depth)
 			put_u64(o, x, false);
 			return 0;
 		}
-		put_string(o, json_string_value(v), json_string_length(v));
+		put_string(o, json_string_value(v), json_string_length(v), false);
 		return 0;
 	}
 	case JSON_INTEGER:
-		put_int(o, json_integer_value(v));
+		orh_json_put_int(o, json_integer_value(v));
 		return 0;
 	case JSON_TRUE:
 		orh_buf_add(o, "true", 4);
@@ -140,18 +323,15 @@ static int put_value(struct orh_buf *o, const json_t *v, int depth)
 	case JSON_NULL:
 		orh_buf_add(o, "null", 4);
 		return 0;
-	case JSON_REAL: {
-		/* rare in a spec or a record: jansson's own text for it */
-		char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-
-		if (!t)
-			return -1;
-		orh_buf_add(o, t, strlen(t));
-		orh_json_free_text(t);
-		return 0;
-	}
+	case JSON_REAL:
+		return orh_json_put_real(o, json_real_value(v)) ? 0 : -1;
 	}
 	return -1;
+}
+
+int orh_json_put_value(struct orh_buf *o, const json_t *v)
+{
+	return put_value(o, v, 0);
 }
 
 char *orh_json_dump(const json_t *v, size_t *len)

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
@@ -375,7 +376,6 @@ static int finish(struct hook *h)
 {
 	char buf[1024];
 	struct orh_err err = { 0 };
-	json_t *rec;
 	int rc = check_context(h);
 
 	if (rc != ORH_EXIT_OK || !h->state_dir[0])
@@ -392,10 +392,8 @@ static int finish(struct hook *h)
 	h->rec.total_ms = orh_now_ms() - (h->ctx->t_main ? h->ctx->t_main : h->t0);
 	if (access(h->state_dir, F_OK) < 0)
 		orh_record_sweep(ORH_RUN_DIR, "/proc", h->st.id, ORH_RECORD_SWEEP_EVERY);
-	rec = orh_record_build(&h->rec);
-	if (orh_record_write(h->state_dir, rec, &err) < 0)
+	if (orh_record_write(h->state_dir, &h->rec, &err) < 0)
 		orh_log(LOG_WARNING, "container %s: %s: the record: %s", cid(h), h->stage, err.msg);
-	json_decref(rec);
 	return ORH_EXIT_OK;
 }
 
@@ -686,16 +684,18 @@ static int apply(struct hook *h)
 	return rc;
 }
 
-/* The spec-edit paths: the node as the runtime shim read it, when it handed it over
- * (orh/handoff.h); one it cannot take is a warning in the record, and the node is read. */
+/* The spec-edit paths: the node as the runtime shim or the NRI plugin read it, when it
+ * handed it over (orh/handoff.h; the plugin's bound to the token in this stage's
+ * environment); one it cannot take is a warning in the record, and the node is read. */
 static void take_handoff(struct hook *h)
 {
 	char why[ORH_ERR_MAX];
 
 	snprintf(h->snap_path, sizeof(h->snap_path), "%s/%s", h->state_dir, ORH_HANDOFF_FILE);
-	h->snap = orh_handoff_take(h->state_dir, h->st.bundle, h->ctx->sysroot, why, sizeof(why));
+	h->snap = orh_handoff_take(h->state_dir, h->st.bundle, getenv(ORH_HANDOFF_ENV),
+				   h->ctx->sysroot, why, sizeof(why));
 	if (!h->snap && why[0])
-		orh_strv_pushf(&h->rwarn, "the runtime shim's reading of the node is not used "
+		orh_strv_pushf(&h->rwarn, "the reading of the node handed over is not used "
 			       "(%s); the node was read again", why);
 }
 
@@ -743,6 +743,7 @@ static int decide(struct hook *h, struct orh_err *err)
 	record_step(h, "node and plan", t0 + h->container_ms);
 	h->act = h->d.act;
 	h->rec.node_from = h->d.node.from_snapshot ? h->snap_path : NULL;
+	h->rec.node_read = h->d.node.from_snapshot ? orh_handoff_reader(h->snap) : NULL;
 	h->rec.shim_ms = h->d.node.from_snapshot ? json_object_get(h->snap, "shim_ms") : NULL;
 	return r;
 }

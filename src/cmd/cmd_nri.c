@@ -7,7 +7,8 @@
  * CreateContainer is decided in a child process of its own while this one goes on
  * serving: an answer not ready by three quarters of the runtime's request timeout is
  * given up (the child killed) and the container gets nothing, or is refused when
- * on_error = fail and it asked. A lost connection is made again, waiting longer each time
+ * on_error = fail and it asked. The child hands the node it read to the container's
+ * nccl-conf stage (orh/handoff.h) before it answers. A lost connection is made again, waiting longer each time
  * up to a second, until SIGTERM or SIGINT ends the plugin (status 0).
  */
 #include <errno.h>
@@ -25,7 +26,10 @@
 
 #include "orh/args.h"
 #include "orh/commands.h"
+#include "orh/handoff.h"
 #include "orh/nri.h"
+#include "orh/record.h"
+#include "orh/statedir.h"
 #include "orh/ttrpc.h"
 
 #define DEFAULT_SOCKET "/var/run/nri/nri.sock"
@@ -123,7 +127,27 @@ static void log_served(const char *what, const struct orh_edit_result *res,
 		adj->env.n, adj->n_mounts);
 }
 
-/* The child: decide, write the answer to fd, exit. */
+/* The node as the decision read it, for the container's nccl-conf stage, before the answer
+ * that registers that stage goes out; one that cannot be written is a warning (the stage
+ * then reads the node itself). The first state directory of a container sweeps those of
+ * containers gone (at most once a minute). */
+static void hand_off(const struct orh_ctx *ctx, const struct orh_nri_create *req,
+		     const char *what, struct orh_edit_result *res)
+{
+	struct orh_err err = { 0 };
+	bool created = false;
+
+	if (orh_handoff_write(ORH_RUN_DIR, req->ctr.id, NULL, res->token, ctx->sysroot,
+			      TAKE_PTR(res->snapshot), &created, &err) < 0) {
+		orh_log(LOG_WARNING, "nri: %s: %s; its nccl-conf stage reads the node itself",
+			what, err.msg);
+		orh_handoff_drop(ORH_RUN_DIR, req->ctr.id);
+	}
+	if (created)
+		orh_record_sweep(ORH_RUN_DIR, "/proc", req->ctr.id, ORH_RECORD_SWEEP_EVERY);
+}
+
+/* The child: decide, hand the node to the nccl-conf stage, write the answer to fd, exit. */
 static void __attribute__((noreturn))
 worker_main(const struct orh_ctx *ctx, const struct orh_nri_create *req, const char *what,
 	    int fd)
@@ -133,6 +157,9 @@ worker_main(const struct orh_ctx *ctx, const struct orh_nri_create *req, const c
 	struct orh_err err = { 0 };
 	struct orh_buf out = { 0 };
 	int r = orh_nri_serve(ctx, req, &adj, &res, &err);
+
+	if (r == 0 && res.snapshot && req->ctr.id)
+		hand_off(ctx, req, what, &res);
 
 	if (r < 0 && orh_edit_must_fail(&ctx->cfg, &res)) {
 		/* the runtime reads the reason as a protobuf string: UTF-8 */

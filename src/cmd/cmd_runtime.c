@@ -189,7 +189,7 @@ static void hand_off(const struct orh_ctx *ctx, const struct runtime_args *ra,
 	json_object_set_new(steps, "config", json_real(ctx->t_config - ctx->t_main));
 	json_object_set_new(res->snapshot, "shim_ms", json_pack("{s:O, s:f}", "steps", steps,
 		"until the handoff", orh_now_ms() - ctx->t_main));
-	if (orh_handoff_write(ORH_RUN_DIR, ra->id, ra->bundle, ctx->sysroot,
+	if (orh_handoff_write(ORH_RUN_DIR, ra->id, ra->bundle, NULL, ctx->sysroot,
 			      TAKE_PTR(res->snapshot), &created, &err) < 0) {
 		orh_log(LOG_WARNING, "container %s: %s; its nccl-conf stage reads the node itself",
 			ra->id, err.msg);

@@ -419,7 +419,10 @@ int orh_nri_serve(const struct orh_ctx *ctx, const struct orh_nri_create *req,
 	/* the memlock asked for is held to what this process could raise, as for the other
 	 * ways in: a runtime beside it without CAP_SYS_RESOURCE (rootless) could raise no
 	 * more, and would fail the container */
-	r = orh_spec_serve(ctx, spec, 0, res, err);
+	/* the node read here goes to the nccl-conf stage (the caller writes it, res->snapshot),
+	 * bound to the token of the stage's hook entry: the runtime writes config.json from
+	 * the answer later */
+	r = orh_spec_serve(ctx, spec, ORH_SERVE_SNAPSHOT | ORH_SERVE_TOKEN, res, err);
 	if (r == 0 && res->edits > 0)
 		r = orh_nri_diff(before, spec, adj, err);
 	if (r == 0 && !orh_nri_adjust_empty(adj))

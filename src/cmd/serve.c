@@ -209,13 +209,19 @@ static int add_supply(const struct orh_ctx *ctx, json_t *spec, const struct orh_
 	return r;
 }
 
-/* The hook entries of the nccl-conf stage and, unless the caller removes the state
- * directory itself (ORH_SERVE_NO_POSTSTOP), of poststop. */
-static int stage_hooks(const struct orh_ctx *ctx, unsigned flags, json_t **nccl_hook,
-		       json_t **poststop_hook, struct orh_err *err)
+/* The hook entries of the nccl-conf stage (with a new token in its environment under
+ * ORH_SERVE_TOKEN, into token) and, unless the caller removes the state directory itself
+ * (ORH_SERVE_NO_POSTSTOP), of poststop. */
+static int stage_hooks(const struct orh_ctx *ctx, unsigned flags, char *token,
+		       json_t **nccl_hook, json_t **poststop_hook, struct orh_err *err)
 {
 	int r = orh_self_hook(ctx, "nccl-conf", nccl_hook, err);
 
+	if (r == 0 && (flags & ORH_SERVE_TOKEN)) {
+		orh_handoff_token(token);
+		json_object_set_new(*nccl_hook, "env", json_pack("[s++]", ORH_HANDOFF_ENV, "=",
+								 token));
+	}
 	if (r == 0 && !(flags & ORH_SERVE_NO_POSTSTOP))
 		r = orh_self_hook(ctx, "poststop", poststop_hook, err);
 	return r;
@@ -303,7 +309,7 @@ int orh_spec_serve_at(const struct orh_ctx *ctx, json_t *spec, int bundle_fd, un
 	 * cache, which the shim does not */
 	res->own_conf = d->plan.n_env > 0 && !d->supply.verbs && own_conf(flags, spec, &na);
 	if (d->plan.n_env > 0 && !res->own_conf) {
-		r = stage_hooks(ctx, flags, &nccl_hook, &poststop_hook, err);
+		r = stage_hooks(ctx, flags, res->token, &nccl_hook, &poststop_hook, err);
 		if (r < 0)
 			goto out;
 	}
@@ -337,7 +343,8 @@ int orh_edit_add_stage(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 {
 	json_t *nccl_hook = NULL, *poststop_hook = NULL;
 	bool added = false;
-	int r = stage_hooks(ctx, flags | ORH_SERVE_NO_POSTSTOP, &nccl_hook, &poststop_hook, err);
+	int r = stage_hooks(ctx, flags | ORH_SERVE_NO_POSTSTOP, res->token, &nccl_hook,
+			    &poststop_hook, err);
 
 	if (r == 0)
 		r = orh_spec_add_nccl_hook(spec, nccl_hook, &added, err);

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The record as the jansson tree it was built as (tests/record_tree.c): a new reference,
+ * NULL where json_pack refused its first members. */
+#ifndef ORH_TEST_RECORD_TREE_H
+#define ORH_TEST_RECORD_TREE_H
+
+#include <jansson.h>
+
+#include "orh/record.h"
+
+json_t *record_tree_build(const struct orh_record_in *in);
+
+#endif
