@@ -491,6 +491,7 @@ int orh_elf_deps(int fd, struct orh_elf_deps *out)
 /* ---- a cache with the supplied directory's libraries first ------------------------- */
 
 struct centry {
+	size_t seq;         /* its place before sorting: ours first, then the cache's order */
 	int32_t flags;
 	uint32_t osversion;
 	uint64_t hwcap;
@@ -502,7 +503,9 @@ static int centry_cmp(const void *pa, const void *pb)
 	const struct centry *a = pa, *b = pb;
 	int r = orh_ldcache_cmp(b->key, a->key); /* highest name first, as the loader searches */
 
-	return r;
+	if (r)
+		return r;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
 static void centries_free(struct centry *e, size_t n)
@@ -531,8 +534,8 @@ int orh_ldcache_merge(int fd, const struct orh_ldcache_add *add, size_t n_add, c
 			return r;
 	}
 	e = orh_xcalloc(c.nlibs + n_add + 1, sizeof(*e));
-	/* ours first: a stable sort keeps them before the image's entries of one name,
-	 * which the loader then never reaches */
+	/* ours first: the sort keeps them before the image's entries of one name, which the
+	 * loader then never reaches */
 	for (size_t i = 0; i < n_add; i++) {
 		e[n].flags = CACHE_FLAGS;
 		e[n].key = orh_xstrdup(add[i].name);
@@ -566,17 +569,10 @@ int orh_ldcache_merge(int fd, const struct orh_ldcache_add *add, size_t n_add, c
 		e[n].value = orh_xstrdup(value);
 		n++;
 	}
-	/* a stable order: insertion sort (the cache's names are few hundred) */
-	for (size_t i = 1; i < n; i++) {
-		struct centry t = e[i];
-		size_t k = i;
-
-		while (k > 0 && centry_cmp(&e[k - 1], &t) > 0) {
-			e[k] = e[k - 1];
-			k--;
-		}
-		e[k] = t;
-	}
+	/* entries of one name keep their order (seq): ours before the image's */
+	for (size_t i = 0; i < n; i++)
+		e[i].seq = i;
+	qsort(e, n, sizeof(*e), centry_cmp);
 	for (size_t i = 0; i < n; i++)
 		strings += strlen(e[i].key) + 1 + strlen(e[i].value) + 1;
 	*out_len = NEW_HEADER + n * NEW_ENTRY + strings;

@@ -50,6 +50,45 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r < 0 && r != -ENOENT && r != -ENOEXEC)
 			abort();
 	}
+	/* what a library needs: names within their buffers, versions as X*10000+Y*100+Z */
+	{
+		struct orh_elf_deps deps;
+
+		r = orh_elf_deps(fd, &deps);
+		if (r < 0 && r != -ENOEXEC && r != -E2BIG)
+			abort();
+		for (size_t i = 0; r == 0 && i < deps.n_needed; i++)
+			if (!memchr(deps.needed[i], '\0', sizeof(deps.needed[i])) ||
+			    !deps.needed[i][0] || strchr(deps.needed[i], '/'))
+				abort();
+		if (r == 0 && (deps.n_needed > ORH_ELF_MAX_NEEDED ||
+			       deps.glibc_needs > 999999 || deps.glibc_defines > 999999))
+			abort();
+	}
+	/* the cache merged with ours: ours found first in what it writes */
+	{
+		static const struct orh_ldcache_add add[] = {
+			{ "libibverbs.so.1", "/run/oci-rdma-hook/lib/libibverbs.so.1" },
+		};
+		char *merged = NULL;
+		size_t len = 0;
+		int mfd;
+
+		why = NULL;
+		r = orh_ldcache_merge(fd, add, 1, &merged, &len, &why);
+		if (r < 0 && (r != -EINVAL || !why || merged))
+			abort();
+		if (r == 0) {
+			mfd = memfd_create("fuzz-merged", MFD_CLOEXEC);
+			if (mfd >= 0 && write(mfd, merged, len) == (ssize_t)len &&
+			    (orh_ldcache_lookup(mfd, "libibverbs.so.1", out, sizeof(out), &why) != 1 ||
+			     strcmp(out, add[0].path)))
+				abort();
+			if (mfd >= 0)
+				close(mfd);
+			free(merged);
+		}
+	}
 	close(fd);
 	return 0;
 }
