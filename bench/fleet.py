@@ -104,7 +104,7 @@ def floor(b):
 # the steps in the order they run (a record's JSON sorts its keys)
 HOOK_STEPS = ("config", "seccomp and capabilities", "state and spec",
               "container and its network", "node and plan", "device nodes", "device cgroup",
-              "memlock", "/etc/nccl.conf", "sysfs view", "stage")
+              "memlock", "/etc/nccl.conf", "sysfs view", "the node's RDMA userspace", "stage")
 SHIM_STEPS = ("config", "config.json read", "node, plan and spec edit", "/etc/nccl.conf",
               "config.json write")
 
@@ -212,6 +212,22 @@ def steps(b):
                    for recs, o in zip((live_recs, shim_recs), img_opens))))
     b.image_check = {"live_ms": med(live_recs, "image", "time_ms"), "live_opens": img_opens[0],
                      "shim_ms": med(shim_recs, "image", "time_ms"), "shim_opens": img_opens[1]}
+    sup = supply_recs(b, n)
+    step = "the node's RDMA userspace"
+    if sup:
+        given = sum(1 for r in sup if r.get("image", {}).get("supply", {}).get("given"))
+        rows.append((f"image_supply = yes, a glibc image without libibverbs ({given} of "
+                     f"{len(sup)} given the node's libibverbs, libnl and mlx5 provider): the "
+                     f"step `{step}` (6 bind mounts, the loader cache rewritten)",
+                     fmt(med(sup, "steps", step)), ""))
+        rows.append(("image_supply = yes: the image checks with the node's stack read "
+                     "(`image.time_ms`; its opens)",
+                     f"{med(sup, 'image', 'time_ms'):.3f} "
+                     f"({med(sup, 'image', 'opens') or 0:.0f} opens)", ""))
+        rows.append(("image_supply = yes: the hook in all, from `main` to its record",
+                     fmt(med(sup, "total")), ""))
+        b.supply = {"step_ms": med(sup, "steps", step), "total_ms": med(sup, "total"),
+                    "given": given, "n": len(sup)}
     b.step_medians = {"live_total": med(live, "total"), "shim_total": med(shim, "total"),
                       "shim_until": med(shim, "shim", until)}
     b.sections.append(
@@ -228,6 +244,41 @@ def steps(b):
           + "Each container is a new one: its state directory is removed before it starts "
           "(untimed), so every start makes one and sweeps. The rows from part 3c are what a "
           "hook or a shim costs outside itself.")
+
+
+def supply_recs(b, n):
+    """The live hook giving the node's stack (image_supply = yes): the scale node's root
+    with this machine's libibverbs, libnl and mlx5 provider, a busybox image with this
+    machine's loader and libc and no libibverbs; each start on a root as the image left
+    it. The records, or [] where this machine has no rdma-core."""
+    multi = "usr/lib/x86_64-linux-gnu"
+    libs = ["libibverbs.so.1", "libnl-3.so.200", "libnl-route-3.so.200",
+            "libibverbs/libmlx5-rdmav34.so"]
+    if not all(os.path.exists(f"/{multi}/{lib}") for lib in libs + ["libc.so.6"]):
+        return []
+    node = b.scale_dev
+    for lib in libs:
+        dst = os.path.join(node, multi, lib)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(os.path.realpath(f"/{multi}/{lib}"), dst)
+    os.makedirs(os.path.join(node, "etc", "libibverbs.d"), exist_ok=True)
+    with open(os.path.join(node, "etc", "libibverbs.d", "mlx5.driver"), "w") as f:
+        f.write("driver mlx5\n")
+    conf = b.p("supply.conf")
+    with open(b.p("container.conf")) as f, open(conf, "w") as g:
+        g.write(f.read() + "image_supply = yes\n")
+    bundle = b.make_bundle("hook-supply", [b.hook, "oci-rdma-hook", "--sysroot", node,
+                                           "--config", conf, "createRuntime"])
+    root = os.path.join(bundle, "rootfs")
+    for src, dst in (("/lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2"),
+                     (f"/{multi}/libc.so.6", f"{multi}/libc.so.6")):
+        os.makedirs(os.path.dirname(os.path.join(root, dst)), exist_ok=True)
+        shutil.copyfile(os.path.realpath(src), os.path.join(root, dst))
+    cid = f"orhb-{os.getpid()}-steps-supply"
+    b.ids.append(cid)
+    return records(b, n, [b.runc, "run", "--bundle", bundle], cid,
+                   f"rm -rf {STATE}/{cid} {root}/etc/nccl.conf {root}/etc/ld.so.cache "
+                   f"{root}/etc/ld.so.conf.d {root}/etc/libibverbs.d {root}/run", full=True)
 
 
 def sweep(b):
