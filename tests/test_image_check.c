@@ -340,6 +340,22 @@ static void decide_supply(enum orh_activation_result act)
 	orh_decide_image(&cfg, &img, &hs, &d);
 }
 
+/* An image with no libibverbs at all. */
+static void image_without_verbs(void)
+{
+	img.verbs[0] = '\0';
+	img.abi = 0;
+	img.n_providers = 0;
+	provider("mlx5", ORH_PROVIDER_NO_VERBS);
+}
+
+/* The next case of one test: a new decision. */
+static void again(void)
+{
+	orh_decision_free(&d);
+	memset(&d, 0, sizeof(d));
+}
+
 static bool supplies(const char *name)
 {
 	for (size_t i = 0; i < d.supply.n_files; i++)
@@ -369,9 +385,7 @@ Test(image_check, supply_provider_alone_where_the_image_libibverbs_fits)
 Test(image_check, supply_libibverbs_too_where_the_image_has_none_or_another_abi)
 {
 	cfg.image_supply = true;
-	img.verbs[0] = '\0';
-	img.abi = 0;
-	provider("mlx5", ORH_PROVIDER_NO_VERBS);
+	image_without_verbs();
 	node_stack(ORH_PROVIDER_FOUND, 23400, 23600);
 	decide_supply(ORH_ACT_REQUESTED);
 	cr_assert(d.supply.supply && d.supply.verbs, "%s", d.supply.why_not);
@@ -380,8 +394,7 @@ Test(image_check, supply_libibverbs_too_where_the_image_has_none_or_another_abi)
 		  supplies("libnl-3.so.200"));
 
 	/* an image libibverbs of ABI 25: the node's whole stack again */
-	orh_decision_free(&d);
-	memset(&d, 0, sizeof(d));
+	again();
 	memset(&img, 0, sizeof(img));
 	img.read = true;
 	strcpy(img.verbs, "/usr/lib64/libibverbs.so.1");
@@ -398,9 +411,7 @@ Test(image_check, supply_refused_where_the_image_glibc_is_older)
 
 	cfg.image_supply = true;
 	cfg.image_check = ORH_IMAGE_CHECK_FAIL;
-	img.verbs[0] = '\0';
-	img.abi = 0;
-	provider("mlx5", ORH_PROVIDER_NO_VERBS);
+	image_without_verbs();
 	node_stack(ORH_PROVIDER_FOUND, 23800, 22800);
 	decide_supply(ORH_ACT_REQUESTED);
 	cr_assert(d.supply.wanted);
@@ -414,8 +425,7 @@ Test(image_check, supply_refused_where_the_image_glibc_is_older)
 	cr_assert(d.image_verdict.refuses, "no usable device: refused under image_check = fail");
 
 	/* no glibc at all (a static or musl image) */
-	orh_decision_free(&d);
-	memset(&d, 0, sizeof(d));
+	again();
 	node_stack(ORH_PROVIDER_FOUND, 23800, 0);
 	decide_supply(ORH_ACT_REQUESTED);
 	cr_assert_not(d.supply.supply);
@@ -434,8 +444,7 @@ Test(image_check, supply_none_where_the_node_has_no_provider_or_the_image_its_ow
 		  d.supply.why_not);
 
 	/* the image's own stack works: never overridden */
-	orh_decision_free(&d);
-	memset(&d, 0, sizeof(d));
+	again();
 	img.n_providers = 0;
 	provider("mlx5", ORH_PROVIDER_FOUND);
 	node_stack(ORH_PROVIDER_FOUND, 23400, 23600);
@@ -444,8 +453,7 @@ Test(image_check, supply_none_where_the_node_has_no_provider_or_the_image_its_ow
 	cr_assert_not(d.supply.supply);
 
 	/* image_supply not set: the verdict of before */
-	orh_decision_free(&d);
-	memset(&d, 0, sizeof(d));
+	again();
 	img.n_providers = 0;
 	provider("mlx5", ORH_PROVIDER_NO_CONFIG);
 	cfg.image_supply = false;

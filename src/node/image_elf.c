@@ -227,126 +227,152 @@ int orh_ldcache_lookup(int fd, const char *name, char *out, size_t size, const c
 	return 0;
 }
 
-/* ---- ELF version definitions and needs ------------------------------------------ */
+/* ---- ELF version definitions and needs, and DT_NEEDED ------------------------------ */
 
 #define PRIVATE_PREFIX "IBVERBS_PRIVATE_"
 #define MAX_SECTIONS 128
 #define MAX_VERSIONS 256
 
-/* name IBVERBS_PRIVATE_<N>: N */
-static bool private_abi(const char *name, unsigned *abi)
+struct strtab {
+	uint64_t off, end;
+};
+
+/* A section of the file, with the string table it links to; the walker's callback. */
+struct section {
+	int fd;
+	uint64_t size;            /* the file's */
+	const Elf64_Shdr *sh;
+	struct strtab s;
+};
+typedef int (*section_fn)(const struct section *sec, void *arg);
+
+/* fn for each section of the types wanted (each on its linked string table) until it
+ * returns nonzero: that value; 0 when none did; -ENOEXEC for a file that is not a 64-bit
+ * little-endian ELF file, or a broken one. */
+static int each_section(int fd, const uint32_t *types, size_t n_types, section_fn fn,
+			void *arg)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh, link;
+	struct stat st;
+	struct section sec = { .fd = fd, .sh = &sh };
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	sec.size = (uint64_t)st.st_size;
+	if (!pread_all(fd, &eh, sizeof(eh), 0, sec.size) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum > MAX_SECTIONS)
+		return -ENOEXEC;
+	for (unsigned i = 0; i < eh.e_shnum; i++) {
+		bool wanted = false;
+		int r;
+
+		if (!pread_all(fd, &sh, sizeof(sh), eh.e_shoff + (uint64_t)i * sizeof(sh), sec.size))
+			return -ENOEXEC;
+		for (size_t k = 0; k < n_types; k++)
+			wanted = wanted || sh.sh_type == types[k];
+		if (!wanted)
+			continue;
+		if (sh.sh_link >= eh.e_shnum ||
+		    !pread_all(fd, &link, sizeof(link),
+			       eh.e_shoff + (uint64_t)sh.sh_link * sizeof(link), sec.size) ||
+		    link.sh_type != SHT_STRTAB)
+			return -ENOEXEC;
+		sec.s.off = link.sh_offset;
+		sec.s.end = link.sh_offset + link.sh_size;
+		if (sec.s.end < sec.s.off || sec.s.end > sec.size)
+			return -ENOEXEC;
+		r = fn(&sec, arg);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* fn for each version name a version section defines (past its base entry, the file's
+ * own name) or needs, until it returns nonzero: that value, else 0; -ENOEXEC: broken. */
+typedef int (*version_fn)(const char *name, void *arg);
+
+static int version_name(const struct section *sec, uint32_t name, version_fn fn, void *arg)
+{
+	char buf[NAME_READ];
+
+	return read_name(sec->fd, sec->s.off + name, sec->s.end, buf, sizeof(buf)) ?
+	       fn(buf, arg) : 0;
+}
+
+static int each_version(const struct section *sec, version_fn fn, void *arg)
+{
+	uint64_t off = sec->sh->sh_offset;
+	int r = 0;
+
+	for (unsigned i = 0; i < MAX_VERSIONS && i <= sec->sh->sh_info && !r; i++) {
+		if (sec->sh->sh_type == SHT_GNU_verdef) {
+			Elf64_Verdef vd;
+			Elf64_Verdaux aux;
+
+			if (!pread_all(sec->fd, &vd, sizeof(vd), off, sec->size) ||
+			    !pread_all(sec->fd, &aux, sizeof(aux), off + vd.vd_aux, sec->size))
+				return -ENOEXEC;
+			if (!(vd.vd_flags & VER_FLG_BASE))
+				r = version_name(sec, aux.vda_name, fn, arg);
+			if (!vd.vd_next)
+				break;
+			off += vd.vd_next;
+		} else {
+			Elf64_Verneed vn;
+			uint64_t aoff;
+
+			if (!pread_all(sec->fd, &vn, sizeof(vn), off, sec->size))
+				return -ENOEXEC;
+			aoff = off + vn.vn_aux;
+			for (unsigned k = 0; k < vn.vn_cnt && k < MAX_VERSIONS && !r; k++) {
+				Elf64_Vernaux va;
+
+				if (!pread_all(sec->fd, &va, sizeof(va), aoff, sec->size))
+					return -ENOEXEC;
+				r = version_name(sec, va.vna_name, fn, arg);
+				if (!va.vna_next)
+					break;
+				aoff += va.vna_next;
+			}
+			if (!vn.vn_next)
+				break;
+			off += vn.vn_next;
+		}
+	}
+	return r;
+}
+
+/* name IBVERBS_PRIVATE_<N>: N into *abi, and 1 (the walk stops) */
+static int private_abi(const char *name, void *arg)
 {
 	unsigned long v = 0;
 	const char *p = name + strlen(PRIVATE_PREFIX);
 
 	if (strncmp(name, PRIVATE_PREFIX, strlen(PRIVATE_PREFIX)) || !is_digit(*p))
-		return false;
+		return 0;
 	while (is_digit(*p) && v < 100000)
 		v = v * 10 + (unsigned long)(*p++ - '0');
 	if (*p)
-		return false;
-	*abi = (unsigned)v;
-	return true;
+		return 0;
+	*(unsigned *)arg = (unsigned)v;
+	return 1;
 }
 
-struct strtab {
-	uint64_t off, end;
-};
-
-static bool name_abi(int fd, const struct strtab *s, uint32_t name, unsigned *abi)
+static int private_abi_section(const struct section *sec, void *arg)
 {
-	char buf[NAME_READ];
-
-	return read_name(fd, s->off + name, s->end, buf, sizeof(buf)) && private_abi(buf, abi);
-}
-
-static int walk_verdef(int fd, uint64_t size, const Elf64_Shdr *sh, const struct strtab *s,
-		       unsigned *abi)
-{
-	uint64_t off = sh->sh_offset;
-
-	for (unsigned i = 0; i < MAX_VERSIONS && i < sh->sh_info + 1u; i++) {
-		Elf64_Verdef vd;
-		Elf64_Verdaux aux;
-
-		if (!pread_all(fd, &vd, sizeof(vd), off, size) ||
-		    !pread_all(fd, &aux, sizeof(aux), off + vd.vd_aux, size))
-			return -ENOEXEC;
-		if (!(vd.vd_flags & VER_FLG_BASE) && name_abi(fd, s, aux.vda_name, abi))
-			return 0;
-		if (!vd.vd_next)
-			break;
-		off += vd.vd_next;
-	}
-	return -ENOENT;
-}
-
-static int walk_verneed(int fd, uint64_t size, const Elf64_Shdr *sh, const struct strtab *s,
-			unsigned *abi)
-{
-	uint64_t off = sh->sh_offset;
-
-	for (unsigned i = 0; i < MAX_VERSIONS && i < sh->sh_info + 1u; i++) {
-		Elf64_Verneed vn;
-		uint64_t aoff;
-
-		if (!pread_all(fd, &vn, sizeof(vn), off, size))
-			return -ENOEXEC;
-		aoff = off + vn.vn_aux;
-		for (unsigned k = 0; k < vn.vn_cnt && k < MAX_VERSIONS; k++) {
-			Elf64_Vernaux va;
-
-			if (!pread_all(fd, &va, sizeof(va), aoff, size))
-				return -ENOEXEC;
-			if (name_abi(fd, s, va.vna_name, abi))
-				return 0;
-			if (!va.vna_next)
-				break;
-			aoff += va.vna_next;
-		}
-		if (!vn.vn_next)
-			break;
-		off += vn.vn_next;
-	}
-	return -ENOENT;
+	return each_version(sec, private_abi, arg);
 }
 
 int orh_elf_private_abi(int fd, bool defined, unsigned *abi)
 {
-	Elf64_Ehdr eh;
-	Elf64_Shdr sh, link;
-	struct strtab s;
-	struct stat st;
-	uint32_t type = defined ? SHT_GNU_verdef : SHT_GNU_verneed;
+	const uint32_t type = defined ? SHT_GNU_verdef : SHT_GNU_verneed;
+	int r = each_section(fd, &type, 1, private_abi_section, abi);
 
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!pread_all(fd, &eh, sizeof(eh), 0, (uint64_t)st.st_size) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-	    eh.e_shnum > MAX_SECTIONS)
-		return -ENOEXEC;
-	for (unsigned i = 0; i < eh.e_shnum; i++) {
-		if (!pread_all(fd, &sh, sizeof(sh), eh.e_shoff + (uint64_t)i * sizeof(sh),
-			       (uint64_t)st.st_size))
-			return -ENOEXEC;
-		if (sh.sh_type != type)
-			continue;
-		if (sh.sh_link >= eh.e_shnum ||
-		    !pread_all(fd, &link, sizeof(link), eh.e_shoff + (uint64_t)sh.sh_link *
-			       sizeof(link), (uint64_t)st.st_size) || link.sh_type != SHT_STRTAB)
-			return -ENOEXEC;
-		s.off = link.sh_offset;
-		s.end = link.sh_offset + link.sh_size;
-		if (s.end < s.off || s.end > (uint64_t)st.st_size)
-			return -ENOEXEC;
-		return defined ? walk_verdef(fd, (uint64_t)st.st_size, &sh, &s, abi)
-			       : walk_verneed(fd, (uint64_t)st.st_size, &sh, &s, abi);
-	}
-	return -ENOENT;
+	return r < 0 ? r : r ? 0 : -ENOENT;
 }
-
-/* ---- what a library needs: its DT_NEEDED names and glibc's versions ---------------- */
 
 /* "GLIBC_X.Y[.Z]": X*10000 + Y*100 + Z */
 static bool glibc_version(const char *name, unsigned *v)
@@ -362,74 +388,31 @@ static bool glibc_version(const char *name, unsigned *v)
 	return true;
 }
 
-static void glibc_max(int fd, const struct strtab *s, uint32_t name, unsigned *max)
+/* the highest GLIBC_ version into *(unsigned *)arg; the walk goes on */
+static int glibc_max(const char *name, void *arg)
 {
-	char buf[NAME_READ];
-	unsigned v = 0;
+	unsigned v = 0, *max = arg;
 
-	if (read_name(fd, s->off + name, s->end, buf, sizeof(buf)) && glibc_version(buf, &v) &&
-	    v > *max)
+	if (glibc_version(name, &v) && v > *max)
 		*max = v;
-}
-
-static int deps_verdef(int fd, uint64_t size, const Elf64_Shdr *sh, const struct strtab *s,
-		       struct orh_elf_deps *out)
-{
-	uint64_t off = sh->sh_offset;
-
-	for (unsigned i = 0; i < MAX_VERSIONS && i < sh->sh_info; i++) {
-		Elf64_Verdef vd;
-		Elf64_Verdaux aux;
-
-		if (!pread_all(fd, &vd, sizeof(vd), off, size) ||
-		    !pread_all(fd, &aux, sizeof(aux), off + vd.vd_aux, size))
-			return -ENOEXEC;
-		glibc_max(fd, s, aux.vda_name, &out->glibc_defines);
-		if (!vd.vd_next)
-			break;
-		off += vd.vd_next;
-	}
 	return 0;
 }
 
-static int deps_verneed(int fd, uint64_t size, const Elf64_Shdr *sh, const struct strtab *s,
-			struct orh_elf_deps *out)
+static int deps_section(const struct section *sec, void *arg)
 {
-	uint64_t off = sh->sh_offset;
+	struct orh_elf_deps *out = arg;
+	uint64_t n = sec->sh->sh_size / sizeof(Elf64_Dyn);
 
-	for (unsigned i = 0; i < MAX_VERSIONS && i < sh->sh_info; i++) {
-		Elf64_Verneed vn;
-		uint64_t aoff;
-
-		if (!pread_all(fd, &vn, sizeof(vn), off, size))
-			return -ENOEXEC;
-		aoff = off + vn.vn_aux;
-		for (unsigned k = 0; k < vn.vn_cnt && k < MAX_VERSIONS; k++) {
-			Elf64_Vernaux va;
-
-			if (!pread_all(fd, &va, sizeof(va), aoff, size))
-				return -ENOEXEC;
-			glibc_max(fd, s, va.vna_name, &out->glibc_needs);
-			if (!va.vna_next)
-				break;
-			aoff += va.vna_next;
-		}
-		if (!vn.vn_next)
-			break;
-		off += vn.vn_next;
-	}
-	return 0;
-}
-
-static int deps_dynamic(int fd, uint64_t size, const Elf64_Shdr *sh, const struct strtab *s,
-			struct orh_elf_deps *out)
-{
-	uint64_t n = sh->sh_size / sizeof(Elf64_Dyn);
-
+	if (sec->sh->sh_type == SHT_GNU_verdef)
+		return each_version(sec, glibc_max, &out->glibc_defines);
+	if (sec->sh->sh_type == SHT_GNU_verneed)
+		return each_version(sec, glibc_max, &out->glibc_needs);
 	for (uint64_t i = 0; i < n && i < 512; i++) {
 		Elf64_Dyn dyn;
+		char *name = out->needed[out->n_needed];
 
-		if (!pread_all(fd, &dyn, sizeof(dyn), sh->sh_offset + i * sizeof(dyn), size))
+		if (!pread_all(sec->fd, &dyn, sizeof(dyn), sec->sh->sh_offset + i * sizeof(dyn),
+			       sec->size))
 			return -ENOEXEC;
 		if (dyn.d_tag == DT_NULL)
 			break;
@@ -437,9 +420,8 @@ static int deps_dynamic(int fd, uint64_t size, const Elf64_Shdr *sh, const struc
 			continue;
 		if (out->n_needed >= ORH_ELF_MAX_NEEDED)
 			return -E2BIG;
-		if (!read_name(fd, s->off + dyn.d_un.d_val, s->end, out->needed[out->n_needed],
-			       sizeof(out->needed[0])) ||
-		    strchr(out->needed[out->n_needed], '/') || !out->needed[out->n_needed][0])
+		if (!read_name(sec->fd, sec->s.off + dyn.d_un.d_val, sec->s.end, name,
+			       sizeof(out->needed[0])) || strchr(name, '/') || !name[0])
 			return -ENOEXEC;
 		out->n_needed++;
 	}
@@ -448,44 +430,10 @@ static int deps_dynamic(int fd, uint64_t size, const Elf64_Shdr *sh, const struc
 
 int orh_elf_deps(int fd, struct orh_elf_deps *out)
 {
-	Elf64_Ehdr eh;
-	Elf64_Shdr sh, link;
-	struct strtab s;
-	struct stat st;
-	uint64_t size;
-	int r = 0;
+	static const uint32_t types[] = { SHT_DYNAMIC, SHT_GNU_verdef, SHT_GNU_verneed };
 
 	memset(out, 0, sizeof(*out));
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	size = (uint64_t)st.st_size;
-	if (!pread_all(fd, &eh, sizeof(eh), 0, size) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
-	    eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum > MAX_SECTIONS)
-		return -ENOEXEC;
-	for (unsigned i = 0; i < eh.e_shnum && r == 0; i++) {
-		if (!pread_all(fd, &sh, sizeof(sh), eh.e_shoff + (uint64_t)i * sizeof(sh), size))
-			return -ENOEXEC;
-		if (sh.sh_type != SHT_DYNAMIC && sh.sh_type != SHT_GNU_verdef &&
-		    sh.sh_type != SHT_GNU_verneed)
-			continue;
-		if (sh.sh_link >= eh.e_shnum ||
-		    !pread_all(fd, &link, sizeof(link),
-			       eh.e_shoff + (uint64_t)sh.sh_link * sizeof(link), size) ||
-		    link.sh_type != SHT_STRTAB)
-			return -ENOEXEC;
-		s.off = link.sh_offset;
-		s.end = link.sh_offset + link.sh_size;
-		if (s.end < s.off || s.end > size)
-			return -ENOEXEC;
-		if (sh.sh_type == SHT_DYNAMIC)
-			r = deps_dynamic(fd, size, &sh, &s, out);
-		else if (sh.sh_type == SHT_GNU_verdef)
-			r = deps_verdef(fd, size, &sh, &s, out);
-		else
-			r = deps_verneed(fd, size, &sh, &s, out);
-	}
-	return r;
+	return each_section(fd, types, ORH_ARRAY_SIZE(types), deps_section, out);
 }
 
 /* ---- a cache with the supplied directory's libraries first ------------------------- */
