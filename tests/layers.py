@@ -62,6 +62,7 @@ HEADERS = {
     'orh/ncclconf.h': 'apply',
     'orh/netns.h': 'apply',
     'orh/sysview.h': 'apply',
+    'orh/supply.h': 'apply',
     'orh/spec.h': 'apply',
     'orh/refuse.h': 'apply',
     'orh/record.h': 'apply',
