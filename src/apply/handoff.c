@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The reading of the node of the spec edit (the runtime shim's, the NRI plugin's), handed
- * to the container's nccl-conf stage (include/orh/handoff.h). Written like the record: one file replaced atomically in the
- * container's state directory, without fsync (it serves one container start; /run does
- * not outlive a boot).
+ * to the container's nccl-conf stage (include/orh/handoff.h). Written like the record:
+ * one file replaced atomically in the container's state directory, without fsync (it
+ * serves one container start; /run does not outlive a boot).
  */
 #include <arpa/inet.h>
 #include <errno.h>

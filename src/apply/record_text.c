@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The record's JSON text (orh/record.h: orh_record_text), written from the values of a
- * struct orh_record_in straight into one buffer, without a jansson tree: building the tree
- * and then writing it took the live hook 427,000 instructions on the scale node
- * (callgrind), the most of its work that its floor does not do.
+ * struct orh_record_in straight into one buffer, without a jansson tree: building the tree,
+ * writing it and freeing it took the live hook 441,000 instructions on the scale node,
+ * this 85,000 (callgrind, docs/PERFORMANCE.md): the tree was the most of the hook's work
+ * that its floor does not do.
  *
  * The text is byte for byte what json_dumps(JSON_COMPACT) wrote of the tree the record was
  * built as before (tests/test_record.c keeps that builder and compares the two), its keys

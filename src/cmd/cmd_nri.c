@@ -8,8 +8,9 @@
  * serving: an answer not ready by three quarters of the runtime's request timeout is
  * given up (the child killed) and the container gets nothing, or is refused when
  * on_error = fail and it asked. The child hands the node it read to the container's
- * nccl-conf stage (orh/handoff.h) before it answers. A lost connection is made again, waiting longer each time
- * up to a second, until SIGTERM or SIGINT ends the plugin (status 0).
+ * nccl-conf stage (orh/handoff.h) before it answers. A lost connection is made again,
+ * waiting longer each time up to a second, until SIGTERM or SIGINT ends the plugin
+ * (status 0).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,8 @@
 # pod, and checks first that its container ran, then what the workload sees from inside:
 #   - annotated: the uverbs nodes usable (allowed by the device cgroup: ENXIO on open), the
 #     memlock raised, the plan in /etc/nccl.conf, for ExecSync's process too, the record
-#     written and shown by `inspect`; the sandbox is left as containerd made it;
+#     written and shown by `inspect`, its stage deciding from the node the plugin read
+#     (node.json); the sandbox is left as containerd made it;
 #   - the image's own /etc/nccl.conf: merged with the plan by the nccl-conf stage the
 #     plugin adds, the image's settings kept;
 #   - CRI devices carrying uverbs2 (a device plugin's DeviceSpec): only mlx5_2;
@@ -358,6 +359,14 @@ check "annotated: inspect shows the container's record, alive, /etc/nccl.conf wr
 r = json.loads(sys.argv[1])
 assert r["alive"] is True, r
 assert r["nccl_conf"]["result"] in ("written", "merged"), r
+' "$INSPECT"
+# the node the plugin read, handed to the stage (bound to the token in its hook's environment)
+check "annotated: the nccl-conf stage decided from the node the plugin read (node.json)" \
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["node_read"] == "by the NRI plugin", r.get("node_read")
+assert r["node_from"].endswith("/node.json"), r.get("node_from")
+assert not [w for w in r["warnings"] if "handed over" in w], r["warnings"]
 ' "$INSPECT"
 check "annotated: the plugin logged what it gave the container" plugin_said "9 device(s)"
 # the spec containerd keeps is the one runc got (no shim between them), and it holds the
