@@ -397,10 +397,11 @@ static int finish(struct hook *h)
 	return ORH_EXIT_OK;
 }
 
-/* The stages of one to three steps: nccl-conf writes /etc/nccl.conf alone,
- * cdi-createRuntime applies memlock and the sysfs view and then writes /etc/nccl.conf
- * (under on_error = warn a failed step does not stop the next), cdi-memlock applies
- * memlock alone; one line saying what was done. */
+/* The stages of one to four steps: nccl-conf gives the node's RDMA userspace where the
+ * decision supplies it (image_supply) and writes /etc/nccl.conf, cdi-createRuntime applies
+ * memlock and the sysfs view and then does the same (under on_error = warn a failed step
+ * does not stop the next), cdi-memlock applies memlock alone; one line saying what was
+ * done. */
 static int conf_stage(struct hook *h, struct orh_ncclconf_result *res)
 {
 	struct orh_sysview_result vres;
