@@ -7,6 +7,7 @@
 #define ORH_MOUNT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "orh/target.h"
@@ -37,5 +38,12 @@ int orh_bind_into_container(const struct orh_target *t, int src_fd, int target_f
  * _NOEXEC: mount_setattr(2)) set on the new mount. */
 int orh_bind_into_container_attr(const struct orh_target *t, int src_fd, int target_fd,
 				 uint64_t attr_set, struct orh_err *err);
+/* n of them (at most ORH_BIND_MAX) from one child, which enters the namespace once:
+ * src_fds[i] onto target_fds[i], in order; *done: how many were made (on a failure, the
+ * ones before it stay). */
+#define ORH_BIND_MAX 32
+int orh_bind_many_into_container(const struct orh_target *t, const int *src_fds,
+				 const int *target_fds, size_t n, uint64_t attr_set, size_t *done,
+				 struct orh_err *err);
 
 #endif

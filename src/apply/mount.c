@@ -125,8 +125,10 @@ int orh_run_in_child(int (*fn)(void *), void *arg, void *out, size_t out_size,
 
 struct bind_args {
 	const struct orh_target *t;
-	int tree;
-	int target;
+	const int *trees;
+	const int *targets;
+	size_t n;
+	size_t done;      /* out: the mounts made */
 };
 
 /* Enter the target's mount namespace: through its pidfd (Linux 5.8), or its ns/mnt,
@@ -147,7 +149,8 @@ int orh_enter_mntns(const struct orh_target *t)
 	return r;
 }
 
-/* Runs in the child: 0, or a negative step marker | errno. */
+/* Runs in the child: 0, or a negative step marker | errno; every mount in one entry of
+ * the namespace. */
 static int bind_child(void *p)
 {
 	struct bind_args *a = p;
@@ -155,9 +158,10 @@ static int bind_child(void *p)
 
 	if (r < 0)
 		return -(1 << 16 | -r);
-	if (syscall(SYS_move_mount, a->tree, "", a->target, "",
-		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		return -(2 << 16 | errno);
+	for (a->done = 0; a->done < a->n; a->done++)
+		if (syscall(SYS_move_mount, a->trees[a->done], "", a->targets[a->done], "",
+			    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			return -(2 << 16 | errno);
 	return 0;
 }
 
@@ -171,26 +175,52 @@ int orh_bind_into_container(const struct orh_target *t, int src_fd, int target_f
 int orh_bind_into_container_attr(const struct orh_target *t, int src_fd, int target_fd,
 				 uint64_t attr_set, struct orh_err *err)
 {
-	_cleanup_close_ int tree = -1;
+	size_t done = 0;
+
+	return orh_bind_many_into_container(t, &src_fd, &target_fd, 1, attr_set, &done, err);
+}
+
+int orh_bind_many_into_container(const struct orh_target *t, const int *src_fds,
+				 const int *target_fds, size_t n, uint64_t attr_set, size_t *done,
+				 struct orh_err *err)
+{
+	int trees[ORH_BIND_MAX];
 	struct bind_args args;
-	int rc = 0, r;
+	size_t made = 0;
+	int rc = 0, r = 0;
 
-	tree = (int)syscall(SYS_open_tree, src_fd, "",
-			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-	if (tree < 0)
-		return orh_fail_errno(err, errno, "cloning the bind source");
-	if (attr_set) {
-		struct mount_attr attr = { .attr_set = attr_set };
+	*done = 0;
+	if (n > ORH_BIND_MAX)
+		return orh_fail(err, E2BIG, "more than %d bind mounts at once", ORH_BIND_MAX);
+	for (; made < n && r == 0; made++) {
+		trees[made] = (int)syscall(SYS_open_tree, src_fds[made], "",
+					   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		if (trees[made] < 0) {
+			r = orh_fail_errno(err, errno, "cloning the bind source");
+			break;
+		}
+		if (attr_set) {
+			struct mount_attr attr = { .attr_set = attr_set };
 
-		if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr,
-			    sizeof(attr)) < 0)
-			return orh_fail_errno(err, errno, "setting the bind mount's flags%s",
-					      attr_set == MOUNT_ATTR_RDONLY ? " (read-only)" : "");
+			if (syscall(SYS_mount_setattr, trees[made], "", AT_EMPTY_PATH, &attr,
+				    sizeof(attr)) < 0)
+				r = orh_fail_errno(err, errno, "setting the bind mount's flags%s",
+						   attr_set == MOUNT_ATTR_RDONLY ? " (read-only)" : "");
+		}
 	}
-	args = (struct bind_args){ .t = t, .tree = tree, .target = target_fd };
-	r = orh_run_in_child(bind_child, &args, NULL, 0, &rc, err);
+	if (r == 0) {
+		args = (struct bind_args){ .t = t, .trees = trees, .targets = target_fds, .n = n };
+		/* the child hands back how many it made: args.done, after its result */
+		r = orh_run_in_child(bind_child, &args, &args.done, sizeof(args.done), &rc, err);
+		if (r < 0)
+			orh_err_prefix(err, "bind mount into pid %d", (int)t->pid);
+		*done = r < 0 ? 0 : args.done;
+	}
+	for (size_t i = 0; i < made; i++)
+		if (trees[i] >= 0)
+			close(trees[i]);
 	if (r < 0)
-		return orh_err_prefix(err, "bind mount into pid %d", (int)t->pid);
+		return r;
 	if (rc < 0) {
 		int e = (-rc) & 0xffff;
 

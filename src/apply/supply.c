@@ -181,29 +181,49 @@ int orh_supply_mount_live(const struct orh_target *t, int rootfd,
 			  const struct orh_supply_mount *m, size_t n,
 			  struct orh_supply_result *res, struct orh_err *err)
 {
-	memset(res, 0, sizeof(*res));
-	for (size_t i = 0; i < n; i++) {
-		_cleanup_close_ int src = -1, target = -1;
-		struct stat sst, tst;
-		int r;
+	int src[ORH_SUPPLY_MAX_MOUNTS], target[ORH_SUPPLY_MAX_MOUNTS];
+	const char *what[ORH_SUPPLY_MAX_MOUNTS];
+	size_t k = 0, done = 0;
+	int r = 0;
 
-		src = open(m[i].src, O_RDONLY | O_CLOEXEC);
-		if (src < 0)
-			return orh_fail_errno(err, errno, "opening '%s'", m[i].src);
-		r = mount_point(rootfd, m[i].dst, &target, err);
-		if (r < 0)
-			return r;
-		if (fstat(src, &sst) == 0 && fstat(target, &tst) == 0 && sst.st_dev == tst.st_dev &&
-		    sst.st_ino == tst.st_ino) {
+	memset(res, 0, sizeof(*res));
+	for (size_t i = 0; i < n && i < ORH_SUPPLY_MAX_MOUNTS && r == 0; i++) {
+		struct stat sst, tst;
+		int fd = open(m[i].src, O_RDONLY | O_CLOEXEC), tfd = -1;
+
+		if (fd < 0) {
+			r = orh_fail_errno(err, errno, "opening '%s'", m[i].src);
+			break;
+		}
+		r = mount_point(rootfd, m[i].dst, &tfd, err);
+		if (r == 0 && fstat(fd, &sst) == 0 && fstat(tfd, &tst) == 0 &&
+		    sst.st_dev == tst.st_dev && sst.st_ino == tst.st_ino) {
 			res->already++; /* the spec's mount (precreate before this hook) */
+			r = 1;
+		}
+		if (r != 0) {
+			close(fd);
+			if (tfd >= 0)
+				close(tfd);
+			r = r > 0 ? 0 : r;
 			continue;
 		}
-		r = orh_bind_into_container_attr(t, src, target, SUPPLY_ATTRS, err);
-		if (r < 0)
-			return orh_err_prefix(err, "mounting '%s' at %s", m[i].src, m[i].dst);
-		res->mounted++;
+		src[k] = fd;
+		target[k] = tfd;
+		what[k++] = m[i].dst;
 	}
-	return 0;
+	/* every mount from one child, which enters the container's namespace once */
+	if (r == 0 && k) {
+		r = orh_bind_many_into_container(t, src, target, k, SUPPLY_ATTRS, &done, err);
+		if (r < 0 && done < k)
+			orh_err_prefix(err, "mounting the node's file at %s", what[done]);
+		res->mounted = (unsigned)done;
+	}
+	for (size_t i = 0; i < k; i++) {
+		close(src[i]);
+		close(target[i]);
+	}
+	return r;
 }
 
 /* ---- the loader's cache --------------------------------------------------------- */
