@@ -279,11 +279,12 @@ int orh_sysview_sweep(int runfd, const char *base, unsigned unused_for)
 
 #define VIEW_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)
 
-static int mount_class(const struct orh_target *t, int rootfd, const char *dir,
-		       const char *name, struct orh_sysview_result *res, struct orh_err *err)
+/* The class's directory in the container's /sys, to be covered by the view's: *target and
+ * *src open, or both -1 where it needs no mount (res counts why). */
+static int class_target(const struct orh_target *t, int rootfd, const char *dir,
+			const char *name, int *src, int *target, struct orh_sysview_result *res,
+			struct orh_err *err)
 {
-	_cleanup_close_ int target = -1;
-	_cleanup_close_ int src = -1;
 	_cleanup_free_ char *path = orh_xasprintf("/sys/class/%s", name);
 	_cleanup_free_ char *from = orh_xasprintf("%s/%s", dir, name);
 	struct orh_err look = { 0 };
@@ -292,51 +293,67 @@ static int mount_class(const struct orh_target *t, int rootfd, const char *dir,
 	bool shared = true;
 	int r;
 
-	r = orh_rootfs_dir(rootfd, path, false, ORH_MOUNT_ANY, &target, &look);
+	*src = *target = -1;
+	r = orh_rootfs_dir(rootfd, path, false, ORH_MOUNT_ANY, target, &look);
 	if (r == -ENOENT || r == -ENOTDIR) {
 		res->missing++; /* the container's /sys has no such class: nothing to hide */
 		return 0;
 	}
 	if (r < 0)
 		return orh_fail(err, -r, "%s", look.msg);
-	r = orh_fd_mount_id(target, &mnt);
+	r = orh_fd_mount_id(*target, &mnt);
 	if (r < 0)
-		return orh_fail_errno(err, -r, "reading the mount of %s", path);
-	r = orh_mount_is_shared(t, mnt, &shared, err);
-	if (r < 0)
-		return r;
-	if (shared)
-		return orh_fail(err, EXDEV, "%s is on a shared mount: a mount over it would "
-					    "reach the mount's peers, the host's included", path);
-	src = open(from, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (src < 0)
-		return orh_fail_errno(err, errno, "opening '%s'", from);
-	if (fstat(src, &sst) == 0 && fstat(target, &tst) == 0 && sst.st_dev == tst.st_dev &&
-	    sst.st_ino == tst.st_ino) {
-		res->already++; /* the spec's mount of this view (precreate before this hook) */
-		return 0;
+		r = orh_fail_errno(err, -r, "reading the mount of %s", path);
+	else
+		r = orh_mount_is_shared(t, mnt, &shared, err);
+	if (r == 0 && shared)
+		r = orh_fail(err, EXDEV, "%s is on a shared mount: a mount over it would reach "
+				    "the mount's peers, the host's included", path);
+	if (r == 0) {
+		*src = open(from, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (*src < 0)
+			r = orh_fail_errno(err, errno, "opening '%s'", from);
 	}
-	r = orh_bind_into_container_attr(t, src, target, VIEW_ATTRS, err);
-	if (r < 0)
-		return orh_err_prefix(err, "mounting '%s' over %s", from, path);
-	res->mounted++;
-	return 0;
+	if (r == 0 && fstat(*src, &sst) == 0 && fstat(*target, &tst) == 0 &&
+	    sst.st_dev == tst.st_dev && sst.st_ino == tst.st_ino)
+		res->already++; /* the spec's mount of this view (precreate before this hook) */
+	else if (r == 0)
+		return 0;
+	if (*src >= 0)
+		close(*src);
+	close(*target);
+	*src = *target = -1;
+	return r;
 }
 
 int orh_sysview_mount(const struct orh_target *t, int rootfd, const struct orh_sysview *v,
 		      const char *dir, struct orh_sysview_result *res, struct orh_err *err)
 {
-	memset(res, 0, sizeof(*res));
-	for (size_t k = 0; k < ORH_SYSVIEW_N_CLASSES; k++) {
-		int r;
+	int src[ORH_SYSVIEW_N_CLASSES], target[ORH_SYSVIEW_N_CLASSES];
+	size_t k = 0, done = 0;
+	int r = 0;
 
-		if (!v->cls[k].present)
+	memset(res, 0, sizeof(*res));
+	for (size_t i = 0; i < ORH_SYSVIEW_N_CLASSES && r == 0; i++) {
+		if (!v->cls[i].present)
 			continue;
-		r = mount_class(t, rootfd, dir, orh_sysview_classes[k], res, err);
-		if (r < 0)
-			return r;
+		r = class_target(t, rootfd, dir, orh_sysview_classes[i], &src[k], &target[k],
+				 res, err);
+		if (r == 0 && src[k] >= 0)
+			k++;
 	}
-	return 0;
+	/* every class from one child, which enters the container's namespace once */
+	if (r == 0 && k) {
+		r = orh_bind_many_into_container(t, src, target, k, VIEW_ATTRS, &done, err);
+		if (r < 0)
+			orh_err_prefix(err, "mounting the view '%s' over /sys/class", dir);
+		res->mounted = (unsigned)done;
+	}
+	for (size_t i = 0; i < k; i++) {
+		close(src[i]);
+		close(target[i]);
+	}
+	return r;
 }
 
 /* ---- the spec edit ----------------------------------------------------------------- */
