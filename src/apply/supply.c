@@ -245,7 +245,7 @@ static int cache_fail(struct cache_args *a, int e, const char *what)
 static int cache_child(void *p)
 {
 	struct cache_args *a = p;
-	struct orh_ldcache_add add[ORH_SUPPLY_MAX_FILES];
+	struct orh_ldcache_add add[ORH_SUPPLY_MAX_FILES + 1];
 	char paths[ORH_SUPPLY_MAX_FILES][ORH_IMAGE_PATH_MAX];
 	_cleanup_close_ int dirfd = -1, old = -1;
 	_cleanup_free_ char *data = NULL;
@@ -267,10 +267,17 @@ static int cache_child(void *p)
 		/* the libraries by their names; a provider is found by its driver file */
 		if (strstr(a->s->files[i]->name, "-rdmav"))
 			continue;
-		snprintf(paths[n], sizeof(paths[n]), ORH_SUPPLY_DIR "/%s", a->s->files[i]->name);
+		snprintf(paths[i], sizeof(paths[i]), ORH_SUPPLY_DIR "/%s", a->s->files[i]->name);
 		add[n].name = a->s->files[i]->name;
-		add[n].path = paths[n];
+		add[n].path = paths[i];
 		n++;
+		/* NCCL opens "libibverbs.so" first: an image's development link of that name
+		 * must not lead its loader to the image's own */
+		if (!strcmp(a->s->files[i]->name, "libibverbs.so.1")) {
+			add[n].name = "libibverbs.so";
+			add[n].path = paths[i];
+			n++;
+		}
 	}
 	r = orh_rootfs_open_file(a->rootfd, "/etc/ld.so.cache", &old, &st);
 	if (r < 0 && r != -ENOENT)

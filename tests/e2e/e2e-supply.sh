@@ -11,6 +11,8 @@
 #   the cache; without image_supply it finds none (the control);
 # - an image with libibverbs of the node's ABI and no mlx5 provider: only the provider and
 #   its driver file, the image's own libibverbs and cache left as they are;
+# - an image whose libibverbs is of another ABI, with its development link libibverbs.so
+#   (which NCCL opens first): the whole stack, both names leading to the node's;
 # - an image with its own provider for mlx5: nothing given.
 . "$(dirname "$0")/lib.sh"
 need_root_runc
@@ -121,7 +123,32 @@ check "provider alone: the image's ld.so.cache is not written" [ ! -e "$WORK/ver
 check "provider alone: the image's libibverbs is the same file" \
 	[ "$(md5sum <"$WORK/verbs/$MULTI/libibverbs.so.1")" = "$SUM" ]
 
-# 4. an image with its own mlx5 provider (Debian's layout): nothing given
+# 4. an image whose libibverbs is of another private ABI (25), with its development link
+# libibverbs.so, which NCCL opens first: the node's whole stack, and the rewritten cache
+# leads both names to it
+glibc_rootfs "$WORK/old"
+printf 'IBVERBS_1.1 { global: ibv_get_device_list; local: *; };\nIBVERBS_PRIVATE_25 { };\n' >"$WORK/old.map"
+printf 'void *ibv_get_device_list(int *n) { (void)n; return 0; }\n' >"$WORK/old.c"
+cc -shared -fPIC -o "$WORK/old/$MULTI/libibverbs.so.1.5.25.0" -Wl,-soname,libibverbs.so.1 \
+	-Wl,--version-script="$WORK/old.map" "$WORK/old.c"
+ln -s libibverbs.so.1.5.25.0 "$WORK/old/$MULTI/libibverbs.so.1"
+ln -s libibverbs.so.1 "$WORK/old/$MULTI/libibverbs.so"
+echo "driver mlx5" >"$WORK/old/etc/libibverbs.d/mlx5.driver" 2>/dev/null ||
+	{ mkdir -p "$WORK/old/etc/libibverbs.d"; echo "driver mlx5" >"$WORK/old/etc/libibverbs.d/mlx5.driver"; }
+make_bundle "$WORK/b5" "$WORK/old" "$WORK/node" "$WORK/plain.conf" "$INSIDE" "$ASK"
+run_ctr "$WORK/b5"
+check_ran "libibverbs of ABI 25 with its libibverbs.so, image_supply not set"
+check "ABI 25, image_supply not set: NCCL's dlopen(\"libibverbs.so\") takes the image's own" \
+	grep -qx "libibverbs /$MULTI/libibverbs.so" <<<"$OUT"
+make_bundle "$WORK/b6" "$WORK/old" "$WORK/node" "$WORK/supply.conf" "$INSIDE" "$ASK"
+run_ctr "$WORK/b6"
+check_ran "libibverbs of ABI 25 with its libibverbs.so, supplied"
+check "ABI 25, supplied: NCCL's dlopen(\"libibverbs.so\") loads the node's libibverbs" \
+	grep -qx "libibverbs /run/oci-rdma-hook/lib/libibverbs.so.1" <<<"$OUT"
+check "ABI 25, supplied: the whole stack given" \
+	[ "$(grep "^lib " <<<"$OUT" | tr '\n' ' ')" = "lib libibverbs.so.1 lib libmlx5-rdmav34.so lib libnl-3.so.200 lib libnl-route-3.so.200 " ]
+
+# 5. an image with its own mlx5 provider (Debian's layout): nothing given
 make_rootfs "$WORK/deb"
 python3 "$MKTREE" debian "$WORK/deb"
 make_bundle "$WORK/b4" "$WORK/deb" "$WORK/node" "$WORK/supply.conf" \
