@@ -42,6 +42,9 @@ image_supply = yes"
 write_conf "$WORK/plain.conf" "[containers]
 image_check = warn"
 
+# libs_given: the files of /run/oci-rdma-hook/lib the container listed, on one line
+libs_given() { grep "^lib " <<<"$OUT" | tr '\n' ' '; }
+
 # glibc_rootfs DIR: busybox with this machine's loader and libc, and the probe
 glibc_rootfs() {
 	make_rootfs "$1"
@@ -71,7 +74,7 @@ check "supplied (runc): NCCL's dlopen loads the node's libibverbs from /run/oci-
 check "supplied (runc): its ibv_get_device_list runs (with libnl, given too; this kernel has no RDMA)" \
 	grep -Eqx "devices ([0-9]+|none: .*)" <<<"$OUT"
 check "supplied (runc): libibverbs, libnl-3, libnl-route-3 and the mlx5 provider, no more" \
-	[ "$(grep "^lib " <<<"$OUT" | tr '\n' ' ')" = "lib libibverbs.so.1 lib libmlx5-rdmav34.so lib libnl-3.so.200 lib libnl-route-3.so.200 " ]
+	[ "$(libs_given)" = "lib libibverbs.so.1 lib libmlx5-rdmav34.so lib libnl-3.so.200 lib libnl-route-3.so.200 " ]
 check "supplied (runc): a driver file names the provider by its path" \
 	grep -qx "file /etc/libibverbs.d/oci-rdma-hook-mlx5.driver: driver /run/oci-rdma-hook/lib/libmlx5" <<<"$OUT"
 check "supplied (runc): the loader's entry" \
@@ -116,7 +119,7 @@ check_ran "the image's libibverbs, no provider"
 check "provider alone: NCCL's dlopen loads the image's own libibverbs" \
 	grep -qx "libibverbs /$MULTI/libibverbs.so.1" <<<"$OUT"
 check "provider alone: only the mlx5 provider is given" \
-	[ "$(grep "^lib " <<<"$OUT" | tr '\n' ' ')" = "lib libmlx5-rdmav34.so " ]
+	[ "$(libs_given)" = "lib libmlx5-rdmav34.so " ]
 check "provider alone: its driver file, and no loader entry" \
 	bash -c 'grep -q "^file /etc/libibverbs.d/oci-rdma-hook-mlx5.driver" <<<"$1" && ! grep -q "00-oci-rdma-hook.conf" <<<"$1"' _ "$OUT"
 check "provider alone: the image's ld.so.cache is not written" [ ! -e "$WORK/verbs/etc/ld.so.cache" ]
@@ -133,8 +136,8 @@ cc -shared -fPIC -o "$WORK/old/$MULTI/libibverbs.so.1.5.25.0" -Wl,-soname,libibv
 	-Wl,--version-script="$WORK/old.map" "$WORK/old.c"
 ln -s libibverbs.so.1.5.25.0 "$WORK/old/$MULTI/libibverbs.so.1"
 ln -s libibverbs.so.1 "$WORK/old/$MULTI/libibverbs.so"
-echo "driver mlx5" >"$WORK/old/etc/libibverbs.d/mlx5.driver" 2>/dev/null ||
-	{ mkdir -p "$WORK/old/etc/libibverbs.d"; echo "driver mlx5" >"$WORK/old/etc/libibverbs.d/mlx5.driver"; }
+mkdir -p "$WORK/old/etc/libibverbs.d"
+echo "driver mlx5" >"$WORK/old/etc/libibverbs.d/mlx5.driver"
 make_bundle "$WORK/b5" "$WORK/old" "$WORK/node" "$WORK/plain.conf" "$INSIDE" "$ASK"
 run_ctr "$WORK/b5"
 check_ran "libibverbs of ABI 25 with its libibverbs.so, image_supply not set"
@@ -146,7 +149,7 @@ check_ran "libibverbs of ABI 25 with its libibverbs.so, supplied"
 check "ABI 25, supplied: NCCL's dlopen(\"libibverbs.so\") loads the node's libibverbs" \
 	grep -qx "libibverbs /run/oci-rdma-hook/lib/libibverbs.so.1" <<<"$OUT"
 check "ABI 25, supplied: the whole stack given" \
-	[ "$(grep "^lib " <<<"$OUT" | tr '\n' ' ')" = "lib libibverbs.so.1 lib libmlx5-rdmav34.so lib libnl-3.so.200 lib libnl-route-3.so.200 " ]
+	[ "$(libs_given)" = "lib libibverbs.so.1 lib libmlx5-rdmav34.so lib libnl-3.so.200 lib libnl-route-3.so.200 " ]
 
 # 5. an image with its own mlx5 provider (Debian's layout): nothing given
 make_rootfs "$WORK/deb"
