@@ -27,7 +27,8 @@
  * path inside the process's root), reads the container's routes and addresses, makes
  * LIST's calls, then writes into the container what the plan asks: each device node of a
  * line "M<TAB>-<TAB>NAME MAJOR MINOR" made aside, owned and renamed into
- * /dev/infiniband; their rules in the container's device cgroup (v1 devices.allow); its
+ * /dev/infiniband; their rules in the container's device cgroup (v1 devices.allow, found
+ * where /proc/self/mountinfo says the hierarchy is mounted, as any program must); its
  * memlock limit asked (one prlimit call: the bench's node config sets the limit the
  * container has already); and /etc/nccl.conf of "N<TAB>-<TAB>BYTES" bytes, written aside
  * and renamed. No record, no state directory, no
@@ -297,6 +298,39 @@ static int hook_begin(struct floor_hook *h)
 }
 
 /* After LIST: the writes into the container. */
+/* Where the v1 devices hierarchy is mounted: the mount of /proc/self/mountinfo whose type
+ * is cgroup and whose super options name devices (no fixed path is sure), opened. */
+static int devices_mount(void)
+{
+	static char mi[1 << 16];
+	ssize_t n = read_at(AT_FDCWD, "/proc/self/mountinfo", mi, sizeof(mi));
+	char *line = mi, *end;
+
+	if (n <= 0)
+		return -1;
+	for (; line && *line; line = end ? end + 1 : NULL) {
+		char *sep, *mnt, *mnt_end, *opts;
+
+		end = strchr(line, '\n');
+		if (end)
+			*end = '\0';
+		sep = strstr(line, " - cgroup ");
+		opts = sep ? strrchr(sep, ' ') : NULL;
+		if (!sep || !opts || !strstr(opts, "devices"))
+			continue;
+		/* the fifth field: id, parent, major:minor, root, mount point */
+		mnt = line;
+		for (int i = 0; i < 4 && mnt; i++)
+			mnt = strchr(mnt + (i > 0), ' ');
+		mnt_end = mnt ? strchr(mnt + 1, ' ') : NULL;
+		if (!mnt_end)
+			return -1;
+		*mnt_end = '\0';
+		return open(mnt + 1, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	return -1;
+}
+
 static int hook_end(struct floor_hook *h)
 {
 	static char cg[8192];
@@ -330,7 +364,7 @@ static int hook_end(struct floor_hook *h)
 			e = strchr(p, '\n');
 			if (e)
 				*e = '\0';
-			cgroot = open("/sys/fs/cgroup/devices", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			cgroot = devices_mount();
 			cgdir = cgroot < 0 ? -1 : openat(cgroot, *p == '/' ? p + 1 : p,
 							  O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 			fd = cgdir < 0 ? -1 : openat(cgdir, "devices.allow", O_WRONLY | O_CLOEXEC);

@@ -125,7 +125,7 @@ struct orh_supply {
 	bool supply;
 	bool verbs;
 	char why_not[ORH_CHECK_MAX];
-	/* the files, in d->host_stack: bind-mounted at ORH_SUPPLY_DIR/<name> */
+	/* the files, in *d->host_stack: bind-mounted at ORH_SUPPLY_DIR/<name> */
 	const struct orh_supply_file *files[ORH_SUPPLY_MAX_FILES];
 	size_t n_files;
 	/* a driver file each: /etc/libibverbs.d/oci-rdma-hook-<name>.driver */
@@ -151,8 +151,9 @@ struct orh_decision {
 	 * image_check not off, a plan that gives something), and the verdicts on it */
 	struct orh_image image;
 	struct orh_image_verdict image_verdict;
-	/* the node's own stack, read where image_supply wants it, and the supply verdict */
-	struct orh_host_stack host_stack;
+	/* the node's own stack, read where image_supply wants it (else NULL), and the supply
+	 * verdict */
+	struct orh_host_stack *host_stack;
 	struct orh_supply supply;
 	/* the sysfs view's keep-set (decide_sysview(), when have_plan): the RDMA classes of
 	 * sysfs, read only where some device of the node is not given

@@ -16,9 +16,13 @@
 #define ORH_EXIT_USAGE 2
 
 /* Logging for command drivers: stderr and, for the container paths (hook stages,
- * precreate, the runtime shim), syslog. One line a message: its control characters are
- * escaped (orh_text_escape), whatever their source. */
+ * precreate, the runtime shim), syslog (/dev/log, facility daemon, "<PRI>IDENT[PID]: TEXT"
+ * without a timestamp). One line a message: its control characters are escaped
+ * (orh_text_escape), whatever their source. */
 void orh_log_open(const char *ident, bool use_syslog);
+/* orh_log_open() with syslog at the socket path instead of /dev/log (tests); 0, or -errno
+ * where it cannot be connected (then stderr alone). */
+int orh_log_open_socket(const char *ident, const char *path);
 void orh_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 

@@ -32,9 +32,10 @@ struct orh_supply_mount {
 };
 
 /* The mounts of s: its files (under sysroot on the node), the driver files and the
- * loader's entry (under host_dir, written there by orh_supply_host_files()). Their count. */
-size_t orh_supply_mounts(const struct orh_supply *s, const char *sysroot, const char *host_dir,
-			 struct orh_supply_mount *out);
+ * loader's entry (under host_dir, written there by orh_supply_host_files()). An array of
+ * *n (free() it), NULL with *n 0 where s gives nothing. */
+struct orh_supply_mount *orh_supply_mounts(const struct orh_supply *s, const char *sysroot,
+					   const char *host_dir, size_t *n);
 /* Write the driver files and the loader's entry s needs under host_dir (made when
  * missing); a file already there with that content is left as it is. */
 int orh_supply_host_files(const struct orh_supply *s, const char *host_dir,

@@ -28,14 +28,17 @@ static void add(struct orh_supply_mount *out, size_t *n, const char *src, const 
 	(*n)++;
 }
 
-size_t orh_supply_mounts(const struct orh_supply *s, const char *sysroot, const char *host_dir,
-			 struct orh_supply_mount *out)
+struct orh_supply_mount *orh_supply_mounts(const struct orh_supply *s, const char *sysroot,
+					   const char *host_dir, size_t *count)
 {
 	char src[4096], dst[512];
+	struct orh_supply_mount *out = NULL;
 	size_t n = 0;
 
+	*count = 0;
 	if (!s->supply)
-		return 0;
+		return NULL;
+	out = orh_xcalloc(ORH_SUPPLY_MAX_MOUNTS, sizeof(*out));
 	/* the node's files: a sysroot of "/" adds nothing to their paths */
 	if (!strcmp(sysroot, "/"))
 		sysroot = "";
@@ -54,7 +57,8 @@ size_t orh_supply_mounts(const struct orh_supply *s, const char *sysroot, const 
 		snprintf(src, sizeof(src), "%s/ld.so.conf", host_dir);
 		add(out, &n, src, ORH_SUPPLY_CONF);
 	}
-	return n;
+	*count = n;
+	return out;
 }
 
 /* host_dir/name with text, unless it holds that already. */

@@ -280,9 +280,10 @@ static int apply_sysview(struct hook *h, struct orh_sysview_result *vres, struct
  * libibverbs itself is given, the container's loader cache. */
 static int apply_supply(struct hook *h, struct orh_supply_result *res, struct orh_err *err)
 {
-	struct orh_supply_mount m[ORH_SUPPLY_MAX_MOUNTS];
 	const struct orh_supply *s = &h->d.supply;
-	size_t n = orh_supply_mounts(s, h->ctx->sysroot, ORH_SUPPLY_HOST_DIR, m);
+	size_t n = 0;
+	_cleanup_free_ struct orh_supply_mount *m =
+		orh_supply_mounts(s, h->ctx->sysroot, ORH_SUPPLY_HOST_DIR, &n);
 	int r = 0;
 
 	memset(res, 0, sizeof(*res));

@@ -192,8 +192,9 @@ out:
 static int add_supply(const struct orh_ctx *ctx, json_t *spec, const struct orh_decision *d,
 		      struct orh_edit_result *res)
 {
-	struct orh_supply_mount m[ORH_SUPPLY_MAX_MOUNTS];
-	size_t n = orh_supply_mounts(&d->supply, ctx->sysroot, ORH_SUPPLY_HOST_DIR, m);
+	size_t n = 0;
+	_cleanup_free_ struct orh_supply_mount *m =
+		orh_supply_mounts(&d->supply, ctx->sysroot, ORH_SUPPLY_HOST_DIR, &n);
 	struct orh_err e = { 0 };
 	int r;
 

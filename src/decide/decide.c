@@ -161,12 +161,13 @@ static void decide_image(const struct orh_decide_in *in, struct orh_decision *d)
 	if (d->supply.wanted) {
 		int hostfd = open(in->sysroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
+		d->host_stack = orh_xcalloc(1, sizeof(*d->host_stack));
 		if (hostfd >= 0) {
 			orh_supply_read(hostfd, d->facts.rootfd, providers, n, env, n_env,
-					&d->host_stack);
+					d->host_stack);
 			close(hostfd);
 		}
-		orh_decide_image(in->cfg, &d->image, &d->host_stack, d);
+		orh_decide_image(in->cfg, &d->image, d->host_stack, d);
 	}
 	free(env);
 }
@@ -279,7 +280,9 @@ void orh_decision_free(struct orh_decision *d)
 	orh_node_free(&d->node);
 	orh_sysview_free(&d->sysview);
 	orh_image_free(&d->image);
-	orh_supply_free(&d->host_stack);
+	if (d->host_stack)
+		orh_supply_free(d->host_stack);
+	free(d->host_stack);
 	orh_strv_free(&d->image_verdict.warnings);
 	orh_strv_free(&d->warnings);
 	memset(d, 0, sizeof(*d));
