@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -66,22 +67,24 @@ int orh_log_open_socket(const char *ident, const char *path)
 	return log_fd >= 0 ? 0 : -errno;
 }
 
-/* One message to the syslog socket; a daemon restarted since (the socket refuses it) is
- * connected again, once. */
+/* One message to the syslog socket, its header and its text in one datagram; a daemon
+ * restarted since (the socket refuses it) is connected again, once. */
 static void log_send(int priority, const char *text)
 {
-	char msg[8192];
-	int n = snprintf(msg, sizeof(msg), "<%d>%s[%d]: %s", LOG_DAEMON | LOG_PRI(priority),
-			 log_ident, (int)getpid(), text);
+	char head[128];
+	int n = snprintf(head, sizeof(head), "<%d>%s[%d]: ", LOG_DAEMON | LOG_PRI(priority),
+			 log_ident, (int)getpid());
+	struct iovec iov[] = {
+		{ head, n > 0 && (size_t)n < sizeof(head) ? (size_t)n : 0 },
+		{ (char *)text, strlen(text) },
+		{ (char *)"", 1 }, /* a stream socket's messages end with a NUL */
+	};
 
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(msg))
-		n = (int)sizeof(msg) - 1;
 	for (int attempt = 0; attempt < 2 && log_fd >= 0; attempt++) {
-		size_t len = (size_t)n + (log_type == SOCK_STREAM); /* with its NUL */
+		struct msghdr m = { .msg_iov = iov, .msg_iovlen = log_type == SOCK_STREAM ? 3 : 2 };
+		size_t len = iov[0].iov_len + iov[1].iov_len + (m.msg_iovlen == 3);
 
-		if (send(log_fd, msg, len, MSG_NOSIGNAL) == (ssize_t)len)
+		if (sendmsg(log_fd, &m, MSG_NOSIGNAL) == (ssize_t)len)
 			return;
 		if (errno != ECONNREFUSED && errno != ENOTCONN && errno != EPIPE)
 			return;
@@ -94,6 +97,9 @@ void orh_log(int priority, const char *fmt, ...)
 {
 	char msg[2048];
 	_cleanup_free_ char *text = NULL;
+	const char *level = priority <= LOG_ERR	      ? "error: "
+			    : priority == LOG_WARNING ? "warning: "
+						      : "";
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -102,9 +108,13 @@ void orh_log(int priority, const char *fmt, ...)
 	/* what the message quotes (an image's line, an env value, an id) stays text: a
 	 * control character can neither end the line nor drive the terminal */
 	text = orh_text_escape(msg);
-	/* one write a line: stderr is unbuffered, and lines of parallel hooks must not mix */
-	fprintf(stderr, "%s: %s%s\n", log_ident,
-		priority <= LOG_ERR ? "error: " : priority == LOG_WARNING ? "warning: " : "", text);
+	/* one write a line: lines of parallel hooks must not mix */
+	(void)!writev(STDERR_FILENO, (struct iovec[]){ { (char *)log_ident, strlen(log_ident) },
+						      { (char *)": ", 2 },
+						      { (char *)level, strlen(level) },
+						      { text, strlen(text) },
+						      { (char *)"\n", 1 } },
+		      5);
 	if (log_syslog)
 		log_send(priority, text);
 }
