@@ -132,7 +132,7 @@ def path_floors(b):
          f"{live['hook_wall_ms']:.2f}", f"{live['hook_cpu_ms']:.2f}", "", ""),
         ("its floor: `readfiles --hook` (the state and spec read and parsed, confinement, the "
          "process and its root, its network, every call `env` makes, the device nodes, their "
-         "cgroup rules, memlock, /etc/nccl.conf)",
+         "cgroup rules where mountinfo says the hierarchy is, memlock, /etc/nccl.conf)",
          f"{live['floor_wall_ms']:.2f}", f"{live['floor_cpu_ms']:.2f}",
          fmt3(*lw), fmt3(*lc)),
         ("a no-op hook (`/bin/true`), wrapped alike", f"{live['noop_wall_ms']:.2f}",
