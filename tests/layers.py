@@ -70,6 +70,7 @@ HEADERS = {
     'orh/handoff.h': 'apply',
     'orh/shimconf.h': 'apply',
     'orh/commands.h': 'cmd',
+    'orh/shimfast.h': 'cmd',
     'orh/ctx.h': 'cmd',
     'orh/edit.h': 'cmd',
     'orh/configure.h': 'cmd',

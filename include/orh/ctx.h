@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 
 #include "orh/config.h"
 #include "orh/util.h"
@@ -24,6 +25,10 @@ struct orh_ctx {
 	 * error, exit 0 / pass the spec through / exec the runtime untouched). */
 	bool config_failed;
 	struct orh_err config_err;
+	/* the runtime shim: the config file's stat, the same before it was read and after
+	 * (config_st_ok), for the runtime cache of the fast path (orh/shimfast.h) */
+	struct stat config_st;
+	bool config_st_ok;
 	/* monotonic ms (orh_now_ms) at main's start, after the config, after the confinement
 	 * (0: none): the record's first steps */
 	double t_main, t_config, t_confined;

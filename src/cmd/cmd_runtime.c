@@ -16,6 +16,7 @@
  * container's state directory itself. When the shim itself fails a command, the reason
  * also goes to runc's --log file, where the engine reads the runtime's error (refuse.c).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -33,14 +34,10 @@
 #include "orh/record.h"
 #include "orh/refuse.h"
 #include "orh/shimconf.h"
+#include "orh/shimfast.h"
 #include "orh/statedir.h"
 
 /* The runtime is looked up here only, never in the caller's PATH. */
-
-/* Global options of runc and crun that take a value. */
-static const char *const global_with_value[] = {
-	"root", "log", "log-format", "criu", "rootless", "cgroup-manager", "log-level",
-};
 
 struct runtime_args {
 	int cmd;              /* index of the command in argv, 0 when none */
@@ -70,28 +67,24 @@ static bool flag_is(const char *name, size_t len, const char *want)
 	return strlen(want) == len && strncmp(name, want, len) == 0;
 }
 
+/* The command as orh_shim_command() finds it (the fast path finds it the same way), and
+ * the global options before it that the shim needs. */
 static void parse_args(int argc, char **argv, struct runtime_args *ra)
 {
-	int i = 1;
+	int i = 1, end;
 
 	memset(ra, 0, sizeof(*ra));
 	ra->bundle = ".";
-	for (; i < argc; i++) {
+	ra->cmd = orh_shim_command(argc, argv);
+	end = ra->cmd ? ra->cmd : argc;
+	for (; i < end; i++) {
 		const char *name = NULL, *val = NULL;
 		size_t len = 0;
-		bool takes_value = false;
 
-		if (argv[i][0] != '-' || argv[i][1] == '\0')
+		if (strcmp(argv[i], "--") == 0)
 			break;
-		if (strcmp(argv[i], "--") == 0) {
-			i++;
-			break;
-		}
 		split_flag(argv[i], &name, &len, &val);
-		for (size_t k = 0; k < ORH_ARRAY_SIZE(global_with_value); k++)
-			if (flag_is(name, len, global_with_value[k]))
-				takes_value = true;
-		if (takes_value && !val && i + 1 < argc)
+		if (orh_shim_global_takes_value(name, len) && !val && i + 1 < end)
 			val = argv[++i];
 		if (flag_is(name, len, "log"))
 			ra->log = val;
@@ -100,9 +93,9 @@ static void parse_args(int argc, char **argv, struct runtime_args *ra)
 		else if (flag_is(name, len, "root"))
 			ra->root = val;
 	}
-	if (i >= argc)
+	if (!ra->cmd)
 		return;
-	ra->cmd = i;
+	i = ra->cmd;
 	if (argc - 1 > i && orh_state_id_usable(argv[argc - 1]) && argv[argc - 1][0] != '-')
 		ra->id = argv[argc - 1];
 	if (strcmp(argv[i], "create") != 0 && strcmp(argv[i], "run") != 0)
@@ -164,6 +157,66 @@ static int find_runtime(const char *runtime, char **out, struct orh_err *err)
 		return 0;
 	}
 	return orh_fail(err, ENOENT, "runtime '%s' not found in %s", runtime, ORH_RUNTIME_PATH);
+}
+
+/* The runtime caches of configs that are gone (a node config moved, a test's): removed
+ * whenever a cache is written, so that they stay as many as the configs in use. */
+static void cache_sweep(int dirfd)
+{
+	DIR *dir = fdopendir(fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
+	struct dirent *de;
+
+	while (dir && (de = readdir(dir))) {
+		char text[ORH_SHIM_CACHE_MAX];
+		const char *config;
+		ssize_t n;
+
+		if (strncmp(de->d_name, ORH_SHIM_CACHE_PREFIX, strlen(ORH_SHIM_CACHE_PREFIX)))
+			continue;
+		n = orh_read_file_at(dirfd, de->d_name, text, sizeof(text));
+		config = n > 0 ? orh_shim_cache_config(text, (size_t)n) : NULL;
+		if (config && access(config, F_OK) < 0 && errno == ENOENT)
+			unlinkat(dirfd, de->d_name, 0);
+	}
+	if (dir)
+		closedir(dir);
+}
+
+/* The runtime cache of the fast path (orh/shimfast.h): the runtime, where it is the node
+ * config's absolute path and the config was read whole and unchanged, for this config's
+ * path and stat; left as it is where it says that already. One that cannot be written
+ * costs only the fast path. */
+static void cache_runtime(const struct orh_ctx *ctx, bool from_arg, const char *runtime)
+{
+	char text[ORH_SHIM_CACHE_MAX], old[ORH_SHIM_CACHE_MAX], name[40];
+	_cleanup_close_ int dirfd = -1;
+	struct orh_err err = { 0 };
+	struct stat st;
+	size_t len;
+	ssize_t n;
+
+	if (from_arg || ctx->config_failed || !ctx->config_st_ok || !ctx->cfg.runtime ||
+	    ctx->cfg.runtime[0] != '/' || geteuid() != 0)
+		return;
+	len = orh_shim_cache_text(ctx->config_path, &ctx->config_st, runtime, text,
+				  sizeof(text));
+	dirfd = open(ORH_RUN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!len || dirfd < 0)
+		return;
+	orh_shim_cache_name(ctx->config_path, name);
+	n = orh_read_file_at(dirfd, name, old, sizeof(old));
+	/* the fast path takes only a root's file no one else may write */
+	if (n == (ssize_t)len && !memcmp(old, text, len) &&
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid == 0 && !(st.st_mode & 022))
+		return;
+	/* root's, 0644, whatever was there; shims at work at once each rename their own */
+	if (orh_replace_at(dirfd, name, &(struct orh_replace){
+		    .type = S_IFREG, .mode = 0644, .chown = true, .data = text, .len = len },
+			   &err) < 0)
+		orh_log(LOG_WARNING, "the runtime cache %s/%s: %s", ORH_RUN_DIR, name, err.msg);
+	else
+		cache_sweep(dirfd);
 }
 
 /* steps[name] = the milliseconds since t; returns now. */
@@ -394,7 +447,9 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 	/* The runtime an engine's registration names for itself (docker's runtimeArgs): the
 	 * first argument, never passed on. It wins over the node config's `runtime`, so that
 	 * engines chaining different runtimes share one node config. */
-	if (argc > 1 && !strncmp(argv[1], ORH_RUNTIME_ARG, strlen(ORH_RUNTIME_ARG))) {
+	bool from_arg = argc > 1 && !strncmp(argv[1], ORH_RUNTIME_ARG, strlen(ORH_RUNTIME_ARG));
+
+	if (from_arg) {
 		free(ctx->cfg.runtime);
 		ctx->cfg.runtime = orh_xstrdup(argv[1] + strlen(ORH_RUNTIME_ARG));
 		argv[1] = argv[0];
@@ -424,6 +479,7 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 		orh_state_dir_remove(ORH_RUN_DIR, ra.id);
 	if (find_runtime(ctx->cfg.runtime, &runtime, &err) < 0)
 		return refuse(&ra, "%s", err.msg);
+	cache_runtime(ctx, from_arg, runtime);
 	args = orh_xcalloc((size_t)argc + 1, sizeof(*args));
 	args[0] = runtime;
 	for (int i = 1; i < argc; i++)

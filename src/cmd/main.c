@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -145,17 +146,32 @@ static int load_config(struct orh_ctx *ctx, const char *config, const char *sysr
 	return ORH_EXIT_OK;
 }
 
+/* The same file with the same content as far as stat() tells: what the runtime cache
+ * keys on (orh/shimfast.h). */
+static bool same_file_state(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
 /* Called as oci-rdma-runtime: the runtime shim. argv is the runtime's; the config comes
  * from the shim's own environment (set by the node operator in the runtime's registration). */
 static int shim_main(int argc, char **argv)
 {
 	struct orh_ctx ctx = { .t_main = orh_now_ms() };
+
+	const char *config = getenv("OCI_RDMA_HOOK_CONFIG");
+	struct stat after;
 	int r;
 
 	orh_log_open("oci-rdma-runtime", true);
 	orh_json_arena_use();
-	r = load_config(&ctx, getenv("OCI_RDMA_HOOK_CONFIG"), getenv("OCI_RDMA_HOOK_SYSROOT"),
-			true);
+	/* the file as read: the same before and after (the runtime cache keys on it) */
+	ctx.config_st_ok = stat(config ? config : ORH_DEFAULT_CONFIG, &ctx.config_st) == 0;
+	r = load_config(&ctx, config, getenv("OCI_RDMA_HOOK_SYSROOT"), true);
+	ctx.config_st_ok = ctx.config_st_ok && stat(ctx.config_path, &after) == 0 &&
+			   same_file_state(&ctx.config_st, &after);
 	ctx.t_config = orh_now_ms();
 	if (r == ORH_EXIT_OK)
 		r = orh_cmd_runtime(&ctx, argc, argv);

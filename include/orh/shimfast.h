@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The runtime shim's pass-through commands without the C library (src/cmd/shim_fast.c).
+ *
+ * oci-rdma-runtime edits nothing on runc's `start`, `state`, `kill` and the other commands
+ * that are not `create`, `run` or `delete`: it only executes the runtime. Started as a
+ * program of the C library, that costs the library's start (on a virtual machine mostly
+ * its CPU feature probes, each a trap to the hypervisor: about 0.9 ms here, more than
+ * the shim's own work on such a command). The binary's entry point (orh_entry, x86_64)
+ * runs first, before the library: where the command passes through and the runtime is
+ * known from a runtime cache the shim wrote before, it executes the runtime at once; in
+ * every other case it goes on to the C library's start and main() as usual.
+ *
+ * The runtime cache: a file ORH_RUN_DIR/.shim-runtime-<hash of the config path>, root's
+ * and not writable by others, written by the shim's ordinary path (cmd_runtime.c) after
+ * it read the node config and found the runtime, where that runtime is the config's
+ * absolute path. It holds the config's path, its identity and times as stat() gave them
+ * when it was read, and the runtime: a config changed since (another inode, size, mtime
+ * or ctime) does not match, and the ordinary path runs (and writes the cache again).
+ *
+ * Everything here is freestanding (no C library call, no stack protector): the fast
+ * path runs before the library is set up.
+ */
+#ifndef ORH_SHIMFAST_H
+#define ORH_SHIMFAST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#define ORH_SHIM_CACHE_PREFIX ".shim-runtime-"
+#define ORH_SHIM_CACHE_MAX 4096
+
+/* The index in argv of runc's command (after the global options, as urfave/cli reads
+ * them: one or two dashes, "--" ends them, "--name=value" or "--name value" for those that
+ * take a value), or 0 when there is none. */
+int orh_shim_command(int argc, char *const *argv);
+/* A global option of runc or crun (name, len bytes, without its dashes) that takes a
+ * value. */
+bool orh_shim_global_takes_value(const char *name, size_t len);
+/* The command passes straight through the shim: neither create, run nor delete. */
+bool orh_shim_passes_through(const char *command);
+/* The cache's file name for a config path (ORH_SHIM_CACHE_PREFIX and 16 hex digits) into
+ * out (at least 32 bytes). */
+void orh_shim_cache_name(const char *config_path, char *out);
+/* The cache's text for the config read (its path and stat) and the runtime, into out;
+ * its length, or 0 when it does not fit size or a path holds a newline. */
+size_t orh_shim_cache_text(const char *config_path, const struct stat *st,
+			   const char *runtime, char *out, size_t size);
+/* The runtime named by a cache's text (len bytes, NUL-terminated after) for this config
+ * path and stat: a pointer into text, the runtime's line ended with a NUL; NULL when the
+ * text is not this config's. */
+const char *orh_shim_cache_match(char *text, size_t len, const char *config_path,
+				 const struct stat *st);
+
+/* The config path a cache's text (len bytes) was written for: a pointer into text, its
+ * line ended with a NUL; NULL when the text is not a cache's. */
+const char *orh_shim_cache_config(char *text, size_t len);
+
+#endif

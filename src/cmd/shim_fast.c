@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The runtime shim's pass-through commands, executed before the C library starts
+ * (orh/shimfast.h says why and when). Built apart from the rest (src/meson.build): no
+ * stack protector (its canary lives in thread storage the library has not set up yet), no
+ * sanitizer, no call the compiler could turn a loop into. Nothing here calls the C
+ * library; the system calls are made directly.
+ */
+#include <fcntl.h>
+#include <stdint.h>
+
+#include "orh-config.h"
+#include "orh/config.h"
+#include "orh/record.h"
+#include "orh/shimfast.h"
+
+#define SHIM_NAME "oci-rdma-runtime"
+#define CACHE_MAGIC "oci-rdma-runtime cache 1\n"
+
+/* Global options of runc and crun that take a value. */
+static const char *const global_with_value[] = {
+	"root", "log", "log-format", "criu", "rootless", "cgroup-manager", "log-level",
+};
+
+static size_t s_len(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n])
+		n++;
+	return n;
+}
+
+static bool s_eq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+static bool s_prefix(const char *s, const char *prefix)
+{
+	while (*prefix && *s == *prefix)
+		s++, prefix++;
+	return !*prefix;
+}
+
+static bool name_is(const char *name, size_t len, const char *want)
+{
+	size_t i = 0;
+
+	for (; i < len && want[i] && name[i] == want[i]; i++)
+		;
+	return i == len && !want[i];
+}
+
+bool orh_shim_global_takes_value(const char *name, size_t len)
+{
+	for (size_t k = 0; k < sizeof(global_with_value) / sizeof(*global_with_value); k++)
+		if (name_is(name, len, global_with_value[k]))
+			return true;
+	return false;
+}
+
+int orh_shim_command(int argc, char *const *argv)
+{
+	int i = 1;
+
+	for (; i < argc; i++) {
+		const char *arg = argv[i], *name;
+		size_t len = 0;
+		bool takes_value = false, inline_value = false;
+
+		if (arg[0] != '-' || arg[1] == '\0')
+			break;
+		if (s_eq(arg, "--")) {
+			i++;
+			break;
+		}
+		name = arg + (arg[1] == '-' ? 2 : 1);
+		while (name[len] && name[len] != '=')
+			len++;
+		inline_value = name[len] == '=';
+		takes_value = orh_shim_global_takes_value(name, len);
+		if (takes_value && !inline_value && i + 1 < argc)
+			i++;
+	}
+	return i < argc ? i : 0;
+}
+
+bool orh_shim_passes_through(const char *command)
+{
+	return !s_eq(command, "create") && !s_eq(command, "run") && !s_eq(command, "delete");
+}
+
+void orh_shim_cache_name(const char *config_path, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	size_t n = 0;
+
+	for (const char *p = config_path; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	for (const char *p = ORH_SHIM_CACHE_PREFIX; *p; p++)
+		out[n++] = *p;
+	for (int shift = 60; shift >= 0; shift -= 4)
+		out[n++] = hex[(h >> shift) & 0xf];
+	out[n] = '\0';
+}
+
+struct out {
+	char *p;
+	size_t n, size;
+	bool full;
+};
+
+static void put(struct out *o, const char *s)
+{
+	for (; *s; s++) {
+		if (o->n + 1 >= o->size) {
+			o->full = true;
+			return;
+		}
+		o->p[o->n++] = *s;
+	}
+}
+
+static void put_u64(struct out *o, uint64_t v, char end)
+{
+	char digits[24], *d = digits + sizeof(digits) - 1;
+
+	*d = '\0';
+	*--d = end;
+	do {
+		*--d = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put(o, d);
+}
+
+/* The text up to the runtime's line: the magic, the config's path, its stat. */
+static void put_key(struct out *o, const char *config_path, const struct stat *st)
+{
+	put(o, CACHE_MAGIC);
+	put(o, config_path);
+	put(o, "\n");
+	put_u64(o, (uint64_t)st->st_dev, ' ');
+	put_u64(o, (uint64_t)st->st_ino, ' ');
+	put_u64(o, (uint64_t)st->st_size, ' ');
+	put_u64(o, (uint64_t)st->st_mtim.tv_sec, ' ');
+	put_u64(o, (uint64_t)st->st_mtim.tv_nsec, ' ');
+	put_u64(o, (uint64_t)st->st_ctim.tv_sec, ' ');
+	put_u64(o, (uint64_t)st->st_ctim.tv_nsec, '\n');
+}
+
+static bool has_newline(const char *s)
+{
+	for (; *s; s++)
+		if (*s == '\n')
+			return true;
+	return false;
+}
+
+size_t orh_shim_cache_text(const char *config_path, const struct stat *st,
+			   const char *runtime, char *out, size_t size)
+{
+	struct out o = { .p = out, .size = size };
+
+	if (!size || has_newline(config_path) || has_newline(runtime) || runtime[0] != '/')
+		return 0;
+	put_key(&o, config_path, st);
+	put(&o, runtime);
+	put(&o, "\n");
+	if (o.full)
+		return 0;
+	out[o.n] = '\0';
+	return o.n;
+}
+
+const char *orh_shim_cache_match(char *text, size_t len, const char *config_path,
+				 const struct stat *st)
+{
+	char key[ORH_SHIM_CACHE_MAX];
+	struct out o = { .p = key, .size = sizeof(key) };
+	char *runtime;
+	size_t i;
+
+	put_key(&o, config_path, st);
+	if (o.full || len <= o.n)
+		return NULL;
+	for (i = 0; i < o.n; i++)
+		if (text[i] != key[i])
+			return NULL;
+	runtime = text + o.n;
+	/* one absolute path, its line the file's last */
+	if (runtime[0] != '/' || text[len - 1] != '\n')
+		return NULL;
+	for (i = o.n; i < len - 1; i++)
+		if (text[i] == '\n' || text[i] == '\0')
+			return NULL;
+	text[len - 1] = '\0';
+	return runtime;
+}
+
+const char *orh_shim_cache_config(char *text, size_t len)
+{
+	size_t m = s_len(CACHE_MAGIC), i;
+
+	if (len <= m || !s_prefix(text, CACHE_MAGIC))
+		return NULL;
+	for (i = m; i < len && text[i] != '\n'; i++)
+		;
+	if (i >= len || text[m] != '/')
+		return NULL;
+	text[i] = '\0';
+	return text + m;
+}
+
+#if defined(__x86_64__)
+#include <sys/syscall.h>
+
+static long sys3(long nr, long a, long b, long c)
+{
+	long r;
+
+	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return r;
+}
+
+static long sys4(long nr, long a, long b, long c, long d)
+{
+	register long r10 __asm__("r10") = d;
+	long r;
+
+	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return r;
+}
+
+/* The runtime the cache names for this config, read into buf; NULL when there is none. */
+static const char *cached_runtime(const char *config_path, char *buf, size_t size)
+{
+	char path[sizeof(ORH_RUN_DIR) + 64];
+	struct out o = { .p = path, .size = sizeof(path) };
+	char name[40];
+	struct stat cst, st;
+	size_t n = 0;
+	long fd, r;
+
+	if (sys4(SYS_newfstatat, AT_FDCWD, (long)config_path, (long)&cst, 0) < 0)
+		return NULL;
+	orh_shim_cache_name(config_path, name);
+	put(&o, ORH_RUN_DIR "/");
+	put(&o, name);
+	if (o.full)
+		return NULL;
+	path[o.n] = '\0';
+	fd = sys4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0)
+		return NULL;
+	/* root's, and no one else may write it */
+	r = sys3(SYS_fstat, fd, (long)&st, 0);
+	if (r == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022)) {
+		while (n + 1 < size && (r = sys3(SYS_read, fd, (long)(buf + n), (long)(size - 1 - n))) > 0)
+			n += (size_t)r;
+	} else {
+		r = -1;
+	}
+	sys3(SYS_close, fd, 0, 0);
+	if (r < 0 || n + 1 >= size) /* an error, or more than a cache holds */
+		return NULL;
+	buf[n] = '\0';
+	return orh_shim_cache_match(buf, n, config_path, &cst);
+}
+
+/* Called by orh_entry with the process's first stack (argc, argv, NULL, envp, NULL):
+ * executes the runtime for a command that passes through, where the cache names it;
+ * returns in every other case, and the C library starts as usual. */
+void orh_shim_fast(long *sp);
+void orh_shim_fast(long *sp)
+{
+	int argc = (int)sp[0];
+	char **argv = (char **)(sp + 1), **envp = argv + argc + 1;
+	const char *config = ORH_DEFAULT_CONFIG, *base, *runtime;
+	char buf[ORH_SHIM_CACHE_MAX];
+	char *argv0;
+	int cmd;
+
+	if (argc < 2 || !argv[0])
+		return;
+	base = argv[0];
+	for (const char *p = argv[0]; *p; p++)
+		if (*p == '/')
+			base = p + 1;
+	if (!s_eq(base, SHIM_NAME) || s_prefix(argv[1], ORH_RUNTIME_ARG))
+		return;
+	cmd = orh_shim_command(argc, argv);
+	if (!cmd || !orh_shim_passes_through(argv[cmd]))
+		return;
+	for (char **e = envp; *e; e++)
+		if (s_prefix(*e, "OCI_RDMA_HOOK_CONFIG="))
+			config = *e + s_len("OCI_RDMA_HOOK_CONFIG=");
+	if (!*config)
+		return;
+	runtime = cached_runtime(config, buf, sizeof(buf));
+	if (!runtime)
+		return;
+	argv0 = argv[0];
+	argv[0] = (char *)runtime;
+	sys3(SYS_execve, (long)runtime, (long)argv, (long)envp);
+	argv[0] = argv0; /* it did not start: the ordinary path says why */
+}
+
+/* The entry point (the linker's -e): the first stack to orh_shim_fast(), then, where it
+ * returns, the C library's own entry with the stack and %rdx (the dynamic linker's
+ * finalizer, for a dynamic executable) as the kernel and the loader left them. */
+__asm__(".text\n"
+	".globl orh_entry\n"
+	".type orh_entry, @function\n"
+	"orh_entry:\n"
+	"	mov %rsp, %rbx\n"
+	"	mov %rdx, %r12\n"
+	"	mov %rsp, %rdi\n"
+	"	and $-16, %rsp\n"
+	"	call orh_shim_fast\n"
+	"	mov %rbx, %rsp\n"
+	"	mov %r12, %rdx\n"
+	"	xor %ebp, %ebp\n"
+	"	jmp _start\n"
+	".size orh_entry, .-orh_entry\n");
+#endif
