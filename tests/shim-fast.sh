@@ -20,7 +20,7 @@ case $(uname -m) in x86_64) ;; *) echo "skip: the fast path is x86_64's"; exit 7
 T=$(mktemp -d /tmp/orh-shim-fast.XXXXXX)
 cleanup() {
 	for f in "$RUN"/.shim-runtime-*; do
-		[ -f "$f" ] && sed -n 2p "$f" | grep -q "^$T/" && rm -f "$f"
+		[ -f "$f" ] && sed -n 2p "$f" | grep -q " $T/" && rm -f "$f"
 	done
 	rm -rf "$T"
 }
@@ -44,7 +44,7 @@ EOF
 chmod 755 "$T/fake-runc"
 printf '[containers]\nruntime = %s\n' "$T/fake-runc" >"$T/node.conf"
 export OCI_RDMA_HOOK_CONFIG=$T/node.conf
-cache() { grep -l "^$T/node.conf\$" "$RUN"/.shim-runtime-* 2>/dev/null | head -1; }
+cache() { grep -l " $T/node.conf\$" "$RUN"/.shim-runtime-* 2>/dev/null | head -1; }
 
 # shim ARGS...: run it under strace; $T/path says "fast" (no C library start before the
 # runtime was executed) or "ordinary"; $T/args holds the runtime's argv, or nothing
@@ -71,7 +71,7 @@ check "... and executes the runtime with the shim's arguments" \
 C=$(cache)
 check "... and writes the runtime cache for the config" test -n "$C"
 check "the cache is root's, 0644, and names the runtime" bash -c \
-	"[ \"\$(stat -c '%u %a' '$C')\" = '0 644' ] && tail -n 1 '$C' | grep -qx '$T/fake-runc'"
+	"[ \"\$(stat -c '%u %a' '$C')\" = '0 644' ] && tail -n 1 '$C' | grep -qx 'R $T/fake-runc'"
 
 # 2. with it, every command that passes through is executed before the C library starts
 for cmd in start state kill; do
@@ -86,7 +86,7 @@ check "kill with a signal: the fast path, the signal passed on" bash -c \
 check "the fast path reads the config's stat and the cache, nothing else" bash -c \
 	"strace -qq -o '$T/calls' '$T/oci-rdma-runtime' start c1 &&
 	 [ \"\$(awk -F'(' 'NR>1 && /^execve/ {exit} NR>1 {print \$1}' '$T/calls' | tail -n 6 |
-	       tr '\n' ' ')\" = 'newfstatat openat fstat read read close ' ]"
+	       tr '\n' ' ')\" = 'openat fstat read read close newfstatat ' ]"
 
 # 3. what the shim edits or cleans up stays on the ordinary path
 for cmd in create run delete; do
@@ -112,7 +112,7 @@ chown 65534 "$(cache)"
 shim start c1
 check "a cache of another owner: the ordinary path" path_is ordinary
 C=$(cache)
-printf 'oci-rdma-runtime cache 1\n%s\n1 2 3 4 5 6 7\n/bin/false\n' "$T/node.conf" >"$C"
+printf 'oci-rdma-runtime cache 1\nC 1 2 3 4 5 6 7 %s\nR /bin/false\n' "$T/node.conf" >"$C"
 shim start c1
 check "a cache of another stat of the config: the ordinary path, the config's runtime" \
 	bash -c "[ \"\$(cat '$T/path')\" = ordinary ] && [ \"\$(head -n 1 '$T/args')\" = '$T/fake-runc' ]"
@@ -127,13 +127,32 @@ check "... with the ordinary path's reason" grep -q "fake-runc" "$T/err"
 mv "$T/fake-runc.away" "$T/fake-runc"
 
 # 7. caches of configs that are gone are removed when a cache is written
-printf 'oci-rdma-runtime cache 1\n%s\n1 2 3 4 5 6 7\n/usr/sbin/runc\n' "$T/gone.conf" \
+printf 'oci-rdma-runtime cache 1\nC 1 2 3 4 5 6 7 %s\nR /usr/sbin/runc\n' "$T/gone.conf" \
 	>"$RUN/.shim-runtime-00000000deadbeef"
 echo "# edited again" >>"$T/node.conf"
 shim start c1
 check "a config that is gone: its cache removed as another is written" \
 	test ! -e "$RUN/.shim-runtime-00000000deadbeef"
 rm -f "$RUN/.shim-runtime-00000000deadbeef"
+
+# 8. a config that names no runtime: the one the shim finds on its runtime path, cached with
+# the directories it looked in (test_shimfast: a directory that changes undoes it)
+RUNC=$(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v runc)
+if [ -n "$RUNC" ]; then
+	printf '[containers]\n' >"$T/node.conf"
+	strace -f -qq -e trace=execve -o "$T/trace" "$T/oci-rdma-runtime" state no-such-c >/dev/null 2>&1
+	check "no runtime in the config: the ordinary path finds $RUNC" \
+		grep -q "execve(\"$RUNC\"" "$T/trace"
+	check "... and caches it with the directories it looked in" bash -c \
+		"grep -q '^R $RUNC\$' '$(cache)' && grep -q '^[D-] .* /usr/sbin\$' '$(cache)'"
+	shim state no-such-c
+	awk -v rt="$RUNC" 'NR == 1 { pid = $1 } $1 == pid && /socket\(/ { lib = 1 }
+		$1 == pid && /execve\(/ && index($0, "\"" rt "\"") { done = 1; exit }
+		END { exit !(done && !lib) }' "$T/trace"
+	check "... which the fast path then executes" test $? = 0
+else
+	echo "ok - # SKIP no runc on the shim's runtime path"
+fi
 
 echo "$PASSES passed, $FAILS failed"
 [ "$FAILS" = 0 ]

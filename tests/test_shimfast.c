@@ -81,53 +81,144 @@ static struct stat st_of(long ino, long size, long mtime, long ctime_ns)
 	return st;
 }
 
+/* The files as the fake stat sees them now: a path and its stat, or not there. */
+static struct fake {
+	const char *path;
+	struct stat st;
+	bool there;
+} now[8];
+
+static int fake_stat(const char *path, struct stat *st, void *arg)
+{
+	(void)arg;
+	for (size_t i = 0; i < sizeof(now) / sizeof(*now); i++)
+		if (now[i].path && !strcmp(now[i].path, path)) {
+			if (!now[i].there)
+				return -1;
+			*st = now[i].st;
+			return 0;
+		}
+	return -1;
+}
+
+#define CONF "/etc/oci-rdma-hook/oci-rdma-hook.conf"
+
+/* The text for CONF as now[0] has it, the directories of now[1..n_dirs] and rt. */
+static size_t text_now(size_t n_dirs, const char *rt, char *out, size_t size)
+{
+	const char *dirs[8];
+	const struct stat *st[8];
+
+	for (size_t i = 0; i < n_dirs; i++) {
+		dirs[i] = now[1 + i].path;
+		st[i] = now[1 + i].there ? &now[1 + i].st : NULL;
+	}
+	return orh_shim_cache_text(&(struct orh_shim_cache){
+		.config_path = CONF, .config_st = now[0].there ? &now[0].st : NULL,
+		.dirs = dirs, .dir_st = st, .n_dirs = n_dirs, .runtime = rt }, out, size);
+}
+
+static const char *match(const char *text, size_t n, const char *conf)
+{
+	static char copy[ORH_SHIM_CACHE_MAX];
+
+	memcpy(copy, text, n + 1);
+	return orh_shim_cache_match(copy, n, conf, fake_stat, NULL);
+}
+
+static void reset(void)
+{
+	memset(now, 0, sizeof(now));
+	now[0] = (struct fake){ CONF, st_of(77, 1200, 1700000000, 9), true };
+	now[1] = (struct fake){ "/usr/local/sbin", st_of(10, 4096, 1600000000, 1), true };
+	now[2] = (struct fake){ "/usr/local/bin", st_of(11, 4096, 1600000000, 2), false };
+	now[3] = (struct fake){ "/usr/sbin", st_of(12, 4096, 1600000000, 3), true };
+}
+
 Test(shimfast, the_cache_matches_its_config_as_read_and_nothing_else)
 {
-	const char *conf = "/etc/oci-rdma-hook/oci-rdma-hook.conf";
-	struct stat st = st_of(77, 1200, 1700000000, 9), other;
-	char text[ORH_SHIM_CACHE_MAX], copy[ORH_SHIM_CACHE_MAX];
-	size_t n = orh_shim_cache_text(conf, &st, "/usr/sbin/runc", text, sizeof(text));
+	char text[ORH_SHIM_CACHE_MAX];
+	size_t n;
 	const char *rt;
 
+	reset();
+	n = text_now(0, "/usr/sbin/runc", text, sizeof(text));
 	cr_assert_gt(n, 0);
 	cr_assert_eq(text[n - 1], '\n');
-	memcpy(copy, text, n + 1);
-	rt = orh_shim_cache_match(copy, n, conf, &st);
+	rt = match(text, n, CONF);
 	cr_assert_not_null(rt);
 	cr_assert_str_eq(rt, "/usr/sbin/runc");
-	/* the config changed since: another inode, size, mtime or ctime */
-	other = st_of(78, 1200, 1700000000, 9);
-	memcpy(copy, text, n + 1);
-	cr_assert_null(orh_shim_cache_match(copy, n, conf, &other));
-	other = st_of(77, 1201, 1700000000, 9);
-	memcpy(copy, text, n + 1);
-	cr_assert_null(orh_shim_cache_match(copy, n, conf, &other));
-	other = st_of(77, 1200, 1700000001, 9);
-	memcpy(copy, text, n + 1);
-	cr_assert_null(orh_shim_cache_match(copy, n, conf, &other));
-	other = st_of(77, 1200, 1700000000, 10);
-	memcpy(copy, text, n + 1);
-	cr_assert_null(orh_shim_cache_match(copy, n, conf, &other));
-	/* another config's */
-	memcpy(copy, text, n + 1);
-	cr_assert_null(orh_shim_cache_match(copy, n, "/etc/other.conf", &st));
-	/* cut short, or with more after the runtime's line */
-	memcpy(copy, text, n + 1);
-	cr_assert_null(orh_shim_cache_match(copy, n - 1, conf, &st));
-	memcpy(copy, text, n + 1);
-	strcat(copy, "/bin/sh\n");
-	cr_assert_null(orh_shim_cache_match(copy, strlen(copy), conf, &st));
+	/* the config changed since: another inode, size, mtime or ctime; gone */
+	now[0].st = st_of(78, 1200, 1700000000, 9);
+	cr_assert_null(match(text, n, CONF));
+	now[0].st = st_of(77, 1201, 1700000000, 9);
+	cr_assert_null(match(text, n, CONF));
+	now[0].st = st_of(77, 1200, 1700000001, 9);
+	cr_assert_null(match(text, n, CONF));
+	now[0].st = st_of(77, 1200, 1700000000, 10);
+	cr_assert_null(match(text, n, CONF));
+	reset();
+	now[0].there = false;
+	cr_assert_null(match(text, n, CONF));
+	/* another config's; cut short; more after the runtime's line */
+	reset();
+	cr_assert_null(match(text, n, "/etc/other.conf"));
+	cr_assert_null(match(text, n - 1, CONF));
+	{
+		char more[ORH_SHIM_CACHE_MAX];
+
+		memcpy(more, text, n + 1);
+		strcat(more, "R /bin/sh\n");
+		cr_assert_null(match(more, strlen(more), CONF));
+	}
+}
+
+Test(shimfast, a_runtime_looked_up_holds_while_the_directories_before_it_do)
+{
+	char text[ORH_SHIM_CACHE_MAX];
+	size_t n;
+
+	reset();
+	n = text_now(3, "/usr/sbin/runc", text, sizeof(text));
+	cr_assert_gt(n, 0);
+	cr_assert_str_eq(match(text, n, CONF), "/usr/sbin/runc");
+	/* a runtime installed ahead of it: that directory's times change */
+	now[1].st.st_mtim.tv_sec++;
+	cr_assert_null(match(text, n, CONF));
+	reset();
+	now[2].there = true; /* a directory that was not there now is */
+	cr_assert_null(match(text, n, CONF));
+	reset();
+	now[3].st.st_ctim.tv_nsec++;
+	cr_assert_null(match(text, n, CONF));
+	/* no config at all: the defaults, also as long as there is none */
+	reset();
+	now[0].there = false;
+	n = text_now(3, "/usr/sbin/runc", text, sizeof(text));
+	cr_assert_str_eq(match(text, n, CONF), "/usr/sbin/runc");
+	now[0].there = true;
+	cr_assert_null(match(text, n, CONF));
 }
 
 Test(shimfast, a_runtime_that_is_not_one_absolute_line_is_never_cached)
 {
-	struct stat st = st_of(1, 2, 3, 4);
 	char text[ORH_SHIM_CACHE_MAX], small[48];
 
-	cr_assert_eq(orh_shim_cache_text("/c", &st, "runc", text, sizeof(text)), 0);
-	cr_assert_eq(orh_shim_cache_text("/c", &st, "/usr/sbin/runc\n/bin/sh", text,
-					 sizeof(text)), 0);
-	cr_assert_eq(orh_shim_cache_text("/c\n/d", &st, "/usr/sbin/runc", text, sizeof(text)),
-		     0);
-	cr_assert_eq(orh_shim_cache_text("/c", &st, "/usr/sbin/runc", small, sizeof(small)), 0);
+	reset();
+	cr_assert_eq(text_now(0, "runc", text, sizeof(text)), 0);
+	cr_assert_eq(text_now(0, "/usr/sbin/runc\n/bin/sh", text, sizeof(text)), 0);
+	cr_assert_eq(text_now(3, "/usr/sbin/runc", small, sizeof(small)), 0);
+	now[1].path = "relative/dir";
+	cr_assert_eq(text_now(3, "/usr/sbin/runc", text, sizeof(text)), 0);
+}
+
+Test(shimfast, the_sweep_reads_the_config_a_cache_was_written_for)
+{
+	char text[ORH_SHIM_CACHE_MAX];
+	size_t n;
+
+	reset();
+	n = text_now(2, "/usr/sbin/runc", text, sizeof(text));
+	cr_assert_str_eq(orh_shim_cache_config(text, n), CONF);
+	cr_assert_null(orh_shim_cache_config((char[]){ "not a cache\n" }, 12));
 }

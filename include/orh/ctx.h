@@ -25,10 +25,11 @@ struct orh_ctx {
 	 * error, exit 0 / pass the spec through / exec the runtime untouched). */
 	bool config_failed;
 	struct orh_err config_err;
-	/* the runtime shim: the config file's stat, the same before it was read and after
-	 * (config_st_ok), for the runtime cache of the fast path (orh/shimfast.h) */
+	/* the runtime shim, for the runtime cache of its fast path (orh/shimfast.h): the
+	 * config file read, its stat the same before and after (config_st), or not there
+	 * before nor after, or neither for sure */
+	enum { ORH_CONFIG_UNSURE, ORH_CONFIG_READ, ORH_CONFIG_ABSENT } config_seen;
 	struct stat config_st;
-	bool config_st_ok;
 	/* monotonic ms (orh_now_ms) at main's start, after the config, after the confinement
 	 * (0: none): the record's first steps */
 	double t_main, t_config, t_confined;

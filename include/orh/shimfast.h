@@ -13,10 +13,13 @@
  *
  * The runtime cache: a file ORH_RUN_DIR/.shim-runtime-<hash of the config path>, root's
  * and not writable by others, written by the shim's ordinary path (cmd_runtime.c) after
- * it read the node config and found the runtime, where that runtime is the config's
- * absolute path. It holds the config's path, its identity and times as stat() gave them
- * when it was read, and the runtime: a config changed since (another inode, size, mtime
- * or ctime) does not match, and the ordinary path runs (and writes the cache again).
+ * it read the node config and found the runtime. It holds the config's path and its
+ * identity and times as stat() gave them when it was read (or that there was none), the
+ * directories of the shim's runtime path it looked in before it found the runtime (where
+ * the config names none, or a bare name), each with its identity and times, and the
+ * runtime: a config changed since (another inode, size, mtime or ctime), or a directory
+ * whose entries changed (a runtime installed ahead of the one found), does not match,
+ * and the ordinary path runs (and writes the cache again).
  *
  * Everything here is freestanding (no C library call, no stack protector): the fast
  * path runs before the library is set up.
@@ -43,16 +46,28 @@ bool orh_shim_passes_through(const char *command);
 /* The cache's file name for a config path (ORH_SHIM_CACHE_PREFIX and 16 hex digits) into
  * out (at least 32 bytes). */
 void orh_shim_cache_name(const char *config_path, char *out);
-/* The cache's text for the config read (its path and stat) and the runtime, into out;
- * its length, or 0 when it does not fit size or a path holds a newline. */
-size_t orh_shim_cache_text(const char *config_path, const struct stat *st,
-			   const char *runtime, char *out, size_t size);
-/* The runtime named by a cache's text (len bytes, NUL-terminated after) for this config
- * path and stat: a pointer into text, the runtime's line ended with a NUL; NULL when the
- * text is not this config's. */
+/* What a runtime cache says: the config (its path, and its stat as the shim read it, NULL
+ * where there was none), the directories the runtime was looked up in (each with its stat,
+ * NULL where it is not there; none where the config names an absolute runtime), and the
+ * runtime found. */
+#define ORH_SHIM_CACHE_DIRS 16
+struct orh_shim_cache {
+	const char *config_path;
+	const struct stat *config_st;
+	const char *const *dirs;
+	const struct stat *const *dir_st;
+	size_t n_dirs;
+	const char *runtime;
+};
+/* Its text into out; the length, or 0 when it does not fit size, or a path is not absolute
+ * or holds a newline. */
+size_t orh_shim_cache_text(const struct orh_shim_cache *c, char *out, size_t size);
+/* The runtime a cache's text (len bytes, a NUL after them) names, when it was written for
+ * config_path and the config and each directory in it are as stat_fn (stat(2) or a test's)
+ * says they are now: a pointer into text, the line ended with a NUL. NULL otherwise. */
 const char *orh_shim_cache_match(char *text, size_t len, const char *config_path,
-				 const struct stat *st);
-
+				 int (*stat_fn)(const char *path, struct stat *st, void *arg),
+				 void *arg);
 /* The config path a cache's text (len bytes) was written for: a pointer into text, its
  * line ended with a NUL; NULL when the text is not a cache's. */
 const char *orh_shim_cache_config(char *text, size_t len);

@@ -123,9 +123,27 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* The directories find_runtime() looked in, each with its stat taken before it looked
+ * (have false: not there), for the runtime cache. */
+struct lookup {
+	char *dirs[ORH_SHIM_CACHE_DIRS];
+	struct stat st[ORH_SHIM_CACHE_DIRS];
+	bool have[ORH_SHIM_CACHE_DIRS];
+	size_t n;
+	bool complete; /* every directory looked in is listed */
+};
+
+static void lookup_free(struct lookup *lk)
+{
+	for (size_t i = 0; i < lk->n; i++)
+		free(lk->dirs[i]);
+}
+
 /* Find the real runtime: an absolute path from the config as it is, else the name in
- * ORH_RUNTIME_PATH. Never ourselves (a shim registered under the runtime's name). */
-static int find_runtime(const char *runtime, char **out, struct orh_err *err)
+ * ORH_RUNTIME_PATH (the directories looked in go to lk). Never ourselves (a shim
+ * registered under the runtime's name). */
+static int find_runtime(const char *runtime, char **out, struct lookup *lk,
+			struct orh_err *err)
 {
 	_cleanup_free_ char *dirs = NULL;
 	struct stat self, st;
@@ -133,6 +151,7 @@ static int find_runtime(const char *runtime, char **out, struct orh_err *err)
 	char *save = NULL;
 
 	*out = NULL;
+	lk->complete = true;
 	if (!runtime || !*runtime)
 		runtime = "runc";
 	if (strchr(runtime, '/')) {
@@ -149,6 +168,12 @@ static int find_runtime(const char *runtime, char **out, struct orh_err *err)
 	for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
 		_cleanup_free_ char *p = orh_xasprintf("%s/%s", d, runtime);
 
+		if (lk->n < ORH_SHIM_CACHE_DIRS) {
+			lk->have[lk->n] = stat(d, &lk->st[lk->n]) == 0;
+			lk->dirs[lk->n++] = orh_xstrdup(d);
+		} else {
+			lk->complete = false;
+		}
 		if (stat(p, &st) < 0 || !S_ISREG(st.st_mode) || access(p, X_OK) < 0)
 			continue;
 		if (have_self && same_file(&self, &st))
@@ -182,24 +207,32 @@ static void cache_sweep(int dirfd)
 		closedir(dir);
 }
 
-/* The runtime cache of the fast path (orh/shimfast.h): the runtime, where it is the node
- * config's absolute path and the config was read whole and unchanged, for this config's
- * path and stat; left as it is where it says that already. One that cannot be written
- * costs only the fast path. */
-static void cache_runtime(const struct orh_ctx *ctx, bool from_arg, const char *runtime)
+/* The runtime cache of the fast path (orh/shimfast.h): the runtime found, for the node
+ * config as it was read (whole and unchanged, or not there) and the directories looked
+ * in; left as it is where it says that already. None for a runtime named on the command
+ * line, a broken config, or a shim that is not root's. One that cannot be written costs
+ * only the fast path. */
+static void cache_runtime(const struct orh_ctx *ctx, bool from_arg, const struct lookup *lk,
+			  const char *runtime)
 {
 	char text[ORH_SHIM_CACHE_MAX], old[ORH_SHIM_CACHE_MAX], name[40];
+	const struct stat *dir_st[ORH_SHIM_CACHE_DIRS];
 	_cleanup_close_ int dirfd = -1;
 	struct orh_err err = { 0 };
 	struct stat st;
 	size_t len;
 	ssize_t n;
 
-	if (from_arg || ctx->config_failed || !ctx->config_st_ok || !ctx->cfg.runtime ||
-	    ctx->cfg.runtime[0] != '/' || geteuid() != 0)
+	if (from_arg || ctx->config_failed || ctx->config_seen == ORH_CONFIG_UNSURE ||
+	    !lk->complete || geteuid() != 0)
 		return;
-	len = orh_shim_cache_text(ctx->config_path, &ctx->config_st, runtime, text,
-				  sizeof(text));
+	for (size_t i = 0; i < lk->n; i++)
+		dir_st[i] = lk->have[i] ? &lk->st[i] : NULL;
+	len = orh_shim_cache_text(&(struct orh_shim_cache){
+		.config_path = ctx->config_path,
+		.config_st = ctx->config_seen == ORH_CONFIG_READ ? &ctx->config_st : NULL,
+		.dirs = (const char *const *)lk->dirs, .dir_st = dir_st, .n_dirs = lk->n,
+		.runtime = runtime }, text, sizeof(text));
 	dirfd = open(ORH_RUN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (!len || dirfd < 0)
 		return;
@@ -440,6 +473,7 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 	_cleanup_free_ char *runtime = NULL;
 	struct runtime_args ra;
 	struct orh_err err = { 0 };
+	struct lookup lk = { 0 };
 	char **args = NULL;
 	bool fatal = false;
 	int r = 0;
@@ -477,9 +511,12 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 	 * it (a container started with `run` is left to the next state directory's sweep) */
 	if (ra.cmd > 0 && !strcmp(argv[ra.cmd], "delete") && ra.id)
 		orh_state_dir_remove(ORH_RUN_DIR, ra.id);
-	if (find_runtime(ctx->cfg.runtime, &runtime, &err) < 0)
+	r = find_runtime(ctx->cfg.runtime, &runtime, &lk, &err);
+	if (r == 0)
+		cache_runtime(ctx, from_arg, &lk, runtime);
+	lookup_free(&lk);
+	if (r < 0)
 		return refuse(&ra, "%s", err.msg);
-	cache_runtime(ctx, from_arg, runtime);
 	args = orh_xcalloc((size_t)argc + 1, sizeof(*args));
 	args[0] = runtime;
 	for (int i = 1; i < argc; i++)

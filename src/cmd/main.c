@@ -163,15 +163,20 @@ static int shim_main(int argc, char **argv)
 
 	const char *config = getenv("OCI_RDMA_HOOK_CONFIG");
 	struct stat after;
-	int r;
+	int before_errno, r;
 
 	orh_log_open("oci-rdma-runtime", true);
 	orh_json_arena_use();
-	/* the file as read: the same before and after (the runtime cache keys on it) */
-	ctx.config_st_ok = stat(config ? config : ORH_DEFAULT_CONFIG, &ctx.config_st) == 0;
+	/* the file as read: the same before and after, or not there either time (the
+	 * runtime cache keys on it) */
+	before_errno = stat(config ? config : ORH_DEFAULT_CONFIG, &ctx.config_st) == 0 ? 0 : errno;
 	r = load_config(&ctx, config, getenv("OCI_RDMA_HOOK_SYSROOT"), true);
-	ctx.config_st_ok = ctx.config_st_ok && stat(ctx.config_path, &after) == 0 &&
-			   same_file_state(&ctx.config_st, &after);
+	if (stat(ctx.config_path, &after) == 0)
+		ctx.config_seen = !before_errno && same_file_state(&ctx.config_st, &after)
+					  ? ORH_CONFIG_READ : ORH_CONFIG_UNSURE;
+	else
+		ctx.config_seen = before_errno == ENOENT && errno == ENOENT ? ORH_CONFIG_ABSENT
+									  : ORH_CONFIG_UNSURE;
 	ctx.t_config = orh_now_ms();
 	if (r == ORH_EXIT_OK)
 		r = orh_cmd_runtime(&ctx, argc, argv);

@@ -138,19 +138,24 @@ static void put_u64(struct out *o, uint64_t v, char end)
 	put(o, d);
 }
 
-/* The text up to the runtime's line: the magic, the config's path, its stat. */
-static void put_key(struct out *o, const char *config_path, const struct stat *st)
+/* A stat line: TAG and the identity and times the cache keys on, or "-" where the file is
+ * not there (st NULL). */
+static void put_stat(struct out *o, char tag, const struct stat *st)
 {
-	put(o, CACHE_MAGIC);
-	put(o, config_path);
-	put(o, "\n");
+	char t[3] = { tag, ' ', '\0' };
+
+	if (!st) {
+		put(o, "- ");
+		return;
+	}
+	put(o, t);
 	put_u64(o, (uint64_t)st->st_dev, ' ');
 	put_u64(o, (uint64_t)st->st_ino, ' ');
 	put_u64(o, (uint64_t)st->st_size, ' ');
 	put_u64(o, (uint64_t)st->st_mtim.tv_sec, ' ');
 	put_u64(o, (uint64_t)st->st_mtim.tv_nsec, ' ');
 	put_u64(o, (uint64_t)st->st_ctim.tv_sec, ' ');
-	put_u64(o, (uint64_t)st->st_ctim.tv_nsec, '\n');
+	put_u64(o, (uint64_t)st->st_ctim.tv_nsec, ' ');
 }
 
 static bool has_newline(const char *s)
@@ -161,15 +166,26 @@ static bool has_newline(const char *s)
 	return false;
 }
 
-size_t orh_shim_cache_text(const char *config_path, const struct stat *st,
-			   const char *runtime, char *out, size_t size)
+size_t orh_shim_cache_text(const struct orh_shim_cache *c, char *out, size_t size)
 {
 	struct out o = { .p = out, .size = size };
 
-	if (!size || has_newline(config_path) || has_newline(runtime) || runtime[0] != '/')
+	if (!size || c->config_path[0] != '/' || has_newline(c->config_path) ||
+	    c->runtime[0] != '/' || has_newline(c->runtime) || c->n_dirs > ORH_SHIM_CACHE_DIRS)
 		return 0;
-	put_key(&o, config_path, st);
-	put(&o, runtime);
+	put(&o, CACHE_MAGIC);
+	put_stat(&o, 'C', c->config_st);
+	put(&o, c->config_path);
+	put(&o, "\n");
+	for (size_t i = 0; i < c->n_dirs; i++) {
+		if (c->dirs[i][0] != '/' || has_newline(c->dirs[i]))
+			return 0;
+		put_stat(&o, 'D', c->dir_st[i]);
+		put(&o, c->dirs[i]);
+		put(&o, "\n");
+	}
+	put(&o, "R ");
+	put(&o, c->runtime);
 	put(&o, "\n");
 	if (o.full)
 		return 0;
@@ -177,43 +193,94 @@ size_t orh_shim_cache_text(const char *config_path, const struct stat *st,
 	return o.n;
 }
 
-const char *orh_shim_cache_match(char *text, size_t len, const char *config_path,
-				 const struct stat *st)
+/* Does line (up to its end) say what path's stat says now? */
+static bool line_holds(const char *line, const char *end, char tag, const char *path,
+		       int (*stat_fn)(const char *, struct stat *, void *), void *arg)
 {
-	char key[ORH_SHIM_CACHE_MAX];
-	struct out o = { .p = key, .size = sizeof(key) };
-	char *runtime;
-	size_t i;
+	char want[ORH_SHIM_CACHE_MAX];
+	struct out o = { .p = want, .size = sizeof(want) };
+	struct stat st;
+	size_t i = 0;
 
-	put_key(&o, config_path, st);
-	if (o.full || len <= o.n)
-		return NULL;
-	for (i = 0; i < o.n; i++)
-		if (text[i] != key[i])
+	put_stat(&o, tag, stat_fn(path, &st, arg) == 0 ? &st : NULL);
+	put(&o, path);
+	if (o.full || (size_t)(end - line) != o.n)
+		return false;
+	for (; i < o.n; i++)
+		if (line[i] != want[i])
+			return false;
+	return true;
+}
+
+/* The path a stat line names: what follows its fields. */
+static char *line_path(char *line, char *end)
+{
+	int fields = line[0] == '-' ? 1 : 8;
+	char *p = line;
+
+	for (int f = 0; f < fields; f++) {
+		while (p < end && *p != ' ')
+			p++;
+		if (p >= end)
 			return NULL;
-	runtime = text + o.n;
-	/* one absolute path, its line the file's last */
-	if (runtime[0] != '/' || text[len - 1] != '\n')
+		p++;
+	}
+	return p < end && *p == '/' ? p : NULL;
+}
+
+const char *orh_shim_cache_match(char *text, size_t len, const char *config_path,
+				 int (*stat_fn)(const char *, struct stat *, void *), void *arg)
+{
+	size_t m = s_len(CACHE_MAGIC);
+	char *line, *end, *path;
+	unsigned dirs = 0;
+
+	if (len <= m || text[len - 1] != '\n' || !s_prefix(text, CACHE_MAGIC))
 		return NULL;
-	for (i = o.n; i < len - 1; i++)
-		if (text[i] == '\n' || text[i] == '\0')
+	for (size_t i = 0; i < len; i++)
+		if (text[i] == '\0')
 			return NULL;
-	text[len - 1] = '\0';
-	return runtime;
+	/* the config: this path, and its stat as the cache has it */
+	line = text + m;
+	for (end = line; *end != '\n'; end++)
+		;
+	path = line_path(line, end);
+	if (!path || (line[0] != 'C' && line[0] != '-'))
+		return NULL;
+	*end = '\0';
+	if (!s_eq(path, config_path) || !line_holds(line, end, 'C', config_path, stat_fn, arg))
+		return NULL;
+	/* the directories the runtime was looked up in, each as it is now; then it */
+	for (line = end + 1; line < text + len; line = end + 1) {
+		for (end = line; *end != '\n'; end++)
+			;
+		*end = '\0';
+		if (line[0] == 'R' && line[1] == ' ' && line[2] == '/' && end + 1 == text + len)
+			return line + 2;
+		path = line_path(line, end);
+		if (++dirs > ORH_SHIM_CACHE_DIRS || !path || (line[0] != 'D' && line[0] != '-') ||
+		    !line_holds(line, end, 'D', path, stat_fn, arg))
+			return NULL;
+	}
+	return NULL;
 }
 
 const char *orh_shim_cache_config(char *text, size_t len)
 {
-	size_t m = s_len(CACHE_MAGIC), i;
+	size_t m = s_len(CACHE_MAGIC);
+	char *end, *path;
 
 	if (len <= m || !s_prefix(text, CACHE_MAGIC))
 		return NULL;
-	for (i = m; i < len && text[i] != '\n'; i++)
+	for (end = text + m; end < text + len && *end != '\n'; end++)
 		;
-	if (i >= len || text[m] != '/')
+	if (end >= text + len)
 		return NULL;
-	text[i] = '\0';
-	return text + m;
+	path = line_path(text + m, end);
+	if (!path)
+		return NULL;
+	*end = '\0';
+	return path;
 }
 
 #if defined(__x86_64__)
@@ -238,18 +305,22 @@ static long sys4(long nr, long a, long b, long c, long d)
 	return r;
 }
 
+static int raw_stat(const char *path, struct stat *st, void *arg)
+{
+	(void)arg;
+	return sys4(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, 0) < 0 ? -1 : 0;
+}
+
 /* The runtime the cache names for this config, read into buf; NULL when there is none. */
 static const char *cached_runtime(const char *config_path, char *buf, size_t size)
 {
 	char path[sizeof(ORH_RUN_DIR) + 64];
 	struct out o = { .p = path, .size = sizeof(path) };
 	char name[40];
-	struct stat cst, st;
+	struct stat st;
 	size_t n = 0;
 	long fd, r;
 
-	if (sys4(SYS_newfstatat, AT_FDCWD, (long)config_path, (long)&cst, 0) < 0)
-		return NULL;
 	orh_shim_cache_name(config_path, name);
 	put(&o, ORH_RUN_DIR "/");
 	put(&o, name);
@@ -271,7 +342,7 @@ static const char *cached_runtime(const char *config_path, char *buf, size_t siz
 	if (r < 0 || n + 1 >= size) /* an error, or more than a cache holds */
 		return NULL;
 	buf[n] = '\0';
-	return orh_shim_cache_match(buf, n, config_path, &cst);
+	return orh_shim_cache_match(buf, n, config_path, raw_stat, NULL);
 }
 
 /* Called by orh_entry with the process's first stack (argc, argv, NULL, envp, NULL):
