@@ -135,6 +135,17 @@ check "a config that is gone: its cache removed as another is written" \
 	test ! -e "$RUN/.shim-runtime-00000000deadbeef"
 rm -f "$RUN/.shim-runtime-00000000deadbeef"
 
+# 7b. a shim killed while it writes the cache: what it left goes with the next write
+echo "# edited once more" >>"$T/node.conf"
+{ (strace -qq -o /dev/null -e inject=renameat:signal=KILL:when=1 "$T/oci-rdma-runtime" start c1 \
+	>/dev/null 2>&1); } 2>/dev/null
+check "a write killed before its rename leaves its temporary file" bash -c "[ \"\$(ls -A '$RUN' |
+	grep -c '^\.\.shim-runtime-.*\.orh-')\" -ge 1 ]"
+shim start c1
+check "... which the next write removes" bash -c "! ls -A '$RUN' | grep -q '^\.\.shim-runtime-.*\.orh-'"
+shim start c1
+check "... and the cache it wrote is taken" path_is fast
+
 # 8. a config that names no runtime: the one the shim finds on its runtime path, cached with
 # the directories it looked in (test_shimfast: a directory that changes undoes it)
 RUNC=$(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v runc)

@@ -211,7 +211,7 @@ static void cache_sweep(int dirfd)
  * config as it was read (whole and unchanged, or not there) and the directories looked
  * in; left as it is where it says that already. None for a runtime named on the command
  * line, a broken config, or a shim that is not root's. One that cannot be written costs
- * only the fast path. */
+ * only the fast path, and is not logged (a read-only /run would log at every command). */
 static void cache_runtime(const struct orh_ctx *ctx, bool from_arg, const struct lookup *lk,
 			  const char *runtime)
 {
@@ -246,12 +246,11 @@ static void cache_runtime(const struct orh_ctx *ctx, bool from_arg, const struct
 	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_uid == 0 && !(st.st_mode & 022))
 		return;
-	/* root's, 0644, whatever was there; shims at work at once each rename their own */
+	/* root's, 0644, whatever was there; what a killed writer left is removed first (a
+	 * shim writing the same cache at that moment then fails to, and the next one will) */
 	if (orh_replace_at(dirfd, name, &(struct orh_replace){
-		    .type = S_IFREG, .mode = 0644, .chown = true, .data = text, .len = len },
-			   &err) < 0)
-		orh_log(LOG_WARNING, "the runtime cache %s/%s: %s", ORH_RUN_DIR, name, err.msg);
-	else
+		    .type = S_IFREG, .mode = 0644, .chown = true, .data = text, .len = len,
+		    .sweep = true }, &err) == 0)
 		cache_sweep(dirfd);
 }
 
