@@ -12,11 +12,11 @@
 set -u
 HOOK=${ORH_HOOK:?}
 RUN=/run/oci-rdma-hook
+. "$(dirname "$0")/tap.sh"
 if [ "$(id -u)" != 0 ] || ! command -v strace >/dev/null; then
-	echo "skip: needs root and strace"
-	exit 77
+	cant_run "needs root and strace"
 fi
-case $(uname -m) in x86_64) ;; *) echo "skip: the fast path is x86_64's"; exit 77 ;; esac
+case $(uname -m) in x86_64) ;; *) echo "SKIP: the fast path is x86_64's" >&2; exit 77 ;; esac
 T=$(mktemp -d /tmp/orh-shim-fast.XXXXXX)
 cleanup() {
 	for f in "$RUN"/.shim-runtime-*; do
@@ -26,15 +26,6 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$RUN"
-FAILS=0
-PASSES=0
-ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
-not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
-check() {
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else not_ok "$what"; fi
-}
 
 ln -s "$HOOK" "$T/oci-rdma-runtime"
 cat >"$T/fake-runc" <<EOF

@@ -8,15 +8,7 @@ HOOK=${ORH_HOOK:?}
 SRC=${ORH_SRCDIR:?}
 T=$(mktemp -d /tmp/orh-spec-cli.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-FAILS=0
-PASSES=0
-ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
-not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
-check() {
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else not_ok "$what"; fi
-}
+. "$SRC/tests/tap.sh"
 # jq-less JSON queries: pyq FILE EXPR (EXPR sees the document as d)
 pyq() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 export -f pyq

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# TAP output for the shell tests (sourced by tests/e2e/lib.sh, tests/package.sh,
-# tests/package-rpm.sh): each check is one "ok - ..." or "not ok - ..." line, counted in
+# TAP output for the shell tests (sourced by tests/e2e/lib.sh, tests/cli.sh,
+# tests/spec-cli.sh, tests/shim-fast.sh, tests/package.sh, tests/package-rpm.sh): each
+# check is one "ok - ..." or "not ok - ..." line, counted in
 # PASSES and FAILS; cant_run skips (exit 77), or fails under CI=true, where everything the
 # test needs is installed.
 
