@@ -24,6 +24,7 @@
 static bool log_syslog;
 static const char *log_ident = "oci-rdma-hook";
 static int log_fd = -1;
+static pid_t log_pid; /* the process that connected it: only it connects again */
 static int log_type; /* SOCK_DGRAM, or SOCK_STREAM (messages end with a NUL) */
 static struct sockaddr_un log_addr = { .sun_family = AF_UNIX, .sun_path = "/dev/log" };
 
@@ -51,8 +52,10 @@ void orh_log_open(const char *ident, bool use_syslog)
 {
 	log_ident = ident;
 	log_syslog = use_syslog;
-	if (use_syslog && log_fd < 0)
+	if (use_syslog && log_fd < 0) {
 		log_fd = log_connect();
+		log_pid = getpid();
+	}
 }
 
 int orh_log_open_socket(const char *ident, const char *path)
@@ -68,7 +71,9 @@ int orh_log_open_socket(const char *ident, const char *path)
 }
 
 /* One message to the syslog socket, its header and its text in one datagram; a daemon
- * restarted since (the socket refuses it) is connected again, once. */
+ * restarted since (the socket refuses it) is connected again, once, by the process that
+ * opened the log (a child may have entered a container's mount namespace, where
+ * /dev/log is the container's). */
 static void log_send(int priority, const char *text)
 {
 	char head[128];
@@ -89,7 +94,7 @@ static void log_send(int priority, const char *text)
 		if (errno != ECONNREFUSED && errno != ENOTCONN && errno != EPIPE)
 			return;
 		close(log_fd);
-		log_fd = attempt == 0 ? log_connect() : -1;
+		log_fd = attempt == 0 && getpid() == log_pid ? log_connect() : -1;
 	}
 }
 
