@@ -79,6 +79,26 @@ check "the fast path reads the config's stat and the cache, nothing else" bash -
 	 [ \"\$(awk -F'(' 'NR>1 && /^execve/ {exit} NR>1 {print \$1}' '$T/calls' | tail -n 6 |
 	       tr '\n' ' ')\" = 'openat fstat read read close newfstatat ' ]"
 
+# 2b. the create of a pod's sandbox, which the shim never serves: the fast path too
+mkdir -p "$T/pause" "$T/work"
+printf '{"ociVersion":"1.1.0","process":{"args":["/pause"]},"annotations":{"io.kubernetes.cri.container-type":"sandbox","io.kubernetes.cri.sandbox-id":"p1"}}' \
+	>"$T/pause/config.json"
+sed 's/"sandbox"/"container"/' "$T/pause/config.json" >"$T/work/config.json"
+cp "$T/pause/config.json" "$T/pause.orig"
+shim --root /run/x create --bundle "$T/pause" --pid-file "$T/pid" p1
+check "a sandbox's create: the fast path" path_is fast
+check "... the runtime gets the same arguments" \
+	args_are "$T/fake-runc" --root /run/x create --bundle "$T/pause" --pid-file "$T/pid" p1
+check "... and its config.json is left as it was" cmp -s "$T/pause/config.json" "$T/pause.orig"
+(cd "$T/pause" && shim create p1)
+check "a sandbox's create in its bundle (no --bundle): the fast path" path_is fast
+shim create --bundle "$T/work" c3
+check "a workload container's create: the ordinary path" path_is ordinary
+printf '{"annotations":{"io.kubernetes.cri.container-type":"sandbox","io.kubernetes.cri.container\\u002dtype":"container"}}' \
+	>"$T/work/config.json"
+shim create --bundle "$T/work" c3
+check "a sandbox key written twice, once escaped: the ordinary path decides" path_is ordinary
+
 # 3. what the shim edits or cleans up stays on the ordinary path
 for cmd in create run delete; do
 	shim --root /run/x "$cmd" --bundle "$T/no-bundle" c2

@@ -222,3 +222,72 @@ Test(shimfast, the_sweep_reads_the_config_a_cache_was_written_for)
 	cr_assert_str_eq(orh_shim_cache_config(text, n), CONF);
 	cr_assert_null(orh_shim_cache_config((char[]){ "not a cache\n" }, 12));
 }
+
+static bool sandbox(const char *json)
+{
+	return orh_shim_spec_sandbox(json, strlen(json));
+}
+
+Test(shimfast, a_sandbox_is_told_by_its_annotation_at_the_top)
+{
+	/* containerd's CRI (compact, as it writes config.json) and CRI-O (indented) */
+	cr_assert(sandbox("{\"ociVersion\":\"1.1.0\",\"process\":{\"args\":[\"/pause\"],"
+			  "\"env\":[\"PATH=/bin\"]},\"annotations\":{\"io.kubernetes.cri."
+			  "container-type\":\"sandbox\",\"io.kubernetes.cri.sandbox-id\":\"ab\"},"
+			  "\"linux\":{\"sysctl\":{}}}"));
+	cr_assert(sandbox("{\n \"annotations\": {\n  \"a\": [1, {\"b\": \"}\\\"]\"}],\n"
+			  "  \"io.kubernetes.cri-o.ContainerType\": \"sandbox\"\n }\n}\n"));
+	cr_assert(sandbox("{\"annotations\":5,\"annotations\":{\"io.kubernetes.cri."
+			  "container-type\":\"sandbox\"}}")); /* the last wins, as in jansson */
+}
+
+Test(shimfast, anything_else_is_not_told_a_sandbox)
+{
+	const char *no[] = {
+		/* a workload container */
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\"}}",
+		"{\"annotations\":{}}",
+		"{}",
+		/* the key elsewhere than the top's annotations */
+		"{\"linux\":{\"sysctl\":{\"io.kubernetes.cri.container-type\":\"sandbox\"}}}",
+		"{\"annotations\":{\"x\":{\"io.kubernetes.cri.container-type\":\"sandbox\"}}}",
+		"{\"process\":{\"env\":[\"io.kubernetes.cri.container-type\",\"sandbox\"]}}",
+		/* not a string, or not the word */
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":[\"sandbox\"]}}",
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandboxes\"}}",
+		/* unsure: an escape in a key or the value, a key twice, annotations twice */
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\","
+		"\"io.kubernetes.cri.container\\u002dtype\":\"container\"}}",
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbo\\u0078\"}}",
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\","
+		"\"io.kubernetes.cri.container-type\":\"container\"}}",
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\"},"
+		"\"annotations\":{}}",
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\"},"
+		"\"annotation\\u0073\":{}}",
+		/* not JSON, cut short, more after it */
+		"",
+		"[\"annotations\"]",
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\"}",
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\"}} {}",
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\"},\"x\":tru}",
+		"{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sand\nbox\"}}",
+	};
+
+	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
+		cr_assert_not(sandbox(no[i]), "%s", no[i]);
+}
+
+Test(shimfast, the_bundle_of_a_create)
+{
+	char *a[] = { "rt", "--root", "/r", "create", "--bundle", "/b1", "--pid-file", "/p", "id",
+		      NULL };
+	char *b[] = { "rt", "create", "-b=/b2", "id", NULL };
+	char *c[] = { "rt", "create", "--", "--bundle", "/no", NULL };
+	char *d[] = { "rt", "run", "id", NULL };
+
+	cr_assert_str_eq(orh_shim_bundle(9, a, 3), "/b1");
+	cr_assert_str_eq(orh_shim_bundle(4, b, 1), "/b2");
+	cr_assert_str_eq(orh_shim_bundle(5, c, 1), ".");
+	cr_assert_str_eq(orh_shim_bundle(3, d, 1), ".");
+}

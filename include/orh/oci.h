@@ -64,6 +64,10 @@ const json_t *orh_spec_env(const json_t *spec);
  * that the spec decides are written. */
 void orh_container_facts_read(const json_t *spec, const json_t *state_annotations,
 			      struct orh_container_facts *facts);
+/* The annotations by which the CRI implementations mark a pod's sandbox: containerd's CRI
+ * plugin and CRI-O (the runtime shim's fast path reads them too, src/cmd/shim_fast.c). */
+#define ORH_SANDBOX_KEYS 2
+extern const char *const orh_sandbox_keys[ORH_SANDBOX_KEYS];
 /* Does the container hold a device node of RDMA's fixed numbers (uverbs, umad, issm)? */
 bool orh_facts_hold_rdma(const struct orh_container_facts *facts);
 /* Does it hold a uverbs node of the fixed numbers (an HCA's verbs device, what rule 8

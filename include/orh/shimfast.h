@@ -3,13 +3,15 @@
  * The runtime shim's pass-through commands without the C library (src/cmd/shim_fast.c).
  *
  * oci-rdma-runtime edits nothing on runc's `start`, `state`, `kill` and the other commands
- * that are not `create`, `run` or `delete`: it only executes the runtime. Started as a
+ * that are not `create`, `run` or `delete`, nor on the create of a pod's sandbox: it only
+ * executes the runtime. Started as a
  * program of the C library, that costs the library's start (on a virtual machine mostly
  * its CPU feature probes, each a trap to the hypervisor: about 0.9 ms here, more than
  * the shim's own work on such a command). The binary's entry point (orh_entry, x86_64)
- * runs first, before the library: where the command passes through and the runtime is
- * known from a runtime cache the shim wrote before, it executes the runtime at once; in
- * every other case it goes on to the C library's start and main() as usual.
+ * runs first, before the library: where the command passes through (or creates a
+ * sandbox) and the runtime is known from a runtime cache the shim wrote before, it
+ * executes the runtime at once; in every other case it goes on to the C library's start
+ * and main() as usual.
  *
  * The runtime cache: a file ORH_RUN_DIR/.shim-runtime-<hash of the config path>, root's
  * and not writable by others, written by the shim's ordinary path (cmd_runtime.c) after
@@ -43,6 +45,16 @@ int orh_shim_command(int argc, char *const *argv);
 bool orh_shim_global_takes_value(const char *name, size_t len);
 /* The command passes straight through the shim: neither create, run nor delete. */
 bool orh_shim_passes_through(const char *command);
+/* The bundle of runc's create or run at argv[cmd] (--bundle or -b after it, as
+ * urfave/cli reads them), "." when none is given. */
+const char *orh_shim_bundle(int argc, char *const *argv, int cmd);
+/* Is this config.json (len bytes) a pod's sandbox (pause) container: annotations, at the
+ * top, with "io.kubernetes.cri.container-type" or "io.kubernetes.cri-o.ContainerType" the
+ * string "sandbox"? True only when sure: false also for text that is not JSON, a key
+ * with an escape, "annotations" or one of those keys twice. The shim never serves a
+ * sandbox (orh_container_facts_read() says the same of the parsed spec), so its create
+ * passes through too. */
+bool orh_shim_spec_sandbox(const char *json, size_t len);
 /* The cache's file name for a config path (ORH_SHIM_CACHE_PREFIX and 16 hex digits) into
  * out (at least 32 bytes). */
 void orh_shim_cache_name(const char *config_path, char *out);

@@ -98,24 +98,8 @@ static void parse_args(int argc, char **argv, struct runtime_args *ra)
 	i = ra->cmd;
 	if (argc - 1 > i && orh_state_id_usable(argv[argc - 1]) && argv[argc - 1][0] != '-')
 		ra->id = argv[argc - 1];
-	if (strcmp(argv[i], "create") != 0 && strcmp(argv[i], "run") != 0)
-		return;
-	for (i++; i < argc; i++) {
-		const char *name = NULL, *val = NULL;
-		size_t len = 0;
-
-		if (strcmp(argv[i], "--") == 0)
-			break;
-		if (argv[i][0] != '-' || argv[i][1] == '\0')
-			continue;
-		split_flag(argv[i], &name, &len, &val);
-		if (!flag_is(name, len, "bundle") && !flag_is(name, len, "b"))
-			continue;
-		if (!val && i + 1 < argc)
-			val = argv[++i];
-		if (val && *val)
-			ra->bundle = val;
-	}
+	if (!strcmp(argv[i], "create") || !strcmp(argv[i], "run"))
+		ra->bundle = orh_shim_bundle(argc, argv, i);
 }
 
 static bool same_file(const struct stat *a, const struct stat *b)

@@ -11,6 +11,7 @@
 
 #include "orh-config.h"
 #include "orh/config.h"
+#include "orh/oci.h"
 #include "orh/record.h"
 #include "orh/shimfast.h"
 
@@ -91,6 +92,228 @@ int orh_shim_command(int argc, char *const *argv)
 bool orh_shim_passes_through(const char *command)
 {
 	return !s_eq(command, "create") && !s_eq(command, "run") && !s_eq(command, "delete");
+}
+
+const char *orh_shim_bundle(int argc, char *const *argv, int cmd)
+{
+	const char *bundle = ".";
+
+	for (int i = cmd + 1; i < argc; i++) {
+		const char *arg = argv[i], *name, *val = NULL;
+		size_t len = 0;
+
+		if (s_eq(arg, "--"))
+			break;
+		if (arg[0] != '-' || arg[1] == '\0')
+			continue;
+		name = arg + (arg[1] == '-' ? 2 : 1);
+		while (name[len] && name[len] != '=')
+			len++;
+		if (!name_is(name, len, "bundle") && !name_is(name, len, "b"))
+			continue;
+		if (name[len] == '=')
+			val = name + len + 1;
+		else if (i + 1 < argc)
+			val = argv[++i];
+		if (val && *val)
+			bundle = val;
+	}
+	return bundle;
+}
+
+/* ---- is a config.json a pod's sandbox? A scanner that answers yes only when sure ---- */
+
+struct scan {
+	const char *p, *end;
+};
+
+static void ws(struct scan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+		s->p++;
+}
+
+static bool take(struct scan *s, char c)
+{
+	ws(s);
+	if (s->p >= s->end || *s->p != c)
+		return false;
+	s->p++;
+	return true;
+}
+
+static bool is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* A string: its body between the quotes in [*b, *e), *esc when it holds an escape. */
+static bool str(struct scan *s, const char **b, const char **e, bool *esc)
+{
+	ws(s);
+	if (s->p >= s->end || *s->p != '"')
+		return false;
+	*b = ++s->p;
+	*esc = false;
+	while (s->p < s->end) {
+		unsigned char c = (unsigned char)*s->p;
+
+		if (c == '"') {
+			*e = s->p++;
+			return true;
+		}
+		if (c < 0x20)
+			return false;
+		if (c == '\\') {
+			*esc = true;
+			if (++s->p >= s->end)
+				return false;
+			c = (unsigned char)*s->p;
+			if (c == 'u') {
+				for (int k = 1; k <= 4; k++)
+					if (s->p + k >= s->end || !is_hex(s->p[k]))
+						return false;
+				s->p += 4;
+			} else if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' &&
+				   c != 'n' && c != 'r' && c != 't') {
+				return false;
+			}
+		}
+		s->p++;
+	}
+	return false;
+}
+
+static bool body_is(const char *b, const char *e, const char *want)
+{
+	for (; b < e && *want && *b == *want; b++, want++)
+		;
+	return b == e && !*want;
+}
+
+static bool literal(struct scan *s, const char *word)
+{
+	for (; *word; word++, s->p++)
+		if (s->p >= s->end || *s->p != *word)
+			return false;
+	return true;
+}
+
+/* Any value, skipped; depth bounds the nesting. */
+static bool value(struct scan *s, int depth)
+{
+	const char *b, *e;
+	bool esc, first = true;
+	char close;
+
+	ws(s);
+	if (s->p >= s->end || depth > 256)
+		return false;
+	switch (*s->p) {
+	case '"':
+		return str(s, &b, &e, &esc);
+	case 't':
+		return literal(s, "true");
+	case 'f':
+		return literal(s, "false");
+	case 'n':
+		return literal(s, "null");
+	case '{':
+	case '[':
+		close = *s->p == '{' ? '}' : ']';
+		s->p++;
+		if (take(s, close))
+			return true;
+		for (;;) {
+			if (!first && !take(s, ','))
+				return take(s, close);
+			first = false;
+			if (close == '}' && (!str(s, &b, &e, &esc) || !take(s, ':')))
+				return false;
+			if (!value(s, depth + 1))
+				return false;
+		}
+	default:
+		b = s->p;
+		while (s->p < s->end && ((*s->p >= '0' && *s->p <= '9') || *s->p == '-' ||
+					 *s->p == '+' || *s->p == '.' || *s->p == 'e' || *s->p == 'E'))
+			s->p++;
+		return s->p > b;
+	}
+}
+
+/* The annotations object: 1 a sandbox's, 0 not, -1 unsure (a key with an escape, one of
+ * the keys twice, malformed). */
+static int annotations(struct scan *s)
+{
+	bool seen[ORH_SANDBOX_KEYS] = { false };
+	int found = 0;
+
+	if (!take(s, '{'))
+		return -1;
+	if (take(s, '}'))
+		return 0;
+	do {
+		const char *b, *e, *vb, *ve;
+		bool esc, vesc, known = false;
+
+		if (!str(s, &b, &e, &esc) || esc || !take(s, ':'))
+			return -1;
+		for (size_t k = 0; k < ORH_SANDBOX_KEYS; k++) {
+			if (!body_is(b, e, orh_sandbox_keys[k]))
+				continue;
+			if (seen[k])
+				return -1;
+			seen[k] = known = true;
+			ws(s);
+			if (s->p < s->end && *s->p == '"') {
+				if (!str(s, &vb, &ve, &vesc))
+					return -1;
+				found |= !vesc && body_is(vb, ve, "sandbox");
+			} else if (!value(s, 1)) {
+				return -1;
+			}
+		}
+		if (!known && !value(s, 1))
+			return -1;
+	} while (take(s, ','));
+	return take(s, '}') ? found : -1;
+}
+
+bool orh_shim_spec_sandbox(const char *json, size_t len)
+{
+	struct scan s = { json, json + len };
+	int sandbox = 0;
+	bool seen = false;
+
+	if (!take(&s, '{'))
+		return false;
+	if (take(&s, '}'))
+		return false;
+	do {
+		const char *b, *e;
+		bool esc;
+
+		if (!str(&s, &b, &e, &esc) || esc || !take(&s, ':'))
+			return false;
+		ws(&s);
+		if (body_is(b, e, "annotations") && s.p < s.end && *s.p == '{') {
+			if (seen)
+				return false;
+			seen = true;
+			sandbox = annotations(&s);
+			if (sandbox < 0)
+				return false;
+		} else if (body_is(b, e, "annotations") && seen) {
+			return false;
+		} else if (!value(&s, 1)) {
+			return false;
+		}
+	} while (take(&s, ','));
+	if (!take(&s, '}'))
+		return false;
+	ws(&s);
+	return s.p == s.end && sandbox == 1;
 }
 
 void orh_shim_cache_name(const char *config_path, char *out)
@@ -345,9 +568,39 @@ static const char *cached_runtime(const char *config_path, char *buf, size_t siz
 	return orh_shim_cache_match(buf, n, config_path, raw_stat, NULL);
 }
 
+/* Is the bundle's config.json a pod's sandbox? Read whole (up to 64 KiB, else no). */
+static bool sandbox_bundle(const char *bundle)
+{
+	static const char file[] = "/config.json";
+	char path[4096], spec[65536];
+	size_t n = 0, blen = s_len(bundle);
+	struct stat st;
+	long fd, r = 0;
+
+	if (blen + sizeof(file) > sizeof(path))
+		return false;
+	for (size_t i = 0; i < blen; i++)
+		path[i] = bundle[i];
+	for (size_t i = 0; i < sizeof(file); i++)
+		path[blen + i] = file[i];
+	fd = sys4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (sys3(SYS_fstat, fd, (long)&st, 0) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size < (long)sizeof(spec))
+		while (n < sizeof(spec) &&
+		       (r = sys3(SYS_read, fd, (long)(spec + n), (long)(sizeof(spec) - n))) > 0)
+			n += (size_t)r;
+	else
+		r = -1;
+	sys3(SYS_close, fd, 0, 0);
+	return r == 0 && n < sizeof(spec) && orh_shim_spec_sandbox(spec, n);
+}
+
 /* Called by orh_entry with the process's first stack (argc, argv, NULL, envp, NULL):
- * executes the runtime for a command that passes through, where the cache names it;
- * returns in every other case, and the C library starts as usual. */
+ * executes the runtime for a command that passes through, or the create of a pod's
+ * sandbox, where the cache names it; returns in every other case, and the C library starts
+ * as usual. */
 void orh_shim_fast(long *sp);
 void orh_shim_fast(long *sp)
 {
@@ -367,7 +620,12 @@ void orh_shim_fast(long *sp)
 	if (!s_eq(base, SHIM_NAME) || s_prefix(argv[1], ORH_RUNTIME_ARG))
 		return;
 	cmd = orh_shim_command(argc, argv);
-	if (!cmd || !orh_shim_passes_through(argv[cmd]))
+	if (!cmd)
+		return;
+	/* a pod's sandbox is never served: its create passes through as well */
+	if (!orh_shim_passes_through(argv[cmd]) &&
+	    ((!s_eq(argv[cmd], "create") && !s_eq(argv[cmd], "run")) ||
+	     !sandbox_bundle(orh_shim_bundle(argc, argv, cmd))))
 		return;
 	for (char **e = envp; *e; e++)
 		if (s_prefix(*e, "OCI_RDMA_HOOK_CONFIG="))

@@ -13,15 +13,15 @@
 
 /* The annotations by which the CRI implementations mark a pod's sandbox (pause)
  * container: containerd's CRI plugin and CRI-O. */
-static const char *const sandbox_keys[] = {
+const char *const orh_sandbox_keys[ORH_SANDBOX_KEYS] = {
 	"io.kubernetes.cri.container-type",
 	"io.kubernetes.cri-o.ContainerType",
 };
 
 static bool is_sandbox(const json_t *annotations)
 {
-	for (size_t i = 0; i < ORH_ARRAY_SIZE(sandbox_keys); i++) {
-		const json_t *v = json_object_get(annotations, sandbox_keys[i]);
+	for (size_t i = 0; i < ORH_SANDBOX_KEYS; i++) {
+		const json_t *v = json_object_get(annotations, orh_sandbox_keys[i]);
 
 		if (json_is_string(v) && !strcmp(json_string_value(v), "sandbox"))
 			return true;

@@ -8,6 +8,8 @@
  *    cannot hold), and that orh_spec_parse() accepts;
  *  - the second edit changes nothing (idempotence), and dumping again gives the same
  *    bytes; an edit that reports no change leaves the dump as it was.
+ * And where the runtime shim's fast path tells a pod's sandbox from the same bytes, jansson
+ * finds one too.
  * The plan is the full one (devices, unlimited memlock, variables, CAP_IPC_LOCK), then
  * one of 128 smaller ones chosen by a hash of the input, so the corpus stays plain JSON.
  */
@@ -17,6 +19,7 @@
 
 #include "orh/activation.h"
 #include "orh/oci.h"
+#include "orh/shimfast.h"
 #include "orh/spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -170,6 +173,25 @@ static unsigned hash(const uint8_t *data, size_t size)
 	return (h ^ (h >> 16)) & 0x7f;
 }
 
+/* The runtime shim's fast path tells a sandbox from the text (orh_shim_spec_sandbox());
+ * where it does, jansson's reading of the same bytes (the laxest: a key twice, the last
+ * wins) fails or finds a sandbox too. */
+static void sandbox_agrees(const uint8_t *data, size_t size)
+{
+	struct orh_container_facts facts = { 0 };
+	json_t *j;
+
+	if (!orh_shim_spec_sandbox((const char *)data, size))
+		return;
+	j = json_loadb((const char *)data, size, 0, NULL);
+	if (!j)
+		return;
+	orh_container_facts_read(j, NULL, &facts);
+	if (!facts.sandbox)
+		abort();
+	json_decref(j);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	json_t *spec = NULL;
@@ -181,6 +203,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool has_netns = false;
 	const char *path = NULL;
 
+	sandbox_agrees(data, size);
 	spec = parse((const char *)data, size);
 	if (!spec)
 		return 0;
