@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "orh-config.h"
+#include "orh/config.h"
 #include "orh/shimfast.h"
 
 static int cmd_of(const char *const *args)
@@ -290,4 +292,14 @@ Test(shimfast, the_bundle_of_a_create)
 	cr_assert_str_eq(orh_shim_bundle(4, b, 1), "/b2");
 	cr_assert_str_eq(orh_shim_bundle(5, c, 1), ".");
 	cr_assert_str_eq(orh_shim_bundle(3, d, 1), ".");
+}
+
+Test(shimfast, the_config_is_the_first_of_its_variable_as_getenv_reads_it)
+{
+	char *env[] = { "PATH=/bin", "OCI_RDMA_HOOK_CONFIG=/etc/a.conf",
+			"OCI_RDMA_HOOK_CONFIG=/etc/b.conf", NULL };
+	char *none[] = { "PATH=/bin", "OCI_RDMA_HOOK_CONFIGX=/x", NULL };
+
+	cr_assert_str_eq(orh_shim_config(env), "/etc/a.conf");
+	cr_assert_str_eq(orh_shim_config(none), ORH_DEFAULT_CONFIG);
 }

@@ -55,6 +55,9 @@ const char *orh_shim_bundle(int argc, char *const *argv, int cmd);
  * sandbox (orh_container_facts_read() says the same of the parsed spec), so its create
  * passes through too. */
 bool orh_shim_spec_sandbox(const char *json, size_t len);
+/* The node config the shim reads: OCI_RDMA_HOOK_CONFIG's first value in envp, as getenv()
+ * gives it, else ORH_DEFAULT_CONFIG. */
+const char *orh_shim_config(char *const *envp);
 /* The cache's file name for a config path (ORH_SHIM_CACHE_PREFIX and 16 hex digits) into
  * out (at least 32 bytes). */
 void orh_shim_cache_name(const char *config_path, char *out);

@@ -5,9 +5,8 @@
  * The syslog messages are sent here, not by syslog(3): "<PRI>IDENT[PID]: TEXT" to
  * /dev/log, facility daemon, connected once when the log is opened. The header carries no
  * timestamp (RFC 3164 lets the receiver add one; journald and rsyslog's socket input use
- * the time they receive it anyway): glibc's syslog() reads the node's zone file for it,
- * which cost a hook about a third of its logging time. No /dev/log: stderr alone, and no
- * retry each line. */
+ * the time they receive it anyway): glibc's syslog() reads the node's zone file for it at
+ * a process's first message. No /dev/log: stderr alone, and no retry each line. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -217,11 +217,13 @@ static void cache_runtime(const struct orh_ctx *ctx, bool from_arg, const struct
 		.config_st = ctx->config_seen == ORH_CONFIG_READ ? &ctx->config_st : NULL,
 		.dirs = (const char *const *)lk->dirs, .dir_st = dir_st, .n_dirs = lk->n,
 		.runtime = runtime }, text, sizeof(text));
+	if (!len)
+		return;
 	/* made as the first state directory makes it, if no container was served yet */
-	if (len && mkdir(ORH_RUN_DIR, 0755) < 0 && errno != EEXIST)
+	if (mkdir(ORH_RUN_DIR, 0755) < 0 && errno != EEXIST)
 		return;
 	dirfd = open(ORH_RUN_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (!len || dirfd < 0)
+	if (dirfd < 0)
 		return;
 	orh_shim_cache_name(ctx->config_path, name);
 	n = orh_read_file_at(dirfd, name, old, sizeof(old));

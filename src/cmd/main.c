@@ -160,7 +160,6 @@ static bool same_file_state(const struct stat *a, const struct stat *b)
 static int shim_main(int argc, char **argv)
 {
 	struct orh_ctx ctx = { .t_main = orh_now_ms() };
-
 	const char *config = getenv("OCI_RDMA_HOOK_CONFIG");
 	struct stat after;
 	int before_errno, r;

@@ -55,6 +55,16 @@ static bool name_is(const char *name, size_t len, const char *want)
 	return i == len && !want[i];
 }
 
+/* An option's name without its one or two dashes, and its length up to an '='. */
+static const char *flag_name(const char *arg, size_t *len)
+{
+	const char *name = arg + (arg[1] == '-' ? 2 : 1);
+
+	for (*len = 0; name[*len] && name[*len] != '='; (*len)++)
+		;
+	return name;
+}
+
 bool orh_shim_global_takes_value(const char *name, size_t len)
 {
 	for (size_t k = 0; k < sizeof(global_with_value) / sizeof(*global_with_value); k++)
@@ -69,8 +79,7 @@ int orh_shim_command(int argc, char *const *argv)
 
 	for (; i < argc; i++) {
 		const char *arg = argv[i], *name;
-		size_t len = 0;
-		bool takes_value = false, inline_value = false;
+		size_t len;
 
 		if (arg[0] != '-' || arg[1] == '\0')
 			break;
@@ -78,12 +87,8 @@ int orh_shim_command(int argc, char *const *argv)
 			i++;
 			break;
 		}
-		name = arg + (arg[1] == '-' ? 2 : 1);
-		while (name[len] && name[len] != '=')
-			len++;
-		inline_value = name[len] == '=';
-		takes_value = orh_shim_global_takes_value(name, len);
-		if (takes_value && !inline_value && i + 1 < argc)
+		name = flag_name(arg, &len);
+		if (orh_shim_global_takes_value(name, len) && name[len] != '=' && i + 1 < argc)
 			i++;
 	}
 	return i < argc ? i : 0;
@@ -100,15 +105,13 @@ const char *orh_shim_bundle(int argc, char *const *argv, int cmd)
 
 	for (int i = cmd + 1; i < argc; i++) {
 		const char *arg = argv[i], *name, *val = NULL;
-		size_t len = 0;
+		size_t len;
 
 		if (s_eq(arg, "--"))
 			break;
 		if (arg[0] != '-' || arg[1] == '\0')
 			continue;
-		name = arg + (arg[1] == '-' ? 2 : 1);
-		while (name[len] && name[len] != '=')
-			len++;
+		name = flag_name(arg, &len);
 		if (!name_is(name, len, "bundle") && !name_is(name, len, "b"))
 			continue;
 		if (name[len] == '=')
@@ -314,6 +317,16 @@ bool orh_shim_spec_sandbox(const char *json, size_t len)
 		return false;
 	ws(&s);
 	return s.p == s.end && sandbox == 1;
+}
+
+const char *orh_shim_config(char *const *envp)
+{
+	static const char var[] = "OCI_RDMA_HOOK_CONFIG=";
+
+	for (; *envp; envp++)
+		if (s_prefix(*envp, var))
+			return *envp + sizeof(var) - 1;
+	return ORH_DEFAULT_CONFIG;
 }
 
 void orh_shim_cache_name(const char *config_path, char *out)
@@ -606,8 +619,9 @@ void orh_shim_fast(long *sp)
 {
 	int argc = (int)sp[0];
 	char **argv = (char **)(sp + 1), **envp = argv + argc + 1;
-	const char *config = ORH_DEFAULT_CONFIG, *base, *runtime;
+	const char *config = orh_shim_config(envp), *base, *runtime;
 	char buf[ORH_SHIM_CACHE_MAX];
+	bool passes;
 	char *argv0;
 	int cmd;
 
@@ -622,18 +636,12 @@ void orh_shim_fast(long *sp)
 	cmd = orh_shim_command(argc, argv);
 	if (!cmd)
 		return;
+	passes = orh_shim_passes_through(argv[cmd]);
+	if (!passes && !s_eq(argv[cmd], "create") && !s_eq(argv[cmd], "run"))
+		return;
+	runtime = *config ? cached_runtime(config, buf, sizeof(buf)) : NULL;
 	/* a pod's sandbox is never served: its create passes through as well */
-	if (!orh_shim_passes_through(argv[cmd]) &&
-	    ((!s_eq(argv[cmd], "create") && !s_eq(argv[cmd], "run")) ||
-	     !sandbox_bundle(orh_shim_bundle(argc, argv, cmd))))
-		return;
-	for (char **e = envp; *e; e++)
-		if (s_prefix(*e, "OCI_RDMA_HOOK_CONFIG="))
-			config = *e + s_len("OCI_RDMA_HOOK_CONFIG=");
-	if (!*config)
-		return;
-	runtime = cached_runtime(config, buf, sizeof(buf));
-	if (!runtime)
+	if (!runtime || (!passes && !sandbox_bundle(orh_shim_bundle(argc, argv, cmd))))
 		return;
 	argv0 = argv[0];
 	argv[0] = (char *)runtime;
