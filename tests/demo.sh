@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 
-bash tests/setup-debian.sh
+bash tests/setup-debian.sh --demo
 [ -d build-demo ] || meson setup build-demo >/dev/null
 meson compile -C build-demo src/oci-rdma-hook tests/e2e/probe >/dev/null
 

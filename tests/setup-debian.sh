@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# Install everything oci-rdma-hook needs to build and test, from Debian 12's packages.
-# Idempotent: installs only what is missing. Run as root.
+# Install everything oci-rdma-hook needs to build and test, from Debian 12's packages,
+# and the Go peers the suite judges with. Idempotent: installs only what is missing.
+# Run as root.
+# Usage: bash tests/setup-debian.sh [--demo]
+#   --demo: only what tests/demo.sh uses (the build, runc and a busybox rootfs); no Go peers
 set -euo pipefail
+demo=0
+[ "${1:-}" == "--demo" ] && demo=1
 
-packages=(
-	# build
+demo_packages=(
+	# build (meson reads the tests' dependencies at setup: criterion, libcap, libseccomp)
 	meson ninja-build pkg-config gcc libc6-dev python3
 	libjansson-dev libibverbs-dev libcap-dev libseccomp-dev libinih-dev libcriterion-dev
+	# a real container: runc and a busybox rootfs
+	runc busybox-static
+)
+packages=(
+	"${demo_packages[@]}"
 	# tests/manifests.sh: the Kubernetes examples in deploy/kubernetes
 	python3-yaml
 	# fuzzing and sanitizers
@@ -28,6 +38,7 @@ packages=(
 	ibverbs-utils hyperfine time jq strace
 )
 
+((demo)) && packages=("${demo_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -36,9 +47,13 @@ if ((${#missing[@]})); then
 	echo "setup: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	apt-get install -y -qq "${missing[@]}" >/dev/null
+	# the demo's few packages without their recommends (podman's, qemu's: the suite's)
+	recommends=()
+	((demo)) && recommends=(--no-install-recommends)
+	apt-get install -y -qq "${recommends[@]}" "${missing[@]}" >/dev/null
 fi
 echo "setup: all packages present"
+((demo)) && exit 0
 
 # Real peers that Debian 12 lacks, built from the Go module proxy with the Go toolchain on
 # the machine (tests/e2e/e2e-fleet.sh judges configure with them): containerd 2.x with its
