@@ -55,8 +55,15 @@ dump() {
 cri_loads() {
 	local bin=$1 ctr=$2 root=$3 t pid rc=1
 	t=$(mktemp -d "$WORK/cd.XXXXXX")
+	# The node's own engines keep their sockets: containerd 2.x takes its ttrpc socket from
+	# the config's [ttrpc] or [grpc] address (/run/containerd/containerd.sock.ttrpc in the
+	# file under test), not from --address, and serves NRI on /var/run/nri/nri.sock; a
+	# tmpfs on /run in this start's mount namespace holds those, seen by no one else.
+	local before
+	before=$(host_sockets)
 	# (unshare and then bash exec: $! is containerd's own pid, which the kill below ends)
-	unshare -m bash -c 'mount --make-rprivate / && mount --bind "$0/etc" /etc && exec "$@"' \
+	unshare -m bash -c 'mount --make-rprivate / && mount -t tmpfs -o mode=755 orh-run /run &&
+		mount --bind "$0/etc" /etc && exec "$@"' \
 		"$root" "$bin" --config /etc/containerd/config.toml --root "$t/root" \
 		--state "$t/state" --address "$t/sock" >"$t/log" 2>&1 &
 	pid=$!
@@ -76,7 +83,17 @@ cri_loads() {
 	wait "$pid" 2>/dev/null || true
 	# no containerd of this start is left running
 	! pgrep -f -- "--address $t/sock" >/dev/null || { echo "# containerd on $t still runs"; rc=1; }
+	[ "$(host_sockets)" == "$before" ] ||
+		{ echo "# the node's engine sockets changed: $before -> $(host_sockets)"; rc=1; }
 	return $rc
+}
+# host_sockets: the node's containerd and NRI sockets as they are (name, inode), one line
+host_sockets() {
+	local s
+	for s in /run/containerd/containerd.sock /run/containerd/containerd.sock.ttrpc \
+		/var/run/nri/nri.sock; do
+		printf '%s=%s ' "$s" "$(stat -c %i "$s" 2>/dev/null || echo none)"
+	done
 }
 # handler_in DUMPTEXT NAME: the merged config has runtime handler NAME, once
 handlers() { grep -c "containerd\.runtimes\.$2\]" <<<"$1" || true; }
