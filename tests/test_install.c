@@ -2,15 +2,25 @@
 /* Unit tests for the installer's engine and files (src/cmd/install_engine.c,
  * src/cmd/install_files.c) on host roots made in /tmp: which engine and which file a root
  * holds (k3s's and rke2's templates, CONTAINERD_CONFIG and CONTAINERD_SOCKET), the node
- * config compared without configure's block, the undo that keeps the files and the purge.
- * No root needed. */
+ * config compared without configure's block, the undo that keeps the files and the purge;
+ * configure under a root as install runs it: its lock (which nobody else can hold, waited
+ * for a few seconds, its holder named), a link to nothing named as such, --engine-config
+ * written clean into containerd's imports, renames racing openat2. Root needed only to
+ * lock the root directory as nobody. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "orh/install.h"
@@ -317,4 +327,282 @@ Test(install, absolute_links_resolve_inside_the_root)
 	cr_assert_eq(system(path), 0);
 	orh_inst_free(&m);
 	orh_strv_free(&done);
+}
+
+/* ---- configure under a root (orh_configure_under, as install runs it) ---- */
+
+#define CONF "/etc/oci-rdma-hook/oci-rdma-hook.conf"
+#define LOCK "/run/.oci-rdma-hook-configure.lock"
+
+/* configure for containerd under root; 0 or -errno with err */
+static int cfg_under(const char *engine_config, struct orh_err *err)
+{
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD,
+					 .engine_config = engine_config, .handler = "rdma",
+					 .shim = "/usr/bin/oci-rdma-runtime" };
+	struct orh_strv changed = { 0 }, notes = { 0 };
+	int r = orh_configure_under(root, &req, CONF, &changed, &notes, err);
+
+	orh_strv_free(&changed);
+	orh_strv_free(&notes);
+	return r;
+}
+
+static long long ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A child that holds what hold() takes, told its result on *rep (one byte), and lets go
+ * when *go closes (the test's end, or its death). */
+static pid_t holder(bool (*hold)(void), int *rep, int *go)
+{
+	int a[2], b[2];
+	pid_t pid;
+	char c;
+
+	cr_assert_eq(pipe(a), 0);
+	cr_assert_eq(pipe(b), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(a[0]);
+		close(b[1]);
+		c = hold() ? 'y' : 'n';
+		if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(a[1]);
+	close(b[0]);
+	*rep = a[0];
+	*go = b[1];
+	return pid;
+}
+
+static void let_go(pid_t pid, int rep, int go)
+{
+	close(go);
+	close(rep);
+	waitpid(pid, NULL, 0);
+}
+
+/* as nobody: the root directory locked, which anyone may do */
+static bool hold_root_as_nobody(void)
+{
+	int d;
+
+	if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+	    setresuid(65534, 65534, 65534) < 0)
+		return false;
+	d = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return d >= 0 && flock(d, LOCK_EX | LOCK_NB) == 0;
+}
+
+/* as nobody: the lock file opened (made where missing), to lock it */
+static bool open_lock_as_nobody(void)
+{
+	char p[128];
+
+	if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+	    setresuid(65534, 65534, 65534) < 0)
+		return false;
+	snprintf(p, sizeof(p), "%s" LOCK, root);
+	return open(p, O_RDONLY | O_CREAT | O_CLOEXEC, 0644) >= 0 || errno != EACCES;
+}
+
+/* Any user may open and lock the root directory: that stalls no configure or install; the
+ * lock file, nobody may open or make, and a run leaves none behind. */
+Test(install, nobody_cannot_stall_configure, .timeout = 20)
+{
+	struct orh_err err = { 0 };
+	int rep = -1, go = -1;
+	char c = 0, p[128];
+	long long t;
+	pid_t pid;
+
+	snprintf(p, sizeof(p), "%s" LOCK, root);
+	if (geteuid() != 0)
+		cr_skip_test("becoming nobody needs root");
+	cr_assert_eq(chmod(root, 0755), 0);
+	put("/run/.keep", "");
+	cr_assert_eq(cfg_under(NULL, &err), 0, "%s", err.msg);
+	pid = holder(hold_root_as_nobody, &rep, &go);
+	cr_assert_eq(read(rep, &c, 1), 1);
+	cr_assert_eq(c, 'y', "nobody could not lock the root directory");
+	t = ms_now();
+	cr_assert_eq(cfg_under(NULL, &err), 0, "%s", err.msg);
+	cr_assert_lt(ms_now() - t, 2000, "configure waited for nobody's lock");
+	let_go(pid, rep, go);
+	cr_assert(!there(LOCK), "the run left its lock file");
+	for (int held = 0; held < 2; held++) {
+		if (held) /* as a run makes it */
+			put(LOCK, "1\n");
+		if (held)
+			cr_assert_eq(chmod(p, 0600), 0);
+		pid = holder(open_lock_as_nobody, &rep, &go);
+		cr_assert_eq(read(rep, &c, 1), 1);
+		let_go(pid, rep, go);
+		cr_assert_eq(c, 'n', "nobody opened or made the lock file (%s there)",
+			     held ? "one" : "none");
+	}
+}
+
+static bool hold_lock(void)
+{
+	char p[128];
+	int f;
+
+	snprintf(p, sizeof(p), "%s" LOCK, root);
+	f = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	return f >= 0 && flock(f, LOCK_EX | LOCK_NB) == 0;
+}
+
+/* Another run that holds the lock: this one waits a few seconds, then gives up naming its
+ * pid and the lock file. */
+Test(install, a_held_lock_is_waited_for_then_named, .timeout = 60)
+{
+	struct orh_err err = { 0 };
+	int rep = -1, go = -1;
+	char want[128], c = 0;
+	long long t;
+	pid_t pid;
+	int r;
+
+	put("/run/.keep", "");
+	pid = holder(hold_lock, &rep, &go);
+	cr_assert_eq(read(rep, &c, 1), 1);
+	cr_assert_eq(c, 'y', "the holder could not take the lock");
+	t = ms_now();
+	r = cfg_under(NULL, &err);
+	t = ms_now() - t;
+	let_go(pid, rep, go);
+	cr_assert_lt(r, 0, "configure ran while another held the lock");
+	cr_assert(t >= 4000 && t < 8000, "gave up after %lld ms, not after about 5 s", t);
+	snprintf(want, sizeof(want), "pid %d;", (int)pid);
+	cr_assert(strstr(err.msg, want), "the holder's pid is not named: %s", err.msg);
+	snprintf(want, sizeof(want), "'%s" LOCK "'", root);
+	cr_assert(strstr(err.msg, want), "the lock file is not named: %s", err.msg);
+	cr_assert(!there("/etc/containerd/config.toml"), "it wrote without the lock");
+	/* let go: the next run takes it at once, and removes it at its end */
+	cr_assert_eq(cfg_under(NULL, &err), 0, "%s", err.msg);
+	cr_assert(!there(LOCK), "the run left its lock file");
+}
+
+/* A lock file others may open (or in a directory others may write) is not used. */
+Test(install, a_lock_others_may_open_is_refused)
+{
+	struct orh_err err = { 0 };
+	char p[128];
+
+	put(LOCK, "");
+	snprintf(p, sizeof(p), "%s" LOCK, root);
+	cr_assert_eq(chmod(p, 0644), 0);
+	cr_assert_lt(cfg_under(NULL, &err), 0, "a lock file of mode 0644 used");
+	cr_assert(strstr(err.msg, p) && strstr(err.msg, "mode 0600"), "%s", err.msg);
+	cr_assert_eq(chmod(p, 0600), 0);
+	snprintf(p, sizeof(p), "%s/run", root);
+	cr_assert_eq(chmod(p, 0777), 0);
+	cr_assert_lt(cfg_under(NULL, &err), 0, "a lock in a directory anyone may write used");
+	cr_assert(strstr(err.msg, "not locking there"), "%s", err.msg);
+	cr_assert(!there("/etc/containerd/config.toml"), "it wrote without the lock");
+}
+
+/* A symbolic link to nothing on the way is named as such, not as a loop of links. */
+Test(install, a_dangling_link_is_named)
+{
+	struct orh_err err = { 0 };
+	char p[160];
+
+	put("/run/.keep", "");
+	put("/etc/.keep", "");
+	snprintf(p, sizeof(p), "%s/etc/containerd", root);
+	cr_assert_eq(symlink("../nodir", p), 0);
+	cr_assert_lt(cfg_under(NULL, &err), 0);
+	cr_assert(strstr(err.msg, "'/etc/containerd' is a symbolic link to '../nodir', which "
+			 "does not exist"), "%s", err.msg);
+	cr_assert_eq(unlink(p), 0);
+	put("/etc/containerd/.keep", "");
+	snprintf(p, sizeof(p), "%s/etc/containerd/config.toml", root);
+	cr_assert_eq(symlink("/etc/nope", p), 0);
+	cr_assert_lt(cfg_under(NULL, &err), 0);
+	cr_assert(strstr(err.msg, "'/etc/containerd/config.toml' is a symbolic link to "
+			 "'/etc/nope', which does not exist"), "%s", err.msg);
+	cr_assert_eq(err.code, ENOENT);
+}
+
+/* --engine-config goes into containerd's imports: clean, and never with a "..". */
+Test(install, the_engine_config_written_into_imports_is_clean)
+{
+	struct orh_err err = { 0 };
+	char p[160], text[512];
+	FILE *f;
+
+	put("/run/.keep", "");
+	put("/etc/containerd/config.toml", "version = 2\n");
+	cr_assert_lt(cfg_under("/etc/containerd/../containerd/config.toml", &err), 0,
+		     "a path with '..' taken");
+	cr_assert(strstr(err.msg, "'..'"), "%s", err.msg);
+	cr_assert(!there("/etc/containerd/conf.d"), "the refused run wrote");
+	cr_assert_eq(cfg_under("/etc//containerd/./config.toml", &err), 0, "%s", err.msg);
+	snprintf(p, sizeof(p), "%s/etc/containerd/config.toml", root);
+	f = fopen(p, "r");
+	cr_assert_not_null(f);
+	text[fread(text, 1, sizeof(text) - 1, f)] = '\0';
+	fclose(f);
+	cr_assert(strstr(text, "imports = [\"/etc/containerd/conf.d/*.toml\"]"), "%s", text);
+	cr_assert(there("/etc/containerd/conf.d/99-oci-rdma-hook.toml"));
+}
+
+/* openat2 says EAGAIN where a ".." is resolved while anything on the system is renamed: a
+ * root reached through a relative link, with renames all the while, fails no run. */
+#define RACE_MS 3000
+Test(install, renames_all_the_while_fail_no_run, .timeout = 120)
+{
+	struct orh_err err = { 0 }, last = { 0 };
+	char a[128], b[128], p[160], c = 0;
+	int failed = 0, runs = 0, up[2];
+	cpu_set_t cpus;
+	long long t;
+	pid_t pid;
+
+	put("/run/.keep", "");
+	put("/srv/cd/config.toml", "version = 2\n");
+	snprintf(p, sizeof(p), "%s/etc", root);
+	cr_assert_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/etc/containerd", root);
+	cr_assert_eq(symlink("../srv/cd", p), 0);
+	snprintf(a, sizeof(a), "%s/a", root);
+	snprintf(b, sizeof(b), "%s/b", root);
+	cr_assert_eq(mkdir(a, 0755), 0);
+	cr_assert_eq(pipe(up), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	/* the renames on one CPU, the runs on another, where there are two */
+	CPU_ZERO(&cpus);
+	CPU_SET(pid == 0 ? 0 : 1, &cpus);
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		(void)sched_setaffinity(0, sizeof(cpus), &cpus);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (bool told = false;; told = true)
+			if (rename(a, b) < 0 || rename(b, a) < 0 || (!told && write(up[1], "y", 1) != 1))
+				_exit(1);
+	}
+	close(up[1]);
+	cr_assert_eq(read(up[0], &c, 1), 1, "the renames did not start");
+	close(up[0]);
+	for (t = ms_now(); runs < 300 || ms_now() - t < RACE_MS; runs++)
+		if (cfg_under(NULL, &err) < 0) {
+			failed++;
+			last = err;
+		}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	cr_assert_eq(failed, 0, "%d of %d runs failed, the last: %s", failed, runs, last.msg);
+	cr_assert(there("/srv/cd/conf.d/99-oci-rdma-hook.toml"));
 }

@@ -132,7 +132,9 @@ int orh_inst_engine_loaded(const char *root, const struct orh_inst_engine *e,
 			   struct orh_err *err);
 
 /* configure (src/cmd/configure/cmd_configure.c) with every file under root: the plan for
- * req, written. changed: "created|changed|removed PATH" per file. 0 or -errno. */
+ * req, written, in turn with other runs on root (src/cmd/configure/lock.c: -EWOULDBLOCK
+ * naming the holder after 5 s). changed: "created|changed|removed PATH" per file. 0 or
+ * -errno. */
 int orh_configure_under(const char *root, const struct orh_configure_req *req,
 			const char *node_config, struct orh_strv *changed, struct orh_strv *notes,
 			struct orh_err *err);

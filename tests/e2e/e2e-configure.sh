@@ -10,7 +10,10 @@
 #     hooks_dir added to rather than replaced;
 #   docker: tests/e2e/e2e-docker-shim.sh registers its runtime with configure and reloads.
 # Each engine: --dry-run writes nothing, a second run changes nothing, --undo gives back
-# the files byte for byte (docker: key for key). Then the hooks.d files a `meson install`
+# the files byte for byte (docker: key for key). Runs on a root take turns through a lock
+# file nobody else may open (nobody locking the root directory stalls nothing; a holder is
+# named after a few seconds); --engine-config goes clean into containerd's imports ('..'
+# refused); a link to nothing is named as such; renames racing openat2 fail no run. Then the hooks.d files a `meson install`
 # puts where CRI-O, buildah or NRI look name no stage outside the OCI ones; buildah shows
 # why (a precreate file there stops its RUN).
 . "$(dirname "$0")/lib.sh"
@@ -185,6 +188,94 @@ check "CRI-O: the shim executes the packaging's crun" \
 	grep -qx "runtime = /usr/libexec/crio/crun" "$R/etc/oci-rdma-hook/oci-rdma-hook.conf"
 cfg --root "$R" --engine crio --undo >/dev/null 2>&1
 check "CRI-O: --undo gives back the tree byte for byte" [ "$(snapshot "$WORK/crio.orig")" = "$(snapshot "$R")" ]
+
+# ---- one run at a time on a root, which no other user can stall ----
+R=$WORK/lock
+mkdir -p "$R/run" "$R/etc/containerd"
+chmod 755 "$WORK" "$R"
+LOCKF=$R/run/.oci-rdma-hook-configure.lock
+NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+# (a holder takes the lock, then becomes the sleep: one process, which a kill ends)
+"${NOBODY[@]}" bash -c 'exec 9<"$1" && flock 9 && exec sleep 30' _ "$R" &
+NP=$!
+sleep 0.5
+timeout 20 bash -c '"$@" >/dev/null 2>&1' _ cfg_cmd --root "$R" --engine containerd && rc=0 || rc=$?
+kill "$NP" 2>/dev/null || true
+wait "$NP" 2>/dev/null || true
+check "a lock on the root directory taken by nobody stalls no configure (rc $rc; 124: stalled)" [ "$rc" = 0 ]
+check "a run leaves no lock file behind" [ ! -e "$LOCKF" ]
+"${NOBODY[@]}" flock -n "$LOCKF" true 2>"$WORK/err" && rc=0 || rc=$?
+check "nobody cannot make the lock file to lock it ($(cat "$WORK/err"))" \
+	bash -c '[ "$1" != 0 ] && grep -q "Permission denied" "$2" && [ ! -e "$3" ]' _ "$rc" "$WORK/err" "$LOCKF"
+# another run holds it: root's file, mode 0600, as configure makes it
+install -m 600 /dev/null "$LOCKF"
+python3 -c 'import fcntl, os, sys, time
+fcntl.flock(os.open(sys.argv[1], os.O_RDWR), fcntl.LOCK_EX)
+time.sleep(10)' "$LOCKF" &
+FP=$!
+sleep 0.5
+"${NOBODY[@]}" flock -n "$LOCKF" true 2>"$WORK/err" && rc=0 || rc=$?
+check "nobody cannot open the lock file another run holds ($(cat "$WORK/err"))" \
+	bash -c '[ "$1" != 0 ] && grep -q "Permission denied" "$2"' _ "$rc" "$WORK/err"
+OUT=$("${NOBODY[@]}" "$HOOK" configure --shim "$SHIM" --root "$R" --engine containerd --undo --dry-run 2>&1) && rc=0 || rc=$?
+check "nobody's --dry-run reads without the lock it may not open (rc $rc: $OUT)" \
+	bash -c '[ "$1" = 0 ] && grep -q "^# .*99-oci-rdma-hook.toml: remove" <<<"$2"' _ "$rc" "$OUT"
+T0=$(date +%s%N)
+cfg --root "$R" --engine containerd --undo >/dev/null 2>"$WORK/err" && rc=0 || rc=$?
+T=$((($(date +%s%N) - T0) / 1000000))
+kill "$FP" 2>/dev/null || true
+wait "$FP" 2>/dev/null || true
+check "a run holding the lock: configure waits, then gives up within the bound naming the holder's pid $FP and the lock (rc $rc after $T ms: $(cat "$WORK/err"))" \
+	bash -c '[ "$1" = 1 ] && [ "$2" -ge 4000 ] && [ "$2" -lt 9000 ] && grep -qF "$3" "$4" && grep -qF "pid $5;" "$4"' \
+	_ "$rc" "$T" "$LOCKF" "$WORK/err" "$FP"
+check "once it is let go, the run succeeds, and removes the lock file" \
+	bash -c 'l=$1; shift; "$@" >/dev/null 2>&1 && [ ! -e "$l" ]' _ "$LOCKF" cfg_cmd --root "$R" --engine containerd --undo
+
+# ---- --engine-config as containerd reads it in its imports; links to nothing ----
+R=$WORK/cd-path
+mkdir -p "$R/etc/containerd"
+printf 'version = 2\n' >"$R/etc/containerd/config.toml"
+cfg --root "$R" --engine containerd --engine-config /etc/containerd/../containerd/config.toml \
+	>/dev/null 2>"$WORK/err" && rc=0 || rc=$?
+check "an --engine-config with '..' is refused ($(cat "$WORK/err"))" \
+	bash -c '[ "$1" = 2 ] && grep -q "'"'..'"' component" "$2" && [ ! -e "$3" ]' _ "$rc" "$WORK/err" \
+	"$R/etc/containerd/conf.d"
+check "an --engine-config with '.' and '//' is taken" \
+	cfg --root "$R" --engine containerd --engine-config /etc//containerd/./config.toml
+check "what goes into containerd's imports is the clean path ($(grep '^imports' "$R/etc/containerd/config.toml"))" \
+	grep -qx 'imports = \["/etc/containerd/conf.d/\*.toml"\] # added by oci-rdma-hook configure' \
+	"$R/etc/containerd/config.toml"
+check "containerd's dump reads the handler through that import" \
+	bash -c 'dump "$1" | grep -q "runtimes.rdma\]"' _ "$R"
+R=$WORK/cd-dangling
+mkdir -p "$R/etc"
+ln -s ../nowhere "$R/etc/containerd"
+cfg --root "$R" --engine containerd >/dev/null 2>"$WORK/err" && rc=0 || rc=$?
+check "a link to nothing is named as such, not as a loop ($(cat "$WORK/err"))" \
+	bash -c '[ "$1" = 1 ] && grep -qF "'"'/etc/containerd' is a symbolic link to '../nowhere', which does not exist"'" "$2"' \
+	_ "$rc" "$WORK/err"
+
+# ---- renames anywhere while configure resolves a relative link's "..": no run fails ----
+R=$WORK/cd-race
+mkdir -p "$R/srv/cd" "$R/etc" "$R/a"
+ln -s ../srv/cd "$R/etc/containerd"
+printf 'version = 2\n' >"$R/srv/cd/config.toml"
+# (the renames on one CPU, the runs on another, where there are two)
+PIN0=() PIN1=()
+[ "$(nproc)" -lt 2 ] || { PIN0=(taskset -c 0); PIN1=(taskset -c 1); }
+"${PIN0[@]}" python3 -c 'import os, sys
+a, b = sys.argv[1] + "/a", sys.argv[1] + "/b"
+while True:
+    os.rename(a, b); os.rename(b, a)' "$R" &
+RP=$!
+FAILED=$("${PIN1[@]}" bash -c 'f=0
+for i in $(seq 300); do
+	cfg --root "$1" --engine containerd >/dev/null 2>"$2/race.err" || { f=$((f + 1)); cp "$2/race.err" "$2/race.last"; }
+done
+echo "$f"' _ "$R" "$WORK")
+kill "$RP" || true
+wait "$RP" 2>/dev/null || true
+check "300 runs while a directory is renamed in a loop: $FAILED failed ($(cat "$WORK/race.last" 2>/dev/null))" [ "$FAILED" = 0 ]
 
 # ---- podman: the drop-in in this machine's /etc, read by the real podman ----
 [ ! -e "$PODMAN_DROPIN" ] || cant_run "$PODMAN_DROPIN exists already (an installed oci-rdma-hook?)"

@@ -9,7 +9,7 @@
  * --root, symlinks included), then prints the changes (--dry-run), tells whether there
  * are any (--check: exit 1 when the files are not as configure would leave them), or
  * writes them: each file replaced atomically, all of them or none, one configure at a
- * time on a root (an flock on its directory).
+ * time on a root (lock.c: a lock file only this user may open, waited for a few seconds).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +17,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +27,8 @@
 #include "orh/configure.h"
 #include "orh/install.h"
 #include "orh/rootfs.h"
+
+#include "lock.h"
 
 #define ORH_ENGINE_CONFIG_MAX_BYTES (1024 * 1024)
 
@@ -47,20 +48,69 @@ static char *under(const struct root *rt, const char *path)
 	return orh_xasprintf("%s%s", rt->dir, path);
 }
 
+/* Why path leads nowhere under the root, where orh_rootfs_resolve() says -ELOOP: the first
+ * symbolic link on its way whose target does not exist, into err (ENOENT). False where
+ * there is none (a loop of links). */
+static bool dangling_link(const struct root *rt, const char *path, struct orh_err *err)
+{
+	char prefix[PATH_MAX], target[PATH_MAX];
+	size_t i = 0, n = strlen(path);
+
+	if (n >= sizeof(prefix))
+		return false;
+	while (i < n) {
+		_cleanup_close_ int dirfd = -1, fd = -1;
+		struct orh_err ignored = { 0 };
+		char name[NAME_MAX + 1];
+		struct stat st;
+		int r;
+
+		i += strspn(path + i, "/");
+		i += strcspn(path + i, "/");
+		memcpy(prefix, path, i);
+		prefix[i] = '\0';
+		if (orh_rootfs_parent(rt->fd, prefix, false, ORH_MOUNT_ANY, &dirfd, name,
+				      &ignored) < 0 || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return false;
+		if (!S_ISLNK(st.st_mode))
+			continue;
+		r = orh_rootfs_open_file(rt->fd, prefix, &fd, &st);
+		if (r == -ELOOP)
+			return false;
+		if (r != -ENOENT)
+			continue;
+		if (orh_rootfs_readlink(rt->fd, prefix, target, sizeof(target)) < 0)
+			return false;
+		orh_fail(err, ENOENT, "'%s' is a symbolic link to '%s', which does not exist",
+			 prefix, target);
+		return true;
+	}
+	return false;
+}
+
 /* path resolved inside the root, as the engine would read it (symlinks followed, absolute
  * ones from the root, never above it): its parent directory (O_PATH) and final name.
- * Without openat2 the final name is taken as it is. */
+ * Without openat2 the final name is taken as it is. *dangling (where given) tells a
+ * symbolic link to nothing on the way (ENOENT too) from a missing directory. */
 static int resolve(const struct root *rt, const char *path, bool create, int *dirfd,
-		   char name[NAME_MAX + 1], struct orh_err *err)
+		   char name[NAME_MAX + 1], bool *dangling, struct orh_err *err)
 {
 	char real[PATH_MAX];
 	int r = orh_rootfs_resolve(rt->fd, path, real, sizeof(real));
 
-	if (r == -ENOSYS)
+	if (dangling)
+		*dangling = false;
+	if (r == -ENOSYS) {
 		snprintf(real, sizeof(real), "%s", path);
-	else if (r < 0)
+	} else if (r == -ELOOP && dangling_link(rt, path, err)) {
+		if (dangling)
+			*dangling = true;
+		return orh_err_prefix(err, "resolving '%s' under '%s'", path,
+				      *rt->dir ? rt->dir : "/");
+	} else if (r < 0) {
 		return orh_fail_errno(err, -r, "resolving '%s' under '%s'", path,
 				*rt->dir ? rt->dir : "/");
+	}
 	r = orh_rootfs_parent(rt->fd, real, create, ORH_MOUNT_ANY, dirfd, name, err);
 	return r < 0 ? orh_err_prefix(err, "under '%s'", *rt->dir ? rt->dir : "/") : 0;
 }
@@ -71,13 +121,14 @@ static int read_under(void *arg, const char *path, char **out, struct orh_err *e
 	_cleanup_free_ char *p = under(rt, path);
 	_cleanup_close_ int dirfd = -1, fd = -1;
 	char name[NAME_MAX + 1];
+	bool dangling = false;
 	struct stat st;
 	size_t len = 0;
 	int r;
 
 	*out = NULL;
-	r = resolve(rt, path, false, &dirfd, name, err);
-	if (r == -ENOENT)
+	r = resolve(rt, path, false, &dirfd, name, &dangling, err);
+	if (r == -ENOENT && !dangling)
 		return 0;
 	if (r < 0)
 		return r;
@@ -137,7 +188,7 @@ static bool stat_under(const struct root *rt, const char *path, struct stat *st)
 	struct orh_err ignored = { 0 };
 	char name[NAME_MAX + 1];
 
-	return resolve(rt, path, false, &dirfd, name, &ignored) == 0 &&
+	return resolve(rt, path, false, &dirfd, name, NULL, &ignored) == 0 &&
 	       fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
@@ -162,9 +213,10 @@ static int apply(const struct root *rt, const struct orh_cfg_file *f, const char
 	_cleanup_free_ char *p = under(rt, f->path);
 	_cleanup_close_ int pfd = -1, dirfd = -1;
 	char name[NAME_MAX + 1];
-	int r = resolve(rt, f->path, !remove, &pfd, name, err);
+	bool dangling = false;
+	int r = resolve(rt, f->path, !remove, &pfd, name, &dangling, err);
 
-	if (r == -ENOENT && remove)
+	if (r == -ENOENT && remove && !dangling)
 		return 0;
 	if (r < 0)
 		return r;
@@ -211,22 +263,15 @@ static int apply_all(const struct root *rt, const struct orh_cfg_files *files,
 	return r;
 }
 
-/* configure (and install) run one at a time on a root: an flock on the root directory
- * itself, which leaves nothing behind. */
-static int lock_root(const struct root *rt, int *out, struct orh_err *err)
-{
-	*out = openat(rt->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (*out < 0 || flock(*out, LOCK_EX) < 0)
-		return orh_fail_errno(err, errno, "locking '%s'", *rt->dir ? rt->dir : "/");
-	return 0;
-}
-
-/* The root's fd and its lock. */
-static int open_root(struct root *rt, int *lock, struct orh_err *err)
+/* The root's fd and its lock (lock.c: a file only this user may open, waited for a few
+ * seconds at most). optional: a run that writes nothing goes on without the lock where
+ * this process may not make or open its file. */
+static int open_root(struct root *rt, bool optional, struct orh_cfg_lock *lock,
+		     struct orh_err *err)
 {
 	int r = orh_rootfs_open(*rt->dir ? rt->dir : "/", &rt->fd, err);
 
-	return r < 0 ? r : lock_root(rt, lock, err);
+	return r < 0 ? r : orh_configure_lock(rt->fd, rt->dir, optional, lock, err);
 }
 
 /* What --dry-run prints for one file: an appended tail as such, else the whole text. */
@@ -301,11 +346,45 @@ static bool handler_name_ok(const char *h)
 	return true;
 }
 
-int orh_configure_plan(const struct orh_configure_req *req, const char *node_config,
+/* The absolute path without its "." components and repeated slashes, a new string; NULL
+ * where it has a ".." component (which a symbolic link before it makes mean something else
+ * than the path without both). */
+static char *clean_path(const char *path)
+{
+	struct orh_buf b = { 0 };
+
+	for (const char *p = path; *p;) {
+		size_t len;
+
+		p += strspn(p, "/");
+		len = strcspn(p, "/");
+		if (len == 2 && !strncmp(p, "..", 2)) {
+			free(b.p);
+			return NULL;
+		}
+		if (len > 0 && !(len == 1 && *p == '.')) {
+			orh_buf_addc(&b, '/');
+			orh_buf_add(&b, p, len);
+		}
+		p += len;
+	}
+	return b.n ? b.p : orh_xstrdup("/");
+}
+
+int orh_configure_plan(const struct orh_configure_req *req_in, const char *node_config,
 		       const struct orh_cfg_reader *rd, struct orh_cfg_files *files,
 		       struct orh_strv *notes, struct orh_err *err)
 {
+	struct orh_configure_req r = *req_in, *req = &r;
+	_cleanup_free_ char *config = NULL;
+
 	memset(files, 0, sizeof(*files));
+	/* the path is written into what the engine reads (containerd's imports): clean */
+	if (req->engine_config && !(config = clean_path(req->engine_config)))
+		return orh_fail(err, EINVAL, "engine config '%s' has a '..' component: give "
+				"the path without it", req->engine_config);
+	if (config)
+		req->engine_config = config;
 	if (req->engine != ORH_ENGINE_PODMAN && !handler_name_ok(req->handler))
 		return orh_fail(err, EINVAL, "handler '%s': not a RuntimeClass handler name "
 				"(lower-case letters, digits, '-'; at most 63)", req->handler);
@@ -328,13 +407,13 @@ int orh_configure_plan(const struct orh_configure_req *req, const char *node_con
 
 /* The plan for req under rt, locked against another configure or install of that root. */
 static int plan_under(struct root *rt, const struct orh_configure_req *req,
-		      const char *node_config, int *lock, struct orh_cfg_files *files,
-		      struct orh_strv *notes, struct orh_err *err)
+		      const char *node_config, bool read_only, struct orh_cfg_lock *lock,
+		      struct orh_cfg_files *files, struct orh_strv *notes, struct orh_err *err)
 {
 	struct orh_cfg_reader rd = { .read = read_under, .list = list_under,
 				     .executable = executable_under, .arg = rt,
 				     .is_dir = is_dir_under };
-	int r = open_root(rt, lock, err);
+	int r = open_root(rt, read_only, lock, err);
 
 	return r < 0 ? r : orh_configure_plan(req, node_config, &rd, files, notes, err);
 }
@@ -347,13 +426,15 @@ int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv)
 	struct orh_err err = { 0 };
 	struct root rt = { .dir = "", .fd = -1 };
 	enum mode mode = MODE_WRITE;
-	int lock = -1, r;
+	struct orh_cfg_lock lock = ORH_CFG_LOCK_INIT;
+	int r;
 	size_t changed = 0;
 
 	r = parse_args(argc, argv, &req, &rt.dir, &mode);
 	if (r != ORH_EXIT_OK)
 		return r < 0 ? ORH_EXIT_OK : r; /* -1: --help */
-	r = plan_under(&rt, &req, ctx->config_path, &lock, &files, &notes, &err);
+	r = plan_under(&rt, &req, ctx->config_path, mode != MODE_WRITE, &lock, &files, &notes,
+		       &err);
 	for (size_t i = 0; r >= 0 && i < files.n; i++)
 		if (files.v[i].new || files.v[i].remove) {
 			changed++;
@@ -378,8 +459,7 @@ int orh_cmd_configure(struct orh_ctx *ctx, int argc, char **argv)
 	}
 	if (rt.fd >= 0)
 		close(rt.fd);
-	if (lock >= 0)
-		close(lock);
+	orh_configure_unlock(&lock);
 	orh_cfg_files_free(&files);
 	orh_strv_free(&notes);
 	orh_strv_free(&done);
@@ -398,8 +478,8 @@ int orh_configure_under(const char *root, const struct orh_configure_req *req,
 	struct orh_cfg_files files = { 0 };
 	struct root rt = { .dir = root, .fd = -1 };
 	struct orh_strv done = { 0 };
-	int lock = -1;
-	int r = plan_under(&rt, req, node_config, &lock, &files, notes, err);
+	struct orh_cfg_lock lock = ORH_CFG_LOCK_INIT;
+	int r = plan_under(&rt, req, node_config, false, &lock, &files, notes, err);
 
 	if (r >= 0)
 		r = apply_all(&rt, &files, &done, err);
@@ -411,8 +491,7 @@ int orh_configure_under(const char *root, const struct orh_configure_req *req,
 	}
 	if (rt.fd >= 0)
 		close(rt.fd);
-	if (lock >= 0)
-		close(lock);
+	orh_configure_unlock(&lock);
 	orh_cfg_files_free(&files);
 	orh_strv_free(&done);
 	return r;
