@@ -3,6 +3,7 @@
  * commands pass through, the runtime cache's text and what matches it. The path itself, as
  * a process runs it, is tests/shim-fast.sh. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -41,6 +42,23 @@ Test(shimfast, the_command_after_the_global_options)
 	cr_assert_eq(cmd_of((const char *const[]){ "rt", "--version", NULL }), 0);
 	cr_assert_eq(cmd_of((const char *const[]){ "rt", "--root", NULL }), 0);
 	cr_assert_eq(cmd_of((const char *const[]){ "rt", NULL }), 0);
+}
+
+Test(shimfast, the_global_options_that_take_a_value)
+{
+	const char *with[] = { "root", "log", "log-format", "criu", "rootless",
+			       "cgroup-manager", "log-level" };
+	const char *without[] = { "debug", "systemd-cgroup", "ro", "roots", "lo", "log-",
+				  "log-formats", "" };
+
+	for (size_t i = 0; i < sizeof(with) / sizeof(*with); i++)
+		cr_assert(orh_shim_global_takes_value(with[i], strlen(with[i])), "%s", with[i]);
+	for (size_t i = 0; i < sizeof(without) / sizeof(*without); i++)
+		cr_assert_not(orh_shim_global_takes_value(without[i], strlen(without[i])), "%s",
+			      without[i]);
+	/* the name's length counts, not a NUL after it */
+	cr_assert(orh_shim_global_takes_value("log=x", 3));
+	cr_assert_not(orh_shim_global_takes_value("log=x", 2));
 }
 
 Test(shimfast, only_what_the_shim_edits_or_cleans_up_stays_on_the_ordinary_path)
@@ -105,19 +123,19 @@ static int fake_stat(const char *path, struct stat *st, void *arg)
 
 #define CONF "/etc/oci-rdma-hook/oci-rdma-hook.conf"
 
-/* The text for CONF as now[0] has it, the directories of now[1..n_dirs] and rt. */
-static size_t text_now(size_t n_dirs, const char *rt, char *out, size_t size)
+/* The text for CONF as now[0] has it, the paths of now[1..n_paths] (a directory, or a
+ * candidate passed over where its path names a runtime) and rt. */
+static size_t text_now(size_t n_paths, const char *rt, char *out, size_t size)
 {
-	const char *dirs[8];
-	const struct stat *st[8];
+	struct orh_shim_cache_path paths[8];
 
-	for (size_t i = 0; i < n_dirs; i++) {
-		dirs[i] = now[1 + i].path;
-		st[i] = now[1 + i].there ? &now[1 + i].st : NULL;
-	}
+	for (size_t i = 0; i < n_paths; i++)
+		paths[i] = (struct orh_shim_cache_path){
+			.kind = strstr(now[1 + i].path, "/orh-rt") ? 'F' : 'D',
+			.path = now[1 + i].path, .st = now[1 + i].there ? &now[1 + i].st : NULL };
 	return orh_shim_cache_text(&(struct orh_shim_cache){
 		.config_path = CONF, .config_st = now[0].there ? &now[0].st : NULL,
-		.dirs = dirs, .dir_st = st, .n_dirs = n_dirs, .runtime = rt }, out, size);
+		.paths = paths, .n_paths = n_paths, .runtime = rt }, out, size);
 }
 
 static const char *match(const char *text, size_t n, const char *conf)
@@ -212,6 +230,58 @@ Test(shimfast, a_runtime_that_is_not_one_absolute_line_is_never_cached)
 	cr_assert_eq(text_now(3, "/usr/sbin/runc", small, sizeof(small)), 0);
 	now[1].path = "relative/dir";
 	cr_assert_eq(text_now(3, "/usr/sbin/runc", text, sizeof(text)), 0);
+	/* a kind that is neither a directory nor a candidate */
+	reset();
+	cr_assert_eq(orh_shim_cache_text(&(struct orh_shim_cache){
+		.config_path = CONF, .config_st = &now[0].st, .runtime = "/usr/sbin/runc",
+		.paths = &(struct orh_shim_cache_path){ .kind = 'R', .path = "/usr/sbin",
+							.st = &now[3].st }, .n_paths = 1 },
+		text, sizeof(text)), 0);
+}
+
+/* The lookup passed over /usr/local/sbin/orh-rt (not executable; a link to nothing) and
+ * took /usr/sbin/orh-rt: one that becomes usable changes no directory, only itself. */
+Test(shimfast, a_candidate_passed_over_that_changes_undoes_the_cache)
+{
+	char text[ORH_SHIM_CACHE_MAX];
+	size_t n;
+
+	reset();
+	now[2] = (struct fake){ "/usr/local/sbin/orh-rt", st_of(20, 100, 1650000000, 4), true };
+	now[3] = (struct fake){ "/usr/local/bin", st_of(11, 4096, 1600000000, 2), true };
+	now[4] = (struct fake){ "/usr/sbin", st_of(12, 4096, 1600000000, 3), true };
+	n = text_now(4, "/usr/sbin/orh-rt", text, sizeof(text));
+	cr_assert_gt(n, 0);
+	cr_assert(strstr(text, "\nF 2049 20 100 1650000000 5 1650000000 4 "
+			       "/usr/local/sbin/orh-rt\n"), "%s", text);
+	cr_assert_str_eq(match(text, n, CONF), "/usr/sbin/orh-rt");
+	/* made executable: its ctime changes */
+	now[2].st.st_ctim.tv_nsec++;
+	cr_assert_null(match(text, n, CONF));
+	/* replaced by another file */
+	now[2].st = st_of(21, 100, 1650000000, 4);
+	cr_assert_null(match(text, n, CONF));
+	/* a link to nothing when the cache was written, to a file now */
+	reset();
+	now[2] = (struct fake){ "/usr/local/sbin/orh-rt", st_of(20, 100, 1650000000, 4), false };
+	now[3] = (struct fake){ "/usr/sbin", st_of(12, 4096, 1600000000, 3), true };
+	n = text_now(3, "/usr/sbin/orh-rt", text, sizeof(text));
+	cr_assert(strstr(text, "\n- /usr/local/sbin/orh-rt\n"), "%s", text);
+	cr_assert_str_eq(match(text, n, CONF), "/usr/sbin/orh-rt");
+	now[2].there = true;
+	cr_assert_null(match(text, n, CONF));
+}
+
+Test(shimfast, a_cache_of_the_first_version_is_not_taken)
+{
+	char text[] = "oci-rdma-runtime cache 1\n- " CONF "\nR /usr/sbin/runc\n";
+
+	reset();
+	now[0].there = false;
+	cr_assert_null(orh_shim_cache_match(text, strlen(text), CONF, fake_stat, NULL));
+	memcpy(text + strlen("oci-rdma-runtime cache "), "2", 1);
+	cr_assert_str_eq(orh_shim_cache_match(text, strlen(text), CONF, fake_stat, NULL),
+			 "/usr/sbin/runc");
 }
 
 Test(shimfast, the_sweep_reads_the_config_a_cache_was_written_for)
@@ -278,6 +348,42 @@ Test(shimfast, anything_else_is_not_told_a_sandbox)
 
 	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
 		cr_assert_not(sandbox(no[i]), "%s", no[i]);
+}
+
+/* An annotation nested depth deep in arrays and objects by turns, beside the sandbox's. */
+static bool sandbox_beside(unsigned depth, bool cut)
+{
+	static char json[16384];
+	size_t n = 0;
+
+	n += (size_t)sprintf(json + n, "{\"annotations\":{\"deep\":");
+	for (unsigned i = 0; i < depth; i++)
+		n += (size_t)sprintf(json + n, i % 2 ? "{\"k\":" : "[1,");
+	n += (size_t)sprintf(json + n, "null");
+	for (unsigned i = depth; i-- > (cut ? 1u : 0u);)
+		json[n++] = i % 2 ? '}' : ']';
+	n += (size_t)sprintf(json + n, ",\"io.kubernetes.cri.container-type\":\"sandbox\"}}");
+	return orh_shim_spec_sandbox(json, n);
+}
+
+Test(shimfast, nesting_is_skipped_to_256_levels_and_unsure_beyond)
+{
+	cr_assert(sandbox_beside(1, false));
+	cr_assert(sandbox_beside(2, false));
+	cr_assert(sandbox_beside(255, false));
+	cr_assert(sandbox_beside(256, false));
+	cr_assert_not(sandbox_beside(257, false));
+	cr_assert_not(sandbox_beside(1000, false));
+	/* one level left open, one closed twice: not JSON */
+	cr_assert_not(sandbox_beside(10, true));
+	cr_assert_not(sandbox("{\"annotations\":{\"a\":[1]],\"io.kubernetes.cri."
+			      "container-type\":\"sandbox\"}}"));
+	cr_assert_not(sandbox("{\"annotations\":{\"a\":[1,{\"b\":2]},\"io.kubernetes.cri."
+			      "container-type\":\"sandbox\"}}"));
+	cr_assert_not(sandbox("{\"annotations\":{\"a\":{\"b\" 2},\"io.kubernetes.cri."
+			      "container-type\":\"sandbox\"}}"));
+	cr_assert(sandbox("{\"annotations\":{\"a\":[[],{},[{}],{\"b\":[]}],\"io.kubernetes."
+			  "cri.container-type\":\"sandbox\"}}"));
 }
 
 Test(shimfast, the_bundle_of_a_create)

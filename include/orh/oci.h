@@ -65,9 +65,14 @@ const json_t *orh_spec_env(const json_t *spec);
 void orh_container_facts_read(const json_t *spec, const json_t *state_annotations,
 			      struct orh_container_facts *facts);
 /* The annotations by which the CRI implementations mark a pod's sandbox: containerd's CRI
- * plugin and CRI-O (the runtime shim's fast path reads them too, src/cmd/shim_fast.c). */
+ * plugin and CRI-O, ORH_SANDBOX_KEYS names in one string literal, each ended by a NUL (an
+ * empty name after the last). A string each user copies into its own array, not a table
+ * of pointers: the runtime shim's fast path (src/cmd/shim_fast.c) reads it too, before the
+ * C library has relocated anything, and refers to no symbol outside its own object. */
 #define ORH_SANDBOX_KEYS 2
-extern const char *const orh_sandbox_keys[ORH_SANDBOX_KEYS];
+#define ORH_SANDBOX_KEYS_TEXT \
+	"io.kubernetes.cri.container-type\0" \
+	"io.kubernetes.cri-o.ContainerType\0"
 /* Does the container hold a device node of RDMA's fixed numbers (uverbs, umad, issm)? */
 bool orh_facts_hold_rdma(const struct orh_container_facts *facts);
 /* Does it hold a uverbs node of the fixed numbers (an HCA's verbs device, what rule 8

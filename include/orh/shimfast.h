@@ -17,14 +17,26 @@
  * and not writable by others, written by the shim's ordinary path (cmd_runtime.c) after
  * it read the node config and found the runtime. It holds the config's path and its
  * identity and times as stat() gave them when it was read (or that there was none), the
- * directories of the shim's runtime path it looked in before it found the runtime (where
- * the config names none, or a bare name), each with its identity and times, and the
- * runtime: a config changed since (another inode, size, mtime or ctime), or a directory
- * whose entries changed (a runtime installed ahead of the one found), does not match,
- * and the ordinary path runs (and writes the cache again).
+ * paths the lookup of the runtime on the shim's runtime path depended on (where the config
+ * names none, or a bare name): each directory it looked in before it found the runtime,
+ * and each candidate it passed over there (the runtime's name in a directory, but not an
+ * executable regular file: not executable, a dangling link, this shim), each with its
+ * identity and times as stat() follows a link to them, and the runtime: a config changed
+ * since (another inode, size, mtime or ctime), a directory whose entries changed (a
+ * runtime installed ahead of the one found), or a candidate passed over that changed (made
+ * executable, a link that now leads to a file), does not match, and the ordinary path runs
+ * (and writes the cache again). Where the runtime the cache names is now the shim itself
+ * (the same device and inode as /proc/self/exe: a link to the shim put in its place), the
+ * ordinary path runs too, which refuses it or looks further; the shim never executes
+ * itself.
  *
- * Everything here is freestanding (no C library call, no stack protector): the fast
- * path runs before the library is set up.
+ * Everything here is freestanding (no C library call, no stack protector) and needs no
+ * relocation: the fast path runs before the library is set up, and in a static PIE before
+ * the library's start has applied the binary's relocations, so no table of pointers (a
+ * list of names is one string, its names ended by NULs) and no address in initialised
+ * data. Its buffers (the cache's text, config.json) are static, not on the stack: it runs
+ * in a few KiB of stack (tests/shim-fast.sh runs it under a stack limit of 16 KiB and
+ * checks the object's relocations and symbols).
  */
 #ifndef ORH_SHIMFAST_H
 #define ORH_SHIMFAST_H
@@ -62,23 +74,27 @@ const char *orh_shim_config(char *const *envp);
  * out (at least 32 bytes). */
 void orh_shim_cache_name(const char *config_path, char *out);
 /* What a runtime cache says: the config (its path, and its stat as the shim read it, NULL
- * where there was none), the directories the runtime was looked up in (each with its stat,
- * NULL where it is not there; none where the config names an absolute runtime), and the
- * runtime found. */
-#define ORH_SHIM_CACHE_DIRS 16
+ * where there was none), the paths the lookup of the runtime depended on (none where the
+ * config names an absolute runtime), and the runtime found. */
+#define ORH_SHIM_CACHE_PATHS 32
+struct orh_shim_cache_path {
+	char kind;               /* 'D' a directory looked in, 'F' a candidate passed over */
+	const char *path;
+	const struct stat *st;   /* stat(2)'s, following links; NULL: not there (or a link
+				    to nothing) */
+};
 struct orh_shim_cache {
 	const char *config_path;
 	const struct stat *config_st;
-	const char *const *dirs;
-	const struct stat *const *dir_st;
-	size_t n_dirs;
+	const struct orh_shim_cache_path *paths;
+	size_t n_paths;
 	const char *runtime;
 };
 /* Its text into out; the length, or 0 when it does not fit size, or a path is not absolute
- * or holds a newline. */
+ * or holds a newline, or a kind is neither 'D' nor 'F'. */
 size_t orh_shim_cache_text(const struct orh_shim_cache *c, char *out, size_t size);
 /* The runtime a cache's text (len bytes, a NUL after them) names, when it was written for
- * config_path and the config and each directory in it are as stat_fn (stat(2) or a test's)
+ * config_path and the config and each path in it are as stat_fn (stat(2) or a test's)
  * says they are now: a pointer into text, the line ended with a NUL. NULL otherwise. */
 const char *orh_shim_cache_match(char *text, size_t len, const char *config_path,
 				 int (*stat_fn)(const char *path, struct stat *st, void *arg),

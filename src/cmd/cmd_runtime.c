@@ -107,20 +107,37 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
-/* The directories find_runtime() looked in, each with its stat taken before it looked
- * (have false: not there), for the runtime cache. */
+/* The paths find_runtime()'s answer depends on, for the runtime cache: each directory it
+ * looked in, with its stat taken before it looked, and each candidate it passed over there
+ * (the runtime's name in the directory, but not taken), with the stat it decided on (have
+ * false: not there, or a link to nothing). */
 struct lookup {
-	char *dirs[ORH_SHIM_CACHE_DIRS];
-	struct stat st[ORH_SHIM_CACHE_DIRS];
-	bool have[ORH_SHIM_CACHE_DIRS];
+	char kind[ORH_SHIM_CACHE_PATHS]; /* 'D' a directory, 'F' a candidate */
+	char *paths[ORH_SHIM_CACHE_PATHS];
+	struct stat st[ORH_SHIM_CACHE_PATHS];
+	bool have[ORH_SHIM_CACHE_PATHS];
 	size_t n;
-	bool complete; /* every directory looked in is listed */
+	bool complete; /* every path it depends on is listed */
 };
 
 static void lookup_free(struct lookup *lk)
 {
 	for (size_t i = 0; i < lk->n; i++)
-		free(lk->dirs[i]);
+		free(lk->paths[i]);
+}
+
+/* One more path the lookup depends on, its stat (or its absence) with it. */
+static void lookup_add(struct lookup *lk, char kind, const char *path, const struct stat *st)
+{
+	if (lk->n >= ORH_SHIM_CACHE_PATHS) {
+		lk->complete = false;
+		return;
+	}
+	lk->kind[lk->n] = kind;
+	lk->have[lk->n] = st != NULL;
+	if (st)
+		lk->st[lk->n] = *st;
+	lk->paths[lk->n++] = orh_xstrdup(path);
 }
 
 /* Find the real runtime: an absolute path from the config as it is, else the name in
@@ -151,19 +168,20 @@ static int find_runtime(const char *runtime, char **out, struct lookup *lk,
 	dirs = orh_xstrdup(ORH_RUNTIME_PATH);
 	for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
 		_cleanup_free_ char *p = orh_xasprintf("%s/%s", d, runtime);
+		struct stat dst, lst;
+		bool found;
 
-		if (lk->n < ORH_SHIM_CACHE_DIRS) {
-			lk->have[lk->n] = stat(d, &lk->st[lk->n]) == 0;
-			lk->dirs[lk->n++] = orh_xstrdup(d);
-		} else {
-			lk->complete = false;
+		lookup_add(lk, 'D', d, stat(d, &dst) == 0 ? &dst : NULL);
+		found = stat(p, &st) == 0;
+		if (found && S_ISREG(st.st_mode) && access(p, X_OK) == 0 &&
+		    !(have_self && same_file(&self, &st))) {
+			*out = TAKE_PTR(p);
+			return 0;
 		}
-		if (stat(p, &st) < 0 || !S_ISREG(st.st_mode) || access(p, X_OK) < 0)
-			continue;
-		if (have_self && same_file(&self, &st))
-			continue;
-		*out = TAKE_PTR(p);
-		return 0;
+		/* passed over: one that becomes usable (made executable, a dangling link's
+		 * target made) changes no directory, so it is in the cache itself */
+		if (found || lstat(p, &lst) == 0)
+			lookup_add(lk, 'F', p, found ? &st : NULL);
 	}
 	return orh_fail(err, ENOENT, "runtime '%s' not found in %s", runtime, ORH_RUNTIME_PATH);
 }
@@ -192,15 +210,16 @@ static void cache_sweep(int dirfd)
 }
 
 /* The runtime cache of the fast path (orh/shimfast.h): the runtime found, for the node
- * config as it was read (whole and unchanged, or not there) and the directories looked
- * in; left as it is where it says that already. None for a runtime named on the command
- * line, a broken config, or a shim that is not root's. One that cannot be written costs
- * only the fast path, and is not logged (a read-only /run would log at every command). */
+ * config as it was read (whole and unchanged, or not there) and the paths the lookup
+ * depended on; left as it is where it says that already. None for a runtime named on the
+ * command line, a broken config, or a shim that is not root's. One that cannot be written
+ * costs only the fast path, and is not logged (a read-only /run would log at every
+ * command). */
 static void cache_runtime(const struct orh_ctx *ctx, bool from_arg, const struct lookup *lk,
 			  const char *runtime)
 {
 	char text[ORH_SHIM_CACHE_MAX], old[ORH_SHIM_CACHE_MAX], name[40];
-	const struct stat *dir_st[ORH_SHIM_CACHE_DIRS];
+	struct orh_shim_cache_path paths[ORH_SHIM_CACHE_PATHS];
 	_cleanup_close_ int dirfd = -1;
 	struct orh_err err = { 0 };
 	struct stat st;
@@ -211,12 +230,12 @@ static void cache_runtime(const struct orh_ctx *ctx, bool from_arg, const struct
 	    !lk->complete || geteuid() != 0)
 		return;
 	for (size_t i = 0; i < lk->n; i++)
-		dir_st[i] = lk->have[i] ? &lk->st[i] : NULL;
+		paths[i] = (struct orh_shim_cache_path){ .kind = lk->kind[i], .path = lk->paths[i],
+							 .st = lk->have[i] ? &lk->st[i] : NULL };
 	len = orh_shim_cache_text(&(struct orh_shim_cache){
 		.config_path = ctx->config_path,
 		.config_st = ctx->config_seen == ORH_CONFIG_READ ? &ctx->config_st : NULL,
-		.dirs = (const char *const *)lk->dirs, .dir_st = dir_st, .n_dirs = lk->n,
-		.runtime = runtime }, text, sizeof(text));
+		.paths = paths, .n_paths = lk->n, .runtime = runtime }, text, sizeof(text));
 	if (!len)
 		return;
 	/* made as the first state directory makes it, if no container was served yet */

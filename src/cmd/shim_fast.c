@@ -4,7 +4,11 @@
  * (orh/shimfast.h says why and when). Built apart from the rest (src/meson.build): no
  * stack protector (its canary lives in thread storage the library has not set up yet), no
  * sanitizer, no call the compiler could turn a loop into. Nothing here calls the C
- * library; the system calls are made directly.
+ * library; the system calls are made directly. Nothing here needs relocating (in a static
+ * PIE the library's start applies the relocations, after this ran): lists of names are
+ * strings, each name ended by a NUL, not tables of pointers, and the object refers to no
+ * symbol but the library's _start (tests/shim-fast.sh checks both). The large buffers are
+ * static, so that the stack this needs stays small.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -16,12 +20,15 @@
 #include "orh/shimfast.h"
 
 #define SHIM_NAME "oci-rdma-runtime"
-#define CACHE_MAGIC "oci-rdma-runtime cache 1\n"
+#define CACHE_MAGIC "oci-rdma-runtime cache 2\n"
 
-/* Global options of runc and crun that take a value. */
-static const char *const global_with_value[] = {
-	"root", "log", "log-format", "criu", "rootless", "cgroup-manager", "log-level",
-};
+/* Global options of runc and crun that take a value, each ended by a NUL, an empty name
+ * after the last. */
+static const char global_with_value[] =
+	"root\0log\0log-format\0criu\0rootless\0cgroup-manager\0log-level\0";
+
+/* The annotations of a pod's sandbox, the same way (include/orh/oci.h). */
+static const char sandbox_keys[] = ORH_SANDBOX_KEYS_TEXT;
 
 static size_t s_len(const char *s)
 {
@@ -67,8 +74,8 @@ static const char *flag_name(const char *arg, size_t *len)
 
 bool orh_shim_global_takes_value(const char *name, size_t len)
 {
-	for (size_t k = 0; k < sizeof(global_with_value) / sizeof(*global_with_value); k++)
-		if (name_is(name, len, global_with_value[k]))
+	for (const char *k = global_with_value; *k; k += s_len(k) + 1)
+		if (name_is(name, len, k))
 			return true;
 	return false;
 }
@@ -202,16 +209,12 @@ static bool literal(struct scan *s, const char *word)
 	return true;
 }
 
-/* Any value, skipped; depth bounds the nesting. */
-static bool value(struct scan *s, int depth)
+/* A string, true, false, null or a number, skipped. */
+static bool scalar(struct scan *s)
 {
 	const char *b, *e;
-	bool esc, first = true;
-	char close;
+	bool esc;
 
-	ws(s);
-	if (s->p >= s->end || depth > 256)
-		return false;
 	switch (*s->p) {
 	case '"':
 		return str(s, &b, &e, &esc);
@@ -221,27 +224,65 @@ static bool value(struct scan *s, int depth)
 		return literal(s, "false");
 	case 'n':
 		return literal(s, "null");
-	case '{':
-	case '[':
-		close = *s->p == '{' ? '}' : ']';
-		s->p++;
-		if (take(s, close))
-			return true;
-		for (;;) {
-			if (!first && !take(s, ','))
-				return take(s, close);
-			first = false;
-			if (close == '}' && (!str(s, &b, &e, &esc) || !take(s, ':')))
-				return false;
-			if (!value(s, depth + 1))
-				return false;
-		}
 	default:
 		b = s->p;
 		while (s->p < s->end && ((*s->p >= '0' && *s->p <= '9') || *s->p == '-' ||
 					 *s->p == '+' || *s->p == '.' || *s->p == 'e' || *s->p == 'E'))
 			s->p++;
 		return s->p > b;
+	}
+}
+
+#define SCAN_DEPTH 256
+
+/* Any value, skipped, without recursion: the arrays and objects open around the scanner
+ * are bits (1 an object), at most SCAN_DEPTH of them. */
+static bool value(struct scan *s)
+{
+	uint64_t object[SCAN_DEPTH / 64] = { 0 };
+	const char *b, *e;
+	unsigned depth = 0;
+	bool esc;
+
+	for (;;) {
+		ws(s);
+		if (s->p >= s->end)
+			return false;
+		if (*s->p == '{' || *s->p == '[') {
+			bool obj = *s->p == '{';
+
+			if (depth == SCAN_DEPTH)
+				return false;
+			s->p++;
+			if (!take(s, obj ? '}' : ']')) {
+				if (obj)
+					object[depth / 64] |= (uint64_t)1 << (depth % 64);
+				else
+					object[depth / 64] &= ~((uint64_t)1 << (depth % 64));
+				depth++;
+				if (obj && (!str(s, &b, &e, &esc) || !take(s, ':')))
+					return false;
+				continue; /* its first member's value */
+			}
+		} else if (!scalar(s)) {
+			return false;
+		}
+		/* a value ended: a comma and the next, or the end of what holds it */
+		for (;;) {
+			bool obj;
+
+			if (!depth)
+				return true;
+			obj = object[(depth - 1) / 64] >> ((depth - 1) % 64) & 1;
+			if (take(s, ',')) {
+				if (obj && (!str(s, &b, &e, &esc) || !take(s, ':')))
+					return false;
+				break;
+			}
+			if (!take(s, obj ? '}' : ']'))
+				return false;
+			depth--;
+		}
 	}
 }
 
@@ -257,13 +298,13 @@ static int annotations(struct scan *s)
 	if (take(s, '}'))
 		return 0;
 	do {
-		const char *b, *e, *vb, *ve;
+		const char *b, *e, *vb, *ve, *key = sandbox_keys;
 		bool esc, vesc, known = false;
 
 		if (!str(s, &b, &e, &esc) || esc || !take(s, ':'))
 			return -1;
-		for (size_t k = 0; k < ORH_SANDBOX_KEYS; k++) {
-			if (!body_is(b, e, orh_sandbox_keys[k]))
+		for (size_t k = 0; k < ORH_SANDBOX_KEYS && *key; k++, key += s_len(key) + 1) {
+			if (!body_is(b, e, key))
 				continue;
 			if (seen[k])
 				return -1;
@@ -273,11 +314,11 @@ static int annotations(struct scan *s)
 				if (!str(s, &vb, &ve, &vesc))
 					return -1;
 				found |= !vesc && body_is(vb, ve, "sandbox");
-			} else if (!value(s, 1)) {
+			} else if (!value(s)) {
 				return -1;
 			}
 		}
-		if (!known && !value(s, 1))
+		if (!known && !value(s))
 			return -1;
 	} while (take(s, ','));
 	return take(s, '}') ? found : -1;
@@ -309,7 +350,7 @@ bool orh_shim_spec_sandbox(const char *json, size_t len)
 				return false;
 		} else if (body_is(b, e, "annotations") && seen) {
 			return false;
-		} else if (!value(&s, 1)) {
+		} else if (!value(&s)) {
 			return false;
 		}
 	} while (take(&s, ','));
@@ -407,17 +448,19 @@ size_t orh_shim_cache_text(const struct orh_shim_cache *c, char *out, size_t siz
 	struct out o = { .p = out, .size = size };
 
 	if (!size || c->config_path[0] != '/' || has_newline(c->config_path) ||
-	    c->runtime[0] != '/' || has_newline(c->runtime) || c->n_dirs > ORH_SHIM_CACHE_DIRS)
+	    c->runtime[0] != '/' || has_newline(c->runtime) || c->n_paths > ORH_SHIM_CACHE_PATHS)
 		return 0;
 	put(&o, CACHE_MAGIC);
 	put_stat(&o, 'C', c->config_st);
 	put(&o, c->config_path);
 	put(&o, "\n");
-	for (size_t i = 0; i < c->n_dirs; i++) {
-		if (c->dirs[i][0] != '/' || has_newline(c->dirs[i]))
+	for (size_t i = 0; i < c->n_paths; i++) {
+		const struct orh_shim_cache_path *p = &c->paths[i];
+
+		if (p->path[0] != '/' || has_newline(p->path) || (p->kind != 'D' && p->kind != 'F'))
 			return 0;
-		put_stat(&o, 'D', c->dir_st[i]);
-		put(&o, c->dirs[i]);
+		put_stat(&o, p->kind, p->st);
+		put(&o, p->path);
 		put(&o, "\n");
 	}
 	put(&o, "R ");
@@ -433,19 +476,18 @@ size_t orh_shim_cache_text(const struct orh_shim_cache *c, char *out, size_t siz
 static bool line_holds(const char *line, const char *end, char tag, const char *path,
 		       int (*stat_fn)(const char *, struct stat *, void *), void *arg)
 {
-	char want[ORH_SHIM_CACHE_MAX];
+	char want[2 + 7 * 21 + 1]; /* the tag, seven numbers of 64 bits, each with a space */
 	struct out o = { .p = want, .size = sizeof(want) };
 	struct stat st;
 	size_t i = 0;
 
 	put_stat(&o, tag, stat_fn(path, &st, arg) == 0 ? &st : NULL);
-	put(&o, path);
-	if (o.full || (size_t)(end - line) != o.n)
+	if (o.full || (size_t)(end - line) < o.n)
 		return false;
 	for (; i < o.n; i++)
 		if (line[i] != want[i])
 			return false;
-	return true;
+	return body_is(line + i, end, path);
 }
 
 /* The path a stat line names: what follows its fields. */
@@ -469,7 +511,7 @@ const char *orh_shim_cache_match(char *text, size_t len, const char *config_path
 {
 	size_t m = s_len(CACHE_MAGIC);
 	char *line, *end, *path;
-	unsigned dirs = 0;
+	unsigned paths = 0;
 
 	if (len <= m || text[len - 1] != '\n' || !s_prefix(text, CACHE_MAGIC))
 		return NULL;
@@ -486,7 +528,7 @@ const char *orh_shim_cache_match(char *text, size_t len, const char *config_path
 	*end = '\0';
 	if (!s_eq(path, config_path) || !line_holds(line, end, 'C', config_path, stat_fn, arg))
 		return NULL;
-	/* the directories the runtime was looked up in, each as it is now; then it */
+	/* the paths the lookup of the runtime depended on, each as it is now; then it */
 	for (line = end + 1; line < text + len; line = end + 1) {
 		for (end = line; *end != '\n'; end++)
 			;
@@ -494,8 +536,9 @@ const char *orh_shim_cache_match(char *text, size_t len, const char *config_path
 		if (line[0] == 'R' && line[1] == ' ' && line[2] == '/' && end + 1 == text + len)
 			return line + 2;
 		path = line_path(line, end);
-		if (++dirs > ORH_SHIM_CACHE_DIRS || !path || (line[0] != 'D' && line[0] != '-') ||
-		    !line_holds(line, end, 'D', path, stat_fn, arg))
+		if (++paths > ORH_SHIM_CACHE_PATHS || !path ||
+		    (line[0] != 'D' && line[0] != 'F' && line[0] != '-') ||
+		    !line_holds(line, end, line[0] == '-' ? 'D' : line[0], path, stat_fn, arg))
 			return NULL;
 	}
 	return NULL;
@@ -547,14 +590,21 @@ static int raw_stat(const char *path, struct stat *st, void *arg)
 	return sys4(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, 0) < 0 ? -1 : 0;
 }
 
-/* The runtime the cache names for this config, read into buf; NULL when there is none. */
-static const char *cached_runtime(const char *config_path, char *buf, size_t size)
+/* The fast path's buffers: static, not on the stack (it runs before anything else in the
+ * process, once). */
+static char cache_text[ORH_SHIM_CACHE_MAX];
+static char spec_path[4096];
+static char spec_text[65536];
+
+/* The runtime the cache names for this config, read into cache_text; NULL when there is
+ * none. */
+static const char *cached_runtime(const char *config_path)
 {
 	char path[sizeof(ORH_RUN_DIR) + 64];
 	struct out o = { .p = path, .size = sizeof(path) };
 	char name[40];
 	struct stat st;
-	size_t n = 0;
+	size_t n = 0, size = sizeof(cache_text);
 	long fd, r;
 
 	orh_shim_cache_name(config_path, name);
@@ -563,13 +613,15 @@ static const char *cached_runtime(const char *config_path, char *buf, size_t siz
 	if (o.full)
 		return NULL;
 	path[o.n] = '\0';
-	fd = sys4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+	fd = sys4(SYS_openat, AT_FDCWD, (long)path,
+		  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return NULL;
 	/* root's, and no one else may write it */
 	r = sys3(SYS_fstat, fd, (long)&st, 0);
 	if (r == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022)) {
-		while (n + 1 < size && (r = sys3(SYS_read, fd, (long)(buf + n), (long)(size - 1 - n))) > 0)
+		while (n + 1 < size &&
+		       (r = sys3(SYS_read, fd, (long)(cache_text + n), (long)(size - 1 - n))) > 0)
 			n += (size_t)r;
 	} else {
 		r = -1;
@@ -577,50 +629,62 @@ static const char *cached_runtime(const char *config_path, char *buf, size_t siz
 	sys3(SYS_close, fd, 0, 0);
 	if (r < 0 || n + 1 >= size) /* an error, or more than a cache holds */
 		return NULL;
-	buf[n] = '\0';
-	return orh_shim_cache_match(buf, n, config_path, raw_stat, NULL);
+	cache_text[n] = '\0';
+	return orh_shim_cache_match(cache_text, n, config_path, raw_stat, NULL);
 }
 
-/* Is the bundle's config.json a pod's sandbox? Read whole (up to 64 KiB, else no). */
+/* Is the bundle's config.json a pod's sandbox? A regular file read whole (up to 64 KiB,
+ * else no); opened without waiting (a FIFO there is not a config, and no one writes it). */
 static bool sandbox_bundle(const char *bundle)
 {
 	static const char file[] = "/config.json";
-	char path[4096], spec[65536];
 	size_t n = 0, blen = s_len(bundle);
 	struct stat st;
 	long fd, r = 0;
 
-	if (blen + sizeof(file) > sizeof(path))
+	if (blen + sizeof(file) > sizeof(spec_path))
 		return false;
 	for (size_t i = 0; i < blen; i++)
-		path[i] = bundle[i];
+		spec_path[i] = bundle[i];
 	for (size_t i = 0; i < sizeof(file); i++)
-		path[blen + i] = file[i];
-	fd = sys4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
+		spec_path[blen + i] = file[i];
+	fd = sys4(SYS_openat, AT_FDCWD, (long)spec_path,
+		  O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return false;
 	if (sys3(SYS_fstat, fd, (long)&st, 0) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size < (long)sizeof(spec))
-		while (n < sizeof(spec) &&
-		       (r = sys3(SYS_read, fd, (long)(spec + n), (long)(sizeof(spec) - n))) > 0)
+	    st.st_size < (long)sizeof(spec_text))
+		while (n < sizeof(spec_text) &&
+		       (r = sys3(SYS_read, fd, (long)(spec_text + n),
+				 (long)(sizeof(spec_text) - n))) > 0)
 			n += (size_t)r;
 	else
 		r = -1;
 	sys3(SYS_close, fd, 0, 0);
-	return r == 0 && n < sizeof(spec) && orh_shim_spec_sandbox(spec, n);
+	return r == 0 && n < sizeof(spec_text) && orh_shim_spec_sandbox(spec_text, n);
+}
+
+/* Is the runtime this shim: the file /proc/self/exe names (a link to the shim put where
+ * the runtime was)? Yes also when either cannot be looked at: the ordinary path decides. */
+static bool runtime_is_self(const char *runtime)
+{
+	struct stat rt, self;
+
+	if (raw_stat(runtime, &rt, NULL) < 0 || raw_stat("/proc/self/exe", &self, NULL) < 0)
+		return true;
+	return rt.st_dev == self.st_dev && rt.st_ino == self.st_ino;
 }
 
 /* Called by orh_entry with the process's first stack (argc, argv, NULL, envp, NULL):
  * executes the runtime for a command that passes through, or the create of a pod's
- * sandbox, where the cache names it; returns in every other case, and the C library starts
- * as usual. */
+ * sandbox, where the cache names it and it is not the shim itself; returns in every other
+ * case, and the C library starts as usual. */
 void orh_shim_fast(long *sp);
 void orh_shim_fast(long *sp)
 {
 	int argc = (int)sp[0];
 	char **argv = (char **)(sp + 1), **envp = argv + argc + 1;
 	const char *config = orh_shim_config(envp), *base, *runtime;
-	char buf[ORH_SHIM_CACHE_MAX];
 	bool passes;
 	char *argv0;
 	int cmd;
@@ -639,9 +703,13 @@ void orh_shim_fast(long *sp)
 	passes = orh_shim_passes_through(argv[cmd]);
 	if (!passes && !s_eq(argv[cmd], "create") && !s_eq(argv[cmd], "run"))
 		return;
-	runtime = *config ? cached_runtime(config, buf, sizeof(buf)) : NULL;
+	runtime = *config ? cached_runtime(config) : NULL;
 	/* a pod's sandbox is never served: its create passes through as well */
 	if (!runtime || (!passes && !sandbox_bundle(orh_shim_bundle(argc, argv, cmd))))
+		return;
+	/* never this shim again: it would execute itself for ever, or run as another
+	 * command; the ordinary path refuses it, or looks further */
+	if (runtime_is_self(runtime))
 		return;
 	argv0 = argv[0];
 	argv[0] = (char *)runtime;

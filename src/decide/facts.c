@@ -12,16 +12,13 @@
 #include "orh/oci.h"
 
 /* The annotations by which the CRI implementations mark a pod's sandbox (pause)
- * container: containerd's CRI plugin and CRI-O. */
-const char *const orh_sandbox_keys[ORH_SANDBOX_KEYS] = {
-	"io.kubernetes.cri.container-type",
-	"io.kubernetes.cri-o.ContainerType",
-};
+ * container: containerd's CRI plugin and CRI-O (include/orh/oci.h). */
+static const char sandbox_keys[] = ORH_SANDBOX_KEYS_TEXT;
 
 static bool is_sandbox(const json_t *annotations)
 {
-	for (size_t i = 0; i < ORH_SANDBOX_KEYS; i++) {
-		const json_t *v = json_object_get(annotations, orh_sandbox_keys[i]);
+	for (const char *key = sandbox_keys; *key; key += strlen(key) + 1) {
+		const json_t *v = json_object_get(annotations, key);
 
 		if (json_is_string(v) && !strcmp(json_string_value(v), "sandbox"))
 			return true;
