@@ -427,5 +427,28 @@ gspec "$work/gdev.json" ',"NVIDIA_VISIBLE_DEVICES=2,3"' '{"path":"/dev/infiniban
 check "rule 8 before rule 9: a container holding uverbs6 gets mlx5_6 whatever its GPUs" same "NCCL_IB_HCA==mlx5_6:1" \
 	"$("$HOOK" --sysroot "$dgx" env --spec "$work/gdev.json" 2>/dev/null | grep '^NCCL_IB_HCA=')"
 
+# GPUDirect RDMA and nccl_fail_closed on the gdr-* sample nodes (a container holding the GPU)
+gspec "$work/gone.json" ',"NVIDIA_VISIBLE_DEVICES=0"' ''
+for n in gdr-peermem gdr-dmabuf gdr-none; do
+	t=$(node $n)
+	case $n in
+	gdr-peermem) want='^# GPUDirect RDMA: peermem, by the peer-memory module (memory_peers/nv_mem)' ;;
+	gdr-dmabuf) want='^# GPUDirect RDMA: dmabuf, by DMA-BUF: kernel 6.8.0-49-generic, the NVIDIA open kernel module 580.159.04' ;;
+	gdr-none) want='^# GPUDirect RDMA: none, no peer-memory module is loaded .*the kernel (5.10.0-28-amd64) is older than 5.12' ;;
+	esac
+	"$HOOK" --sysroot "$t" env --explain --spec "$work/gone.json" 2>&1 >/dev/null | grep -q "$want" &&
+		ok "env --explain on $n: the GPUDirect verdict" || not_ok "env --explain on $n: the GPUDirect verdict"
+done
+"$HOOK" --sysroot "$work/gdr-dmabuf" env --explain --spec "$work/gone.json" 2>&1 >/dev/null |
+	grep -q '^# GPUDirect facts: kernel 6.8.0-49-generic; NVIDIA driver 580.159.04, open kernel module; peer memory: memory_peers/nv_mem no, memory_peers/nv_mem_nc no, module nvidia_peermem no$' &&
+	ok "env --explain: the GPUDirect facts as read" || not_ok "env --explain: the GPUDirect facts as read"
+printf '[containers]\nnccl_fail_closed = yes\n' >"$work/closed.conf"
+check "nccl_fail_closed: NCCL_NET=IB where the plan gives RDMA" same "NCCL_NET=IB" \
+	"$("$HOOK" --sysroot "$work/gdr-dmabuf" --config "$work/closed.conf" env --spec "$work/gone.json" 2>/dev/null | grep '^NCCL_NET=')"
+check "without it: no NCCL_NET" same "" \
+	"$("$HOOK" --sysroot "$work/gdr-dmabuf" env --spec "$work/gone.json" 2>/dev/null | grep '^NCCL_NET=')"
+check "nccl_fail_closed on a node without RDMA: nothing at all" same "" \
+	"$("$HOOK" --sysroot "$nordma" --config "$work/closed.conf" env 2>/dev/null)"
+
 echo "# $PASSES passed, $FAILS failed"
 [ "$FAILS" = 0 ]

@@ -134,6 +134,8 @@ JSON node description (keys not listed are rejected, so typos are caught):
      ]}
   ],
   "gpus": [...], "gpu_defaults": {...}, "pci_bridges": {...}   # see tests/mknode_gpu.py
+  "gpudirect": {...}               # the kernel, the NVIDIA driver, peer memory: see
+                                   # tests/mknode_gpu.py
   "scale": {"hcas": 16, "ports": 2, "gid_tbl_len": 256, "addrs_per_port": 24,
             "first_pci_bus": 32, "netdev_prefix": "eth", "first_netdev": 1,
             "name_prefix": "mlx5_", "rate": "200 Gb/sec (4X HDR)", "subnet_base": "10.128.0.0"}
@@ -150,7 +152,8 @@ import shutil
 import stat
 import sys
 
-from mknode_gpu import (GpuError, build_bridges, build_gpus, gpu_devnodes, gpu_list)
+from mknode_gpu import (GpuError, build_bridges, build_gpudirect, build_gpus, gpu_devnodes,
+                        gpu_list)
 
 from mknode_tree import (UVERBS_MAJOR, UVERBS_BASE, UVERBS_FIXED, UVERBS_DYN_MAJOR,
                          UMAD_MAJOR, UMAD_FIXED, UMAD_DYN_MAJOR, UMAD_DYN_ISSM_OFFSET,
@@ -433,6 +436,7 @@ class Node:
         if dup:
             raise NodeError(f"PCI address {sorted(dup)[0]} used twice")
         build_gpus(tree, self.gpus, pci_function)
+        build_gpudirect(tree, node.get("gpudirect"), check_keys)
         for d in self.devs:
             for p in d["ports"]:
                 r = p.get("roce") or {}

@@ -18,7 +18,14 @@ JSON keys (top level of a node; see tests/mknode.py for the rest):
   ],                               # a driver of nvidia: no information file)
   "pci_bridges": {                 # attributes of bridges named in pci_parent paths
     "0000:41:00.0": {"vendor": "0x1000", "device": "0xc030"}
-  }
+  },
+  "gpudirect": {                   # what GPUDirect RDMA needs (orh_gpudirect_read)
+    "kernel": "6.8.0-49-generic",  # proc/sys/kernel/osrelease
+    "driver": "open",              # proc/driver/nvidia/version: "open" (the open kernel
+                                   # module's line), "proprietary", or null: no file
+    "driver_version": "580.159.04",
+    "peermem": ["module", "nv_mem", "nv_mem_nc"]}  # sys/module/nvidia_peermem/version,
+                                   # sys/kernel/mm/memory_peers/{nv_mem,nv_mem_nc}/version
 
 What is built:
   sys/devices/<pci_parent>/<pci>/          vendor device class numa_node subsystem_*,
@@ -33,6 +40,8 @@ What is built:
                                            "Bus Location: \\t 0000:45:00.0",
                                            "Device Minor: \\t 0"
   dev/nvidia<minor> (195:<minor>), dev/nvidiactl (195:255)   with --devnodes
+  proc/sys/kernel/osrelease, proc/driver/nvidia/version, the peer-memory version files
+                                           from "gpudirect", in the driver's formats
 """
 
 import re
@@ -40,6 +49,10 @@ import re
 GPU_KEYS = {"pci", "pci_parent", "vendor", "device", "class", "numa", "driver", "uuid",
             "minor", "model", "vbios", "firmware", "irq", "excluded", "information",
             "subsystem_vendor", "subsystem_device"}
+GPUDIRECT_KEYS = {"kernel", "driver", "driver_version", "peermem"}
+PEERMEM_FILES = {"module": "sys/module/nvidia_peermem/version",
+                 "nv_mem": "sys/kernel/mm/memory_peers/nv_mem/version",
+                 "nv_mem_nc": "sys/kernel/mm/memory_peers/nv_mem_nc/version"}
 BRIDGE_KEYS = {"vendor", "device", "class", "driver", "subsystem_vendor", "subsystem_device"}
 NVIDIA_MAJOR, NVIDIACTL_MINOR = 195, 255
 UUID_RE = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -149,3 +162,31 @@ def gpu_devnodes(gpus):
     if out:
         out.append(("nvidiactl", NVIDIA_MAJOR, NVIDIACTL_MINOR, 0o666))
     return out
+
+
+def build_gpudirect(tree, g, check_keys):
+    """The kernel's release, the NVIDIA driver's version file (the first line as the open
+    and the proprietary modules print it, kernel-open/nvidia/nv-procfs.c and the driver's
+    own), and the peer-memory version files NCCL looks for."""
+    if g is None:
+        return
+    check_keys(g, GPUDIRECT_KEYS, "gpudirect")
+    if g.get("kernel") is not None:
+        tree.write("proc/sys/kernel/osrelease", g["kernel"] + "\n")
+    ver = g.get("driver_version", "580.159.04")
+    if g.get("driver") == "open":
+        first = (f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {ver}  Release "
+                 "Build  (dvs-builder@U22-I3-AF03-09-1)  Thu Oct  2 22:02:46 UTC 2025")
+    elif g.get("driver") == "proprietary":
+        first = f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {ver}  Sat Aug 19 01:15:15 UTC 2023"
+    elif g.get("driver") is None:
+        first = None
+    else:
+        raise GpuError(f"gpudirect: driver {g['driver']!r} is not open, proprietary or null")
+    if first:
+        tree.write("proc/driver/nvidia/version",
+                   first + "\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14+deb12u1)\n")
+    for p in g.get("peermem", []):
+        if p not in PEERMEM_FILES:
+            raise GpuError(f"gpudirect: peermem {p!r} is not one of {sorted(PEERMEM_FILES)}")
+        tree.write(PEERMEM_FILES[p], ver + "\n")

@@ -26,7 +26,7 @@ MEM_MAJOR = 1
 
 TOP_KEYS = {"description", "routes", "netdevs", "pci_devices", "rdma_cm_minor",
             "rdma_core_loaded", "uverbs_abi_version", "device_defaults", "port_defaults",
-            "devices", "scale", "gpus", "gpu_defaults", "pci_bridges"}
+            "devices", "scale", "gpus", "gpu_defaults", "pci_bridges", "gpudirect"}
 DEV_KEYS = {"name", "pci", "pci_parent", "vendor", "device", "driver", "class", "node_type",
             "numa", "fw_ver", "node_guid", "sys_image_guid", "node_desc", "hca_type",
             "board_id", "hw_rev", "uverbs", "uverbs_devnode", "netdevs", "netdev_subdir",

@@ -243,6 +243,20 @@ json_t *record_tree_build(const struct orh_record_in *in)
 	}
 	if (in->node_from)
 		json_object_set_new(rec, "node_from", json_string(in->node_from));
+	if (d->have_plan && (d->nccl.gdr_judged || d->nccl.net_pinned)) {
+		json_t *n = json_object();
+
+		if (d->nccl.gdr_judged) {
+			json_object_set_new(n, "gpudirect",
+					    json_string(orh_gdr_by_name(d->nccl.gdr)));
+			json_object_set_new(n, "gpudirect_why", json_string(d->nccl.gdr_why));
+			json_object_set_new(n, "dmabuf_disabled", json_boolean(d->nccl.dmabuf_off));
+		}
+		json_object_set_new(n, "image_nccl",
+				    json_string(d->nccl.nccl[0] ? d->nccl.nccl : "unknown"));
+		json_object_set_new(n, "net_pinned", json_boolean(d->nccl.net_pinned));
+		json_object_set_new(rec, "nccl", n);
+	}
 	if (in->bundle && in->bundle_config) {
 		json_t *b = json_pack("{s:s, s:I, s:I, s:I}", "path", in->bundle,
 				      "config_dev", (json_int_t)in->bundle_config->st_dev,

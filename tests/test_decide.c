@@ -186,7 +186,7 @@ Test(decide_node, the_checks_are_the_decisions)
 	cr_assert_not(warned("GPUDirect"), "a check is no warning of the plan");
 	orh_plan_free(&d.plan);
 	orh_strv_free(&d.warnings);
-	gd.peermem = true;
+	gd.peermem = gd.peermem_module = true;
 	d.act = ORH_ACT_DEFAULT;
 	cr_assert_eq(orh_decide_node(&cfg, &node, 0, &d, &err), 0, "%s", err.msg);
 	cr_assert_str_empty(d.checks.gpudirect, "nvidia_peermem is loaded");

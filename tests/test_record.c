@@ -163,18 +163,6 @@ Test(record, gid_for_the_container_address)
 	cr_assert_not(orh_check_gid(&d, msg, sizeof(msg)), "InfiniBand has no GID to choose");
 }
 
-Test(record, gpudirect)
-{
-	char msg[256];
-
-	cr_assert_not(orh_check_gpudirect(false, false, "4.19.0", msg, sizeof(msg)));
-	cr_assert_not(orh_check_gpudirect(true, true, "4.19.0", msg, sizeof(msg)));
-	cr_assert_not(orh_check_gpudirect(true, false, "5.12.0", msg, sizeof(msg)));
-	cr_assert_not(orh_check_gpudirect(true, false, "6.1.0-18-amd64", msg, sizeof(msg)));
-	cr_assert(orh_check_gpudirect(true, false, "5.11.22", msg, sizeof(msg)));
-	cr_assert(strstr(msg, "5.11.22"), "%s", msg);
-}
-
 Test(record, proc_files)
 {
 	const char *limits =

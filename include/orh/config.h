@@ -109,6 +109,10 @@ struct orh_config {
 	 * only), with a driver file and, where libibverbs itself is given, the loader's entry */
 	bool image_supply;
 	unsigned nccl_min[3];       /* the least NCCL version an image should have; 0.0.0: none */
+	/* nccl_fail_closed = yes: NCCL does not fall back to sockets where RDMA was given:
+	 * NCCL_NET=IB where the plan uses ports, and a container the image cannot use any given
+	 * device of is refused under on_error = fail (orh_decide_nccl(), orh_decide_image()) */
+	bool nccl_fail_closed;
 	/* [env] */
 	struct orh_env_setting *env;
 	size_t n_env;

@@ -77,7 +77,8 @@ struct orh_memlock_verdict {
  * orh_check_memlock() with memlock.need. */
 struct orh_checks {
 	char gpudirect[ORH_CHECK_MAX];  /* the container holds GPUs and GPUDirect RDMA is
-					 * unavailable (no peer-memory module, kernel < 5.12) */
+					 * unavailable: the GPUDirect verdict's why
+					 * (orh_decide_nccl(), struct orh_nccl_verdict) */
 	char gid[ORH_CHECK_MAX];        /* no RoCE port used has a GID of the wanted kind for
 					 * an address of the container's network namespace */
 	char ports_down[ORH_CHECK_MAX]; /* every port of the devices the container was given
@@ -85,6 +86,29 @@ struct orh_checks {
 	/* a memlock below memlock.need refuses the container (on_error = fail, and it asked:
 	 * act REQUESTED); else it is a warning */
 	bool memlock_refuses;
+};
+
+/* How NCCL's NET/IB would reach the GPUs' memory (the GPUDirect verdict). */
+enum orh_gdr_by {
+	ORH_GDR_NONE = 0,          /* not at all: NCCL copies through host memory */
+	ORH_GDR_PEERMEM,           /* a peer-memory module (nvidia_peermem, nv_peer_mem) */
+	ORH_GDR_DMABUF,            /* DMA-BUF: preferred by NCCL where both work */
+};
+const char *orh_gdr_by_name(enum orh_gdr_by by); /* "none", "peermem", "dmabuf" */
+
+/* The NCCL verdicts (orh_decide_nccl(), checks.c): GPUDirect RDMA, judged for a container
+ * that holds GPUs from the node's facts (orh_gpudirect_read()) and the image's NCCL version
+ * where it was read, with the settings that follow where NCCL's own default would be
+ * wrong; and the fail-closed pin (nccl_fail_closed). The variables are in the plan
+ * (orh_plan_env_add()); these say why. */
+struct orh_nccl_verdict {
+	bool gdr_judged;                  /* the container holds GPUs, the node was read */
+	enum orh_gdr_by gdr;
+	char gdr_why[ORH_CHECK_MAX];      /* how, or why not */
+	char nccl[32];                    /* the image's NCCL judged against (its oldest
+					   * copy); "" not known: every version assumed */
+	bool dmabuf_off;                  /* NCCL_DMABUF_ENABLE=0 is in the plan */
+	bool net_pinned;                  /* NCCL_NET=IB is in the plan (fail closed) */
 };
 
 #define ORH_IMAGE_MAX_DEVS 64
@@ -147,6 +171,7 @@ struct orh_decision {
 	 * are rule 7's, the config's limit for a container given something */
 	struct orh_memlock_verdict memlock;
 	struct orh_checks checks;          /* when have_plan */
+	struct orh_nccl_verdict nccl;      /* when have_plan */
 	/* the image's userspace and NCCL as read from the container's root (facts.rootfd,
 	 * image_check not off, a plan that gives something), and the verdicts on it */
 	struct orh_image image;
@@ -207,14 +232,23 @@ bool orh_check_memlock(uint64_t soft, uint64_t need, char *out, size_t size);
 bool orh_check_gid(const struct orh_decision *d, char *out, size_t size);
 /* The container was given devices (rule 8) and every port of those is not ACTIVE. */
 bool orh_check_ports_down(const struct orh_decision *d, char *out, size_t size);
-/* GPUDirect RDMA: the container holds GPUs; peermem: a peer-memory module is loaded;
- * dmabuf: the kernel is 5.12 or newer (kernel "X.Y..."). */
-bool orh_check_gpudirect(bool holds_gpus, bool peermem, const char *kernel, char *out,
-			 size_t size);
-/* d->checks from the decision (its facts, plan and act) and the node's GPUDirect facts
- * (gd, or NULL: not read; read only for a container that holds GPUs). */
-void orh_decide_checks(const struct orh_config *cfg, const struct orh_gpudirect *gd,
-		       struct orh_decision *d);
+/* d->checks from the decision (its facts, plan and act), checks.gpudirect from d->nccl. */
+void orh_decide_checks(const struct orh_config *cfg, struct orh_decision *d);
+/* d->nccl, and the variables it writes into d->plan (a plan that gives something), from
+ * the node's GPUDirect facts (gd, or NULL: not read; read only for a container that holds
+ * GPUs) and the image (img NULL or not read: its NCCL version not known). Pure. The
+ * rules, each from NCCL's sources (docs/nccl-check.md):
+ *  - DMA-BUF: kernel 5.12 or newer, the NVIDIA open kernel module, NCCL 2.13 or newer;
+ *    NCCL uses it first where it works;
+ *  - peermem: a peer-memory entry the image's NCCL looks for: memory_peers/nv_mem (every
+ *    version), memory_peers/nv_mem_nc (2.22 and newer), /sys/module/nvidia_peermem (2.23
+ *    and newer);
+ *  - NCCL_DMABUF_ENABLE=0 where the image's NCCL is 2.13 (its probe takes an unsupported
+ *    kernel for a supported one) and DMA-BUF cannot work on this node;
+ *  - NCCL_NET=IB under nccl_fail_closed.
+ * Called by orh_decide_node() before the image is read, then again once it is. */
+void orh_decide_nccl(const struct orh_config *cfg, const struct orh_gpudirect *gd,
+		     const struct orh_image *img, struct orh_decision *d);
 
 /* d->image_verdict from img (read from the container's root; NULL or not read: no
  * verdict), the plan and the config (image_check, nccl_min, on_error); d->supply from the

@@ -69,16 +69,30 @@ int orh_discover_gpus(const char *sysroot, enum orh_gpu_scan scan, struct orh_gp
 		      struct orh_err *err);
 void orh_gpus_free(struct orh_gpus *g);
 
-/* What GPUDirect RDMA needs of the node (the GPUDirect check's input, orh_checks): a
- * peer-memory module loaded (the version file of nvidia_peermem, or of the older
- * nv_peer_mem's memory_peers entries, as NCCL looks for them) and the kernel's release. */
+/* What GPUDirect RDMA needs of the node (the GPUDirect verdict's input, orh_decide_nccl()):
+ * the peer-memory entries NCCL looks for, each apart (the versions of NCCL that look for
+ * each differ: docs/nccl-check.md), the kernel's release (DMA-BUF import for RDMA memory
+ * came in 5.12) and whether the NVIDIA driver is its open kernel module (DMA-BUF export
+ * of GPU memory). Read through a sysroot; a file that is not there is a fact, never an
+ * error. */
 struct orh_gpudirect {
 	bool read;                 /* the kernel's release was read */
-	bool peermem;
+	bool peermem;              /* any of the three below */
+	bool nv_mem;               /* sys/kernel/mm/memory_peers/nv_mem/version */
+	bool nv_mem_nc;            /* sys/kernel/mm/memory_peers/nv_mem_nc/version */
+	bool peermem_module;       /* sys/module/nvidia_peermem/version */
 	char kernel[128];          /* proc/sys/kernel/osrelease, its first line */
+	bool driver;               /* proc/driver/nvidia/version was read */
+	bool driver_open;          /* it says "Open Kernel Module" */
+	char driver_version[32];   /* "580.159.04": the word after "Kernel Module" */
 };
 /* Read it through sysroot. */
 void orh_gpudirect_read(const char *sysroot, struct orh_gpudirect *g);
+/* The driver's version file's text (proc/driver/nvidia/version) into g's driver fields:
+ * "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..."
+ * (the open module) or "... UNIX x86_64 Kernel Module  535.104.05  Sat Aug ..." (the
+ * proprietary one). Pure; for tests. */
+void orh_gpudirect_parse_driver(const char *text, struct orh_gpudirect *g);
 
 /* What one information file says. Fields it does not hold stay empty (minor -1). */
 struct orh_gpu_info {

@@ -140,5 +140,11 @@ bool orh_plan_is_empty(const struct orh_plan *plan);
  * four ports named. */
 void orh_plan_why_empty(const struct orh_plan *plan, char *out, size_t size);
 const struct orh_env_entry *orh_plan_env_get(const struct orh_plan *plan, const char *name);
+/* A variable the decision adds after the plan (orh_decide_nccl(): the GPUDirect and
+ * fail-closed settings), unless the node config's [env] sets or removes that name. Like
+ * every plan variable it reaches NCCL through /etc/nccl.conf, where the container's own
+ * environment and the image's lines win. */
+void orh_plan_env_add(struct orh_plan *plan, const struct orh_config *cfg, const char *name,
+		      const char *value, const char *source);
 
 #endif

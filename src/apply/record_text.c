@@ -228,6 +228,26 @@ static bool put_plan(struct orh_buf *o, const struct orh_decision *d, const char
 	return true;
 }
 
+/* The NCCL verdicts (struct orh_nccl_verdict): GPUDirect RDMA for a container holding
+ * GPUs, how or why not, against which NCCL; the settings written for them. */
+static void put_nccl(struct orh_buf *o, const struct orh_nccl_verdict *v)
+{
+	if (!v->gdr_judged && !v->net_pinned)
+		return;
+	KEY(o, "nccl");
+	orh_buf_addc(o, '{');
+	if (v->gdr_judged) {
+		SET_STR(o, "gpudirect", orh_gdr_by_name(v->gdr));
+		SET_STR(o, "gpudirect_why", v->gdr_why);
+		KEY(o, "dmabuf_disabled");
+		put_bool(o, v->dmabuf_off);
+	}
+	SET_STR(o, "image_nccl", v->nccl[0] ? v->nccl : "unknown");
+	KEY(o, "net_pinned");
+	put_bool(o, v->net_pinned);
+	orh_buf_addc(o, '}');
+}
+
 static bool put_bundle(struct orh_buf *o, const struct orh_record_in *in)
 {
 	size_t mark = o->n;
@@ -603,6 +623,8 @@ char *orh_record_text(const struct orh_record_in *in, size_t *len)
 								       : "by this stage");
 	}
 	SET_STR(&o, "node_from", in->node_from);
+	if (d->have_plan)
+		put_nccl(&o, &d->nccl);
 	if (in->bundle && in->bundle_config)
 		put_bundle(&o, in);
 	if (d->have_plan && d->image_verdict.checked)

@@ -26,6 +26,30 @@ static void explain_activation(const struct orh_decision *d)
 		orh_activation_reason_name(w->reason), w->by_env ? ", by process.env" : "");
 }
 
+/* The node's GPUDirect facts as read (orh_gpudirect_read()), and the NCCL verdicts. */
+static void explain_nccl(const struct orh_decision *d)
+{
+	const struct orh_gpudirect *g = &d->node.gpudirect;
+	const struct orh_nccl_verdict *v = &d->nccl;
+
+	if (d->node.have_gpudirect)
+		fprintf(stderr, "# GPUDirect facts: kernel %s; NVIDIA driver %s%s; peer memory: "
+			"memory_peers/nv_mem %s, memory_peers/nv_mem_nc %s, module nvidia_peermem "
+			"%s\n", g->read ? g->kernel : "(not read)",
+			!g->driver ? "none (no /proc/driver/nvidia/version)"
+			: g->driver_version[0] ? g->driver_version : "(version not told)",
+			!g->driver ? "" : g->driver_open ? ", open kernel module"
+							 : ", proprietary kernel module",
+			g->nv_mem ? "yes" : "no", g->nv_mem_nc ? "yes" : "no",
+			g->peermem_module ? "yes" : "no");
+	if (v->gdr_judged)
+		fprintf(stderr, "# GPUDirect RDMA: %s, %s (the image's NCCL: %s)\n",
+			orh_gdr_by_name(v->gdr), v->gdr_why, v->nccl[0] ? v->nccl : "not known");
+	if (v->net_pinned)
+		fprintf(stderr, "# nccl_fail_closed: NCCL_NET=IB: NCCL fails rather than run over "
+			"sockets\n");
+}
+
 /* The verdicts the appliers act on besides the plan: the memlock check, the sysfs view's
  * keep-set, the checks. */
 static void explain_verdicts(const struct orh_decision *d)
@@ -59,6 +83,7 @@ static void explain_verdicts(const struct orh_decision *d)
 		fprintf(stderr, "# check ports: %s\n", d->checks.ports_down);
 	if (!d->checks.gpudirect[0] && !d->checks.gid[0] && !d->checks.ports_down[0])
 		fprintf(stderr, "# checks: GPUDirect, GID and ports pass\n");
+	explain_nccl(d);
 }
 
 static void explain_plan(const struct orh_ctx *ctx, const struct orh_decision *d)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Will it work (include/orh/decide.h, struct orh_checks): the checks of a container's own
- * context, each on values read (the decision, the node's GPUDirect facts, the container's
- * memlock as its applier finds it). Pure.
+ * context, each on values read (the decision, the container's memlock as its applier finds
+ * it); and the NCCL verdicts (struct orh_nccl_verdict): GPUDirect RDMA from the node's
+ * facts and the image's NCCL, the settings that follow, the fail-closed pin. Pure.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -71,33 +72,167 @@ bool orh_check_ports_down(const struct orh_decision *d, char *out, size_t size)
 	return given > 0;
 }
 
-bool orh_check_gpudirect(bool holds_gpus, bool peermem, const char *kernel, char *out,
-			 size_t size)
+/* ---------------------------------------------------------------- NCCL: GPUDirect */
+
+/* The NCCL versions each rule comes from (docs/nccl-check.md: net_ib.cc, init.cc) */
+static const unsigned dmabuf_from[3] = { 2, 13, 0 };  /* NET/IB's DMA-BUF */
+static const unsigned dmabuf_probe_fixed[3] = { 2, 14, 0 }; /* EPROTONOSUPPORT, errno set */
+static const unsigned nv_mem_nc_from[3] = { 2, 22, 0 };
+static const unsigned module_from[3] = { 2, 23, 0 };  /* sys/module/nvidia_peermem */
+
+static int vcmp(const unsigned a[3], const unsigned b[3])
+{
+	for (int i = 0; i < 3; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
+}
+
+const char *orh_gdr_by_name(enum orh_gdr_by by)
+{
+	return by == ORH_GDR_DMABUF ? "dmabuf" : by == ORH_GDR_PEERMEM ? "peermem" : "none";
+}
+
+/* The image's oldest NCCL copy with a version, or NULL. */
+static const struct orh_image_nccl *oldest_nccl(const struct orh_image *img)
+{
+	const struct orh_image_nccl *o = NULL;
+
+	for (size_t i = 0; img && img->read && i < img->n_nccl; i++)
+		if (img->nccl[i].version[0] && (!o || vcmp(img->nccl[i].v, o->v) < 0))
+			o = &img->nccl[i];
+	return o;
+}
+
+static bool at_least(const struct orh_image_nccl *n, const unsigned v[3])
+{
+	return !n || vcmp(n->v, v) >= 0; /* not known: every version assumed */
+}
+
+/* Can DMA-BUF work on the node's side? If not, why into out. */
+static bool dmabuf_node(const struct orh_gpudirect *gd, char *out, size_t size)
 {
 	unsigned major = 0, minor = 0;
 
-	if (!holds_gpus || peermem)
+	if (sscanf(gd->kernel, "%u.%u", &major, &minor) != 2 ||
+	    !(major > 5 || (major == 5 && minor >= 12))) {
+		snprintf(out, size, "the kernel (%s) is older than 5.12 (no DMA-BUF import for "
+			 "RDMA memory)", gd->kernel[0] ? gd->kernel : "unknown");
 		return false;
-	if (kernel && sscanf(kernel, "%u.%u", &major, &minor) == 2 &&
-	    (major > 5 || (major == 5 && minor >= 12)))
+	}
+	if (!gd->driver) {
+		snprintf(out, size, "no NVIDIA driver version file (/proc/driver/nvidia/version)");
 		return false;
-	snprintf(out, size,
-		 "GPUDirect RDMA unavailable: the container holds GPUs, the nvidia_peermem "
-		 "module is not loaded and the kernel (%s) is older than 5.12 (no dma-buf "
-		 "for RDMA): NCCL copies through host memory",
-		 kernel && *kernel ? kernel : "unknown");
+	}
+	if (!gd->driver_open) {
+		snprintf(out, size, "the NVIDIA driver %s is the proprietary kernel module "
+			 "(DMA-BUF export of GPU memory needs the open one)",
+			 gd->driver_version[0] ? gd->driver_version : "(version unknown)");
+		return false;
+	}
 	return true;
 }
 
-void orh_decide_checks(const struct orh_config *cfg, const struct orh_gpudirect *gd,
-		       struct orh_decision *d)
+/* Does the image's NCCL find a peer-memory entry of the node? If not, why into out. */
+static bool peermem_seen(const struct orh_gpudirect *gd, const struct orh_image_nccl *n,
+			 char *out, size_t size)
+{
+	if (gd->nv_mem || (gd->nv_mem_nc && at_least(n, nv_mem_nc_from)) ||
+	    (gd->peermem_module && at_least(n, module_from)))
+		return true;
+	if (!gd->peermem)
+		snprintf(out, size, "no peer-memory module is loaded (nvidia_peermem, "
+			 "nv_peer_mem)");
+	else
+		snprintf(out, size, "%s is there, but NCCL %s looks only for %s: update the "
+			 "image's NCCL to 2.23.4 or newer",
+			 gd->nv_mem_nc ? "/sys/kernel/mm/memory_peers/nv_mem_nc/version"
+				       : "/sys/module/nvidia_peermem/version", n->version,
+			 at_least(n, nv_mem_nc_from) ? "memory_peers/nv_mem and nv_mem_nc"
+						     : "memory_peers/nv_mem");
+	return false;
+}
+
+static void judge_gdr(const struct orh_gpudirect *gd, const struct orh_image_nccl *n,
+		      struct orh_nccl_verdict *v)
+{
+	char node[256] = "", peer[320] = "";
+	bool dmabuf = dmabuf_node(gd, node, sizeof(node));
+	bool peermem = peermem_seen(gd, n, peer, sizeof(peer));
+
+	if (dmabuf && !at_least(n, dmabuf_from)) {
+		snprintf(node, sizeof(node), "NCCL %s predates NET/IB's DMA-BUF (2.13)",
+			 n->version);
+		dmabuf = false;
+	}
+	v->gdr_judged = true;
+	if (dmabuf) {
+		v->gdr = ORH_GDR_DMABUF;
+		snprintf(v->gdr_why, sizeof(v->gdr_why), "by DMA-BUF: kernel %s, the NVIDIA open "
+			 "kernel module %s, NCCL %s%s", gd->kernel, gd->driver_version,
+			 n ? n->version : "of any version since 2.13",
+			 peermem ? " (a peer-memory module is loaded too; NCCL takes DMA-BUF first)"
+				 : "");
+	} else if (peermem) {
+		v->gdr = ORH_GDR_PEERMEM;
+		snprintf(v->gdr_why, sizeof(v->gdr_why), "by the peer-memory module (%s); not "
+			 "DMA-BUF: %s", gd->nv_mem ? "memory_peers/nv_mem"
+			 : gd->nv_mem_nc && at_least(n, nv_mem_nc_from) ? "memory_peers/nv_mem_nc"
+									 : "nvidia_peermem",
+			 node);
+	} else {
+		v->gdr = ORH_GDR_NONE;
+		snprintf(v->gdr_why, sizeof(v->gdr_why), "%s; not DMA-BUF: %s", peer, node);
+	}
+}
+
+void orh_decide_nccl(const struct orh_config *cfg, const struct orh_gpudirect *gd,
+		     const struct orh_image *img, struct orh_decision *d)
+{
+	struct orh_nccl_verdict *v = &d->nccl;
+	const struct orh_image_nccl *n = oldest_nccl(img);
+	bool gives = !orh_plan_is_empty(&d->plan);
+	char why[256];
+
+	memset(v, 0, sizeof(*v));
+	d->checks.gpudirect[0] = '\0';
+	if (n)
+		orh_strlcpy(v->nccl, n->version, sizeof(v->nccl));
+	if (gd && gd->read && orh_facts_hold_gpus(&d->facts)) {
+		judge_gdr(gd, n, v);
+		if (v->gdr == ORH_GDR_NONE)
+			snprintf(d->checks.gpudirect, sizeof(d->checks.gpudirect),
+				 "GPUDirect RDMA unavailable: the container holds GPUs, and %s: "
+				 "NCCL copies through host memory", v->gdr_why);
+		/* NCCL 2.13 counts only EOPNOTSUPP as "no DMA-BUF" (and with an rdma-core
+		 * lacking ibv_reg_dmabuf_mr reads a stale errno): where DMA-BUF cannot work it
+		 * may take it for working, and its registrations fail */
+		if (gives && n && vcmp(n->v, dmabuf_from) >= 0 &&
+		    vcmp(n->v, dmabuf_probe_fixed) < 0 && !dmabuf_node(gd, why, sizeof(why))) {
+			const struct orh_env_entry *e;
+
+			orh_plan_env_add(&d->plan, cfg, "NCCL_DMABUF_ENABLE", "0",
+					 "GPUDirect: NCCL 2.13's DMA-BUF probe, and no DMA-BUF "
+					 "here");
+			e = orh_plan_env_get(&d->plan, "NCCL_DMABUF_ENABLE");
+			v->dmabuf_off = e && !strcmp(e->value, "0");
+		}
+	}
+	if (cfg->nccl_fail_closed && gives) {
+		const struct orh_env_entry *e;
+
+		orh_plan_env_add(&d->plan, cfg, "NCCL_NET", "IB",
+				 "nccl_fail_closed: RDMA given, no fall back to sockets");
+		e = orh_plan_env_get(&d->plan, "NCCL_NET");
+		v->net_pinned = e && !strcmp(e->value, "IB");
+	}
+}
+
+void orh_decide_checks(const struct orh_config *cfg, struct orh_decision *d)
 {
 	struct orh_checks *c = &d->checks;
 
 	memset(c, 0, sizeof(*c));
-	if (gd && gd->read && orh_facts_hold_gpus(&d->facts))
-		orh_check_gpudirect(true, gd->peermem, gd->kernel, c->gpudirect,
-				    sizeof(c->gpudirect));
 	orh_check_gid(d, c->gid, sizeof(c->gid));
 	orh_check_ports_down(d, c->ports_down, sizeof(c->ports_down));
 	c->memlock_refuses = cfg->on_error == ORH_ON_ERROR_FAIL && d->act == ORH_ACT_REQUESTED;

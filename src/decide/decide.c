@@ -111,7 +111,8 @@ int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *no
 			       "character devices; %zu were not looked at", ORH_FACTS_MAX_DEVS,
 			       d->facts.n_devs_dropped);
 	decide_memlock(&d->plan, &d->facts, memlock_ceiling, d);
-	orh_decide_checks(cfg, node->gpudirect, d);
+	orh_decide_checks(cfg, d);
+	orh_decide_nccl(cfg, node->gpudirect, NULL, d);
 	return 0;
 }
 
@@ -217,6 +218,9 @@ static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *
 	if (r == 0) {
 		decide_sysview(sysroot, out);
 		decide_image(in, out);
+		/* the NCCL verdicts again, with the image's NCCL version */
+		if (out->image.read)
+			orh_decide_nccl(cfg, node.gpudirect, &out->image, out);
 	}
 	return r;
 }

@@ -787,3 +787,12 @@ const struct orh_env_entry *orh_plan_env_get(const struct orh_plan *plan, const 
 			return &plan->env[i];
 	return NULL;
 }
+
+void orh_plan_env_add(struct orh_plan *plan, const struct orh_config *cfg, const char *name,
+		      const char *value, const char *source)
+{
+	for (size_t i = 0; i < cfg->n_env; i++)
+		if (!strcmp(cfg->env[i].name, name))
+			return; /* the node config's [env] names it: the operator's word stands */
+	env_set(plan, name, value, source);
+}

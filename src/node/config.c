@@ -384,6 +384,9 @@ static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
 	} else if (!strcmp(key, "add_ipc_lock")) {
 		if (parse_bool(v, &cfg->add_ipc_lock) < 0)
 			return set_error(pc, s, key, "'%s' is not yes or no", v);
+	} else if (!strcmp(key, "nccl_fail_closed")) {
+		if (parse_bool(v, &cfg->nccl_fail_closed) < 0)
+			return set_error(pc, s, key, "'%s' is not yes or no", v);
 	} else {
 		return set_error(pc, s, key, "unknown key%s", "");
 	}

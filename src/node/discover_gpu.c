@@ -447,18 +447,55 @@ int orh_discover_gpus(const char *sysroot, enum orh_gpu_scan scan, struct orh_gp
 	return 0;
 }
 
+void orh_gpudirect_parse_driver(const char *text, struct orh_gpudirect *g)
+{
+	char line[512];
+	const char *km, *w;
+	size_t n;
+
+	g->driver = true;
+	g->driver_open = false;
+	g->driver_version[0] = '\0';
+	n = strcspn(text, "\n");
+	if (n >= sizeof(line))
+		n = sizeof(line) - 1;
+	memcpy(line, text, n);
+	line[n] = '\0';
+	g->driver_open = strstr(line, "Open Kernel Module") != NULL;
+	km = strstr(line, "Kernel Module");
+	/* the first word after it that is a version: "for x86_64" comes before it in the
+	 * open module's line */
+	for (w = km ? km + strlen("Kernel Module") : NULL; w && *w;) {
+		size_t len;
+
+		w += strspn(w, " \t");
+		len = strcspn(w, " \t");
+		if (len && len < sizeof(g->driver_version) && isdigit((unsigned char)*w) &&
+		    strspn(w, "0123456789.") == len && memchr(w, '.', len)) {
+			memcpy(g->driver_version, w, len);
+			g->driver_version[len] = '\0';
+			break;
+		}
+		w += len;
+	}
+}
+
 void orh_gpudirect_read(const char *sysroot, struct orh_gpudirect *g)
 {
-	static const char *const peer[] = { "sys/module/nvidia_peermem/version",
-					     "sys/kernel/mm/memory_peers/nv_mem/version",
-					     "sys/kernel/mm/memory_peers/nv_mem_nc/version" };
-	char path[PATH_MAX];
+	char path[PATH_MAX], text[1024];
 
 	memset(g, 0, sizeof(*g));
-	for (size_t i = 0; i < ORH_ARRAY_SIZE(peer); i++) {
-		snprintf(path, sizeof(path), "%s/%s", sysroot, peer[i]);
-		g->peermem |= access(path, F_OK) == 0;
-	}
+	/* the files NCCL's ncclIbGdrSupport() looks for (net_ib.cc) */
+	snprintf(path, sizeof(path), "%s/sys/kernel/mm/memory_peers/nv_mem/version", sysroot);
+	g->nv_mem = access(path, F_OK) == 0;
+	snprintf(path, sizeof(path), "%s/sys/kernel/mm/memory_peers/nv_mem_nc/version", sysroot);
+	g->nv_mem_nc = access(path, F_OK) == 0;
+	snprintf(path, sizeof(path), "%s/sys/module/nvidia_peermem/version", sysroot);
+	g->peermem_module = access(path, F_OK) == 0;
+	g->peermem = g->nv_mem || g->nv_mem_nc || g->peermem_module;
+	snprintf(path, sizeof(path), "%s/proc/driver/nvidia/version", sysroot);
+	if (orh_read_file_at(AT_FDCWD, path, text, sizeof(text)) >= 0)
+		orh_gpudirect_parse_driver(text, g);
 	snprintf(path, sizeof(path), "%s/proc/sys/kernel/osrelease", sysroot);
 	if (orh_read_file_at(AT_FDCWD, path, g->kernel, sizeof(g->kernel)) < 0) {
 		g->kernel[0] = '\0';

@@ -194,6 +194,32 @@ check_ran "nvidia_peermem loaded"
 check "nvidia_peermem loaded: no GPUDirect warning (the hook ran: its summary line is there)" \
 	bash -c 'grep -q "device nodes:" "$1" && ! grep -q GPUDirect "$1"' _ "$WORK/b7/hook.log"
 
+# A running container holding a GPU on that node, under nccl_fail_closed: its
+# /etc/nccl.conf holds NCCL_NET=IB, and inspect ID prints the record's GPUDirect verdict
+# (the peer-memory module; not DMA-BUF on 5.10) and the pin.
+write_conf "$WORK/closed.conf" "[node]
+memlock = 4M
+[containers]
+nccl_fail_closed = yes"
+GID_="orh-e2e-$$-gdr"
+make_bundle "$WORK/b8" "$WORK/rootfs" "$WORK/node" "$WORK/closed.conf" \
+	'{ echo "memlock $(ulimit -l)"; cat /etc/nccl.conf; } >/tmp/out; sleep 60' "$GPU"
+runc run -d --bundle "$WORK/b8" "$GID_" </dev/null >"$WORK/b8.out" 2>&1 || true
+for i in $(seq 1 50); do
+	OUT=$(runc exec "$GID_" cat /tmp/out 2>/dev/null || true)
+	inside_ran && break
+	sleep 0.1
+done
+check_ran "nccl_fail_closed, a GPU: running container"
+check "nccl_fail_closed: the container's /etc/nccl.conf holds NCCL_NET=IB" \
+	grep -qx "NCCL_NET=IB" <<<"$OUT"
+INS=$("$HOOK" inspect "$GID_" 2>&1 || true)
+check "inspect ID: nccl.gpudirect: peermem" grep -qx "nccl.gpudirect: peermem" <<<"$INS"
+check "inspect ID: nccl.gpudirect_why names the module and the 5.10 kernel" \
+	grep -q "^nccl.gpudirect_why: by the peer-memory module (nvidia_peermem); not DMA-BUF: the kernel (5.10.0-28-amd64) is older than 5.12" <<<"$INS"
+check "inspect ID: nccl.net_pinned: true" grep -qx "nccl.net_pinned: true" <<<"$INS"
+runc delete -f "$GID_" >/dev/null 2>&1 || true
+
 # The spec-edit path (podman's precreate): the nccl-conf stage writes the record, with what
 # the edit put into the spec; podman rm runs the poststop hook the edit registered.
 if command -v podman >/dev/null 2>&1; then
