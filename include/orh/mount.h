@@ -18,6 +18,11 @@
 int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
 			struct orh_err *err);
 
+/* The same, and where it is mounted in that namespace (its mount point as mountinfo
+ * writes it, into point, when not NULL). */
+int orh_mount_info(const struct orh_target *t, uint64_t mnt, bool *shared, char *point,
+		   size_t size, struct orh_err *err);
+
 /* Run fn(arg) in a forked child and hand its int result, then out_size bytes of `out`
  * (which fn fills in the child), back over a pipe. The child may setns; the parent's
  * namespaces never change. -errno when the child could not be run or died; else 0 with

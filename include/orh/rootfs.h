@@ -36,6 +36,12 @@ int orh_fd_mount_id(int fd, uint64_t *id);
  * *out is an O_PATH directory fd. */
 int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int *out,
 		   struct orh_err *err);
+/* Would orh_rootfs_dir(rootfd, path, true, mnt, ...) make or find `path` on mount mnt?
+ * The same resolution with nothing made: 0 where `path` is a directory on mnt, or where the
+ * first directory missing on its way would be made in a directory on mnt (*out: that
+ * directory, O_PATH); -EXDEV where either is on another mount. */
+int orh_rootfs_dir_probe(int rootfd, const char *path, uint64_t mnt, int *out,
+			 struct orh_err *err);
 /* Resolve the parent of `path` (see orh_rootfs_dir) and copy the final component, which
  * the caller must act on with *at() calls that do not follow it. */
 int orh_rootfs_parent(int rootfd, const char *path, bool create, uint64_t mnt, int *dirfd,
@@ -45,7 +51,7 @@ int orh_rootfs_parent(int rootfd, const char *path, bool create, uint64_t mnt, i
  * missing rest appended as written; the result is an absolute in-root path. -ENOSYS where
  * openat2 is missing (the caller must then assume the worst), -EINVAL for a ".." in the
  * missing rest, -ELOOP where a symlink on the way leads nowhere, another -errno when it
- * cannot be told. */
+ * cannot be told (-EAGAIN: renames elsewhere raced openat2's ".." 64 times in a row). */
 int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size);
 /* The container's /dev: the root's own "dev" (made when missing), never through a
  * symlink, and whatever the runtime mounted on it (its tmpfs). */

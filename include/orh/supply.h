@@ -40,6 +40,22 @@ struct orh_supply_mount *orh_supply_mounts(const struct orh_supply *s, const cha
  * missing); a file already there with that content is left as it is. */
 int orh_supply_host_files(const struct orh_supply *s, const char *host_dir,
 			  struct orh_err *err);
+/* Only the container's own storage is written (docs/security.md, 3): before anything is
+ * made, every mount point of m (its directory found or made on the root's own mount, and
+ * a file there already either the spec's mount of the node's file or on that mount) and,
+ * where s gives libibverbs, /etc and its ld.so.cache on that mount too; the root's mount
+ * not a shared one (a mount made in it would reach its peers, the host's included). 0, or
+ * -EXDEV (and another -errno) with a message naming the path and the mount: then nothing
+ * is to be made. */
+int orh_supply_check_live(const struct orh_target *t, int rootfd, const struct orh_supply *s,
+			  const struct orh_supply_mount *m, size_t n, struct orh_err *err);
+/* The same for the spec edit, before the container exists (rootfd: the spec's root): each
+ * destination of m (and /etc/ld.so.cache where s gives libibverbs) resolved in the root as
+ * the runtime resolves it, neither in nor under a mount of the spec (a volume; m's own
+ * entries aside) nor on another mount than the root's, and linux.rootfsPropagation not
+ * shared. 0 or -EXDEV (another -errno where a path cannot be resolved) with a message. */
+int orh_supply_check_spec(int rootfd, const json_t *spec, const struct orh_supply *s,
+			  const struct orh_supply_mount *m, size_t n, struct orh_err *err);
 /* The spec edit: a read-only bind mount for each (a destination the spec mounts already
  * is left to the spec). The number added. */
 int orh_supply_spec_mounts(json_t *spec, const struct orh_supply_mount *m, size_t n,
@@ -49,16 +65,34 @@ struct orh_supply_result {
 	unsigned mounted;     /* bind mounts made */
 	unsigned already;     /* the same file was there (the spec edit's mount) */
 	bool cache;           /* /etc/ld.so.cache rewritten */
+	/* by the index of the mount: made by orh_supply_mount_live, its mount point too */
+	bool ours[ORH_SUPPLY_MAX_MOUNTS];
+	bool made[ORH_SUPPLY_MAX_MOUNTS];
 };
 /* The live hook: each a read-only bind mount into the container (its mount point made in
- * its root, as a runtime makes one). */
+ * its root, as a runtime makes one, only on the root's own mount). Where one fails, those
+ * made go again (orh_supply_undo). */
 int orh_supply_mount_live(const struct orh_target *t, int rootfd,
 			  const struct orh_supply_mount *m, size_t n,
 			  struct orh_supply_result *res, struct orh_err *err);
+/* Undo what orh_supply_mount_live made (res): its mounts detached in the container's mount
+ * namespace, the empty mount points it made removed. Best effort: nothing to report. */
+void orh_supply_undo(const struct orh_target *t, int rootfd, const struct orh_supply_mount *m,
+		     size_t n, struct orh_supply_result *res);
 /* /etc/ld.so.cache of the container with the supplied libibverbs and its libraries found
  * first (orh_ldcache_merge()), written by a child in the container's mount namespace with
  * no capability left (under the seccomp filter the hook runs under). */
 int orh_supply_ldcache(const struct orh_target *t, int rootfd, const struct orh_supply *s,
 		       struct orh_supply_result *res, struct orh_err *err);
+
+/* The live hook's whole supply: the node's files under host_dir
+ * (orh_supply_host_files), orh_supply_check_live, then the mounts and the cache; nothing
+ * is made in the container where the check refuses, and the mounts go again where the
+ * cache cannot be written. */
+int orh_supply_give_live(const struct orh_target *t, int rootfd, const struct orh_supply *s,
+			 const struct orh_supply_mount *m, size_t n, const char *host_dir,
+			 struct orh_supply_result *res, struct orh_err *err);
+/* For the record: s was not given, and err says why (its why_not, "not given: ..."). */
+void orh_supply_not_given(struct orh_supply *s, const struct orh_err *err);
 
 #endif

@@ -20,8 +20,8 @@
 #include "orh/mount.h"
 #include "orh/target.h"
 
-int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
-			struct orh_err *err)
+int orh_mount_info(const struct orh_target *t, uint64_t mnt, bool *shared, char *point,
+		   size_t size, struct orh_err *err)
 {
 	_cleanup_free_ char *text = NULL;
 	char *line, *save = NULL;
@@ -38,8 +38,12 @@ int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
 		f = strtok_r(line, " ", &fsave);
 		if (!f || orh_parse_uint(f, UINT64_MAX, &id) < 0 || id != mnt)
 			continue;
-		for (int i = 0; i < 5 && f; i++)
+		for (int i = 0; i < 5 && f; i++) {
 			f = strtok_r(NULL, " ", &fsave);
+			if (i == 3 && f && point) /* its mount point, octal escapes as the kernel
+						   * writes them */
+				snprintf(point, size, "%s", f);
+		}
 		*shared = false;
 		while (f && (f = strtok_r(NULL, " ", &fsave)) && strcmp(f, "-") != 0)
 			*shared = *shared || orh_startswith(f, "shared:");
@@ -47,6 +51,12 @@ int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
 	}
 	return orh_fail(err, ENOENT, "mount %" PRIu64 " is not in '/proc/%d/mountinfo'", mnt,
 			(int)t->pid);
+}
+
+int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
+			struct orh_err *err)
+{
+	return orh_mount_info(t, mnt, shared, NULL, 0, err);
 }
 
 /* ---- bind mounts into the container's mount namespace ------------------------- */

@@ -142,9 +142,10 @@ static int walk_next(char *rest, const char *path, char comp[NAME_MAX + 1], stru
 }
 
 /* Open comp in the directory on top of the stack without following it, into *out. With
- * create, a missing comp is made first, only in a directory on mount mnt. */
+ * create, a missing comp is made first, only in a directory on mount mnt; with probe, it
+ * is not made: 1 says it would be made in that directory. */
 static int walk_open(const struct walk *w, const char *comp, const char *path, bool create,
-		     uint64_t mnt, int *out, struct orh_err *err)
+		     bool probe, uint64_t mnt, int *out, struct orh_err *err)
 {
 	int dirfd = w->fds[w->n - 1];
 	int fd = -1, r = 0;
@@ -159,8 +160,8 @@ static int walk_open(const struct walk *w, const char *comp, const char *path, b
 				     "resolving '/%s': '%s' is missing in a directory on "
 				     "another mount (a volume?); not creating it there",
 				     path, comp);
-		if (r < 0)
-			return r;
+		if (r < 0 || probe)
+			return r < 0 ? r : 1;
 		if (mkdirat(dirfd, comp, 0755) < 0 && errno != EEXIST)
 			return orh_fail_errno(err, errno, "creating '%s' in '%s'", comp, path);
 	}
@@ -198,9 +199,11 @@ static int walk_link(struct walk *w, int fd, const char *comp, const char *path,
 
 /* Resolve `path` from the root using a stack of directory fds; symlinks are read and
  * resolved against the stack, never followed by the kernel. With mnt, a directory is made
- * only in a directory on that mount, and the result must be on it. */
-static int walk_resolve(int rootfd, const char *path, bool create, uint64_t mnt, int *out,
-			struct orh_err *err)
+ * only in a directory on that mount, and the result must be on it. With probe (and
+ * create), nothing is made: the walk stops at the first missing directory, and the result
+ * is the one it would be made in. */
+static int walk_resolve(int rootfd, const char *path, bool create, bool probe, uint64_t mnt,
+			int *out, struct orh_err *err)
 {
 	struct walk w = { .fds = { rootfd }, .n = 1 };
 	_cleanup_free_ char *rest = orh_xstrdup(path);
@@ -228,9 +231,11 @@ static int walk_resolve(int rootfd, const char *path, bool create, uint64_t mnt,
 			r = orh_fail(err, ELOOP, "resolving '%s': too deep", path);
 			goto out;
 		}
-		r = walk_open(&w, comp, path, create, mnt, &fd, err);
+		r = walk_open(&w, comp, path, create, probe, mnt, &fd, err);
 		if (r < 0)
 			goto out;
+		if (r > 0) /* probe: it would be made here */
+			break;
 		if (fstat(fd, &st) < 0) {
 			r = orh_fail_errno(err, errno, "stat of '%s' in '%s'", comp, path);
 			close(fd);
@@ -311,7 +316,32 @@ int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int 
 		/* Something is missing: create it with the walk below, which resolves
 		 * every component itself, symlinks included, inside the root. */
 	}
-	return walk_resolve(rootfd, path, create, mnt, out, err);
+	return walk_resolve(rootfd, path, create, false, mnt, out, err);
+}
+
+int orh_rootfs_dir_probe(int rootfd, const char *path, uint64_t mnt, int *out,
+			 struct orh_err *err)
+{
+	int r;
+
+	while (*path == '/')
+		path++;
+	if (!fallback_used) {
+		r = in_root_open_dir(rootfd, *path ? path : ".", out);
+		for (int i = 0; r == -EAGAIN && i < 8; i++)
+			r = in_root_open_dir(rootfd, *path ? path : ".", out);
+		if (r == 0) {
+			r = check_mount(*out, mnt, path, err);
+			if (r < 0)
+				close(TAKE_FD(*out));
+			return r;
+		}
+		if (r == -ENOSYS)
+			fallback_used = true;
+		else if (r != -ENOENT && r != -EAGAIN)
+			return orh_fail_errno(err, r, "resolving '/%s' in the container", path);
+	}
+	return walk_resolve(rootfd, path, true, true, mnt, out, err);
 }
 
 int orh_rootfs_parent(int rootfd, const char *path, bool create, uint64_t mnt, int *dirfd,
@@ -407,6 +437,10 @@ static bool plain_path(int rootfd, const char *path, char *out, size_t size)
 	return true;
 }
 
+/* How often orh_rootfs_resolve() asks openat2 again after EAGAIN (a rename racing it):
+ * then it gives up with -EAGAIN, having no walk to fall back on. */
+#define RESOLVE_EAGAIN_TRIES 64
+
 int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size)
 {
 	char root[PATH_MAX], head[PATH_MAX], at[PATH_MAX];
@@ -427,6 +461,11 @@ int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size)
 
 		fd = sys_openat2(rootfd, *head ? head : "/", O_PATH | O_CLOEXEC,
 				 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+		/* EAGAIN: a ".." (a relative link's) was resolved while something was renamed
+		 * or mounted anywhere on the system; openat2 asks to try again */
+		for (int i = 0; fd < 0 && errno == EAGAIN && i < RESOLVE_EAGAIN_TRIES; i++)
+			fd = sys_openat2(rootfd, *head ? head : "/", O_PATH | O_CLOEXEC,
+					 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
 		if (fd >= 0 || errno != ENOENT)
 			break;
 		/* missing: the runtime makes it, with what is above it resolved */

@@ -275,9 +275,8 @@ static int apply_sysview(struct hook *h, struct orh_sysview_result *vres, struct
 }
 
 /* The node's RDMA userspace for an image that lacks a provider (image_supply; the
- * decision's d.supply): the driver files and the loader's entry written on the node, each
- * mount made into the container where the spec edit did not make it, then, where
- * libibverbs itself is given, the container's loader cache. */
+ * decision's d.supply), only on the container's own storage (orh_supply_give_live); where
+ * it is not given, the record says why. */
 static int apply_supply(struct hook *h, struct orh_supply_result *res, struct orh_err *err)
 {
 	const struct orh_supply *s = &h->d.supply;
@@ -289,12 +288,10 @@ static int apply_supply(struct hook *h, struct orh_supply_result *res, struct or
 	memset(res, 0, sizeof(*res));
 	if (!n)
 		return 0;
-	r = orh_supply_host_files(s, ORH_SUPPLY_HOST_DIR, err);
-	if (r == 0)
-		r = orh_supply_mount_live(&h->target, h->rootfd, m, n, res, err);
-	if (r == 0)
-		r = orh_supply_ldcache(&h->target, h->rootfd, s, res, err);
-	if (r == 0)
+	r = orh_supply_give_live(&h->target, h->rootfd, s, m, n, ORH_SUPPLY_HOST_DIR, res, err);
+	if (r < 0)
+		orh_supply_not_given(&h->d.supply, err);
+	else
 		orh_log(LOG_INFO, "container %s: %s: the node's RDMA userspace given: %zu "
 			"files at " ORH_SUPPLY_DIR ", %zu driver file%s%s (%u mounted, %u "
 			"already)%s", cid(h), h->stage, s->n_files, s->n_providers,

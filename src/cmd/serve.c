@@ -187,10 +187,11 @@ out:
 
 /* The node's RDMA userspace for an image that lacks a provider (d->supply, where the
  * shim read the container's root): the driver files and the loader's entry written on the
- * node, a read-only bind mount of each file added to the spec. One that cannot be written
- * is a warning. Returns the mounts added. */
+ * node, a read-only bind mount of each file added to the spec. One that cannot be written,
+ * or a destination off the container's own storage (orh_supply_check_spec), is a warning
+ * and the spec gets none of them. Returns the mounts added. */
 static int add_supply(const struct orh_ctx *ctx, json_t *spec, const struct orh_decision *d,
-		      struct orh_edit_result *res)
+		      int rootfd, struct orh_edit_result *res)
 {
 	size_t n = 0;
 	_cleanup_free_ struct orh_supply_mount *m =
@@ -200,7 +201,11 @@ static int add_supply(const struct orh_ctx *ctx, json_t *spec, const struct orh_
 
 	if (!n)
 		return 0;
-	r = orh_supply_host_files(&d->supply, ORH_SUPPLY_HOST_DIR, &e);
+	/* only the container's own storage: no destination in a volume of the spec */
+	r = rootfd < 0 ? orh_fail(&e, EBADF, "the container's root is not open")
+		       : orh_supply_check_spec(rootfd, spec, &d->supply, m, n, &e);
+	if (r == 0)
+		r = orh_supply_host_files(&d->supply, ORH_SUPPLY_HOST_DIR, &e);
 	if (r == 0)
 		r = orh_supply_spec_mounts(spec, m, n, &e);
 	if (r < 0) {
@@ -284,8 +289,6 @@ int orh_spec_serve_at(const struct orh_ctx *ctx, json_t *spec, int bundle_fd, un
 	res->activation = d->act;
 	orh_strlcpy(res->why, d->why, sizeof(res->why));
 	push_all(&res->warnings, &d->warnings);
-	if (na.rootfd >= 0)
-		close(TAKE_FD(na.rootfd));
 	if (r < 0 || !d->have_plan)
 		goto out;
 	/* the image checks, where the shim read the container's root */
@@ -322,12 +325,14 @@ int orh_spec_serve_at(const struct orh_ctx *ctx, json_t *spec, int bundle_fd, un
 	sopts.poststop_hook = poststop_hook;
 	r = orh_spec_apply_plan(spec, &d->plan, &sopts, &res->changes, err);
 	if (r >= 0) {
-		res->edits = r + add_sysview(spec, d, res) + add_supply(ctx, spec, d, res);
+		res->edits = r + add_sysview(spec, d, res) + add_supply(ctx, spec, d, na.rootfd, res);
 		r = 0;
 	}
 	if (r >= 0 && (flags & ORH_SERVE_SNAPSHOT) && nccl_hook)
 		res->snapshot = snapshot_of(d, &na);
 out:
+	if (na.rootfd >= 0)
+		close(TAKE_FD(na.rootfd));
 	json_decref(nccl_hook);
 	json_decref(poststop_hook);
 	if (r >= 0 && res->own_conf)

@@ -385,6 +385,68 @@ Test(rootfs_mounts, seccomp_enosys, .init = setup_volume, .fini = teardown_volum
 	cr_assert(orh_rootfs_fallback_active(), "ENOSYS must switch to the fallback");
 }
 
+/* orh_rootfs_dir_probe: where orh_rootfs_dir(create) would find or make a directory, with
+ * nothing made: the root's mount is fine, a path that leads onto the volume (through a
+ * symlink, a dangling one too) is -EXDEV */
+static void expect_probe(int rootfd, const char *path, uint64_t mnt, int code, const char *at)
+{
+	struct orh_err err = { 0 };
+	char p[PATH_MAX * 3];
+	int fd = -1;
+	int r = orh_rootfs_dir_probe(rootfd, path, mnt, &fd, &err);
+
+	cr_assert_eq(r, -code, "probe '%s': got %d (%s), want -%d", path, r, err.msg, code);
+	if (code) {
+		cr_assert_eq(fd, -1);
+		cr_assert_neq(err.msg[0], '\0', "an error must carry a message");
+		return;
+	}
+	snprintf(p, sizeof(p), "%s/%s", root, at);
+	cr_assert(same_inode(fd, p), "probe '%s': the directory found is %s", path, at);
+	close(fd);
+}
+
+static void probe_suite(void)
+{
+	struct orh_err err = { 0 };
+	uint64_t rootmnt = 0, volmnt = 0;
+	int rootfd = -1, volfd = -1;
+
+	cr_assert_eq(orh_rootfs_open(root, &rootfd, &err), 0, "%s", err.msg);
+	volfd = open(vol, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(volfd, 0);
+	cr_assert_eq(orh_fd_mount_id(rootfd, &rootmnt), 0);
+	cr_assert_eq(orh_fd_mount_id(volfd, &volmnt), 0);
+	ln("/vol/sub/ibd", "a/ibd");
+	expect_probe(rootfd, "a/b", rootmnt, 0, "a/b");
+	expect_probe(rootfd, "a/new/deeper", rootmnt, 0, "a");
+	cr_assert_not(exists("a/new"), "a probe makes nothing");
+	expect_probe(rootfd, "etc/libibverbs.d", rootmnt, EXDEV, NULL);
+	expect_probe(rootfd, "a/ibd/x", rootmnt, EXDEV, NULL);
+	expect_probe(rootfd, "etc_new", rootmnt, EXDEV, NULL);
+	expect_probe(rootfd, "vol", rootmnt, EXDEV, NULL);
+	cr_assert_not(exists("vol/libibverbs.d") || exists("vol/sub/ibd") ||
+		      exists("vol/sub/deeper"), "nothing may be created on the volume");
+	/* tied to the volume, or to any mount: found where the walk would make it */
+	expect_probe(rootfd, "etc/libibverbs.d", volmnt, 0, "vol");
+	expect_probe(rootfd, "a/ibd/x", ORH_MOUNT_ANY, 0, "vol/sub");
+	close(volfd);
+	close(rootfd);
+}
+
+Test(rootfs_mounts, probe_openat2, .init = setup_volume, .fini = teardown_volume)
+{
+	probe_suite();
+	cr_assert_not(orh_rootfs_fallback_active());
+}
+
+Test(rootfs_mounts, probe_seccomp_enosys, .init = setup_volume, .fini = teardown_volume)
+{
+	openat2_enosys();
+	probe_suite();
+	cr_assert(orh_rootfs_fallback_active(), "ENOSYS must switch to the fallback");
+}
+
 /* statx's mount id and the one of /proc/self/fdinfo (used by the walk) agree */
 Test(rootfs_mounts, mount_ids_agree, .init = setup_volume, .fini = teardown_volume)
 {
