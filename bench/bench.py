@@ -25,6 +25,7 @@ import time
 import envfloor
 import fleet
 import floorpaths
+import imageread
 from report import fmt_ms, md_table, pct_ci, plural, ratio_ci, worst
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -669,6 +670,7 @@ def main():
         b.bench_sync()
         fleet.floor(b)
         floorpaths.path_floors(b)
+        imageread.hostile(b)
         fleet.steps(b)
         fleet.sweep(b)
         b.bench_rss()

@@ -72,6 +72,43 @@ def elf(defines=(), needs=()):
     return bytes(data)
 
 
+def crafted_elf():
+    """A hostile ELF file of about 16 KiB: 127 section headers, 124 of them version-need
+    sections over the same 8 KiB, each of 256 entries of 256 names, every entry and name
+    overlapping the next (each 16-byte record reads as both); a last, plain one needs
+    IBVERBS_PRIVATE_25. Walked one entry at a time from the file it is 8 million names."""
+    # each 16-byte record is a Verneed (vn_version 1, vn_cnt 256, vn_file, vn_aux 16,
+    # vn_next 16) and a Vernaux whose vna_name (vn_aux's bytes: 16) and vna_next (16) are
+    # the same numbers: the string table holds GLIBC_2.2.5 at 16
+    strtab = b'\0libibverbs.so.\0GLIBC_2.2.5\0IBVERBS_PRIVATE_25\0'
+    assert strtab.index(b'GLIBC_2.2.5') == 16
+    private_at = strtab.index(b'IBVERBS_PRIVATE_25')
+    rec = struct.pack('<HHIII', 1, 256, 1, 16, 16)
+    records = rec * 512
+    plain = struct.pack('<HHIII', 1, 1, 1, 16, 0) + struct.pack('<IHHII', 0, 0, 2, private_at, 0)
+    data = bytearray(64)
+    str_off = len(data)
+    data += strtab + b'\0' * (-len(strtab) % 8)
+    rec_off = len(data)
+    data += records
+    plain_off = len(data)
+    data += plain
+    shoff = len(data)
+    shdrs = [struct.pack('<IIQQQQIIQQ', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+             struct.pack('<IIQQQQIIQQ', 0, SHT_STRTAB, 0, 0, str_off, len(strtab), 0, 0, 1, 0)]
+    for _ in range(124):
+        shdrs.append(struct.pack('<IIQQQQIIQQ', 0, SHT_VERNEED, 0, 0, rec_off, len(records),
+                                 1, 255, 8, 0))
+    shdrs.append(struct.pack('<IIQQQQIIQQ', 0, SHT_VERNEED, 0, 0, plain_off, len(plain), 1, 0,
+                             8, 0))
+    data += b''.join(shdrs)
+    ehdr = b'\x7fELF' + bytes([2, 1, 1, 0]) + b'\0' * 8
+    ehdr += struct.pack('<HHIQQQIHHHHHH', 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64,
+                        len(shdrs), 0)
+    data[:64] = ehdr
+    return bytes(data)
+
+
 def libcmp(a, b):
     """glibc's order of names in ld.so.cache: digit runs by value."""
     i = j = 0
@@ -103,17 +140,17 @@ def ldcache(entries, flags=0x0303):
     import functools
     entries = sorted(entries, key=functools.cmp_to_key(lambda x, y: libcmp(y[0], x[0])))
     head = 48 + 24 * len(entries)
-    strings = b''
-    recs = b''
+    strings, recs, slen = [], [], 0
     for name, path in entries:
-        k = head + len(strings)
-        strings += name.encode() + b'\0'
-        v = head + len(strings)
-        strings += path.encode() + b'\0'
-        recs += struct.pack('<iIIIQ', flags, k, v, 0, 0)
-    hdr = b'glibc-ld.so.cache1.1' + struct.pack('<IIB3xI3I', len(entries), len(strings), 0,
+        key, value = name.encode() + b'\0', path.encode() + b'\0'
+        k = head + slen
+        v = k + len(key)
+        strings += [key, value]
+        slen += len(key) + len(value)
+        recs.append(struct.pack('<iIIIQ', flags, k, v, 0, 0))
+    hdr = b'glibc-ld.so.cache1.1' + struct.pack('<IIB3xI3I', len(entries), slen, 0,
                                                  0, 0, 0, 0)
-    return hdr + recs + strings
+    return hdr + b''.join(recs) + b''.join(strings)
 
 
 class Tree:
@@ -262,10 +299,50 @@ def rxe_only_utils(t):
     t.driver('mlx5')
 
 
+def with_libc(t):
+    """debian's, with a glibc of its own: a libc.so.6 defining up to GLIBC_2.36."""
+    debian(t)
+    t.write(f'/{MULTI}/libc.so.6', elf(defines=['GLIBC_2.2.5', 'GLIBC_2.34', 'GLIBC_2.36']))
+
+
+CRAFTED_PROVIDERS = ['mlx5', 'rxe', 'efa', 'erdma', 'irdma', 'bnxt_re', 'qedr', 'hns']
+
+
+def crafted(t):
+    """with_libc's, its libc.so.6 and eight providers (mlx5 first), each named by a driver
+    file, the crafted ELF file."""
+    with_libc(t)
+    for name in CRAFTED_PROVIDERS:
+        t.write(f'/{MULTI}/libibverbs/lib{name}-rdmav34.so', crafted_elf())
+        if not os.path.exists(t.path(f'/etc/libibverbs.d/{name}.driver')):
+            t.driver(name)
+    t.write(f'/{MULTI}/libc.so.6', crafted_elf())
+
+
+def cache_walk(t):
+    """debian's, its loader's cache 65536 entries of libibverbs.so.1, none of this
+    machine's kind: a lookup walks every one."""
+    debian(t)
+    os.unlink(t.path('/etc/ld.so.cache'))
+    t.write('/etc/ld.so.cache', ldcache([('libibverbs.so.1', '/nowhere/libibverbs.so.1')] *
+                                        65536, flags=0x0003))
+
+
+def abi_overflow(t):
+    """libibverbs defining IBVERBS_PRIVATE_000000333960: a number past the bound; and in
+    /abi, a library defining each of a few such names (the file's name is the number)."""
+    t.verbs(MULTI, abi='000000333960')
+    t.provider(MULTI, 'rxe')
+    t.driver('rxe')
+    for n in ('0034', '99999', '100000', '000000333960', '4294967296'):
+        t.write(f'/abi/{n}', elf(defines=[f'IBVERBS_PRIVATE_{n}']))
+
+
 LAYOUTS = {
     'debian': debian, 'rhel': rhel, 'mofed': mofed, 'empty': empty, 'nccl': nccl,
     'broken-cache': broken_cache, 'abi-mismatch': abi_mismatch, 'hostile': hostile,
-    'no-rxe': rxe_only_utils, 'ldpath': ldpath,
+    'no-rxe': rxe_only_utils, 'ldpath': ldpath, 'libc': with_libc, 'crafted': crafted,
+    'cache-walk': cache_walk, 'abi-overflow': abi_overflow,
 }
 
 

@@ -272,17 +272,18 @@ Test(image, the_hosts_own_cache_finds_its_libibverbs)
 	int lib;
 
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(orh_ldcache_lookup(fd, "libibverbs.so.1", path, sizeof(path), &why), 1,
+	cr_assert_eq(orh_ldcache_lookup(fd, "libibverbs.so.1", path, sizeof(path), NULL, &why), 1,
 		     "%s", why ? why : "");
 	cr_assert(strstr(path, "/libibverbs.so.1"), "%s", path);
-	cr_assert_eq(orh_ldcache_lookup(fd, "libc.so.6", path, sizeof(path), &why), 1);
-	cr_assert_eq(orh_ldcache_lookup(fd, "libnothere.so.7", path, sizeof(path), &why), 0);
+	cr_assert_eq(orh_ldcache_lookup(fd, "libc.so.6", path, sizeof(path), NULL, &why), 1);
+	cr_assert_eq(orh_ldcache_lookup(fd, "libnothere.so.7", path, sizeof(path), NULL, &why), 0);
 	close(fd);
 	lib = open("/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so", O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(lib, 0);
-	cr_assert_eq(orh_elf_private_abi(lib, false, &abi), 0);
+	cr_assert_eq(orh_elf_private_abi(lib, false, &abi, NULL), 0);
 	cr_assert_eq(abi, 34);
-	cr_assert_eq(orh_elf_private_abi(lib, true, &abi), -ENOENT, "a provider defines none");
+	cr_assert_eq(orh_elf_private_abi(lib, true, &abi, NULL), -ENOENT,
+		     "a provider defines none");
 	close(lib);
 }
 
@@ -333,10 +334,10 @@ Test(image, the_old_cache_format_and_the_compat_one)
 	memcpy(buf + 16, e, sizeof(e));
 	memcpy(buf + len, strs, sizeof(strs));
 	fd = memfile(buf, len + sizeof(strs));
-	cr_assert_eq(orh_ldcache_lookup(fd, "libibverbs.so.1", path, sizeof(path), &why), 1,
+	cr_assert_eq(orh_ldcache_lookup(fd, "libibverbs.so.1", path, sizeof(path), NULL, &why), 1,
 		     "%s", why ? why : "");
 	cr_assert_str_eq(path, "/lib/libibverbs.so.1");
-	cr_assert_eq(orh_ldcache_lookup(fd, "libc.so.6", path, sizeof(path), &why), 1);
+	cr_assert_eq(orh_ldcache_lookup(fd, "libc.so.6", path, sizeof(path), NULL, &why), 1);
 	cr_assert_str_eq(path, "/lib/libc.so.6");
 	close(fd);
 	/* a new-format header after the old entries (aligned to 8): the loader reads that one,
@@ -344,11 +345,11 @@ Test(image, the_old_cache_format_and_the_compat_one)
 	memset(buf + len, 0, sizeof(buf) - len);
 	memcpy(buf + len, "glibc-ld.so.cache1.1", 20);
 	fd = memfile(buf, len + 48);
-	cr_assert_eq(orh_ldcache_lookup(fd, "libibverbs.so.1", path, sizeof(path), &why), 0);
+	cr_assert_eq(orh_ldcache_lookup(fd, "libibverbs.so.1", path, sizeof(path), NULL, &why), 0);
 	close(fd);
 	/* not a cache */
 	fd = memfile("ld.so-1.7", 9);
-	cr_assert_eq(orh_ldcache_lookup(fd, "libc.so.6", path, sizeof(path), &why), -EINVAL);
+	cr_assert_eq(orh_ldcache_lookup(fd, "libc.so.6", path, sizeof(path), NULL, &why), -EINVAL);
 	cr_assert_not_null(why);
 	close(fd);
 }
@@ -362,7 +363,7 @@ Test(image, the_hosts_libibverbs_needs_libnl_and_glibc_and_libc_defines_its_vers
 	bool nl = false, nl_route = false;
 
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(orh_elf_deps(fd, &deps), 0);
+	cr_assert_eq(orh_elf_deps(fd, &deps, NULL), 0);
 	close(fd);
 	for (size_t i = 0; i < deps.n_needed; i++) {
 		nl = nl || !strcmp(deps.needed[i], "libnl-3.so.200");
@@ -373,7 +374,7 @@ Test(image, the_hosts_libibverbs_needs_libnl_and_glibc_and_libc_defines_its_vers
 	cr_assert_eq(deps.glibc_defines, 0);
 	fd = open("/usr/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(orh_elf_deps(fd, &deps), 0);
+	cr_assert_eq(orh_elf_deps(fd, &deps, NULL), 0);
 	close(fd);
 	/* Debian 12's glibc is 2.36 */
 	cr_assert_geq(deps.glibc_defines, 23600, "%u", deps.glibc_defines);
@@ -424,9 +425,10 @@ Test(image, a_merged_cache_glibc_reads_with_the_supplied_libibverbs_first)
 	cr_assert_eq(write(out, data, len), (ssize_t)len);
 	/* our own reader: ours, and the host's other libraries where they were */
 	lseek(out, 0, SEEK_SET);
-	cr_assert_eq(orh_ldcache_lookup(out, "libibverbs.so.1", found, sizeof(found), &why), 1);
+	cr_assert_eq(orh_ldcache_lookup(out, "libibverbs.so.1", found, sizeof(found), NULL, &why),
+		     1);
 	cr_assert_str_eq(found, "/run/oci-rdma-hook/lib/libibverbs.so.1");
-	cr_assert_eq(orh_ldcache_lookup(out, "libc.so.6", found, sizeof(found), &why), 1);
+	cr_assert_eq(orh_ldcache_lookup(out, "libc.so.6", found, sizeof(found), NULL, &why), 1);
 	cr_assert(strstr(found, "libc.so.6"), "%s", found);
 	close(out);
 	close(fd);
@@ -444,4 +446,105 @@ Test(image, a_merged_cache_glibc_reads_with_the_supplied_libibverbs_first)
 	unlink(path);
 	cr_assert_eq(ours_first, 1, "libibverbs.so.1: %u entries, ours not first", seen);
 	cr_assert_eq(seen, 2, "the host's own entry of that name follows ours: %u", seen);
+}
+
+/* ---- the budget ------------------------------------------------------------------------ */
+
+Test(image, a_crafted_image_is_read_once_and_stops_at_its_budgets)
+{
+	static const char *const want[] = { "mlx5", "rxe", "efa", "erdma",
+					    "irdma", "bnxt_re", "qedr", "hns" };
+	static const char *const mlx5 = "/usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so";
+	struct orh_read_cost plain;
+	struct orh_host_stack hs;
+	struct stat st;
+	char over[512];
+	int host = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	make("libc", false);
+	read_image(want, 1, NULL, 0);
+	plain = img.cost.all;
+	cr_assert_str_eq(img.over, "");
+	cleanup();
+	make("crafted", false);
+	read_image(want, 1, NULL, 0);
+	dump();
+	fprintf(stderr, "plain: %lu reads, %lu bytes, %lu entries; crafted: %lu, %lu, %lu\n",
+		plain.reads, plain.bytes, plain.entries, img.cost.all.reads, img.cost.all.bytes,
+		img.cost.all.entries);
+	/* its sections read once each, whole: the file's bytes at most, in a few reads */
+	cr_assert_eq(fstatat(rootfd, mlx5 + 1, &st, 0), 0);
+	cr_assert_leq(img.cost.all.reads, 2 * plain.reads);
+	cr_assert_leq(img.cost.all.bytes, plain.bytes + (unsigned long)st.st_size);
+	/* its walk stopped at the file's budget, said, the file taken as libibverbs would take
+	 * one whose need it cannot tell */
+	cr_assert_geq(img.cost.all.entries, ORH_IMAGE_FILE_ENTRIES);
+	cr_assert_leq(img.cost.all.entries, plain.entries + ORH_IMAGE_FILE_ENTRIES, "%lu entries",
+		      img.cost.all.entries);
+	snprintf(over, sizeof(over), "'%s': reading stopped at the budget of 2048 entries walked "
+		 "in one file", mlx5);
+	cr_assert_str_eq(img.over, over);
+	cr_assert_eq(prov("mlx5")->state, ORH_PROVIDER_FOUND);
+	/* eight such providers: the image's budget is spent at the fourth, every file after
+	 * is unreadable */
+	orh_image_free(&img);
+	read_image(want, 8, NULL, 0);
+	cr_assert_leq(img.cost.all.entries, ORH_IMAGE_ENTRIES);
+	cr_assert(noted("libhns-rdmav34.so': reading stopped at the budget of 8192 entries walked "
+			"in the image"), "the image's own budget");
+	/* the supply: the image's libc.so.6 past its budget is unreadable, and why */
+	orh_supply_read(host, rootfd, want, 1, NULL, 0, &hs);
+	close(host);
+	cr_assert_eq(hs.image_glibc, 0);
+	cr_assert_str_eq(hs.image_over, "'/usr/lib/x86_64-linux-gnu/libc.so.6': reading stopped "
+			 "at the budget of 2048 entries walked in one file");
+	orh_supply_free(&hs);
+}
+
+Test(image, a_cache_lookup_past_its_budget_says_which)
+{
+	struct orh_read_budget b = { 0 };
+	char path[256];
+	const char *why = NULL;
+	struct stat st;
+	int fd;
+
+	make("cache-walk", false);
+	cr_assert_eq(orh_rootfs_open_file(rootfd, "/etc/ld.so.cache", &fd, &st), 0);
+	cr_assert_eq(orh_ldcache_lookup(fd, "libibverbs.so.1", path, sizeof(path), &b, &why),
+		     -EDQUOT);
+	cr_assert_str_eq(why, "128 reads of one file");
+	cr_assert_str_eq(b.over, why);
+	cr_assert_eq(b.file.reads, ORH_IMAGE_FILE_READS, "%lu", b.file.reads);
+	/* a name looked up apart from the repeated one: a few reads, on the file's new count */
+	cr_assert_eq(orh_ldcache_lookup(fd, "libc.so.6", path, sizeof(path), &b, &why), 0);
+	cr_assert_null(b.over);
+	cr_assert_leq(b.file.reads, 2 * 17 + 4, "%lu", b.file.reads);
+	close(fd);
+}
+
+Test(image, the_private_abi_is_bounded_before_its_multiply)
+{
+	static const struct {
+		const char *file;
+		int r;
+		unsigned abi;
+	} cases[] = {
+		{ "/abi/0034", 0, 34 },          { "/abi/99999", 0, ORH_ELF_MAX_ABI },
+		{ "/abi/100000", -ENOENT, 0 },   { "/abi/000000333960", -ENOENT, 0 },
+		{ "/abi/4294967296", -ENOENT, 0 },
+	};
+
+	make("abi-overflow", false);
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(cases); i++) {
+		unsigned abi = 0;
+		struct stat st;
+		int fd = -1;
+
+		cr_assert_eq(orh_rootfs_open_file(rootfd, cases[i].file, &fd, &st), 0);
+		cr_assert_eq(orh_elf_private_abi(fd, true, &abi, NULL), cases[i].r, "%s",
+			     cases[i].file);
+		cr_assert_eq(abi, cases[i].abi, "%s: %u", cases[i].file, abi);
+		close(fd);
+	}
 }

@@ -464,3 +464,26 @@ Test(image_check, supply_none_where_the_node_has_no_provider_or_the_image_its_ow
 	cr_assert_not(d.supply.wanted);
 	cr_assert_not_null(warning("NCCL in this container will not use mlx5_0"));
 }
+
+Test(image_check, a_file_read_past_its_budget_is_warned_of_naming_it_and_the_budget)
+{
+	struct orh_host_stack stack = { .read = true };
+
+	provider("mlx5", ORH_PROVIDER_FOUND);
+	snprintf(img.over, sizeof(img.over), "'/usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-"
+		 "rdmav34.so': reading stopped at the budget of 2048 entries walked in one file");
+	decide(ORH_ACT_DEFAULT);
+	cr_assert_eq(d.image_verdict.warnings.n, 1);
+	cr_assert(warning("the image was read in part: '/usr/lib/x86_64-linux-gnu/libibverbs/"
+			  "libmlx5-rdmav34.so': reading stopped at the budget of 2048 entries "
+			  "walked in one file; that file was taken as unreadable"), "%s",
+		  d.image_verdict.warnings.v[0]);
+	/* the image's libc.so.6, read for the supply */
+	img.over[0] = '\0';
+	snprintf(stack.image_over, sizeof(stack.image_over), "'/usr/lib/x86_64-linux-gnu/"
+		 "libc.so.6': reading stopped at the budget of 2048 entries walked in one file");
+	orh_decide_image(&cfg, &img, &stack, &d);
+	cr_assert_eq(d.image_verdict.warnings.n, 1);
+	cr_assert(warning("the image's glibc was not read: '/usr/lib/x86_64-linux-gnu/libc.so.6': "
+			  "reading stopped at the budget of 2048 entries walked in one file"));
+}

@@ -593,7 +593,8 @@ static int cache_child(void *p)
 		return cache_fail(a, -r, "opening /etc/ld.so.cache");
 	r = orh_ldcache_merge(old, add, n, &data, &len, &why);
 	if (r == -EINVAL) {
-		/* a cache its loader does not read either: ours alone */
+		/* a cache its loader does not read either, or one that merged would be past the
+		 * reader's limit: ours alone */
 		r = orh_ldcache_merge(-1, add, n, &data, &len, &why);
 	}
 	if (r < 0)

@@ -274,6 +274,8 @@ void orh_decide_image(const struct orh_config *cfg, const struct orh_image *img,
 		      const struct orh_host_stack *hs, struct orh_decision *d)
 {
 	struct orh_image_verdict *v = &d->image_verdict;
+	char esc_over[ORH_IMAGE_PATH_MAX * 4];
+	bool asked, closed;
 
 	orh_strv_free(&v->warnings);
 	memset(v, 0, sizeof(*v));
@@ -294,13 +296,27 @@ void orh_decide_image(const struct orh_config *cfg, const struct orh_image *img,
 				       d->supply.why_not);
 	}
 	warn_nccl(cfg, img, d, v);
+	/* a file whose reading stopped at its budget was taken as unreadable: said */
+	if (img->over[0])
+		orh_strv_pushf(&v->warnings, "the image was read in part: %s; that file was taken "
+			       "as unreadable", esc(img->over, esc_over));
+	if (hs && hs->read && hs->image_over[0])
+		orh_strv_pushf(&v->warnings, "the image's glibc was not read: %s",
+			       esc(hs->image_over, esc_over));
 	/* a container that asked and can use none of the devices it is given: refused under
-	 * image_check = fail, or on_error = fail where image_check is not set */
-	if (v->n_devs && !v->usable && d->act == ORH_ACT_REQUESTED &&
-	    (cfg->image_check == ORH_IMAGE_CHECK_FAIL ||
-	     (cfg->image_check == ORH_IMAGE_CHECK_DEFAULT && cfg->on_error == ORH_ON_ERROR_FAIL))) {
+	 * image_check = fail, or on_error = fail where image_check is not set; under
+	 * nccl_fail_closed and on_error = fail, one that asked or holds RDMA devices (rule 8)
+	 * too, whatever image_check says: its NCCL would otherwise run over sockets */
+	asked = d->act == ORH_ACT_REQUESTED &&
+		(cfg->image_check == ORH_IMAGE_CHECK_FAIL ||
+		 (cfg->image_check == ORH_IMAGE_CHECK_DEFAULT &&
+		  cfg->on_error == ORH_ON_ERROR_FAIL));
+	closed = cfg->nccl_fail_closed && cfg->on_error == ORH_ON_ERROR_FAIL &&
+		 (d->act == ORH_ACT_REQUESTED || d->plan.given_any);
+	if (v->n_devs && !v->usable && (asked || closed)) {
 		v->refuses = true;
 		snprintf(v->refusal, sizeof(v->refusal), "the image can use none of the RDMA "
-			 "devices given: %s", v->warnings.n ? v->warnings.v[0] : "");
+			 "devices given%s: %s", asked ? "" : " (nccl_fail_closed)",
+			 v->warnings.n ? v->warnings.v[0] : "");
 	}
 }

@@ -25,6 +25,7 @@
 
 #include "orh/image.h"
 #include "orh/rootfs.h"
+#include "image_elf.h"
 
 #if defined(__x86_64__)
 #define MULTIARCH "x86_64-linux-gnu"
@@ -195,10 +196,12 @@ static bool loader_find(struct reader *rd, const char *name, char *out, size_t s
 			rd->cachefd = -1;
 	}
 	if (rd->cachefd >= 0) {
-		r = orh_ldcache_lookup(rd->cachefd, name, out, size, &why);
+		r = orh_ldcache_lookup(rd->cachefd, name, out, size, &rd->img->cost, &why);
 		if (r < 0) {
-			orh_strv_pushf(&rd->img->notes, "/etc/ld.so.cache: %s: the loader's own "
-				       "directories were searched", why ? why : "not readable");
+			if (!orh_image_over(rd->img, r, "/etc/ld.so.cache"))
+				orh_strv_pushf(&rd->img->notes, "/etc/ld.so.cache: %s: the "
+					       "loader's own directories were searched",
+					       why ? why : "not readable");
 			close(rd->cachefd);
 			rd->cachefd = -1;
 		} else if (r == 1 && out[0] == '/' && exists(rd, out)) {
@@ -326,11 +329,14 @@ static bool library_fits(struct reader *rd, const char *path, struct orh_image_p
 {
 	_cleanup_close_ int fd = -1;
 	unsigned need = 0;
+	int r;
 
 	if (open_file(rd, path, &fd) < 0)
 		return false;
 	snprintf(p->library, sizeof(p->library), "%s", path);
-	if (!rd->img->abi || orh_elf_private_abi(fd, false, &need) < 0 || need == rd->img->abi)
+	r = rd->img->abi ? orh_elf_private_abi(fd, false, &need, &rd->img->cost) : 0;
+	/* a need not told (not an ELF file read here, or past its budget): libibverbs tries */
+	if (!rd->img->abi || orh_image_over(rd->img, r, path) || r < 0 || need == rd->img->abi)
 		return true;
 	snprintf(p->other, sizeof(p->other), "%s", path);
 	p->other_abi = need;
@@ -419,8 +425,8 @@ static void read_verbs(struct reader *rd, const char *const *providers, size_t n
 	if (loader_find(rd, "libibverbs.so.1", img->verbs, sizeof(img->verbs),
 			&img->verbs_from_cache)) {
 		if (open_file(rd, img->verbs, &fd) == 0) {
-			r = orh_elf_private_abi(fd, true, &img->abi);
-			if (r < 0)
+			r = orh_elf_private_abi(fd, true, &img->abi, &img->cost);
+			if (r < 0 && !orh_image_over(rd->img, r, img->verbs))
 				orh_strv_pushf(&img->notes, "'%s': %s: its private ABI is not told",
 					       img->verbs, r == -ENOENT ? "no IBVERBS_PRIVATE_ "
 					       "version" : "not an ELF file read here");
@@ -690,11 +696,13 @@ static bool file_needs(struct reader *rd, struct orh_host_stack *hs, struct orh_
 		snprintf(hs->why, sizeof(hs->why), "'%s' cannot be opened", f->host);
 		return false;
 	}
-	r = orh_elf_deps(fd, &deps);
+	r = orh_elf_deps(fd, &deps, &rd->img->cost);
 	if (r < 0) {
-		snprintf(hs->why, sizeof(hs->why), "'%s': %s", f->host,
-			 r == -E2BIG ? "more libraries needed than are read" : "not an ELF "
-			 "library read here");
+		snprintf(hs->why, sizeof(hs->why), "'%s': %s%s", f->host,
+			 r == -E2BIG ? "more libraries needed than are read" : r == -EDQUOT ?
+			 "reading stopped at the budget of " : "not an ELF library read here",
+			 r == -EDQUOT ? rd->img->cost.over : "");
+		orh_image_over(rd->img, r, f->host);
 		return false;
 	}
 	f->glibc = deps.glibc_needs;
@@ -736,6 +744,7 @@ void orh_supply_read(int hostfd, int rootfd, const char *const *providers, size_
 	_cleanup_close_ int fd = -1;
 	struct orh_elf_deps deps;
 	bool ok, cache;
+	int r;
 
 	memset(hs, 0, sizeof(*hs));
 	hs->read = true;
@@ -767,10 +776,16 @@ void orh_supply_read(int hostfd, int rootfd, const char *const *providers, size_
 	image.img = &scratch;
 	image.ld_library_path = env_get(env, n_env, "LD_LIBRARY_PATH");
 	if (loader_find(&image, "libc.so.6", hs->image_libc, sizeof(hs->image_libc), &cache) &&
-	    open_file(&image, hs->image_libc, &fd) == 0 && orh_elf_deps(fd, &deps) == 0)
-		hs->image_glibc = deps.glibc_defines;
+	    open_file(&image, hs->image_libc, &fd) == 0) {
+		r = orh_elf_deps(fd, &deps, &scratch.cost);
+		if (r == 0)
+			hs->image_glibc = deps.glibc_defines;
+		orh_image_over(image.img, r, hs->image_libc);
+	}
 	if (image.cachefd >= 0)
 		close(image.cachefd);
+	/* the image's libc.so.6, or its cache, past a budget: unreadable, and why */
+	snprintf(hs->image_over, sizeof(hs->image_over), "%s", scratch.over);
 	hs->host.opens += scratch.opens;
 	orh_image_free(&scratch);
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The loader's cache and the ELF version tables (include/orh/image.h): both read in small
- * pieces at known offsets (pread), never whole, every offset checked against the file's
- * size, every loop bounded.
+ * The ELF version tables and needs (include/orh/image.h), and the budget every read of an
+ * image's files is counted against (struct orh_read_budget; the loader's cache is
+ * image_cache.c). An ELF file's section headers and each section it walks are read once,
+ * whole, and walked in memory, every offset checked against what was read, every loop
+ * bounded.
  */
 #include <elf.h>
 #include <errno.h>
@@ -14,217 +16,102 @@
 #include <unistd.h>
 
 #include "orh/image.h"
+#include "image_elf.h"
 
-#define NAME_READ 256 /* a library name or a version name, read at most */
+#define NAME_READ 256 /* a version name, read at most */
 
 static bool is_digit(char c)
 {
 	return c >= '0' && c <= '9';
 }
 
-/* Names sort as glibc's ldconfig sorts them: runs of digits by their value, the rest by
- * byte, a digit after any other byte. */
-int orh_ldcache_cmp(const char *a, const char *b)
-{
-	while (*a) {
-		if (is_digit(*a) && is_digit(*b)) {
-			unsigned long va = 0, vb = 0;
+/* ---- the budget -------------------------------------------------------------------- */
 
-			while (is_digit(*a))
-				va = va * 10 + (unsigned long)(*a++ - '0');
-			while (is_digit(*b))
-				vb = vb * 10 + (unsigned long)(*b++ - '0');
-			if (va != vb)
-				return va < vb ? -1 : 1;
-		} else if (is_digit(*a)) {
-			return 1;
-		} else if (is_digit(*b)) {
-			return -1;
-		} else if (*a != *b) {
-			return (unsigned char)*a - (unsigned char)*b;
-		} else {
-			a++;
-			b++;
-		}
-	}
-	return *b ? -1 : 0;
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x)
+
+/* A file's reading starts: its count from zero, a budget it passed forgotten (the image's
+ * is found spent again at its first read). */
+struct orh_read_budget *orh_budget_file(struct orh_read_budget *b)
+{
+	memset(&b->file, 0, sizeof(b->file));
+	b->over = NULL;
+	return b;
 }
 
-static bool pread_all(int fd, void *buf, size_t len, uint64_t off, uint64_t size)
+/* Spend reads, bytes and entries, or, where that would pass a budget, nothing: false. */
+bool orh_budget_spend(struct orh_read_budget *b, unsigned long reads, unsigned long bytes,
+		      unsigned long entries)
 {
-	ssize_t n;
+	struct orh_read_cost *f = &b->file, *a = &b->all;
 
-	if (off > size || len > size - off)
+	if (b->over)
 		return false;
-	n = pread(fd, buf, len, (off_t)off);
-	return n == (ssize_t)len;
+	if (f->reads + reads > ORH_IMAGE_FILE_READS)
+		b->over = TEXT(ORH_IMAGE_FILE_READS) " reads of one file";
+	else if (f->bytes + bytes > ORH_IMAGE_FILE_BYTES)
+		b->over = TEXT(ORH_IMAGE_FILE_BYTES) " bytes read of one file";
+	else if (f->entries + entries > ORH_IMAGE_FILE_ENTRIES)
+		b->over = TEXT(ORH_IMAGE_FILE_ENTRIES) " entries walked in one file";
+	else if (a->reads + reads > ORH_IMAGE_READS)
+		b->over = TEXT(ORH_IMAGE_READS) " reads of the image";
+	else if (a->bytes + bytes > ORH_IMAGE_BYTES)
+		b->over = TEXT(ORH_IMAGE_BYTES) " bytes read of the image";
+	else if (a->entries + entries > ORH_IMAGE_ENTRIES)
+		b->over = TEXT(ORH_IMAGE_ENTRIES) " entries walked in the image";
+	if (b->over)
+		return false;
+	f->reads += reads;
+	f->bytes += bytes;
+	f->entries += entries;
+	a->reads += reads;
+	a->bytes += bytes;
+	a->entries += entries;
+	return true;
 }
 
-/* The NUL-terminated string at off (below end), into out. */
-static bool read_name(int fd, uint64_t off, uint64_t end, char *out, size_t size)
+/* len bytes at off of a file of size bytes: 0; -EINVAL: not all there; -EDQUOT. */
+int orh_pread_counted(int fd, void *buf, size_t len, uint64_t off, uint64_t size,
+		      struct orh_read_budget *b)
 {
-	size_t want = size - 1;
-	ssize_t n;
+	if (off > size || len > size - off)
+		return -EINVAL;
+	if (!orh_budget_spend(b, 1, len, 0))
+		return -EDQUOT;
+	return pread(fd, buf, len, (off_t)off) == (ssize_t)len ? 0 : -EINVAL;
+}
+
+/* The NUL-terminated string at off of the bytes [0, end) of mem into out (at most size - 1
+ * bytes; one that runs to end without a NUL is taken as it is): false when it does not fit
+ * or off is past end. */
+bool orh_mem_name(const char *mem, uint64_t end, uint64_t off, char *out, size_t size)
+{
+	size_t want = size - 1, n;
+	const char *nul;
 
 	if (off >= end)
 		return false;
 	if (want > end - off)
 		want = (size_t)(end - off);
-	n = pread(fd, out, want, (off_t)off);
-	if (n <= 0)
+	nul = memchr(mem + off, '\0', want);
+	if (!nul && want == size - 1)
 		return false;
+	n = nul ? (size_t)(nul - (mem + off)) : want;
+	memcpy(out, mem + off, n);
 	out[n] = '\0';
-	return memchr(out, '\0', (size_t)n) != NULL || (size_t)n < want;
+	return true;
 }
 
-/* ---- ld.so.cache -------------------------------------------------------------- */
-
-#define OLD_MAGIC "ld.so-1.7.0"
-#define NEW_MAGIC "glibc-ld.so.cache1.1"
-#define OLD_HEADER 16u   /* magic[11], padding, nlibs */
-#define OLD_ENTRY 12u    /* flags, key, value */
-#define NEW_HEADER 48u   /* magic+version[20], nlibs, len_strings, flags, ..., unused[3] */
-#define NEW_ENTRY 24u    /* flags, key, value, osversion, hwcap */
-
-/* This machine's libraries in the cache: FLAG_ELF_LIBC6 and the word size's flag. */
-#if defined(__x86_64__)
-#define CACHE_FLAGS 0x0303
-#elif defined(__aarch64__)
-#define CACHE_FLAGS 0x0a03
-#elif defined(__powerpc64__)
-#define CACHE_FLAGS 0x0503
-#else
-#define CACHE_FLAGS 0x0003
-#endif
-
-struct ldcache {
-	int fd;
-	uint64_t size;
-	uint64_t entries;   /* offset of the first entry */
-	uint32_t nlibs;
-	uint32_t entry;     /* an entry's size */
-	uint64_t strings;   /* what key and value offsets count from */
-};
-
-static bool entry_at(const struct ldcache *c, uint32_t i, int32_t *flags, char *key,
-		     size_t ksize, uint32_t *value)
+bool orh_image_over(struct orh_image *img, int r, const char *path)
 {
-	uint32_t e[3];
-
-	if (!pread_all(c->fd, e, sizeof(e), c->entries + (uint64_t)i * c->entry, c->size))
+	if (r != -EDQUOT)
 		return false;
-	*flags = (int32_t)e[0];
-	*value = e[2];
-	return read_name(c->fd, c->strings + e[1], c->size, key, ksize);
-}
-
-static int ldcache_open(int fd, struct ldcache *c, const char **why)
-{
-	struct stat st;
-	char magic[24];
-	uint32_t n = 0;
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	c->fd = fd;
-	c->size = (uint64_t)st.st_size;
-	if (c->size > ORH_LDCACHE_MAX_BYTES) {
-		*why = "larger than the limit";
-		return -EINVAL;
-	}
-	if (!pread_all(fd, magic, sizeof(magic), 0, c->size)) {
-		*why = "too short for a header";
-		return -EINVAL;
-	}
-	if (!memcmp(magic, OLD_MAGIC, strlen(OLD_MAGIC))) {
-		uint64_t next;
-
-		if (!pread_all(fd, &n, 4, 12, c->size) || n > ORH_LDCACHE_MAX_LIBS) {
-			*why = "a bad count of libraries";
-			return -EINVAL;
-		}
-		c->nlibs = n;
-		c->entries = OLD_HEADER;
-		c->entry = OLD_ENTRY;
-		c->strings = OLD_HEADER + (uint64_t)n * OLD_ENTRY;
-		/* the new format, where ldconfig wrote both, follows aligned to 8: the
-		 * loader reads that one */
-		next = (c->strings + 7) & ~(uint64_t)7;
-		if (!pread_all(fd, magic, sizeof(magic), next, c->size) ||
-		    memcmp(magic, NEW_MAGIC, strlen(NEW_MAGIC))) {
-			if (c->strings > c->size) {
-				*why = "truncated";
-				return -EINVAL;
-			}
-			return 0;
-		}
-		c->strings = next;
-	} else if (!memcmp(magic, NEW_MAGIC, strlen(NEW_MAGIC))) {
-		c->strings = 0;
-	} else {
-		*why = "no ld.so.cache magic";
-		return -EINVAL;
-	}
-	if (!pread_all(fd, &n, 4, c->strings + 20, c->size) || n > ORH_LDCACHE_MAX_LIBS) {
-		*why = "a bad count of libraries";
-		return -EINVAL;
-	}
-	c->nlibs = n;
-	c->entries = c->strings + NEW_HEADER;
-	c->entry = NEW_ENTRY;
-	if (c->entries + (uint64_t)n * NEW_ENTRY > c->size) {
-		*why = "truncated";
-		return -EINVAL;
-	}
-	return 0;
-}
-
-int orh_ldcache_lookup(int fd, const char *name, char *out, size_t size, const char **why)
-{
-	struct ldcache c = { 0 };
-	char key[NAME_READ];
-	int64_t left = 0, right;
-	int32_t flags = 0;
-	uint32_t value = 0;
-	int r = ldcache_open(fd, &c, why);
-
-	if (r < 0)
-		return r;
-	right = (int64_t)c.nlibs - 1;
-	/* the entries are sorted by name, highest first (the loader's binary search) */
-	while (left <= right) {
-		int64_t mid = left + (right - left) / 2;
-		int cmp;
-
-		if (!entry_at(&c, (uint32_t)mid, &flags, key, sizeof(key), &value)) {
-			*why = "an entry past its end";
-			return -EINVAL;
-		}
-		cmp = orh_ldcache_cmp(name, key);
-		if (cmp == 0) {
-			/* entries of one name are next to each other: the first of this
-			 * machine's kind */
-			while (mid > 0 && entry_at(&c, (uint32_t)(mid - 1), &flags, key,
-						   sizeof(key), &value) && !strcmp(key, name))
-				mid--;
-			for (; mid < (int64_t)c.nlibs; mid++) {
-				if (!entry_at(&c, (uint32_t)mid, &flags, key, sizeof(key),
-					      &value) || strcmp(key, name))
-					break;
-				if ((flags & 0xffff) != CACHE_FLAGS)
-					continue;
-				if (!read_name(fd, c.strings + value, c.size, out, size))
-					break;
-				return 1;
-			}
-			return 0;
-		}
-		if (cmp < 0)
-			left = mid + 1;
-		else
-			right = mid - 1;
-	}
-	return 0;
+	orh_strv_pushf(&img->notes, "'%s': reading stopped at the budget of %s: taken as "
+		       "unreadable", path, img->cost.over);
+	if (!img->over[0])
+		snprintf(img->over, sizeof(img->over), "'%s': reading stopped at the budget of "
+			 "%s", path, img->cost.over);
+	return true;
 }
 
 /* ---- ELF version definitions and needs, and DT_NEEDED ------------------------------ */
@@ -232,88 +119,169 @@ int orh_ldcache_lookup(int fd, const char *name, char *out, size_t size, const c
 #define PRIVATE_PREFIX "IBVERBS_PRIVATE_"
 #define MAX_SECTIONS 128
 #define MAX_VERSIONS 256
+#define MAX_HELD 8       /* sections held in memory at once */
 
-struct strtab {
-	uint64_t off, end;
-};
-
-/* A section of the file, with the string table it links to; the walker's callback. */
-struct section {
+/* An ELF file being read: its section headers, and the sections read so far (each range
+ * of the file read once while held; the oldest let go past MAX_HELD). */
+struct elf {
 	int fd;
-	uint64_t size;            /* the file's */
-	const Elf64_Shdr *sh;
-	struct strtab s;
+	uint64_t size;
+	struct orh_read_budget *b;
+	unsigned shnum;
+	Elf64_Shdr sh[MAX_SECTIONS];
+	struct {
+		uint64_t off, len;
+		char *data;
+	} held[MAX_HELD];
+	size_t n_held;
 };
-typedef int (*section_fn)(const struct section *sec, void *arg);
 
-/* fn for each section of the types wanted (each on its linked string table) until it
- * returns nonzero: that value; 0 when none did; -ENOEXEC for a file that is not a 64-bit
- * little-endian ELF file, or a broken one. */
-static int each_section(int fd, const uint32_t *types, size_t n_types, section_fn fn,
-			void *arg)
+/* The bytes [off, off + len) of the file, read once: 0; -ENOEXEC: not in the file;
+ * -EDQUOT. */
+static int hold(struct elf *e, uint64_t off, uint64_t len, const char **data)
 {
-	Elf64_Ehdr eh;
-	Elf64_Shdr sh, link;
-	struct stat st;
-	struct section sec = { .fd = fd, .sh = &sh };
+	size_t slot = e->n_held % MAX_HELD;
+	char *buf;
 
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	sec.size = (uint64_t)st.st_size;
-	if (!pread_all(fd, &eh, sizeof(eh), 0, sec.size) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
-	    eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum > MAX_SECTIONS)
+	for (size_t i = 0; i < e->n_held && i < MAX_HELD; i++)
+		if (e->held[i].off == off && e->held[i].len == len) {
+			*data = e->held[i].data;
+			return 0;
+		}
+	if (off > e->size || len > e->size - off)
 		return -ENOEXEC;
-	for (unsigned i = 0; i < eh.e_shnum; i++) {
-		bool wanted = false;
-		int r;
-
-		if (!pread_all(fd, &sh, sizeof(sh), eh.e_shoff + (uint64_t)i * sizeof(sh), sec.size))
-			return -ENOEXEC;
-		for (size_t k = 0; k < n_types; k++)
-			wanted = wanted || sh.sh_type == types[k];
-		if (!wanted)
-			continue;
-		if (sh.sh_link >= eh.e_shnum ||
-		    !pread_all(fd, &link, sizeof(link),
-			       eh.e_shoff + (uint64_t)sh.sh_link * sizeof(link), sec.size) ||
-		    link.sh_type != SHT_STRTAB)
-			return -ENOEXEC;
-		sec.s.off = link.sh_offset;
-		sec.s.end = link.sh_offset + link.sh_size;
-		if (sec.s.end < sec.s.off || sec.s.end > sec.size)
-			return -ENOEXEC;
-		r = fn(&sec, arg);
-		if (r)
-			return r;
+	if (!orh_budget_spend(e->b, 1, len, 0))
+		return -EDQUOT;
+	buf = orh_xmalloc(len ? (size_t)len : 1);
+	if (pread(e->fd, buf, (size_t)len, (off_t)off) != (ssize_t)len) {
+		free(buf);
+		return -ENOEXEC;
 	}
+	free(e->held[slot].data);
+	e->held[slot].off = off;
+	e->held[slot].len = len;
+	e->held[slot].data = buf;
+	e->n_held++;
+	*data = buf;
 	return 0;
 }
 
+static void elf_close(struct elf *e)
+{
+	for (size_t i = 0; i < MAX_HELD; i++)
+		free(e->held[i].data);
+}
+
+/* The header and the section headers, in two reads: 0; -ENOEXEC: not a 64-bit
+ * little-endian ELF file, or a broken one; -EDQUOT. */
+static int elf_open(struct elf *e, int fd, struct orh_read_budget *b)
+{
+	Elf64_Ehdr eh;
+	struct stat st;
+	int r;
+
+	memset(e, 0, sizeof(*e));
+	e->fd = fd;
+	e->b = b;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	e->size = (uint64_t)st.st_size;
+	r = orh_pread_counted(fd, &eh, sizeof(eh), 0, e->size, b);
+	if (r < 0)
+		return r == -EDQUOT ? r : -ENOEXEC;
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+	    eh.e_shnum > MAX_SECTIONS)
+		return -ENOEXEC;
+	e->shnum = eh.e_shnum;
+	r = orh_pread_counted(fd, e->sh, e->shnum * sizeof(Elf64_Shdr), eh.e_shoff, e->size, b);
+	return r == -EDQUOT ? r : r < 0 ? -ENOEXEC : 0;
+}
+
+/* A section held in memory, with the string table it links to; the walker's callback. */
+struct section {
+	const Elf64_Shdr *sh;
+	const char *data, *str;
+	uint64_t len, slen;
+	struct orh_read_budget *b;
+};
+typedef int (*section_fn)(const struct section *sec, void *arg);
+
+/* n bytes at off of the section into out */
+static bool sec_at(const struct section *sec, uint64_t off, void *out, size_t n)
+{
+	if (off > sec->len || n > sec->len - off)
+		return false;
+	memcpy(out, sec->data + off, n);
+	return true;
+}
+
+/* fn for each section of the types wanted (each on its linked string table) until it
+ * returns nonzero: that value; 0 when none did; -ENOEXEC for a file that is not a 64-bit
+ * little-endian ELF file, or a broken one; -EDQUOT. */
+static int each_section(int fd, struct orh_read_budget *b, const uint32_t *types,
+			size_t n_types, section_fn fn, void *arg)
+{
+	struct elf *e = orh_xmalloc(sizeof(*e));
+	int r = elf_open(e, fd, b);
+
+	for (unsigned i = 0; r == 0 && i < e->shnum; i++) {
+		const Elf64_Shdr *sh = &e->sh[i], *link;
+		struct section sec = { .sh = sh, .b = b };
+		bool wanted = false;
+
+		for (size_t k = 0; k < n_types; k++)
+			wanted = wanted || sh->sh_type == types[k];
+		if (!wanted)
+			continue;
+		if (sh->sh_link >= e->shnum || e->sh[sh->sh_link].sh_type != SHT_STRTAB) {
+			r = -ENOEXEC;
+			break;
+		}
+		link = &e->sh[sh->sh_link];
+		r = hold(e, sh->sh_offset, sh->sh_size, &sec.data);
+		if (r == 0)
+			r = hold(e, link->sh_offset, link->sh_size, &sec.str);
+		/* the section again: a string table read after it may have let it go */
+		if (r == 0)
+			r = hold(e, sh->sh_offset, sh->sh_size, &sec.data);
+		if (r < 0)
+			break;
+		sec.len = sh->sh_size;
+		sec.slen = link->sh_size;
+		r = fn(&sec, arg);
+	}
+	elf_close(e);
+	free(e);
+	return r;
+}
+
 /* fn for each version name a version section defines (past its base entry, the file's
- * own name) or needs, until it returns nonzero: that value, else 0; -ENOEXEC: broken. */
+ * own name) or needs, until it returns nonzero: that value, else 0; -ENOEXEC: broken;
+ * -EDQUOT. */
 typedef int (*version_fn)(const char *name, void *arg);
 
 static int version_name(const struct section *sec, uint32_t name, version_fn fn, void *arg)
 {
 	char buf[NAME_READ];
 
-	return read_name(sec->fd, sec->s.off + name, sec->s.end, buf, sizeof(buf)) ?
-	       fn(buf, arg) : 0;
+	return orh_mem_name(sec->str, sec->slen, name, buf, sizeof(buf)) ? fn(buf, arg) : 0;
 }
 
 static int each_version(const struct section *sec, version_fn fn, void *arg)
 {
-	uint64_t off = sec->sh->sh_offset;
+	uint64_t off = 0;
 	int r = 0;
 
 	for (unsigned i = 0; i < MAX_VERSIONS && i <= sec->sh->sh_info && !r; i++) {
+		if (!orh_budget_spend(sec->b, 0, 0, 1))
+			return -EDQUOT;
 		if (sec->sh->sh_type == SHT_GNU_verdef) {
 			Elf64_Verdef vd;
 			Elf64_Verdaux aux;
 
-			if (!pread_all(sec->fd, &vd, sizeof(vd), off, sec->size) ||
-			    !pread_all(sec->fd, &aux, sizeof(aux), off + vd.vd_aux, sec->size))
+			if (!sec_at(sec, off, &vd, sizeof(vd)) ||
+			    !sec_at(sec, off + vd.vd_aux, &aux, sizeof(aux)))
 				return -ENOEXEC;
 			if (!(vd.vd_flags & VER_FLG_BASE))
 				r = version_name(sec, aux.vda_name, fn, arg);
@@ -324,13 +292,15 @@ static int each_version(const struct section *sec, version_fn fn, void *arg)
 			Elf64_Verneed vn;
 			uint64_t aoff;
 
-			if (!pread_all(sec->fd, &vn, sizeof(vn), off, sec->size))
+			if (!sec_at(sec, off, &vn, sizeof(vn)))
 				return -ENOEXEC;
 			aoff = off + vn.vn_aux;
 			for (unsigned k = 0; k < vn.vn_cnt && k < MAX_VERSIONS && !r; k++) {
 				Elf64_Vernaux va;
 
-				if (!pread_all(sec->fd, &va, sizeof(va), aoff, sec->size))
+				if (!orh_budget_spend(sec->b, 0, 0, 1))
+					return -EDQUOT;
+				if (!sec_at(sec, aoff, &va, sizeof(va)))
 					return -ENOEXEC;
 				r = version_name(sec, va.vna_name, fn, arg);
 				if (!va.vna_next)
@@ -345,7 +315,8 @@ static int each_version(const struct section *sec, version_fn fn, void *arg)
 	return r;
 }
 
-/* name IBVERBS_PRIVATE_<N>: N into *abi, and 1 (the walk stops) */
+/* name IBVERBS_PRIVATE_<N>, N at most ORH_ELF_MAX_ABI (leading zeros allowed): N into
+ * *abi, and 1 (the walk stops) */
 static int private_abi(const char *name, void *arg)
 {
 	unsigned long v = 0;
@@ -353,8 +324,14 @@ static int private_abi(const char *name, void *arg)
 
 	if (strncmp(name, PRIVATE_PREFIX, strlen(PRIVATE_PREFIX)) || !is_digit(*p))
 		return 0;
-	while (is_digit(*p) && v < 100000)
-		v = v * 10 + (unsigned long)(*p++ - '0');
+	for (; is_digit(*p); p++) {
+		unsigned long d = (unsigned long)(*p - '0');
+
+		/* the bound before the multiply: v * 10 + d stays at most the bound */
+		if (v > (ORH_ELF_MAX_ABI - d) / 10)
+			return 0;
+		v = v * 10 + d;
+	}
 	if (*p)
 		return 0;
 	*(unsigned *)arg = (unsigned)v;
@@ -366,10 +343,12 @@ static int private_abi_section(const struct section *sec, void *arg)
 	return each_version(sec, private_abi, arg);
 }
 
-int orh_elf_private_abi(int fd, bool defined, unsigned *abi)
+int orh_elf_private_abi(int fd, bool defined, unsigned *abi, struct orh_read_budget *b)
 {
+	struct orh_read_budget fresh = { 0 };
 	const uint32_t type = defined ? SHT_GNU_verdef : SHT_GNU_verneed;
-	int r = each_section(fd, &type, 1, private_abi_section, abi);
+	int r = each_section(fd, orh_budget_file(b ? b : &fresh), &type, 1, private_abi_section,
+			     abi);
 
 	return r < 0 ? r : r ? 0 : -ENOENT;
 }
@@ -401,7 +380,7 @@ static int glibc_max(const char *name, void *arg)
 static int deps_section(const struct section *sec, void *arg)
 {
 	struct orh_elf_deps *out = arg;
-	uint64_t n = sec->sh->sh_size / sizeof(Elf64_Dyn);
+	uint64_t n = sec->len / sizeof(Elf64_Dyn);
 
 	if (sec->sh->sh_type == SHT_GNU_verdef)
 		return each_version(sec, glibc_max, &out->glibc_defines);
@@ -411,8 +390,9 @@ static int deps_section(const struct section *sec, void *arg)
 		Elf64_Dyn dyn;
 		char *name = out->needed[out->n_needed];
 
-		if (!pread_all(sec->fd, &dyn, sizeof(dyn), sec->sh->sh_offset + i * sizeof(dyn),
-			       sec->size))
+		if (!orh_budget_spend(sec->b, 0, 0, 1))
+			return -EDQUOT;
+		if (!sec_at(sec, i * sizeof(dyn), &dyn, sizeof(dyn)))
 			return -ENOEXEC;
 		if (dyn.d_tag == DT_NULL)
 			break;
@@ -420,139 +400,21 @@ static int deps_section(const struct section *sec, void *arg)
 			continue;
 		if (out->n_needed >= ORH_ELF_MAX_NEEDED)
 			return -E2BIG;
-		if (!read_name(sec->fd, sec->s.off + dyn.d_un.d_val, sec->s.end, name,
-			       sizeof(out->needed[0])) || strchr(name, '/') || !name[0])
+		if (!orh_mem_name(sec->str, sec->slen, dyn.d_un.d_val, name,
+				  sizeof(out->needed[0])) || strchr(name, '/') || !name[0])
 			return -ENOEXEC;
 		out->n_needed++;
 	}
 	return 0;
 }
 
-int orh_elf_deps(int fd, struct orh_elf_deps *out)
+int orh_elf_deps(int fd, struct orh_elf_deps *out, struct orh_read_budget *b)
 {
 	static const uint32_t types[] = { SHT_DYNAMIC, SHT_GNU_verdef, SHT_GNU_verneed };
+	struct orh_read_budget fresh = { 0 };
 
 	memset(out, 0, sizeof(*out));
-	return each_section(fd, types, ORH_ARRAY_SIZE(types), deps_section, out);
+	return each_section(fd, orh_budget_file(b ? b : &fresh), types, ORH_ARRAY_SIZE(types),
+			    deps_section, out);
 }
 
-/* ---- a cache with the supplied directory's libraries first ------------------------- */
-
-struct centry {
-	size_t seq;         /* its place before sorting: ours first, then the cache's order */
-	int32_t flags;
-	uint32_t osversion;
-	uint64_t hwcap;
-	char *key, *value;
-};
-
-static int centry_cmp(const void *pa, const void *pb)
-{
-	const struct centry *a = pa, *b = pb;
-	int r = orh_ldcache_cmp(b->key, a->key); /* highest name first, as the loader searches */
-
-	if (r)
-		return r;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-static void centries_free(struct centry *e, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(e[i].key);
-		free(e[i].value);
-	}
-	free(e);
-}
-
-int orh_ldcache_merge(int fd, const struct orh_ldcache_add *add, size_t n_add, char **out,
-		      size_t *out_len, const char **why)
-{
-	struct ldcache c = { 0 };
-	struct centry *e = NULL;
-	size_t n = 0, strings = 0, off;
-	char *buf;
-	int r;
-
-	*out = NULL;
-	*why = NULL;
-	if (fd >= 0) {
-		r = ldcache_open(fd, &c, why);
-		if (r < 0)
-			return r;
-	}
-	e = orh_xcalloc(c.nlibs + n_add + 1, sizeof(*e));
-	/* ours first: the sort keeps them before the image's entries of one name, which the
-	 * loader then never reaches */
-	for (size_t i = 0; i < n_add; i++) {
-		e[n].flags = CACHE_FLAGS;
-		e[n].key = orh_xstrdup(add[i].name);
-		e[n].value = orh_xstrdup(add[i].path);
-		n++;
-	}
-	for (uint32_t i = 0; i < c.nlibs; i++) {
-		uint32_t raw[6] = { 0 };
-		char key[NAME_READ], value[NAME_READ * 4];
-		bool ours = false;
-
-		if (!pread_all(c.fd, raw, c.entry, c.entries + (uint64_t)i * c.entry, c.size) ||
-		    !read_name(c.fd, c.strings + raw[1], c.size, key, sizeof(key)) ||
-		    !read_name(c.fd, c.strings + raw[2], c.size, value, sizeof(value))) {
-			centries_free(e, n);
-			*why = "an entry past its end";
-			return -EINVAL;
-		}
-		e[n].hwcap = c.entry == NEW_ENTRY ? (uint64_t)raw[4] | (uint64_t)raw[5] << 32 : 0;
-		/* an entry of a glibc-hwcaps subdirectory names it in the cache's extension,
-		 * which is not carried over: the loader then takes the name's plain entry */
-		if (e[n].hwcap & (1ull << 62))
-			continue;
-		for (size_t k = 0; k < n_add; k++)
-			ours = ours || !strcmp(add[k].path, value);
-		if (ours)
-			continue;
-		e[n].flags = (int32_t)raw[0];
-		e[n].osversion = c.entry == NEW_ENTRY ? raw[3] : 0;
-		e[n].key = orh_xstrdup(key);
-		e[n].value = orh_xstrdup(value);
-		n++;
-	}
-	/* entries of one name keep their order (seq): ours before the image's */
-	for (size_t i = 0; i < n; i++)
-		e[i].seq = i;
-	qsort(e, n, sizeof(*e), centry_cmp);
-	for (size_t i = 0; i < n; i++)
-		strings += strlen(e[i].key) + 1 + strlen(e[i].value) + 1;
-	*out_len = NEW_HEADER + n * NEW_ENTRY + strings;
-	buf = orh_xcalloc(1, *out_len);
-	memcpy(buf, NEW_MAGIC, strlen(NEW_MAGIC));
-	{
-		uint32_t nlibs = (uint32_t)n, len = (uint32_t)strings;
-
-		memcpy(buf + 20, &nlibs, 4);
-		memcpy(buf + 24, &len, 4);
-		/* glibc's flags: 2 little-endian, 3 big-endian */
-		buf[28] = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 3 : 2;
-	}
-	/* offsets count from the start of the file (the new format alone) */
-	off = NEW_HEADER + n * NEW_ENTRY;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t ent[6];
-		size_t kl = strlen(e[i].key) + 1, vl = strlen(e[i].value) + 1;
-
-		ent[0] = (uint32_t)e[i].flags;
-		ent[1] = (uint32_t)off;
-		memcpy(buf + off, e[i].key, kl);
-		off += kl;
-		ent[2] = (uint32_t)off;
-		memcpy(buf + off, e[i].value, vl);
-		off += vl;
-		ent[3] = e[i].osversion;
-		ent[4] = (uint32_t)e[i].hwcap;
-		ent[5] = (uint32_t)(e[i].hwcap >> 32);
-		memcpy(buf + NEW_HEADER + i * NEW_ENTRY, ent, sizeof(ent));
-	}
-	centries_free(e, n);
-	*out = buf;
-	return 0;
-}
