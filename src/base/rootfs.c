@@ -276,13 +276,30 @@ out:
 
 /* ---- openat2 ------------------------------------------------------------------ */
 
-static int in_root_open_dir(int rootfd, const char *path, int *out)
+/* How often openat2 is asked again after EAGAIN: a ".." (a relative link's) was resolved
+ * while something was renamed or mounted anywhere on the system, and it asks to try
+ * again. Past that the caller sees -EAGAIN (or takes the walk, where it has one). */
+#define OPENAT2_EAGAIN_TRIES 64
+
+/* openat2 of path inside the root, no magic links, asked again after EAGAIN: the fd, or
+ * -errno. */
+static int in_root_openat2(int rootfd, const char *path, int flags)
 {
-	int fd = sys_openat2(rootfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC,
+	int fd = sys_openat2(rootfd, path, flags | O_CLOEXEC,
 			     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
 
+	for (int i = 0; fd < 0 && errno == EAGAIN && i < OPENAT2_EAGAIN_TRIES; i++)
+		fd = sys_openat2(rootfd, path, flags | O_CLOEXEC,
+				 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+	return fd < 0 ? -errno : fd;
+}
+
+static int in_root_open_dir(int rootfd, const char *path, int *out)
+{
+	int fd = in_root_openat2(rootfd, path, O_PATH | O_DIRECTORY);
+
 	if (fd < 0)
-		return -errno;
+		return fd;
 	*out = fd;
 	return 0;
 }
@@ -296,10 +313,6 @@ int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int 
 		path++;
 	if (!fallback_used) {
 		r = in_root_open_dir(rootfd, *path ? path : ".", out);
-		/* EAGAIN: a ".." was resolved while a rename or a mount changed anywhere on
-		 * the system; openat2 asks to try again */
-		for (int i = 0; r == -EAGAIN && i < 8; i++)
-			r = in_root_open_dir(rootfd, *path ? path : ".", out);
 		if (r == 0) {
 			r = check_mount(*out, mnt, path, err);
 			if (r < 0)
@@ -328,8 +341,6 @@ int orh_rootfs_dir_probe(int rootfd, const char *path, uint64_t mnt, int *out,
 		path++;
 	if (!fallback_used) {
 		r = in_root_open_dir(rootfd, *path ? path : ".", out);
-		for (int i = 0; r == -EAGAIN && i < 8; i++)
-			r = in_root_open_dir(rootfd, *path ? path : ".", out);
 		if (r == 0) {
 			r = check_mount(*out, mnt, path, err);
 			if (r < 0)
@@ -437,10 +448,6 @@ static bool plain_path(int rootfd, const char *path, char *out, size_t size)
 	return true;
 }
 
-/* How often orh_rootfs_resolve() asks openat2 again after EAGAIN (a rename racing it):
- * then it gives up with -EAGAIN, having no walk to fall back on. */
-#define RESOLVE_EAGAIN_TRIES 64
-
 int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size)
 {
 	char root[PATH_MAX], head[PATH_MAX], at[PATH_MAX];
@@ -459,14 +466,9 @@ int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size)
 	for (;;) {
 		char *slash;
 
-		fd = sys_openat2(rootfd, *head ? head : "/", O_PATH | O_CLOEXEC,
-				 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-		/* EAGAIN: a ".." (a relative link's) was resolved while something was renamed
-		 * or mounted anywhere on the system; openat2 asks to try again */
-		for (int i = 0; fd < 0 && errno == EAGAIN && i < RESOLVE_EAGAIN_TRIES; i++)
-			fd = sys_openat2(rootfd, *head ? head : "/", O_PATH | O_CLOEXEC,
-					 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-		if (fd >= 0 || errno != ENOENT)
+		/* (after EAGAIN asked again; past that, -EAGAIN: no walk to fall back on) */
+		fd = in_root_openat2(rootfd, *head ? head : "/", O_PATH);
+		if (fd != -ENOENT)
 			break;
 		/* missing: the runtime makes it, with what is above it resolved */
 		slash = strrchr(head, '/');
@@ -476,7 +478,7 @@ int orh_rootfs_resolve(int rootfd, const char *path, char *out, size_t size)
 		*slash = '\0';
 	}
 	if (fd < 0)
-		return errno == ENOSYS ? -ENOSYS : -errno;
+		return fd;
 	if (*rest) {
 		/* the first "missing" name is there but leads nowhere (a dangling symlink): the
 		 * runtime would follow it, and make what it names; that is not told here */
@@ -564,15 +566,11 @@ int orh_rootfs_open_file(int rootfd, const char *path, int *out, struct stat *st
 	while (*path == '/')
 		path++;
 	if (!fallback_used) {
-		pfd = sys_openat2(rootfd, path, O_PATH | O_CLOEXEC,
-				  RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-		for (int i = 0; pfd < 0 && errno == EAGAIN && i < 8; i++)
-			pfd = sys_openat2(rootfd, path, O_PATH | O_CLOEXEC,
-					  RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-		if (pfd < 0 && errno == ENOSYS)
+		pfd = in_root_openat2(rootfd, path, O_PATH);
+		if (pfd == -ENOSYS)
 			fallback_used = true;
 		else if (pfd < 0)
-			return -errno;
+			return pfd;
 	}
 	if (pfd < 0) {
 		r = walk_open_path(rootfd, path, &pfd);
