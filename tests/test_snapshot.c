@@ -147,6 +147,14 @@ static void same_from_snapshot(const char *node, const char *visible, struct net
 	decide(root, spec, stage, NULL, &direct);
 	snprintf(what, sizeof(what), "%s (%s)", node, visible ? visible : "no GPUs");
 	same_records(&direct, &restored, what);
+	/* two decisions that read nothing would agree too: this one read the node's devices,
+	 * and, on a node with RDMA, planned its ports */
+	cr_assert(direct.have_plan, "%s: the node was not read", what);
+	cr_assert_eq(restored.node.inv.n_devs, direct.node.inv.n_devs, "%s", what);
+	if (strcmp(node, "nordma") != 0) {
+		cr_assert_gt(direct.node.inv.n_devs, 0, "%s: no device read", what);
+		cr_assert_gt(direct.plan.n_ports, 0, "%s: the plan has no port", what);
+	}
 	json_decref(snap);
 	json_decref(spec);
 	orh_decision_free(&read);

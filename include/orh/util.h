@@ -8,7 +8,9 @@
  *     doing ("reading '/sys/.../state'"); callers on the way up may prepend context with
  *     orh_err_prefix();
  *   - only main(), the command drivers and precreate's refusal (orh_precreate_refuse) log;
- *     helpers never print.
+ *     helpers never print, but for the one parser of the commands' command lines
+ *     (orh_args_parse(), args.h), which prints a command's usage for --help and names a
+ *     bad argument on stderr with that usage, as every command would.
  */
 #ifndef ORH_UTIL_H
 #define ORH_UTIL_H

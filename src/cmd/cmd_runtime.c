@@ -37,8 +37,6 @@
 #include "orh/shimfast.h"
 #include "orh/statedir.h"
 
-/* The runtime is looked up here only, never in the caller's PATH. */
-
 struct runtime_args {
 	int cmd;              /* index of the command in argv, 0 when none */
 	const char *bundle;   /* --bundle/-b of create/run, "." when not given */
