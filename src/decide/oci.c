@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -162,163 +164,164 @@ int orh_oci_state_parse(const char *buf, size_t len, struct orh_oci_state *st,
 	return 0;
 }
 
-/* parent.key, when present and not null: an array whose elements are all of want_type
- * (strings without a NUL byte). */
-static int check_array_of(const json_t *parent, const char *key, const char *name,
-			  const char *field, json_type want_type, struct orh_err *err)
-{
-	const json_t *a = json_object_get(parent, key);
-	size_t i = 0;
-	json_t *e = NULL;
+/* The parts of a spec this project reads or edits, with the type each must have, so that
+ * the appliers can rely on them. A path's components are object keys; "[]" after one
+ * stands for each element of that array. An absent or null member is not checked, and an
+ * entry comes after the entries of the members above it, which have checked their type. */
+enum spec_type {
+	SPEC_OBJECT,
+	SPEC_STRING,     /* without a NUL byte */
+	SPEC_OBJECTS,    /* an array of objects */
+	SPEC_STRINGS,    /* an array of strings without a NUL byte */
+	SPEC_STRING_MAP, /* an object whose members are strings (annotations) */
+};
 
-	if (!a || json_is_null(a))
-		return 0;
-	if (!json_is_array(a))
-		return orh_fail(err, EINVAL, "%s: field '%s' is not an array", name, field);
-	json_array_foreach(a, i, e) {
-		if (json_typeof(e) != want_type)
-			return orh_fail(err, EINVAL, "%s: field '%s[%zu]' is not %s", name, field,
-					i, want_type == JSON_STRING ? "a string" : "an object");
-		if (want_type == JSON_STRING &&
-		    strlen(json_string_value(e)) != json_string_length(e))
-			return orh_fail(err, EINVAL, "%s: field '%s[%zu]' holds a NUL byte", name,
-					field, i);
-	}
+static const struct spec_field {
+	const char *path;
+	enum spec_type type;
+} spec_schema[] = {
+	{ "process", SPEC_OBJECT },
+	{ "process.env", SPEC_STRINGS },
+	{ "process.rlimits", SPEC_OBJECTS },
+	{ "process.capabilities", SPEC_OBJECT },
+	{ "process.capabilities.bounding", SPEC_STRINGS },
+	{ "process.capabilities.effective", SPEC_STRINGS },
+	{ "process.capabilities.permitted", SPEC_STRINGS },
+	{ "process.capabilities.inheritable", SPEC_STRINGS },
+	{ "process.capabilities.ambient", SPEC_STRINGS },
+	{ "linux", SPEC_OBJECT },
+	{ "linux.devices", SPEC_OBJECTS },
+	{ "linux.namespaces", SPEC_OBJECTS },
+	{ "linux.namespaces[].type", SPEC_STRING },
+	{ "linux.namespaces[].path", SPEC_STRING },
+	{ "linux.resources", SPEC_OBJECT },
+	{ "linux.resources.devices", SPEC_OBJECTS },
+	{ "annotations", SPEC_STRING_MAP },
+	/* the lists the spec edit adds its hooks to */
+	{ "hooks", SPEC_OBJECT },
+	{ "hooks.createRuntime", SPEC_OBJECTS },
+	{ "hooks.prestart", SPEC_OBJECTS },
+	{ "hooks.poststop", SPEC_OBJECTS },
+};
+
+/* the longest field a message names: a schema path with its indices */
+#define SPEC_FIELD_MAX 128
+
+static int not_a(const char *name, const char *field, const char *what, struct orh_err *err)
+{
+	return orh_fail(err, EINVAL, "%s: field '%s' is not %s", name, field, what);
+}
+
+static int check_string(const json_t *v, const char *name, const char *field,
+			struct orh_err *err)
+{
+	if (!json_is_string(v))
+		return not_a(name, field, "a string", err);
+	if (strlen(json_string_value(v)) != json_string_length(v))
+		return orh_fail(err, EINVAL, "%s: field '%s' holds a NUL byte", name, field);
 	return 0;
 }
 
-static int check_opt_object(const json_t *parent, const char *key, const char *name,
-			    const char *field, const json_t **out, struct orh_err *err)
+/* v, the value of field, against type. */
+static int check_type(const json_t *v, enum spec_type type, const char *name,
+		      const char *field, struct orh_err *err)
 {
-	const json_t *o = json_object_get(parent, key);
-
-	*out = NULL;
-	if (!o || json_is_null(o))
-		return 0;
-	if (!json_is_object(o))
-		return orh_fail(err, EINVAL, "%s: field '%s' is not an object", name, field);
-	*out = o;
-	return 0;
-}
-
-/* process: its env, rlimits and capability sets. */
-static int check_process(const json_t *process, const char *name, struct orh_err *err)
-{
-	static const char *const capsets[] = { "bounding", "effective", "permitted",
-					       "inheritable", "ambient" };
-	const json_t *caps = NULL;
-	int r;
-
-	r = check_array_of(process, "env", name, "process.env", JSON_STRING, err);
-	if (r < 0)
-		return r;
-	r = check_array_of(process, "rlimits", name, "process.rlimits", JSON_OBJECT, err);
-	if (r < 0)
-		return r;
-	r = check_opt_object(process, "capabilities", name, "process.capabilities", &caps, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; caps && i < ORH_ARRAY_SIZE(capsets); i++) {
-		char field[64];
-
-		snprintf(field, sizeof(field), "process.capabilities.%s", capsets[i]);
-		r = check_array_of(caps, capsets[i], name, field, JSON_STRING, err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* linux: its devices, namespaces (with their type and path) and resources.devices. */
-static int check_linux(const json_t *linux_, const char *name, struct orh_err *err)
-{
-	const json_t *res = NULL;
 	size_t i = 0;
 	json_t *e = NULL;
 	int r;
 
-	r = check_array_of(linux_, "devices", name, "linux.devices", JSON_OBJECT, err);
-	if (r < 0)
-		return r;
-	r = check_array_of(linux_, "namespaces", name, "linux.namespaces", JSON_OBJECT, err);
-	if (r < 0)
-		return r;
-	json_array_foreach(json_object_get(linux_, "namespaces"), i, e) {
-		const char *s = NULL;
-		char field[64];
+	switch (type) {
+	case SPEC_OBJECT:
+		return json_is_object(v) ? 0 : not_a(name, field, "an object", err);
+	case SPEC_STRING:
+		return check_string(v, name, field, err);
+	case SPEC_STRING_MAP:
+		return check_annotations(v, name, field, err);
+	case SPEC_OBJECTS:
+	case SPEC_STRINGS:
+		if (!json_is_array(v))
+			return not_a(name, field, "an array", err);
+		json_array_foreach(v, i, e) {
+			char at[SPEC_FIELD_MAX];
 
-		snprintf(field, sizeof(field), "linux.namespaces[%zu].type", i);
-		r = opt_string(e, "type", name, field, &s, err);
-		if (r < 0)
-			return r;
-		snprintf(field, sizeof(field), "linux.namespaces[%zu].path", i);
-		r = opt_string(e, "path", name, field, &s, err);
-		if (r < 0)
-			return r;
-	}
-	r = check_opt_object(linux_, "resources", name, "linux.resources", &res, err);
-	if (r < 0)
-		return r;
-	if (res) {
-		r = check_array_of(res, "devices", name, "linux.resources.devices", JSON_OBJECT,
-				   err);
-		if (r < 0)
-			return r;
+			snprintf(at, sizeof(at), "%s[%zu]", field, i);
+			if (type == SPEC_STRINGS)
+				r = check_string(e, name, at, err);
+			else
+				r = json_is_object(e) ? 0 : not_a(name, at, "an object", err);
+			if (r < 0)
+				return r;
+		}
+		return 0;
 	}
 	return 0;
 }
 
-/* hooks: the lists the spec edit adds its hooks to. */
-static int check_hooks(const json_t *spec, const char *name, struct orh_err *err)
+/* shown (len bytes used) with fmt's text appended, cut at SPEC_FIELD_MAX: its length */
+static size_t append(char *shown, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static size_t append(char *shown, size_t len, const char *fmt, ...)
 {
-	static const char *const hook_lists[] = { "createRuntime", "prestart", "poststop" };
-	const json_t *hooks = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(shown + len, SPEC_FIELD_MAX - len, fmt, ap);
+	va_end(ap);
+	return n < 0 ? len : len + (size_t)n < SPEC_FIELD_MAX ? len + (size_t)n : SPEC_FIELD_MAX - 1;
+}
+
+/* The members of v that rest (a schema path's tail) names, against f's type; shown holds
+ * the field's name so far (len bytes). */
+static int check_at(const json_t *v, const char *rest, char *shown, size_t len,
+		    const struct spec_field *f, const char *name, struct orh_err *err)
+{
+	const char *dot = strchr(rest, '.');
+	size_t n = dot ? (size_t)(dot - rest) : strlen(rest);
+	bool each = n > 2 && !strncmp(rest + n - 2, "[]", 2);
+	int kn = (int)(each ? n - 2 : n);
+	char key[64];
+	const json_t *c = NULL;
+	size_t i = 0;
+	json_t *e = NULL;
 	int r;
 
-	r = check_opt_object(spec, "hooks", name, "hooks", &hooks, err);
-	if (r < 0)
-		return r;
-	for (size_t k = 0; hooks && k < ORH_ARRAY_SIZE(hook_lists); k++) {
-		char field[64];
+	snprintf(key, sizeof(key), "%.*s", kn, rest);
+	len = append(shown, len, "%s%s", len ? "." : "", key);
+	c = json_object_get(v, key);
+	if (!c || json_is_null(c))
+		return 0;
+	if (!each) {
+		if (!dot)
+			return check_type(c, f->type, name, shown, err);
+		/* a member of another type: the entry of c said so */
+		return json_is_object(c) ? check_at(c, dot + 1, shown, len, f, name, err) : 0;
+	}
+	if (!json_is_array(c))
+		return 0;
+	json_array_foreach(c, i, e) {
+		size_t at = append(shown, len, "[%zu]", i);
 
-		snprintf(field, sizeof(field), "hooks.%s", hook_lists[k]);
-		r = check_array_of(hooks, hook_lists[k], name, field, JSON_OBJECT, err);
+		if (!dot)
+			r = check_type(e, f->type, name, shown, err);
+		else
+			r = json_is_object(e) ? check_at(e, dot + 1, shown, at, f, name, err) : 0;
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-/* Check the type of the parts of a spec this project reads or edits, so that the
- * appliers can rely on them. */
 static int check_spec(const json_t *spec, const char *name, struct orh_err *err)
 {
-	const json_t *process = NULL, *linux_ = NULL, *ann = NULL;
-	int r;
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(spec_schema); i++) {
+		char shown[SPEC_FIELD_MAX] = "";
+		int r = check_at(spec, spec_schema[i].path, shown, 0, &spec_schema[i], name, err);
 
-	r = check_opt_object(spec, "process", name, "process", &process, err);
-	if (r < 0)
-		return r;
-	if (process) {
-		r = check_process(process, name, err);
 		if (r < 0)
 			return r;
 	}
-	r = check_opt_object(spec, "linux", name, "linux", &linux_, err);
-	if (r < 0)
-		return r;
-	if (linux_) {
-		r = check_linux(linux_, name, err);
-		if (r < 0)
-			return r;
-	}
-	ann = json_object_get(spec, "annotations");
-	if (ann && !json_is_null(ann)) {
-		r = check_annotations(ann, name, "annotations", err);
-		if (r < 0)
-			return r;
-	}
-	return check_hooks(spec, name, err);
+	return 0;
 }
 
 int orh_spec_parse(const char *buf, size_t len, const char *name, json_t **spec,
