@@ -200,6 +200,27 @@ Test(pbwire, a_string_with_a_nul_is_refused)
 	cr_assert(strstr(err.msg, "NUL"), "%s", err.msg);
 }
 
+/* A buffer of no bytes at NULL: an empty message, an empty field, with no arithmetic or
+ * memchr() on the NULL pointer (the sanitizer build halts on one). */
+Test(pbwire, an_empty_buffer_at_null_is_an_empty_message)
+{
+	struct orh_pb_field f;
+	struct orh_pb_reader r;
+	struct orh_err err = { 0 };
+	struct orh_buf b = { 0 };
+	char *s = NULL;
+
+	orh_pb_reader_init(&r, NULL, 0);
+	cr_assert_eq(orh_pb_next(&r, &f, &err), 0);
+	f = (struct orh_pb_field){ .num = 1, .wire = ORH_PB_LEN }; /* no data, length 0 */
+	cr_assert_eq(orh_pb_string(&f, &s, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(s, "");
+	free(s);
+	orh_pb_put_bytes(&b, 2, NULL, 0);
+	cr_assert(b.n == 2 && !memcmp(b.p, "\x12\x00", 2));
+	free(b.p);
+}
+
 /* ---- the multiplexer and ttrpc -------------------------------------------------------- */
 
 Test(ttrpc, header_fields_are_big_endian)
@@ -369,6 +390,42 @@ Test(ttrpc, a_request_without_a_method_is_refused)
 	cr_assert(strstr(err.msg, "no method"), "%s", err.msg);
 	cr_assert_null(rq.service);
 	free(b.p);
+}
+
+/* The empty buffers of the multiplexer and ttrpc: nothing fed yet, an empty frame, a
+ * message of no payload, requests and responses of no bytes at NULL. */
+Test(ttrpc, empty_buffers_at_null)
+{
+	const uint8_t empty_frame[] = { 0, 0, 0, 1, 0, 0, 0, 0 };
+	struct orh_mux_in in = { 0 };
+	struct orh_ttrpc_msg m;
+	struct orh_ttrpc_request rq;
+	struct orh_ttrpc_response rs;
+	struct orh_err err = { 0 };
+	struct orh_buf out = { 0 };
+
+	cr_assert_eq(orh_mux_take(&in, &m, &err), 0);
+	cr_assert_eq(orh_mux_feed(&in, NULL, 0, &err), 0);
+	cr_assert_eq(orh_mux_feed(&in, empty_frame, sizeof(empty_frame), &err), 0);
+	cr_assert_eq(orh_mux_take(&in, &m, &err), 0);
+	orh_mux_put_msg(&out, ORH_MUX_PLUGIN, 3, ORH_TTRPC_RESPONSE, 0, NULL, 0);
+	cr_assert_eq(out.n, ORH_MUX_HDR + ORH_TTRPC_HDR);
+	cr_assert_eq(orh_mux_feed(&in, out.p, out.n, &err), 0);
+	cr_assert_eq(orh_mux_take(&in, &m, &err), 1);
+	cr_assert(m.hdr.stream == 3 && m.len == 0);
+	free(m.payload);
+	cr_assert_eq(orh_mux_take(&in, &m, &err), 0);
+	orh_mux_in_free(&in);
+	out.n = 0;
+
+	cr_assert_eq(orh_ttrpc_request_decode(NULL, 0, &rq, &err), -EBADMSG);
+	cr_assert(strstr(err.msg, "no service"), "%s", err.msg);
+	cr_assert_eq(orh_ttrpc_response_decode(NULL, 0, &rs, &err), 0, "%s", err.msg);
+	cr_assert(rs.code == ORH_RPC_OK && !rs.message && rs.payload_len == 0);
+	orh_ttrpc_request_encode(&out, "s", "m", NULL, 0);
+	orh_ttrpc_response_encode(&out, ORH_RPC_OK, NULL, NULL, 0);
+	cr_assert_eq(out.n, 3 + 3 + 2);
+	free(out.p);
 }
 
 /* ---- NRI's messages --------------------------------------------------------------------- */
@@ -545,6 +602,55 @@ Test(nri_msg, a_bad_wire_type_names_the_field)
 	cr_assert_eq(orh_nri_create_decode(b.p, b.n, &req, &err), -EBADMSG);
 	cr_assert(strstr(err.msg, "container field 8"), "%s", err.msg);
 	free(b.p);
+}
+
+/* A CreateContainerRequest of ORH_NRI_FIELDS_MAX fields is read; one more field is not,
+ * and the error names the field where reading stopped. */
+Test(nri_msg, fields_past_the_bound_are_refused_naming_the_field)
+{
+	struct orh_nri_create req;
+	struct orh_err err = { 0 };
+
+	for (size_t extra = 0; extra < 2; extra++) {
+		struct orh_buf b = { 0 };
+		size_t ctr = orh_pb_begin(&b, 2);
+		int r;
+
+		orh_pb_put_string(&b, 1, "id"); /* with field 2 itself: 2 fields */
+		for (size_t i = 0; i < ORH_NRI_FIELDS_MAX - 2 + extra; i++)
+			orh_pb_put_bytes(&b, 8, NULL, 0);
+		orh_pb_end(&b, ctr);
+		r = orh_nri_create_decode(b.p, b.n, &req, &err);
+		if (!extra) {
+			cr_assert_eq(r, 0, "%s", err.msg);
+			cr_assert_eq(req.ctr.env.n, ORH_NRI_FIELDS_MAX - 2);
+			orh_nri_create_free(&req);
+		} else {
+			cr_assert_eq(r, -E2BIG);
+			cr_assert(strstr(err.msg, "CreateContainerRequest: container field 8 (env): "
+					 "more than 65536 fields"), "%s", err.msg);
+		}
+		free(b.p);
+	}
+}
+
+/* NRI's requests of no bytes at NULL: an empty message, read as one. */
+Test(nri_msg, empty_requests_at_null)
+{
+	struct orh_nri_create req;
+	struct orh_nri_configure cf;
+	struct orh_nri_adjust a;
+	struct orh_err err = { 0 };
+	bool more = true;
+
+	cr_assert_eq(orh_nri_create_decode(NULL, 0, &req, &err), -EBADMSG);
+	cr_assert(strstr(err.msg, "no container id"), "%s", err.msg);
+	cr_assert_eq(orh_nri_configure_decode(NULL, 0, &cf, &err), 0, "%s", err.msg);
+	cr_assert(!cf.runtime_name && cf.request_timeout_ms == 0);
+	cr_assert_eq(orh_nri_sync_decode(NULL, 0, &more, &err), 0, "%s", err.msg);
+	cr_assert_not(more);
+	cr_assert_eq(orh_nri_adjust_decode(NULL, 0, &a, &err), 0, "%s", err.msg);
+	cr_assert(orh_nri_adjust_empty(&a));
 }
 
 Test(nri_msg, configure_sync_register)

@@ -10,17 +10,21 @@ RoCE node, a device plugin's uverbs2 with its sysfs view, one that asked nothing
 refused under on_error = fail, a decision that hangs given up in time while another is
 answered), the node config read for each container, an unknown method, frames split and
 frames of an unknown connection, reconnection after the runtime closes, a plugin started
-by the runtime (NRI_PLUGIN_SOCKET on a socketpair), pod text escaped in the log, and
-SIGTERM. The sysfs view is made under /run/oci-rdma-hook (root; otherwise that check is
-skipped), where the sweep removes it; so is the node the plugin hands to a container's
-nccl-conf stage (node.json, bound to the token in that stage's hook entry), in the
-state directory of each container id of this run, which the script removes. TAP output.
+by the runtime (NRI_PLUGIN_SOCKET on a socketpair), pod text escaped in the log, SIGTERM,
+and what a runtime can make the plugin hold: a CreateContainer of 1.9 million env entries
+and a runtime that never reads its answers (the plugin's VmRSS from /proc, the lines of its
+log, with margins well above what it takes). The sysfs view is made under
+/run/oci-rdma-hook (root; otherwise that check is skipped), where the sweep removes it; so
+is the node the plugin hands to a container's nccl-conf stage (node.json, bound to the
+token in that stage's hook entry), in the state directory of each container id of this
+run, which the script removes. TAP output.
 
   test_nri_plugin.py HOOK SRCDIR
 """
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -197,10 +201,10 @@ class Runtime:
         return res if want_stream is not None else res + (stream,)
 
 
-def start(sock, conf, node, extra=()):
+def start(sock, conf, node, extra=(), env=None):
     log = open(os.path.join(os.path.dirname(sock), 'plugin.log'), 'ab')
     return subprocess.Popen([HOOK, 'nri', '--socket', sock, '--config', conf, '--sysroot', node,
-                             *extra], stdout=log, stderr=log)
+                             *extra], stdout=log, stderr=log, env=env)
 
 
 def accept(srv, proc):
@@ -266,6 +270,136 @@ def adjustment(payload):
         create_runtime_env=[[e.decode() for e in many(h, 3)] for h in many(hooks, 2)],
         poststop=[[a.decode() for a in many(h, 2)] for h in many(hooks, 6)],
     )
+
+
+def rss_mib(pid):
+    with open('/proc/%d/status' % pid) as f:
+        return [int(ln.split()[1]) for ln in f if ln.startswith('VmRSS:')][0] / 1024
+
+
+def log_lines(tmp):
+    with open(os.path.join(tmp, 'plugin.log'), 'rb') as f:
+        return f.read().count(b'\n')
+
+
+def frame_req(stream, method, payload=b'', raw=None):
+    """A request on connection 1, in one frame; raw: a ttrpc message of those bytes."""
+    req = raw if raw is not None else f_bytes(1, PLUGIN) + f_bytes(2, method) + \
+        f_bytes(3, payload)
+    msg = struct.pack('>IIBB', len(req), stream, 1, 0) + req
+    return struct.pack('>II', 1, len(msg)) + msg
+
+
+def exchange(c, pending, until, deadline, pid, peak, want=0):
+    """Send pending and read, until the response of stream `until` and `want` responses in
+    all came, or deadline: the responses read, {stream: (code, payload)} in the order they
+    came (those of streams from 100001 on) and their count in got[0]; peak[0]: the plugin's
+    largest RSS seen."""
+    buf, s1, at, got = bytearray(), bytearray(), 0, {0: 0}
+    while time.monotonic() < deadline and (until not in got or got[0] < want):
+        r, w, _ = select.select([c], [c] if pending else [], [], 0.05)
+        peak[0] = max(peak[0], rss_mib(pid))
+        if w:
+            pending = pending[c.send(pending):]
+        if not r:
+            continue
+        data = c.recv(1 << 20)
+        if not data:
+            break
+        buf += data
+        while len(buf) >= 8 and len(buf) >= 8 + struct.unpack('>II', buf[:8])[1]:
+            cid, ln = struct.unpack('>II', buf[:8])
+            if cid == 1:
+                s1 += buf[8:8 + ln]
+            del buf[:8 + ln]
+        while len(s1) - at >= 10:
+            ln, stream = struct.unpack('>II', s1[at:at + 8])
+            if len(s1) - at < 10 + ln:
+                break
+            got[0] += 1
+            if stream >= 100001:   # the checks' own; the flood's are below
+                payload = bytes(s1[at + 10:at + 10 + ln])
+                got[stream] = (one(one(payload, 1, b''), 1, 0), one(payload, 2, b''))
+            at += 10 + ln
+        del s1[:at]
+        at = 0
+    return got
+
+
+def bounded(tmp, srv, sock, conf, node):
+    """What a runtime can make the plugin hold: a runtime that never reads the answers while
+    it keeps sending requests, and a CreateContainer of 1.9 million env entries."""
+    env = dict(os.environ)
+    if b'__asan_init' in open(HOOK, 'rb').read():   # freed memory kept aside would count
+        env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':quarantine_size_mb=0'
+    proc = start(sock, conf, node, env=env)
+    try:
+        rt, req = accept(srv, proc)
+        register_and_configure(rt, req)
+        c = rt.c
+        c.setblocking(False)
+        time.sleep(0.5)
+        base = rss_mib(proc.pid)
+        # 1.9 million empty env entries: 3.8 MB, within ttrpc's 4 MiB
+        ctr = f_bytes(1, RUN + 'huge') + f_bytes(3, 'main') + b'\x42\x00' * 1900000
+        big = f_bytes(1, f_bytes(1, 'pod') + f_bytes(2, 'p') + f_bytes(4, 'ns')) + f_bytes(2, ctr)
+        peak, t = [base], time.monotonic()
+        got = exchange(c, frame_req(100003, 'CreateContainer', big) +
+                       frame_req(100005, 'Synchronize'), 100005, t + 10, proc.pid, peak)
+        took = time.monotonic() - t
+        check('a CreateContainer of 1.9 million env entries: a request after it is answered '
+              'before it', [k for k in got if k][:1] == [100005], list(got))
+        got.update(exchange(c, b'', 100003, time.monotonic() + 10, proc.pid, peak))
+        time.sleep(0.5)
+        after = rss_mib(proc.pid)
+        print('# 3.8 MB CreateContainer: the next request answered in %.2f s; RSS %.1f -> %.1f '
+              'MiB at most, %.1f MiB after' % (took, base, peak[0], after))
+        check('and it is answered: OK, nothing given', got.get(100003) == (0, b''), got)
+        with open(os.path.join(tmp, 'plugin.log'), 'rb') as f:
+            log = f.read().decode(errors='replace')
+        check('not read, the log says why: the field and the bound',
+              'CreateContainerRequest: container field 8 (env): more than 65536 fields' in log,
+              log[-500:])
+        check('the plugin\'s RSS grows less than 32 MiB while it is read, less than 8 MiB '
+              'after', peak[0] - base < 32 and after - base < 8, (base, peak[0], after))
+        time.sleep(0.3)
+        base, lines0 = rss_mib(proc.pid), log_lines(tmp)
+        # answered at once, each with a line (a malformed request, Configure), or in a
+        # worker (a CreateContainer with no container id), or without a line
+        batch = b''.join(frame_req(2 * i + 1, 'NoSuchMethod') +
+                         frame_req(2 * i + 3, 'Synchronize') +
+                         frame_req(2 * i + 5, '', raw=b'\xff') +
+                         frame_req(2 * i + 7, 'Configure', f_varint(5, 2000))
+                         for i in range(50))
+        batch += frame_req(401, 'CreateContainer', f_bytes(1, f_bytes(1, 'pod')))
+        per = 4 * 50 + 1   # requests in a batch, each answered once
+        pending, sent, peak, end = b'', 0, [base], time.monotonic() + 4
+        while time.monotonic() < end:
+            if len(pending) < len(batch):
+                pending += batch
+            _, w, _ = select.select([], [c], [], 0.05)
+            peak[0] = max(peak[0], rss_mib(proc.pid))
+            if w:
+                n = c.send(pending)
+                pending, sent = pending[n:], sent + n
+        lines = log_lines(tmp) - lines0
+        print('# a runtime that never reads: %.1f MB sent in 4 s, RSS %.1f -> %.1f MiB at most, '
+              '%d log lines' % (sent / 1e6, base, peak[0], lines))
+        check('a runtime that never reads its answers: the plugin\'s RSS grows less than 24 MiB',
+              peak[0] - base < 24, (base, peak[0]))
+        check('and it logs fewer than 250 lines in those 4 s', lines < 250, lines)
+        # whole batches, all sent by now; a worker's answer may come after the last one's
+        want = (sent + len(pending)) // len(batch) * per + 1
+        got = exchange(c, pending + frame_req(100007, 'Synchronize'), 100007,
+                       time.monotonic() + 30, proc.pid, [0], want)
+        check('once the runtime reads again, every request is answered, the last one too',
+              100007 in got and got[0] == want, (got[0], want))
+        proc.send_signal(signal.SIGTERM)
+        check('SIGTERM still ends it with status 0', proc.wait(5) == 0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def remove_state_dirs():
@@ -551,6 +685,8 @@ def main():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+    bounded(tmp, srv, sock, conf, node)
 
     # no runtime yet: it keeps trying, and SIGTERM still ends it at once
     srv.close()

@@ -4,8 +4,8 @@
  * the field numbers are the API's). src/cmd/nri_msg.c decodes the requests the plugin
  * serves, src/cmd/nri_encode.c encodes its answers; src/cmd/nri_spec.c turns a
  * CreateContainer request into the OCI spec the spec edit works on (orh/edit.h) and the
- * edit's result into the ContainerAdjustment the runtime applies. Pure: no socket here
- * (src/cmd/cmd_nri.c).
+ * edit's result into the ContainerAdjustment the runtime applies; src/cmd/nri_limit.c counts
+ * the lines the plugin logs. Pure: no socket here (src/cmd/cmd_nri.c).
  *
  * Only what the oldest runtimes served read is sent (CRI-O 1.30 bundles NRI v0.6.0,
  * containerd 2.0 and 2.1 v0.8.0): annotations, mounts, env, hooks, linux.devices,
@@ -127,7 +127,14 @@ struct orh_nri_adjust {
 	size_t n_rlimits;
 };
 
-/* The requests: -EBADMSG with what was wrong (err) for a malformed one. */
+/* The fields of a CreateContainerRequest read at most, the messages inside it counted with
+ * it (every env entry, annotation, mount and its options, ...): what a decision holds of one
+ * request stays bounded (its bytes are: ORH_TTRPC_MSG_MAX). */
+#define ORH_NRI_FIELDS_MAX (1u << 16)
+
+/* The requests: -EBADMSG with what was wrong (err) for a malformed one; CreateContainer
+ * -E2BIG, naming the field where it stopped, for one of more than ORH_NRI_FIELDS_MAX
+ * fields. */
 int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
 			  struct orh_err *err);
 void orh_nri_create_free(struct orh_nri_create *req);
@@ -157,6 +164,30 @@ int orh_nri_adjust_decode(const void *p, size_t n, struct orh_nri_adjust *adj,
 bool orh_nri_adjust_empty(const struct orh_nri_adjust *adj);
 void orh_nri_adjust_free(struct orh_nri_adjust *adj);
 
+/* The header a worker of the plugin writes before its answer (nri_encode.c): one byte, 1
+ * when a late answer refuses the container, then the container's name for the log and a
+ * NUL. _get: the header's length at the start of p[0..n) (0 until it is whole; the name is
+ * p + 1) and *refuse_late. */
+void orh_nri_worker_head_put(struct orh_buf *b, bool refuse_late, const char *what);
+size_t orh_nri_worker_head_get(const char *p, size_t n, bool *refuse_late);
+
+/* The lines of a kind the plugin logs (nri_limit.c): at most burst of them in a window of
+ * window_ms, the others counted. The caller's clock, in milliseconds. */
+struct orh_nri_limit {
+	const char *what;       /* the lines, for the line that counts them */
+	unsigned burst;
+	double window_ms;
+	double start;           /* the window's start */
+	unsigned n;             /* lines logged in it */
+	unsigned long dropped;  /* lines counted in it */
+};
+/* May one more line be logged at now (true), or is it counted (false)? A window over with
+ * lines counted in it counts on until orh_nri_limit_end() says how many. */
+bool orh_nri_limit_take(struct orh_nri_limit *l, double now);
+/* Once the window is over at now (at once with force): the lines it counted (0: none), and
+ * a new window from now. */
+unsigned long orh_nri_limit_end(struct orh_nri_limit *l, double now, bool force);
+
 /* nri_spec.c: the OCI spec of a CreateContainer request (a new document): the
  * container's annotations with the pod's oci-rdma-hook/ ones it does not set itself (as
  * the handler's pod_annotations passes them), process args, env, user and rlimits,
@@ -168,6 +199,12 @@ json_t *orh_nri_spec(const struct orh_nri_create *req);
  * cannot carry (an entry changed or removed). */
 int orh_nri_diff(const json_t *before, const json_t *after, struct orh_nri_adjust *adj,
 		 struct orh_err *err);
+
+/* Is a container that gets no decision refused: on_error = fail, and it asked for RDMA? */
+bool orh_nri_refuses(const struct orh_config *cfg, const struct orh_nri_create *req);
+/* "container ID (NAME, pod NAMESPACE/NAME)", for the log: at most max bytes, cut with
+ * "..." (the names are the runtime's, unbounded). */
+char *orh_nri_describe(const struct orh_nri_create *req, size_t max);
 
 /* Serve one CreateContainer: the spec (orh_nri_spec), the spec edit (orh_spec_serve),
  * the adjustment (orh_nri_diff), and, for a container served, the pod's oci-rdma-hook/

@@ -4,8 +4,10 @@
  * NRI plugin's messages (orh/nri.h) and ttrpc's envelope (orh/ttrpc.h) are all it reads.
  * A reader walks the fields of one message in a buffer it does not own; every length is
  * checked against that buffer, unknown fields are stepped over, and a message inside
- * another is read with a reader one level deeper (ORH_PB_MAX_DEPTH at most). Groups (wire
- * types 3 and 4) are refused. The writer appends to a struct orh_buf.
+ * another is read with a reader one level deeper (ORH_PB_MAX_DEPTH at most). A reader may be
+ * given a bound on the fields it and the readers below it read, all together
+ * (struct orh_pb_budget). Groups (wire types 3 and 4) are refused. The writer appends to a
+ * struct orh_buf. A buffer of no bytes may be NULL.
  */
 #ifndef ORH_PBWIRE_H
 #define ORH_PBWIRE_H
@@ -28,9 +30,16 @@ enum orh_pb_wire {
 /* the largest field number protobuf allows (2^29 - 1) */
 #define ORH_PB_MAX_FIELD 536870911u
 
+/* The fields a message may still have read of it: shared by a reader and every reader below
+ * it (orh_pb_sub()). */
+struct orh_pb_budget {
+	size_t left, max;
+};
+
 struct orh_pb_reader {
 	const uint8_t *p, *end;
 	unsigned depth;
+	struct orh_pb_budget *budget; /* NULL: no bound */
 };
 
 struct orh_pb_field {
@@ -41,12 +50,15 @@ struct orh_pb_field {
 	size_t len;
 };
 
-/* A reader of the message in buf[0..len). */
+/* A reader of the message in buf[0..len), with no bound on its fields. */
 void orh_pb_reader_init(struct orh_pb_reader *r, const void *buf, size_t len);
+/* The same, reading at most max fields, the messages inside it counted with it. */
+void orh_pb_reader_init_bounded(struct orh_pb_reader *r, const void *buf, size_t len,
+				struct orh_pb_budget *budget, size_t max);
 /* The next field into *f: 1, or 0 at the end of the message, or -EBADMSG (a varint
  * truncated or longer than 10 bytes, a length past the end, field number 0 or above
  * ORH_PB_MAX_FIELD, a group or an unknown wire type), with what was wrong and where in
- * err. */
+ * err, or -E2BIG when the reader's budget is spent (f->num is then that field's number). */
 int orh_pb_next(struct orh_pb_reader *r, struct orh_pb_field *f, struct orh_err *err);
 /* A reader of the message a LEN field holds, one level deeper than r: -EBADMSG when that
  * is deeper than ORH_PB_MAX_DEPTH or f is no LEN field. */

@@ -27,7 +27,10 @@
 #define ORH_MUX_FRAME_MAX 4096u
 
 #define ORH_TTRPC_HDR 10
+/* the longest message, as ttrpc's own default */
 #define ORH_TTRPC_MSG_MAX (4u << 20)
+/* a connection's stream held once all of it is handed out: larger, its memory is freed */
+#define ORH_MUX_KEEP (64u << 10)
 
 enum orh_ttrpc_type {
 	ORH_TTRPC_REQUEST = 1,
@@ -60,7 +63,8 @@ struct orh_ttrpc_msg {
 /* The multiplexer's reading side: the bytes read from the socket, fed in as they come,
  * are split into frames and each frame's payload appended to its connection's stream
  * (connections 1 and 2; frames of another id are dropped, as the runtime's multiplexer
- * drops those of a connection not opened). A zeroed struct is empty. */
+ * drops those of a connection not opened). A stream all handed out frees its buffer when it
+ * grew past ORH_MUX_KEEP (a large message). A zeroed struct is empty. */
 struct orh_mux_in {
 	uint8_t hdr[ORH_MUX_HDR];
 	size_t hdr_n;           /* bytes of a frame's header held */

@@ -42,8 +42,17 @@ size_t orh_pb_varint_put(uint8_t *out, uint64_t v)
 void orh_pb_reader_init(struct orh_pb_reader *r, const void *buf, size_t len)
 {
 	r->p = buf;
-	r->end = r->p + len;
+	r->end = len ? r->p + len : r->p; /* no arithmetic on a NULL buffer of 0 bytes */
 	r->depth = 0;
+	r->budget = NULL;
+}
+
+void orh_pb_reader_init_bounded(struct orh_pb_reader *r, const void *buf, size_t len,
+				struct orh_pb_budget *budget, size_t max)
+{
+	orh_pb_reader_init(r, buf, len);
+	budget->left = budget->max = max;
+	r->budget = budget;
 }
 
 static int bad(struct orh_err *err, const struct orh_pb_reader *r, const uint8_t *at,
@@ -70,6 +79,10 @@ int orh_pb_next(struct orh_pb_reader *r, struct orh_pb_field *f, struct orh_err 
 		return bad(err, r, at, "a field number out of range");
 	f->num = (uint32_t)(key >> 3);
 	f->wire = (enum orh_pb_wire)(key & 7);
+	if (r->budget && r->budget->left == 0)
+		return orh_fail(err, E2BIG, "more than %zu fields in the message", r->budget->max);
+	if (r->budget)
+		r->budget->left--;
 	switch (key & 7) {
 	case ORH_PB_VARINT:
 		n = orh_pb_varint_get(r->p, (size_t)(r->end - r->p), &f->v);
@@ -117,6 +130,7 @@ int orh_pb_sub(const struct orh_pb_reader *r, const struct orh_pb_field *f,
 				ORH_PB_MAX_DEPTH);
 	orh_pb_reader_init(sub, f->data, f->len);
 	sub->depth = r->depth + 1;
+	sub->budget = r->budget;
 	return 0;
 }
 
@@ -125,7 +139,7 @@ int orh_pb_string(const struct orh_pb_field *f, char **out, struct orh_err *err)
 	if (f->wire != ORH_PB_LEN)
 		return orh_fail(err, EBADMSG, "malformed protobuf message: field %u is no string",
 				f->num);
-	if (memchr(f->data, '\0', f->len))
+	if (f->len && memchr(f->data, '\0', f->len))
 		return orh_fail(err, EBADMSG,
 				"malformed protobuf message: field %u holds a NUL byte", f->num);
 	*out = orh_xmalloc(f->len + 1);

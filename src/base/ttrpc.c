@@ -76,11 +76,18 @@ int orh_mux_feed(struct orh_mux_in *m, const void *buf, size_t n, struct orh_err
 	return 0;
 }
 
-/* Drop the bytes of a stream already handed out once they are most of it. */
+/* Drop the bytes of a stream already handed out once they are most of it; a stream all
+ * handed out gives its memory back when it grew past ORH_MUX_KEEP (a large message). */
 static void compact(struct orh_buf *s, size_t *taken)
 {
 	if (*taken == 0 || *taken < s->n / 2)
 		return;
+	if (*taken == s->n && s->cap > ORH_MUX_KEEP) {
+		free(s->p);
+		memset(s, 0, sizeof(*s));
+		*taken = 0;
+		return;
+	}
 	memmove(s->p, s->p + *taken, s->n - *taken);
 	s->n -= *taken;
 	s->p[s->n] = '\0';
@@ -93,10 +100,11 @@ int orh_mux_take(struct orh_mux_in *m, struct orh_ttrpc_msg *msg, struct orh_err
 	for (unsigned c = 0; c < 2; c++) {
 		struct orh_buf *s = &m->stream[c];
 		size_t have = s->n - m->taken[c];
-		const uint8_t *p = (const uint8_t *)s->p + m->taken[c];
+		const uint8_t *p;
 
-		if (have < ORH_TTRPC_HDR)
+		if (have < ORH_TTRPC_HDR) /* (a stream of nothing yet has no buffer) */
 			continue;
+		p = (const uint8_t *)s->p + m->taken[c];
 		orh_ttrpc_hdr_get(p, &msg->hdr);
 		if (msg->hdr.len > ORH_TTRPC_MSG_MAX)
 			return orh_fail(err, EMSGSIZE,

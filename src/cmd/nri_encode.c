@@ -3,7 +3,8 @@
  * NRI's messages as the plugin writes them (include/orh/nri.h): its registration, its
  * answers to Configure and Synchronize, and the ContainerAdjustment of a CreateContainer,
  * with the field numbers of pkg/api/api.proto. proto3 leaves out a field of its default
- * value; an Optional* wrapper is written whenever its value is set, 0 included.
+ * value; an Optional* wrapper is written whenever its value is set, 0 included. And the
+ * header of a worker's output, the plugin's own.
  */
 #include <string.h>
 
@@ -171,4 +172,20 @@ void orh_nri_create_response_encode(struct orh_buf *b, const struct orh_nri_adju
 	at = orh_pb_begin(b, 1);
 	orh_nri_adjust_encode(b, adj);
 	orh_pb_end(b, at);
+}
+
+void orh_nri_worker_head_put(struct orh_buf *b, bool refuse_late, const char *what)
+{
+	orh_buf_addc(b, refuse_late ? 1 : 0);
+	orh_buf_add(b, what, strlen(what) + 1);
+}
+
+size_t orh_nri_worker_head_get(const char *p, size_t n, bool *refuse_late)
+{
+	const char *nul = n >= 2 ? memchr(p + 1, '\0', n - 1) : NULL;
+
+	if (!nul)
+		return 0;
+	*refuse_late = p[0] == 1;
+	return (size_t)(nul - p) + 1;
 }

@@ -351,6 +351,32 @@ static int user(const rd_t *r, const fd_t *f, struct orh_nri_container *c, struc
 	return k;
 }
 
+/* The name of a field of Container or PodSandbox the plugin reads, for an error. */
+static const char *field_name(bool ctr, uint32_t num)
+{
+	static const char *const ctr_names[] = {
+		[1] = "id", [2] = "pod_sandbox_id", [3] = "name", [6] = "annotations",
+		[7] = "args", [8] = "env", [9] = "mounts", [10] = "hooks", [11] = "linux",
+		[13] = "rlimits", [21] = "user",
+	};
+	static const char *const pod_names[] = {
+		[1] = "id", [2] = "name", [3] = "uid", [4] = "namespace", [6] = "annotations",
+	};
+	const char *const *v = ctr ? ctr_names : pod_names;
+	size_t n = ctr ? ORH_ARRAY_SIZE(ctr_names) : ORH_ARRAY_SIZE(pod_names);
+
+	return num < n && v[num] ? v[num] : "not read";
+}
+
+/* What went wrong in a field of Container or PodSandbox, prefixed with its name. */
+static int in_field(struct orh_err *err, bool ctr, const fd_t *g)
+{
+	if (g->num == 0) /* its key could not be read */
+		return orh_err_prefix(err, "%s", ctr ? "container" : "pod");
+	return orh_err_prefix(err, "%s field %u (%s)", ctr ? "container" : "pod", g->num,
+			      field_name(ctr, g->num));
+}
+
 static int container(const rd_t *r, const fd_t *f, struct orh_nri_container *c,
 		     struct orh_err *err)
 {
@@ -396,10 +422,8 @@ static int container(const rd_t *r, const fd_t *f, struct orh_nri_container *c,
 		default:
 			k = 0;
 		}
-		if (k < 0)
-			return orh_err_prefix(err, "container field %u", g.num);
 	}
-	return k;
+	return k < 0 ? in_field(err, true, &g) : k;
 }
 
 static int pod(const rd_t *r, const fd_t *f, struct orh_nri_pod *p, struct orh_err *err)
@@ -428,21 +452,20 @@ static int pod(const rd_t *r, const fd_t *f, struct orh_nri_pod *p, struct orh_e
 		default:
 			k = 0;
 		}
-		if (k < 0)
-			return orh_err_prefix(err, "pod field %u", g.num);
 	}
-	return k;
+	return k < 0 ? in_field(err, false, &g) : k;
 }
 
 int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
 			  struct orh_err *err)
 {
+	struct orh_pb_budget budget;
 	rd_t r;
 	fd_t f;
 	int k;
 
 	memset(req, 0, sizeof(*req));
-	orh_pb_reader_init(&r, p, n);
+	orh_pb_reader_init_bounded(&r, p, n, &budget, ORH_NRI_FIELDS_MAX);
 	while ((k = orh_pb_next(&r, &f, err)) > 0) {
 		k = f.num == 1 ? pod(&r, &f, &req->pod, err) :
 		    f.num == 2 ? container(&r, &f, &req->ctr, err) : 0;

@@ -431,3 +431,29 @@ int orh_nri_serve(const struct orh_ctx *ctx, const struct orh_nri_create *req,
 	json_decref(before);
 	return r;
 }
+
+bool orh_nri_refuses(const struct orh_config *cfg, const struct orh_nri_create *req)
+{
+	json_t *spec;
+	bool r;
+
+	if (cfg->on_error != ORH_ON_ERROR_FAIL)
+		return false;
+	spec = orh_nri_spec(req);
+	r = orh_activation_asked(cfg, json_object_get(spec, "annotations"),
+				 json_object_get(json_object_get(spec, "process"), "env"));
+	json_decref(spec);
+	return r;
+}
+
+char *orh_nri_describe(const struct orh_nri_create *req, size_t max)
+{
+	char *s = orh_xasprintf("container %s (%s, pod %s/%s)", req->ctr.id,
+				req->ctr.name ? req->ctr.name : "?",
+				req->pod.namespace ? req->pod.namespace : "?",
+				req->pod.name ? req->pod.name : "?");
+
+	if (max >= 4 && strlen(s) > max)
+		memcpy(s + max - 3, "...", 4);
+	return s;
+}
