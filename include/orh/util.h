@@ -15,7 +15,9 @@
 #ifndef ORH_UTIL_H
 #define ORH_UTIL_H
 
+#include <dirent.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
@@ -52,7 +54,19 @@ static inline void orh_closep(int *fd)
 	if (*fd >= 0)
 		close(*fd);
 }
+static inline void orh_closedirp(DIR **d)
+{
+	if (*d)
+		closedir(*d);
+}
+static inline void orh_fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
 #define _cleanup_free_ __attribute__((cleanup(orh_freep)))
+#define _cleanup_dir_ __attribute__((cleanup(orh_closedirp)))
+#define _cleanup_file_ __attribute__((cleanup(orh_fclosep)))
 #define _cleanup_close_ __attribute__((cleanup(orh_closep)))
 
 static inline void *orh_take_ptr(void *pp)

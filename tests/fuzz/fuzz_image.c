@@ -9,7 +9,9 @@
  * is no larger than the reader takes. Replayed and fuzzed with a time limit per input
  * (docs/fuzzing.md): a slow input is a finding.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
