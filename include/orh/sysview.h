@@ -8,7 +8,7 @@
  * class's regular files (abi_version). A container given every device sees the host's
  * directories unchanged.
  *   reading the host's entries  orh_sysview_read()    src/node/sysclass.c  orh/sysclass.h
- *   which entries are kept      orh_sysview_decide()  src/decide/sysview.c (pure)
+ *   which entries are kept      orh_sysview_decide()  src/decide/sysview_decide.c (pure)
  *                                                     orh/sysview_decide.h
  *   the directory, the mounts   orh_sysview_build(), orh_sysview_mount(),
  *                               orh_sysview_spec_mounts()  src/apply/sysview.c  (here)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Which entries of the RDMA classes of sysfs a container given some of the node's devices
- * sees (src/decide/sysview.c: pure). orh/sysview.h tells the whole of the container's view.
+ * sees (src/decide/sysview_decide.c: pure). orh/sysview.h tells the whole of the container's view.
  */
 #ifndef ORH_SYSVIEW_DECIDE_H
 #define ORH_SYSVIEW_DECIDE_H
