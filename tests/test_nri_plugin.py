@@ -10,7 +10,8 @@ RoCE node, a device plugin's uverbs2 with its sysfs view, one that asked nothing
 refused under on_error = fail, a decision that hangs given up in time while another is
 answered), the node config read for each container, an unknown method, frames split and
 frames of an unknown connection, reconnection after the runtime closes, a plugin started
-by the runtime (NRI_PLUGIN_SOCKET on a socketpair), pod text escaped in the log, SIGTERM,
+by the runtime (NRI_PLUGIN_SOCKET on a socketpair), the binary started as a pre-installed
+plugin (a link, no argument, its config in Configure's), pod text escaped in the log, SIGTERM,
 and what a runtime can make the plugin hold: a CreateContainer of 1.9 million env entries
 and a runtime that never reads its answers (the plugin's VmRSS from /proc, the lines of its
 log, with margins well above what it takes). The sysfs view is made under
@@ -402,6 +403,70 @@ def bounded(tmp, srv, sock, conf, node):
             proc.wait()
 
 
+def preinstalled(tmp, node):
+    """Started by the runtime from its plugin_path: a link of any name, no argument, only
+    NRI_PLUGIN_SOCKET, NRI_PLUGIN_NAME and NRI_PLUGIN_IDX in the environment, and the node
+    config in Configure's config (the only place naming the sample node: [node] sysroot)."""
+    link = os.path.join(tmp, '10-rdma')
+    os.symlink(os.path.abspath(HOOK), link)
+    for text, want in (('[node]\nsysroot = %s\nmemlock = unlimited\n[containers]\n'
+                        'activation = annotation\n' % node, None),
+                       ('[node]\nbogus = 1\n', "Configure's config:2: [node] key 'bogus'")):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = dict(NRI_PLUGIN_SOCKET=str(theirs.fileno()), NRI_PLUGIN_NAME='rdma',
+                   NRI_PLUGIN_IDX='10')
+        with open(os.path.join(tmp, 'plugin.log'), 'ab') as log:
+            proc = subprocess.Popen([link], env=env, pass_fds=[theirs.fileno()], stdout=log,
+                                    stderr=log)
+        theirs.close()
+        try:
+            rt = Runtime(ours)
+            stream, _, _, payload = rt.read_msg(2)
+            p = one(payload, 3, b'')
+            rt.request(1, 'Configure', f_bytes(1, text) + f_bytes(2, 'fake-runtime') +
+                       f_varint(5, 2000))
+            code, msg, _ = rt.response(1)
+            rt.send_msg(2, stream, 2, f_bytes(1, b''))
+            if want:
+                check('pre-installed: a Configure config the node config\'s parser refuses is '
+                      'refused, naming it, its line and key', code != 0 and want in msg,
+                      (code, msg))
+                continue
+            check('pre-installed: with no argument it registers with the name and index of '
+                  'its environment', one(payload, 2) == b'RegisterPlugin' and
+                  one(p, 1) == b'rdma' and one(p, 2) == b'10', fields(p))
+            check('pre-installed: Configure with a config is answered OK', code == 0, msg)
+            rt.request(3, 'CreateContainer',
+                       create_req('c13', pod_ann=[('oci-rdma-hook/enable', 'true')]))
+            code, msg, payload = rt.response(3)
+            a = adjustment(payload)
+            check('pre-installed: it serves from the node Configure\'s config names (9 devices)',
+                  code == 0 and len(a['devices']) == 9, (code, msg, a['devices']))
+            if os.geteuid() == 0:
+                copy = os.path.join(RUN_DIR, '.nri-10-rdma.conf')
+                cfgs = {h[h.index('--config') + 1] for h in a['create_runtime']
+                        if '--config' in h}
+                with open(copy) as f:
+                    check('pre-installed: its hook entry\'s --config is the copy of Configure\'s '
+                          'config it wrote', cfgs == {copy} and f.read() == text, cfgs)
+        finally:
+            ours.close()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    check('pre-installed: it ends with status 0 when the runtime closes the connection',
+          proc.returncode == 0, proc.returncode)
+    r = subprocess.run([link], env={}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check('with no argument and no runtime\'s environment it prints its usage (status 2)',
+          r.returncode == 2 and b'Usage' in r.stderr, (r.returncode, r.stderr[-300:]))
+    try:
+        os.unlink(os.path.join(RUN_DIR, '.nri-10-rdma.conf'))
+    except OSError:
+        pass
+
+
 def remove_state_dirs():
     """The state directories of this run's containers (their node.json)."""
     try:
@@ -686,6 +751,7 @@ def main():
             proc.kill()
             proc.wait()
 
+    preinstalled(tmp, node)
     bounded(tmp, srv, sock, conf, node)
 
     # no runtime yet: it keeps trying, and SIGTERM still ends it at once

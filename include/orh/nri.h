@@ -138,10 +138,11 @@ struct orh_nri_adjust {
 int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
 			  struct orh_err *err);
 void orh_nri_create_free(struct orh_nri_create *req);
-/* ConfigureRequest: the runtime's name and version (either may come back NULL) and its
+/* ConfigureRequest: the plugin's config (the text of plugin_config_path's file, for a plugin
+ * the runtime started), the runtime's name and version (each may come back NULL) and its
  * request timeout in milliseconds (0 when not said). */
 struct orh_nri_configure {
-	char *runtime_name, *runtime_version;
+	char *config, *runtime_name, *runtime_version;
 	int64_t request_timeout_ms;
 };
 int orh_nri_configure_decode(const void *p, size_t n, struct orh_nri_configure *req,
@@ -163,6 +164,11 @@ int orh_nri_adjust_decode(const void *p, size_t n, struct orh_nri_adjust *adj,
 			  struct orh_err *err);
 bool orh_nri_adjust_empty(const struct orh_nri_adjust *adj);
 void orh_nri_adjust_free(struct orh_nri_adjust *adj);
+
+/* A ttrpc Response on the plugin's connection of the multiplexer, as frames appended to
+ * out: code, msg (NULL: none) and payload (NULL: empty) (nri_encode.c). */
+void orh_nri_respond(struct orh_buf *out, uint32_t stream, int32_t code, const char *msg,
+		     const struct orh_buf *payload);
 
 /* The header a worker of the plugin writes before its answer (nri_encode.c): one byte, 1
  * when a late answer refuses the container, then the container's name for the log and a

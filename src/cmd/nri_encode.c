@@ -4,12 +4,15 @@
  * answers to Configure and Synchronize, and the ContainerAdjustment of a CreateContainer,
  * with the field numbers of pkg/api/api.proto. proto3 leaves out a field of its default
  * value; an Optional* wrapper is written whenever its value is set, 0 included. And the
- * header of a worker's output, the plugin's own.
+ * header of a worker's output, the plugin's own, and a ttrpc Response as the multiplexer's
+ * frames.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "orh/nri.h"
 #include "orh/pbwire.h"
+#include "orh/ttrpc.h"
 
 void orh_nri_register_encode(struct orh_buf *b, const char *name, const char *idx)
 {
@@ -188,4 +191,15 @@ size_t orh_nri_worker_head_get(const char *p, size_t n, bool *refuse_late)
 		return 0;
 	*refuse_late = p[0] == 1;
 	return (size_t)(nul - p) + 1;
+}
+
+void orh_nri_respond(struct orh_buf *out, uint32_t stream, int32_t code, const char *msg,
+		     const struct orh_buf *payload)
+{
+	struct orh_buf b = { 0 };
+
+	orh_ttrpc_response_encode(&b, code, msg, payload ? payload->p : NULL,
+				  payload ? payload->n : 0);
+	orh_mux_put_msg(out, ORH_MUX_PLUGIN, stream, ORH_TTRPC_RESPONSE, 0, b.p, b.n);
+	free(b.p);
 }

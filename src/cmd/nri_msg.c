@@ -576,6 +576,9 @@ int orh_nri_configure_decode(const void *p, size_t n, struct orh_nri_configure *
 	orh_pb_reader_init(&r, p, n);
 	while ((k = orh_pb_next(&r, &f, err)) > 0) {
 		switch (f.num) {
+		case 1:
+			k = str(&f, &req->config, err);
+			break;
 		case 2:
 			k = str(&f, &req->runtime_name, err);
 			break;
@@ -600,6 +603,7 @@ int orh_nri_configure_decode(const void *p, size_t n, struct orh_nri_configure *
 
 void orh_nri_configure_free(struct orh_nri_configure *req)
 {
+	free(req->config);
 	free(req->runtime_name);
 	free(req->runtime_version);
 	memset(req, 0, sizeof(*req));

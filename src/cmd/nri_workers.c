@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The NRI plugin's workers (include/orh/nri_plugin.h): each CreateContainer is decided in
+ * a child process of its own while the plugin goes on serving. The child reads the request
+ * (the plugin only passes its bytes on: a large one costs the event loop nothing), says
+ * which container it is, reads the node config, decides, and hands the node it read to the
+ * container's nccl-conf stage (orh/handoff.h) before it answers through its pipe. An answer
+ * not ready by three quarters of the runtime's request timeout is given up (the child
+ * killed) and the container gets nothing, or is refused when on_error = fail and it asked.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "orh/handoff.h"
+#include "orh/log.h"
+#include "orh/nri_plugin.h"
+#include "orh/record.h"
+#include "orh/statedir.h"
+
+/* A worker's output: its header (orh_nri_worker_head_put(), the name at most WHAT_MAX
+ * bytes), then its answer: one byte (0: the response's payload follows, 1: a refusal's
+ * reason follows), then its bytes */
+#define WHAT_MAX 512
+#define WORKER_OUT_MAX (WHAT_MAX + 2 + ORH_TTRPC_MSG_MAX + 1)
+
+/* In a worker: its lines are not logged (the containers' limit said so when it started). */
+static bool quiet;
+
+#define WORKER_LOG(...) do { if (!quiet) orh_log(__VA_ARGS__); } while (0)
+#define CTR_LOG(...) ORH_NRI_LOG(ORH_NRI_CTR, __VA_ARGS__)
+
+static void log_served(const char *what, const struct orh_edit_result *res,
+		       const struct orh_nri_adjust *adj)
+{
+	size_t hooks = 0;
+
+	for (size_t i = 0; i < res->warnings.n; i++)
+		WORKER_LOG(LOG_WARNING, "nri: %s: %s", what, res->warnings.v[i]);
+	if (orh_nri_adjust_empty(adj)) {
+		WORKER_LOG(LOG_INFO, "nri: %s: nothing given: %s", what,
+			   res->why[0] ? res->why : "no RDMA device to give");
+		return;
+	}
+	for (unsigned k = 0; k < ORH_NRI_HOOK_KINDS; k++)
+		hooks += adj->hooks.n[k];
+	WORKER_LOG(LOG_INFO,
+		   "nri: %s: %zu device(s), %zu cgroup rule(s), memlock %s, %zu hook(s), %zu "
+		   "environment setting(s), %zu mount(s) given",
+		   what, adj->n_devices, adj->n_rules, adj->n_rlimits ? "set" : "unchanged", hooks,
+		   adj->env.n, adj->n_mounts);
+}
+
+/* The node as the decision read it, for the container's nccl-conf stage, before the answer
+ * that registers that stage goes out; one that cannot be written is a warning (the stage
+ * then reads the node itself). The first state directory of a container sweeps those of
+ * containers gone (at most once a minute). */
+static void hand_off(const struct orh_ctx *ctx, const struct orh_nri_create *req,
+		     const char *what, struct orh_edit_result *res)
+{
+	struct orh_err err = { 0 };
+	bool created = false;
+
+	if (orh_handoff_write(ORH_RUN_DIR, req->ctr.id, NULL, res->token, ctx->sysroot,
+			      TAKE_PTR(res->snapshot), &created, &err) < 0) {
+		WORKER_LOG(LOG_WARNING, "nri: %s: %s; its nccl-conf stage reads the node itself",
+			   what, err.msg);
+		orh_handoff_drop(ORH_RUN_DIR, req->ctr.id);
+	}
+	if (created)
+		orh_record_sweep(ORH_RUN_DIR, "/proc", req->ctr.id, ORH_RECORD_SWEEP_EVERY);
+}
+
+static void __attribute__((noreturn)) worker_exit(int fd, const struct orh_buf *out)
+{
+	_exit(orh_write_all(fd, out->p, out->n) < 0 ? ORH_EXIT_FAIL : ORH_EXIT_OK);
+}
+
+/* The child: read the request (at most ORH_NRI_FIELDS_MAX fields), read the node config,
+ * write the header (the parent answers from it should the decision not end in time), decide,
+ * hand the node to the nccl-conf stage, write the answer to fd, exit. */
+static void __attribute__((noreturn))
+worker_main(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd)
+{
+	struct orh_nri_create req;
+	struct orh_edit_result res = { 0 };
+	struct orh_nri_adjust adj = { 0 };
+	struct orh_err err = { 0 };
+	struct orh_buf out = { 0 };
+	char *what;
+	int r = orh_nri_create_decode(p, n, &req, &err);
+
+	if (r < 0) {
+		WORKER_LOG(LOG_ERR, "nri: a CreateContainer request not read: %s: nothing given",
+			   err.msg);
+		orh_nri_worker_head_put(&out, false, "a CreateContainer request not read");
+		orh_buf_addc(&out, 0);
+		worker_exit(fd, &out);
+	}
+	what = orh_nri_describe(&req, WHAT_MAX);
+	if (orh_nri_config_reload(ctx) < 0) {
+		/* no config to say on_error: the container starts as it would without us */
+		WORKER_LOG(LOG_ERR, "nri: %s: nothing given: %s", what, ctx->config_err.msg);
+		orh_nri_worker_head_put(&out, false, what);
+		orh_buf_addc(&out, 0);
+		worker_exit(fd, &out);
+	}
+	orh_nri_worker_head_put(&out, orh_nri_refuses(&ctx->cfg, &req), what);
+	if (orh_write_all(fd, out.p, out.n) < 0)
+		_exit(ORH_EXIT_FAIL);
+	out.n = 0;
+	r = orh_nri_serve(ctx, &req, &adj, &res, &err);
+	if (r == 0 && res.snapshot && req.ctr.id)
+		hand_off(ctx, &req, what, &res);
+
+	if (r < 0 && orh_edit_must_fail(&ctx->cfg, &res)) {
+		/* the runtime reads the reason as a protobuf string: UTF-8 */
+		_cleanup_free_ char *why = orh_text_escape(err.msg);
+
+		WORKER_LOG(LOG_ERR, "nri: %s: refused: %s", what, err.msg);
+		orh_buf_addc(&out, 1);
+		orh_buf_add(&out, why, strlen(why));
+	} else {
+		if (r < 0)
+			WORKER_LOG(LOG_WARNING, "nri: %s: nothing given: %s", what, err.msg);
+		else
+			log_served(what, &res, &adj);
+		orh_buf_addc(&out, 0);
+		if (r == 0)
+			orh_nri_create_response_encode(&out, &adj);
+	}
+	worker_exit(fd, &out);
+}
+
+static void worker_answer(struct orh_nri_conn *c, struct orh_nri_worker *w, bool late)
+{
+	char *ans = w->out.p + w->head;
+	size_t n = w->head ? w->out.n - w->head : 0;
+
+	if (late || n == 0) {
+		/* killed, or it died before answering */
+		CTR_LOG(LOG_ERR, "nri: %s: %s: %s", w->what,
+			late ? "no decision within the runtime's request timeout" : "no decision",
+			w->refuse_late ? "refused (on_error = fail)" : "nothing given");
+		if (w->refuse_late)
+			orh_nri_respond(&c->out, w->stream, ORH_RPC_UNKNOWN,
+				late ? "oci-rdma-hook: no decision in time for a container that "
+				       "asked for RDMA (on_error = fail)" :
+				       "oci-rdma-hook: no decision for a container that asked for "
+				       "RDMA (on_error = fail)", NULL);
+		else
+			orh_nri_respond(&c->out, w->stream, ORH_RPC_OK, NULL, NULL);
+		return;
+	}
+	if (ans[0] == 1) {
+		char *msg = orh_xasprintf("oci-rdma-hook: %s", ans + 1);
+
+		orh_nri_respond(&c->out, w->stream, ORH_RPC_UNKNOWN, msg, NULL);
+		free(msg);
+		return;
+	}
+	orh_nri_respond(&c->out, w->stream, ORH_RPC_OK, NULL,
+			&(struct orh_buf){ .p = ans + 1, .n = n - 1 });
+}
+
+/* Workers killed that have not ended yet: one in an uninterruptible sleep (a read of a
+ * hung file system) dies only when it leaves it, and nobody waits for it. Each is reaped
+ * when it has ended (orh_nri_workers_reap()); until then it is a zombie at most, so its pid
+ * is never another process's when it is signalled. */
+static pid_t dying[256];
+static size_t n_dying;
+
+void orh_nri_workers_reap(void)
+{
+	for (size_t i = n_dying; i-- > 0;)
+		if (waitpid(dying[i], NULL, WNOHANG) != 0)
+			dying[i] = dying[--n_dying];
+}
+
+void orh_nri_worker_end(struct orh_nri_conn *c, size_t i, bool answer, bool late)
+{
+	struct orh_nri_worker *w = &c->w[i];
+
+	if (late) {
+		pid_t r;
+
+		kill(w->pid, SIGKILL);
+		r = waitpid(w->pid, NULL, WNOHANG);
+		if (r == 0 && n_dying < ORH_ARRAY_SIZE(dying))
+			dying[n_dying++] = w->pid;
+		else if (r == 0) /* no room left: wait for it */
+			while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+				;
+	} else {
+		/* its pipe reached its end: it has written its answer and exits */
+		while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (answer)
+		worker_answer(c, w, late);
+	close(w->fd);
+	free(w->what);
+	free(w->out.p);
+	c->w[i] = c->w[--c->n_w];
+}
+
+/* No worker could be started (no pipe, no fork): the request is read here, bounded as a
+ * worker reads it, and answered at once as a decision not made. */
+static void not_decided(struct orh_nri_conn *c, uint32_t stream,
+			const struct orh_ttrpc_request *rq, const char *why)
+{
+	struct orh_nri_worker none = { .stream = stream };
+	struct orh_nri_create req;
+	struct orh_err err = { 0 };
+
+	if (orh_nri_create_decode(rq->payload, rq->payload_len, &req, &err) < 0) {
+		none.what = orh_xasprintf("a CreateContainer request not read (%s)", err.msg);
+	} else {
+		none.what = orh_nri_describe(&req, WHAT_MAX);
+		/* no config to say on_error: the container starts as it would without us */
+		none.refuse_late = orh_nri_config_reload(c->ctx) == 0 &&
+				   orh_nri_refuses(&c->ctx->cfg, &req);
+		orh_nri_create_free(&req);
+	}
+	CTR_LOG(LOG_ERR, "nri: %s: not decided: %s", none.what, why);
+	worker_answer(c, &none, false);
+	free(none.what);
+}
+
+void orh_nri_worker_start(struct orh_nri_conn *c, uint32_t stream,
+			  const struct orh_ttrpc_request *rq)
+{
+	int64_t budget = c->timeout_ms;
+	int fds[2] = { -1, -1 };
+	struct orh_nri_worker *w;
+	bool loud;
+	pid_t pid;
+
+	if (rq->timeout_nano > 0 && rq->timeout_nano / 1000000 < budget)
+		budget = rq->timeout_nano / 1000000;
+	if (pipe2(fds, O_CLOEXEC) < 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) {
+		not_decided(c, stream, rq, strerror(errno));
+		if (fds[0] >= 0) {
+			close(fds[0]);
+			close(fds[1]);
+		}
+		return;
+	}
+	loud = orh_nri_log_take(ORH_NRI_CTR);
+	pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+
+		close(fds[0]);
+		close(c->fd);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		quiet = !loud;
+		worker_main(c->ctx, rq->payload, rq->payload_len, fds[1]);
+	}
+	close(fds[1]);
+	if (pid < 0) {
+		char *why = orh_xasprintf("fork: %s", strerror(errno));
+
+		close(fds[0]);
+		not_decided(c, stream, rq, why);
+		free(why);
+		return;
+	}
+	w = &c->w[c->n_w++];
+	memset(w, 0, sizeof(*w));
+	w->pid = pid;
+	w->fd = fds[0];
+	w->stream = stream;
+	w->deadline = orh_now_ms() + (double)(budget * 3 / 4);
+	w->what = orh_xstrdup("a container whose request was not read in time");
+}
+
+void orh_nri_worker_input(struct orh_nri_conn *c, size_t i)
+{
+	struct orh_nri_worker *w = &c->w[i];
+	char buf[65536];
+	ssize_t n = read(w->fd, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n > 0 && w->out.n + (size_t)n <= WORKER_OUT_MAX) {
+		orh_buf_add(&w->out, buf, (size_t)n);
+		if (!w->head && (w->head = orh_nri_worker_head_get(w->out.p, w->out.n,
+								    &w->refuse_late))) {
+			free(w->what);
+			w->what = orh_xstrdup(w->out.p + 1);
+		}
+		return;
+	}
+	if (n > 0) /* more than any answer: not one */
+		w->out.n = w->head;
+	orh_nri_worker_end(c, i, true, false);
+}
+
+size_t orh_nri_workers_dying(void)
+{
+	return n_dying;
+}
