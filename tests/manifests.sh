@@ -40,9 +40,13 @@ fi
 
 # the kustomize base, its example overlay and its NRI overlay, rendered as `kubectl apply -k`
 # would send them
+# Debian 12 packages no kubectl: tests/setup-debian.sh builds one (tests/k8s/build-peers.sh)
+K8S_KUBECTL=${ORH_K8S_BIN:-${ORH_GO_BIN:-/opt/oci-rdma-hook-peers/bin}/k8s}/kubectl
+if [ -z "${KUBECTL:-}" ] && ! command -v kubectl >/dev/null 2>&1 && [ -x "$K8S_KUBECTL" ]; then
+	KUBECTL=$K8S_KUBECTL
+fi
 KUBECTL=${KUBECTL:-kubectl}
 if ! command -v "$KUBECTL" >/dev/null 2>&1; then
-	# Debian 12 packages no kubectl
 	echo "SKIP: no kubectl (or \$KUBECTL) to run kubectl kustomize" >&2
 	[ "${CI:-}" = true ] && exit 1
 	exit 77

@@ -1,0 +1,211 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# End-to-end through a real Kubernetes node: kube-apiserver, the scheduler, the
+# controller-manager and a kubelet v1.34.4 on containerd 2.3.4, etcd 3.7.3 as the store
+# (tests/k8s/lib.sh brings it up once, in a private mount namespace, and tears it down).
+# The node's RDMA is the sample node seed001-roce (tests/mknode.py), handed to the hook as
+# its sysroot and config (OCI_RDMA_HOOK_SYSROOT / OCI_RDMA_HOOK_CONFIG in containerd's
+# environment for the shim, --sysroot / --config for the NRI plugin), under
+# activation = annotation and memlock = 4M. Every pod is made with kubectl, checked Ready
+# first, then from inside with `kubectl exec`:
+#   - the NRI way: `oci-rdma-hook nri` on the cluster's containerd NRI socket, pods with no
+#     RuntimeClass: a pod annotated oci-rdma-hook/enable gets the uverbs nodes (allowed by
+#     the device cgroup), PID 1's memlock raised (and the exec'd process's), the plan in
+#     /etc/nccl.conf; a pod that asks for nothing gets nothing;
+#   - the handler way: the handler rdma that `oci-rdma-hook configure --engine containerd`
+#     writes into this containerd's config, the RuntimeClass of deploy/kubernetes/base, the
+#     node labelled by hand as its nodeSelector asks: an annotated pod of runtimeClassName
+#     rdma is served the same, one that asks for nothing gets nothing;
+#   - the teardown: the pods removed through the CRI, no process of the cluster or of its
+#     pods left, the kubelet's cgroup removed.
+# ORH_K8S_UNSERVED=1: the lane with the hook's binary replaced, where it serves, by one that
+# serves nothing (as the NRI plugin it never connects; as the runtime it is runc): every
+# served case must then fail, and the unserved ones pass.
+. "$(dirname "$0")/../e2e/lib.sh"
+. "$(dirname "$0")/../e2e/e2e-containerd-lib.sh"
+K8S_SRC=${ORH_SRCDIR:-$HERE/../..}
+. "$K8S_SRC/tests/k8s/lib.sh"
+need_root_runc
+k8s_need
+"$HOOK" nri --help >/dev/null 2>&1 || cant_run "this oci-rdma-hook has no nri command"
+T_START=$SECONDS
+
+setup_work
+PLUGIN_PID=""
+trap 'rc=$?; k8s_stop "$PLUGIN_PID"; k8s_down; cleanup_work $rc' EXIT
+
+# ---- the node, its config, the binary that serves -------------------------------------------
+spec_edit_node # $WORK/node (seed001-roce), $INSIDE
+write_conf "$WORK/node.conf" "[node]
+memlock = 4M
+[containers]
+activation = annotation"
+PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
+# PID 1's memlock (the container's own process: an exec'd process gets the limits of the spec
+# containerd keeps, which the shim of the handler way does not edit), whether the file is
+# there, and an open of each RDMA node (allowed by the device cgroup: ENXIO, no driver here)
+SHOW='sed -n "s/^Max locked memory *\([0-9a-z]*\).*/pid1-memlock \1/p" /proc/1/limits
+[ -e /etc/nccl.conf ] && echo "nccl.conf there"
+for f in /dev/infiniband/*; do [ -e "$f" ] && probe "$f"; done; true'
+make_rootfs "$WORK/rootfs"
+mkdir -p "$WORK/bin"
+SERVE=$HOOK
+if [ "${ORH_K8S_UNSERVED:-}" = 1 ]; then
+	SERVE=$WORK/bin/unserving
+	cat >"$SERVE" <<-'EOF'
+		#!/bin/sh
+		# serves nothing: as the NRI plugin it waits without connecting, as the runtime it is runc
+		[ "$1" = nri ] && exec sleep 86400
+		exec runc "$@"
+	EOF
+	chmod 755 "$SERVE"
+	echo "# ORH_K8S_UNSERVED=1: $SERVE serves in place of $HOOK"
+fi
+# the shim of the handler way: the binary under the name it answers to as a runtime
+ln -s "$SERVE" "$WORK/bin/oci-rdma-runtime"
+
+# ---- the cluster ---------------------------------------------------------------------------
+k8s_up "$WORK/node" "$WORK/node.conf"
+echo "# cluster up in ${K8S_UP_S} s: $(tr '\n' ' ' <"$K8S/versions")"
+check "the kubelet is v1.34.4" eval \
+	'[ "$(kc get node localhost -o jsonpath={.status.nodeInfo.kubeletVersion})" = v1.34.4 ]'
+# (a build from the module proxy has no git tree: its version says +unknown)
+check "the node's runtime is containerd 2.3.4" eval \
+	'kc get node localhost -o jsonpath={.status.nodeInfo.containerRuntimeVersion} |
+		grep -Eqx "containerd://v?2\.3\.4(\+unknown)?"'
+
+MARK=orh-k8s-started
+# pod NAME [JQ]: a pod of one container "work" (busybox and the probe) that prints its marker
+# and sleeps, PID 1 sh's exec of sleep; JQ edits the pod. Made with kubectl, then waited on
+# until Ready (a failed check naming its state where it is not); $POD_READY says which.
+pod() {
+	local name=$1
+	jq -n --arg name "$name" --arg mark "$MARK" '{
+		apiVersion: "v1", kind: "Pod",
+		metadata: {name: $name, namespace: "default", annotations: {}},
+		spec: {terminationGracePeriodSeconds: 0, automountServiceAccountToken: false,
+			containers: [{name: "work", image: "localhost/orh-e2e-bb:1",
+				imagePullPolicy: "Never",
+				command: ["/bin/sh", "-c", ("echo " + $mark + "; exec sleep 3600")]}]}}' |
+		jq "${2:-.}" >"$WORK/pod-$name.json"
+	POD_READY=0
+	if ! kc apply -f "$WORK/pod-$name.json" >"$WORK/apply.err" 2>&1; then
+		not_ok "$name: kubectl apply: $(cat "$WORK/apply.err")"
+		return 0
+	fi
+	if kc wait --for=condition=Ready "pod/$name" --timeout=60s >/dev/null 2>&1; then
+		POD_READY=1
+	fi
+	check "$name: the pod is Ready ($(kc get pod "$name" -o jsonpath='{.status.phase} {.status.containerStatuses[0].state}' 2>&1 | head -c 300))" \
+		[ "$POD_READY" = 1 ]
+}
+# inside NAME: `kubectl exec` of $INSIDE and $SHOW in the pod; the output in $OUT, the exit
+# status in $RC; checked to be the output of a process that ran in the container
+inside() {
+	RC=0
+	OUT=$(kc exec "$1" -c work -- /bin/sh -c "$INSIDE; $SHOW" 2>"$WORK/exec.err") || RC=$?
+	ERR=$(cat "$WORK/exec.err")
+	check_ran "$1 (kubectl exec, exit $RC)"
+	check "$1: its PID 1 printed the marker (kubectl logs)" logged "$1"
+}
+logged() { kc logs "$1" -c work 2>/dev/null | grep -qx "$MARK"; }
+seen() { grep "^$1" <<<"$OUT" | tr '\n' ' '; }
+# served NAME: what a served container shows: every plan setting in /etc/nccl.conf, the
+# uverbs nodes with the node's numbers and allowed, PID 1's memlock the node's 4 MiB
+served() {
+	local want
+	conf_has_plan "$1: /etc/nccl.conf has every plan setting"
+	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/uverbs1")
+	check "$1: /dev/infiniband/uverbs1 has the node's numbers ($want)" \
+		grep -qx "/dev/infiniband/uverbs1 character special file $want" <<<"$OUT"
+	check "$1: uverbs1 and uverbs8 are allowed by the device cgroup (open: ENXIO, not EPERM)" \
+		eval 'grep -qx "/dev/infiniband/uverbs1 ENXIO" <<<"$OUT" &&
+			grep -qx "/dev/infiniband/uverbs8 ENXIO" <<<"$OUT"'
+	check "$1: PID 1's memlock is the node's 4 MiB ($(seen pid1-memlock))" \
+		grep -qx 'pid1-memlock 4194304' <<<"$OUT"
+}
+# left_alone NAME: no NCCL setting, no /etc/nccl.conf, no RDMA node, containerd's memlock
+left_alone() {
+	check "$1: no NCCL setting, no RDMA device" out_lacks -e 'NCCL_' -e infiniband
+	check "$1: no /etc/nccl.conf" out_lacks -x 'nccl.conf there'
+	check "$1: PID 1 has containerd's memlock, $K8S_DEFAULT_MEMLOCK KiB ($(seen pid1-memlock))" \
+		grep -qx "pid1-memlock $((K8S_DEFAULT_MEMLOCK * 1024))" <<<"$OUT"
+}
+gone() { ! kc get pod "$1" >/dev/null 2>&1; }
+# end NAME: the pod deleted, and gone
+end() {
+	kc delete pod "$1" --grace-period=0 --wait=false >/dev/null 2>&1 || true
+	check "$1: deleted" wait_for 30 gone "$1"
+}
+ASK='.metadata.annotations["oci-rdma-hook/enable"] = "true"'
+
+# ---- the NRI way -----------------------------------------------------------------------------
+# synced: containerd has logged our plugin connected and synchronized
+synced() { grep -q 'plugin .*"50-oci-rdma-hook." connected and synchronized' "$K8S/containerd.log"; }
+"$SERVE" nri --socket "$NRI_SOCK" --config "$WORK/node.conf" --sysroot "$WORK/node" \
+	2>"$WORK/plugin.log" &
+PLUGIN_PID=$!
+check "nri: containerd has the plugin connected and synchronized" wait_for 20 synced
+
+pod nri-asks "$ASK"
+inside nri-asks
+served nri-asks
+check "nri-asks: the exec'd process has the 4 MiB memlock too ($(seen memlock))" \
+	grep -qx 'memlock 4096' <<<"$OUT"
+# the container's id as the kubelet reports it, in the plugin's line about what it gave
+CID=$(kc get pod nri-asks -o jsonpath='{.status.containerStatuses[0].containerID}')
+CID=${CID#containerd://}
+check "nri-asks: the plugin logged the devices it gave container ${CID:0:12}" eval \
+	'[ -n "$CID" ] && grep -F "$CID" "$WORK/plugin.log" | grep -qF "device(s)"'
+end nri-asks
+
+pod nri-nothing
+inside nri-nothing
+left_alone nri-nothing
+end nri-nothing
+
+k8s_stop "$PLUGIN_PID"
+PLUGIN_PID=""
+
+# ---- the handler way -------------------------------------------------------------------------
+# the handler written into this containerd's config, which is then started again: the
+# kubelet reconnects, the pods of the RuntimeClass rdma go through the shim
+k8s_stop_containerd
+check "configure --engine containerd registers the handler rdma" eval \
+	'"$HOOK" --config "$WORK/node.conf" configure --engine containerd \
+		--engine-config "$CD/config.toml" --handler rdma --shim "$WORK/bin/oci-rdma-runtime" \
+		>"$WORK/configure.out" 2>&1 || { cat "$WORK/configure.out"; false; }'
+mv "$K8S/containerd.log" "$K8S/containerd-1.log"
+k8s_start_containerd || not_ok "containerd started again: $(tail -5 "$K8S/containerd.log")"
+check "containerd's CRI lists the handler rdma" eval \
+	'k8s_crictl info 2>/dev/null |
+		jq -e ".config.containerd.runtimes.rdma" >/dev/null'
+kc wait --for=condition=Ready node/localhost --timeout=60s >/dev/null 2>&1 || true
+check "the RuntimeClass of deploy/kubernetes/base applies" eval \
+	'kc apply -f "$K8S_SRC/deploy/kubernetes/base/runtimeclass.yaml" >/dev/null'
+check "the node labelled by hand for the RuntimeClass's nodeSelector" eval \
+	'kc label node localhost feature.node.kubernetes.io/oci-rdma-hook-runtime=rdma >/dev/null'
+
+RC_RDMA='.spec.runtimeClassName = "rdma"'
+pod handler-asks "$RC_RDMA | $ASK"
+inside handler-asks
+served handler-asks
+check "handler-asks: the kubelet ran it through the handler rdma" eval \
+	'k8s_crictl inspectp "$(k8s_crictl pods -q --name handler-asks)" |
+		jq -e "(.info.runtimeHandler // .status.runtimeHandler) == \"rdma\"" >/dev/null'
+end handler-asks
+
+pod handler-nothing "$RC_RDMA"
+inside handler-nothing
+left_alone handler-nothing
+end handler-nothing
+
+# the teardown: every process of the cluster and of its pods ended, the cgroup removed
+k8s_stop "$PLUGIN_PID"
+PLUGIN_PID=""
+k8s_down
+check "teardown: no process of the cluster or of its pods left, its cgroup removed" k8s_gone
+check "teardown: the pods were removed through the CRI, none had to be killed ($K8S_SWEPT killed)" \
+	[ "$K8S_SWEPT" = 0 ]
+echo "# the lane took $((SECONDS - T_START)) s (the cluster's bring-up ${K8S_UP_S} s)"
+finish
