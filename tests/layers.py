@@ -48,6 +48,7 @@ HEADERS = {
     'orh/sysclass.h': 'node',
     'orh/verbs.h': 'node',
     'orh/image.h': 'node',
+    'orh/nccl_used.h': 'node',
     'orh/plan.h': 'decide',
     'orh/oci.h': 'decide',
     'orh/activation.h': 'decide',
@@ -76,6 +77,7 @@ HEADERS = {
     'orh/configure.h': 'cmd',
     'orh/install.h': 'cmd',
     'orh/nri.h': 'cmd',
+    'orh/nri_plugin.h': 'cmd',
 }
 # Made by the build: the configuration (meson.build) and the seccomp filter
 # (src/base/seccomp-gen.c); neither includes anything of ours.

@@ -211,6 +211,8 @@ static void set_conf(json_t *rec, const struct orh_record_in *in)
 		      "added", (json_int_t)in->conf_added);
 	if (in->conf_bound_from && *in->conf_bound_from)
 		json_object_set_new(c, "bind_mounted_from", json_string(in->conf_bound_from));
+	if (in->conf_record_off && *in->conf_record_off)
+		json_object_set_new(c, "record_left_out", json_string(in->conf_record_off));
 	if (in->conf_kept)
 		json_object_set_new(c, "image_lines_kept", strv_json(in->conf_kept));
 	json_object_set_new(rec, "nccl_conf", c);
@@ -243,7 +245,7 @@ json_t *record_tree_build(const struct orh_record_in *in)
 	}
 	if (in->node_from)
 		json_object_set_new(rec, "node_from", json_string(in->node_from));
-	if (d->have_plan && (d->nccl.gdr_judged || d->nccl.net_pinned)) {
+	if (d->have_plan && (d->nccl.gdr_judged || d->nccl.net_pinned || d->nccl.record_why[0])) {
 		json_t *n = json_object();
 
 		if (d->nccl.gdr_judged) {
@@ -255,6 +257,8 @@ json_t *record_tree_build(const struct orh_record_in *in)
 		json_object_set_new(n, "image_nccl",
 				    json_string(d->nccl.nccl[0] ? d->nccl.nccl : "unknown"));
 		json_object_set_new(n, "net_pinned", json_boolean(d->nccl.net_pinned));
+		if (d->nccl.record_why[0])
+			json_object_set_new(n, "record", json_string(d->nccl.record_why));
 		json_object_set_new(rec, "nccl", n);
 	}
 	if (in->bundle && in->bundle_config) {

@@ -283,6 +283,37 @@ Test(sandbox, pure_stages_hold_no_capability)
 	unlink(path);
 }
 
+Test(sandbox, inspect_keeps_only_ptrace_and_dac_read_search)
+{
+	/* inspect reads what NCCL wrote in a container through /proc/PID/root: exactly these */
+	struct orh_err err = { 0 };
+	cap_t before = cap_get_proc(), caps;
+
+	cr_assert_eq(orh_caps_limit(ORH_PRIVS_READ, &err), 0, "%s", err.msg);
+	caps = cap_get_proc();
+	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++) {
+		cap_flag_value_t had = CAP_CLEAR, eff = CAP_SET, prm = CAP_SET;
+		bool listed = c == CAP_SYS_PTRACE || c == CAP_DAC_READ_SEARCH;
+
+		cap_get_flag(before, c, CAP_PERMITTED, &had);
+		cap_get_flag(caps, c, CAP_EFFECTIVE, &eff);
+		cap_get_flag(caps, c, CAP_PERMITTED, &prm);
+		cr_assert_eq(eff == CAP_SET, listed && had == CAP_SET, "capability %d effective: %d",
+			     (int)c, (int)eff);
+		cr_assert_eq(prm == CAP_SET, listed && had == CAP_SET, "capability %d permitted: %d",
+			     (int)c, (int)prm);
+	}
+	if (geteuid() == 0) {
+		cap_flag_value_t v = CAP_CLEAR;
+
+		cap_get_flag(caps, CAP_SYS_PTRACE, CAP_EFFECTIVE, &v);
+		cr_assert_eq(v, CAP_SET, "root keeps CAP_SYS_PTRACE for /proc/PID/root");
+	}
+	cr_assert_eq(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0), 1);
+	cap_free(before);
+	cap_free(caps);
+}
+
 Test(sandbox, hook_stage_keeps_only_its_capabilities)
 {
 	/* exactly these, of those held: NET_ADMIN and SYS_ADMIN are what the cgroup v2

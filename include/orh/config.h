@@ -74,6 +74,14 @@ enum orh_image_check {
 	ORH_IMAGE_CHECK_OFF,       /* the image is not read */
 };
 
+/* Whether the NRI plugin answers with OCI hooks (the nccl-conf stage), [containers]
+ * nri_hooks. */
+enum orh_nri_hooks_mode {
+	ORH_NRI_HOOKS_AUTO = 0,    /* with hooks, until the runtime is seen to reject them */
+	ORH_NRI_HOOKS_YES,         /* with hooks */
+	ORH_NRI_HOOKS_NO,          /* without: the plugin writes /etc/nccl.conf and the record */
+};
+
 struct orh_env_setting {
 	char *name;
 	char *value;   /* NULL: remove the variable from the plan */
@@ -113,6 +121,11 @@ struct orh_config {
 	 * NCCL_NET=IB where the plan uses ports, and a container the image cannot use any given
 	 * device of is refused under on_error = fail (orh_decide_nccl(), orh_decide_image()) */
 	bool nccl_fail_closed;
+	enum orh_nri_hooks_mode nri_hooks;
+	/* nccl_record = yes: NCCL's debug output captured for the record of what NCCL used
+	 * (orh_decide_nccl(); default no: an NCCL_DEBUG the workload exports after it starts
+	 * would go to the capture, not to its terminal) */
+	bool nccl_record;
 	/* [env] */
 	struct orh_env_setting *env;
 	size_t n_env;

@@ -109,7 +109,23 @@ struct orh_nccl_verdict {
 					   * copy); "" not known: every version assumed */
 	bool dmabuf_off;                  /* NCCL_DMABUF_ENABLE=0 is in the plan */
 	bool net_pinned;                  /* NCCL_NET=IB is in the plan (fail closed) */
+	/* the record of what NCCL used (nccl_record): NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS and
+	 * NCCL_DEBUG_FILE into the capture directory are in the plan (source
+	 * ORH_NCCL_RECORD_SOURCE); record_why says why on or off */
+	bool record;
+	char record_why[192];
 };
+
+/* The source of the capture's plan entries; an applier writes them only where the capture
+ * directory is a tmpfs mounted in the container (src/apply/ncclconf.c) */
+#define ORH_NCCL_RECORD_SOURCE "nccl_record"
+/* Is e one of the capture's plan entries? */
+bool orh_nccl_record_entry(const struct orh_env_entry *e);
+/* What inspect says of what NCCL used, from the record's plan: the container was given
+ * RDMA (rdma_given) and a communicator used NET/Socket: a warning into out. */
+struct orh_nccl_used;
+bool orh_nccl_used_flag(const struct orh_nccl_used *u, bool rdma_given, char *out,
+			size_t size);
 
 #define ORH_IMAGE_MAX_DEVS 64
 
@@ -245,7 +261,12 @@ void orh_decide_checks(const struct orh_config *cfg, struct orh_decision *d);
  *    and newer);
  *  - NCCL_DMABUF_ENABLE=0 where the image's NCCL is 2.13 (its probe takes an unsupported
  *    kernel for a supported one) and DMA-BUF cannot work on this node;
- *  - NCCL_NET=IB under nccl_fail_closed.
+ *  - NCCL_NET=IB under nccl_fail_closed;
+ *  - the capture (nccl_record, default yes): NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET,
+ *    NCCL_DEBUG_FILE=/run/oci-rdma-hook-nccl/nccl.%p, for a container (a spec) the plan
+ *    gives RDMA, only where neither its process.env nor the node config's [env] names an
+ *    NCCL_DEBUG* variable (the image's /etc/nccl.conf is judged where it is merged:
+ *    orh_ncclconf_merge() drops all three where it defines one).
  * Called by orh_decide_node() before the image is read, then again once it is. */
 void orh_decide_nccl(const struct orh_config *cfg, const struct orh_gpudirect *gd,
 		     const struct orh_image *img, struct orh_decision *d);

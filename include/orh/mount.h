@@ -23,6 +23,10 @@ int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
 int orh_mount_info(const struct orh_target *t, uint64_t mnt, bool *shared, char *point,
 		   size_t size, struct orh_err *err);
 
+/* The same, and its file system's type (mountinfo's field after "-": "tmpfs"). */
+int orh_mount_fstype(const struct orh_target *t, uint64_t mnt, bool *shared, char *fstype,
+		     size_t size, struct orh_err *err);
+
 /* Run fn(arg) in a forked child and hand its int result, then out_size bytes of `out`
  * (which fn fills in the child), back over a pipe. The child may setns; the parent's
  * namespaces never change. -errno when the child could not be run or died; else 0 with
@@ -50,5 +54,11 @@ int orh_bind_into_container_attr(const struct orh_target *t, int src_fd, int tar
 int orh_bind_many_into_container(const struct orh_target *t, const int *src_fds,
 				 const int *target_fds, size_t n, uint64_t attr_set, size_t *done,
 				 struct orh_err *err);
+
+/* A new tmpfs (fsopen: options "size" and "mode" as given, nosuid, nodev, noexec) mounted
+ * onto the directory behind target_fd (an O_PATH fd inside the container) in the target's
+ * mount namespace, from a child: 0 or -errno with err filled. */
+int orh_tmpfs_into_container(const struct orh_target *t, int target_fd, const char *size,
+			     const char *mode, struct orh_err *err);
 
 #endif

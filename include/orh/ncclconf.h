@@ -24,7 +24,9 @@
  * NAME=VALUE is appended in a new block for each name the image does not define.
  * Returns the new text (malloc'd, NUL-terminated); *n_added = lines appended; kept (may be
  * NULL) gets the image's line for each name of env that the image defines (the line NCCL
- * takes, so the plan's value is not added). Entries with names or values that cannot be
+ * takes, so the plan's value is not added). Where the image defines any NCCL_DEBUG* name,
+ * none of the capture's entries (orh_nccl_record_entry) is added, and kept gets that
+ * line once: the image's debug settings stay as they are. Entries with names or values that cannot be
  * written as NCCL reads them are an error. */
 int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *env,
 		       size_t n_env, char **out, size_t *n_added, struct orh_strv *kept,
@@ -37,11 +39,20 @@ struct orh_ncclconf_result {
 	char generated[PATH_MAX];   /* the generated file outside the container, or "" */
 	struct orh_strv kept;       /* the image's NAME=VALUE lines that stand in for the
 				     * plan's (orh_ncclconf_merge); orh_ncclconf_result_free */
+	/* why the capture's entries of the plan (orh_nccl_record_entry) were not written: no
+	 * capture directory could be had (ensure_record_dir); "" where they were, or none */
+	char record_off[192];
 	bool in_place;              /* the file in the root was replaced ... */
 	char *was;                  /* ... and held this text before (NULL: there was none) */
 };
 
-/* Write the merged /etc/nccl.conf into the rootfs (orh_replace_at: a temporary file in
+/* The capture's entries of env (orh_nccl_record_entry) are written only where the capture
+ * directory (ORH_NCCL_RECORD_DIR) is a tmpfs mounted in the target, mode 1777: found so
+ * (the spec's mount, an earlier stage's), or made: the directory on the root's own mount,
+ * the tmpfs (1 MiB, nosuid, nodev, noexec) mounted on it unless the mount below it is
+ * shared. Otherwise they are left out, and res->record_off says why: NCCL, finding no
+ * directory for NCCL_DEBUG_FILE, would write its lines to the workload's stdout.
+ * Write the merged /etc/nccl.conf into the rootfs (orh_replace_at: a temporary file in
  * /etc, renamed over the old one); a file that already holds the merged text is left as it
  * is. With readonly (spec root.readonly) or on EROFS, a new <state_dir>/nccl.conf is made
  * the same way, with the owner and the permission bits of the file it covers, and

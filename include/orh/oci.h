@@ -85,6 +85,10 @@ bool orh_facts_name_gpus(const struct orh_container_facts *facts);
  * "none")? */
 bool orh_facts_hold_gpus(const struct orh_container_facts *facts);
 
+/* A name of NCCL's debug output (its first len bytes): NCCL_DEBUG, NCCL_DEBUG_SUBSYS,
+ * NCCL_DEBUG_FILE and every other NCCL_DEBUG* (the user's, never overridden: one set
+ * anywhere turns the capture of what NCCL used off; facts.c) */
+bool orh_nccl_debug_name(const char *name, size_t len);
 /* Is NAME set in the spec's process.env? */
 bool orh_spec_env_has(const json_t *spec, const char *name);
 /* The path of the network namespace the spec names (linux.namespaces type "network"

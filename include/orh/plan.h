@@ -45,6 +45,10 @@ struct orh_container_facts {
 	size_t n_devs_dropped;              /* entries past ORH_FACTS_MAX_DEVS */
 	/* NVIDIA_VISIBLE_DEVICES of process.env (NULL: unset; points into the spec): rule 9 */
 	const char *nvidia_visible;
+	/* the facts were read from a spec (a container), and its process.env names an
+	 * NCCL_DEBUG* variable: the capture of what NCCL used is left out */
+	bool from_spec;
+	bool user_nccl_debug;
 	/* a Kubernetes pod sandbox (the pause container): never served */
 	bool sandbox;
 	/* the spec sets RLIMIT_MEMLOCK (process.rlimits): the user's limit wins */

@@ -77,6 +77,7 @@ struct orh_record_in {
 	size_t conf_added;
 	const char *conf_bound_from;    /* "" or the copy's path */
 	const struct orh_strv *conf_kept;
+	const char *conf_record_off;    /* "" or why the capture's lines were left out */
 	const struct orh_strv *warnings; /* the stage's own, after the decision's */
 	/* per step: name and monotonic milliseconds; total */
 	const char *step_names[12];

@@ -18,6 +18,8 @@
 enum orh_stage_privs {
 	ORH_PRIVS_NONE = 0,   /* no capability at all: detect, env, precreate, refuse, cdi */
 	ORH_PRIVS_HOOK,       /* the live hook: mknod, chown, mount, setns, cgroup, bpf, rlimit */
+	ORH_PRIVS_READ,       /* inspect: CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH, to read what
+			       * NCCL wrote in a container through /proc/PID/root */
 };
 
 /* Keep exactly the capabilities of `stage` in the effective and permitted sets, empty the

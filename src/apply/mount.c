@@ -20,8 +20,8 @@
 #include "orh/mount.h"
 #include "orh/target.h"
 
-int orh_mount_info(const struct orh_target *t, uint64_t mnt, bool *shared, char *point,
-		   size_t size, struct orh_err *err)
+static int mount_line(const struct orh_target *t, uint64_t mnt, bool *shared, char *point,
+		      size_t size, char *fstype, size_t fsize, struct orh_err *err)
 {
 	_cleanup_free_ char *text = NULL;
 	char *line, *save = NULL;
@@ -47,10 +47,26 @@ int orh_mount_info(const struct orh_target *t, uint64_t mnt, bool *shared, char 
 		*shared = false;
 		while (f && (f = strtok_r(NULL, " ", &fsave)) && strcmp(f, "-") != 0)
 			*shared = *shared || orh_startswith(f, "shared:");
+		if (fstype && fsize) {
+			f = f ? strtok_r(NULL, " ", &fsave) : NULL;
+			snprintf(fstype, fsize, "%s", f ? f : "");
+		}
 		return 0;
 	}
 	return orh_fail(err, ENOENT, "mount %" PRIu64 " is not in '/proc/%d/mountinfo'", mnt,
 			(int)t->pid);
+}
+
+int orh_mount_info(const struct orh_target *t, uint64_t mnt, bool *shared, char *point,
+		   size_t size, struct orh_err *err)
+{
+	return mount_line(t, mnt, shared, point, size, NULL, 0, err);
+}
+
+int orh_mount_fstype(const struct orh_target *t, uint64_t mnt, bool *shared, char *fstype,
+		     size_t size, struct orh_err *err)
+{
+	return mount_line(t, mnt, shared, NULL, 0, fstype, size, err);
 }
 
 int orh_mount_is_shared(const struct orh_target *t, uint64_t mnt, bool *shared,
@@ -242,5 +258,38 @@ int orh_bind_many_into_container(const struct orh_target *t, const int *src_fds,
 				      "setns into the container's mount namespace" :
 				      "move_mount onto the target");
 	}
+	return 0;
+}
+
+int orh_tmpfs_into_container(const struct orh_target *t, int target_fd, const char *size,
+			     const char *mode, struct orh_err *err)
+{
+	_cleanup_close_ int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	_cleanup_close_ int mnt = -1;
+	struct bind_args args;
+	int rc = 0, r;
+
+	if (fs < 0)
+		return orh_fail_errno(err, errno, "fsopen(tmpfs)");
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", mode, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return orh_fail_errno(err, errno, "configuring a tmpfs (size=%s, mode=%s)", size,
+				      mode);
+	mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+			   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	if (mnt < 0)
+		return orh_fail_errno(err, errno, "fsmount(tmpfs)");
+	args = (struct bind_args){ .t = t, .trees = &mnt, .targets = &target_fd, .n = 1 };
+	r = orh_run_in_child(bind_child, &args, &args.done, sizeof(args.done), &rc, err);
+	if (r < 0) {
+		orh_err_prefix(err, "tmpfs mount into pid %d", (int)t->pid);
+		return r;
+	}
+	if (rc < 0)
+		return orh_fail_errno(err, (-rc) & 0xffff, "%s",
+				      ((-rc) >> 16) == 1 ?
+				      "setns into the container's mount namespace" :
+				      "move_mount of the tmpfs onto its directory");
 	return 0;
 }

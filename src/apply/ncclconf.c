@@ -20,7 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "orh/decide.h"
 #include "orh/mount.h"
+#include "orh/nccl_used.h"
 #include "orh/ncclconf.h"
 #include "orh/rootfs.h"
 #include "orh/target.h"
@@ -110,6 +112,18 @@ static void note_kept(struct orh_strv *kept, const struct line *l)
 	orh_strv_pushf(kept, "%.*s", (int)(len > 256 ? 256 : len), l->s);
 }
 
+/* The image's first line that defines an NCCL_DEBUG* name, or NULL */
+static const struct line *image_debug(const struct line *lines, size_t n, const bool *ours)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = ours[i] ? NULL : memchr(lines[i].s, '=', lines[i].len);
+
+		if (eq && orh_nccl_debug_name(lines[i].s, (size_t)(eq - lines[i].s)))
+			return &lines[i];
+	}
+	return NULL;
+}
+
 int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *env,
 		       size_t n_env, char **out, size_t *n_added, struct orh_strv *kept,
 		       struct orh_err *err)
@@ -160,6 +174,9 @@ int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *
 		buf_add(&b, lines[i].s, lines[i].len);
 		buf_add(&b, "\n", 1);
 	}
+	const struct line *debug = image_debug(lines, n, ours);
+	bool debug_noted = false;
+
 	for (size_t i = 0; i < n_env; i++) {
 		const struct line *image;
 		bool dup = false;
@@ -168,6 +185,13 @@ int orh_ncclconf_merge(const char *old, size_t len, const struct orh_env_entry *
 			dup = dup || strcmp(env[k].name, env[i].name) == 0;
 		if (dup)
 			continue;
+		/* the image sets NCCL's debug output: no capture at all */
+		if (debug && orh_nccl_record_entry(&env[i])) {
+			if (!debug_noted)
+				note_kept(kept, debug);
+			debug_noted = true;
+			continue;
+		}
 		image = defining(lines, n, ours, env[i].name);
 		if (image) {
 			note_kept(kept, image);
@@ -428,6 +452,73 @@ static int cover_foreign(int etcfd, int path_fd, const struct stat *st, uint64_t
 	return bind_generated(etcfd, path_fd, st, t, state_dir, text, res, err);
 }
 
+/* ---- the capture directory of what NCCL used ------------------------------------- */
+
+#define RECORD_NAME "oci-rdma-hook-nccl" /* in /run: ORH_NCCL_RECORD_DIR */
+
+static bool record_fail(char *why, size_t size, const char *what, const struct orh_err *e)
+{
+	snprintf(why, size, "%s%s%s", what, e && e->msg[0] ? ": " : "", e ? e->msg : "");
+	return false;
+}
+
+/* Is ORH_NCCL_RECORD_DIR a tmpfs mounted in the target, mode 1777? Made where it can be
+ * (orh/ncclconf.h); else why into why. */
+static bool ensure_record_dir(int rootfd, uint64_t rootmnt, const struct orh_target *t,
+			      char *why, size_t size)
+{
+	_cleanup_close_ int runfd = -1, dirfd = -1;
+	struct orh_err e = { 0 };
+	uint64_t runmnt = 0, dirmnt = 0;
+	char fstype[32] = "";
+	bool shared = false;
+	struct stat st;
+
+	if (!t)
+		return record_fail(why, size, "no container process to mount it in", NULL);
+	if (orh_rootfs_dir(rootfd, "/run", false, ORH_MOUNT_ANY, &runfd, &e) < 0 ||
+	    orh_fd_mount_id(runfd, &runmnt) < 0)
+		return record_fail(why, size, "no /run in the container", &e);
+	if (fstatat(runfd, RECORD_NAME, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT)
+			return record_fail(why, size, "/run/" RECORD_NAME " cannot be looked at",
+					   NULL);
+		if (runmnt != rootmnt)
+			return record_fail(why, size, "/run is another mount than the root's (a "
+					   "volume or a tmpfs): nothing is made there", NULL);
+		if (mkdirat(runfd, RECORD_NAME, 0755) < 0 && errno != EEXIST) {
+			orh_fail_errno(&e, errno, "mkdir");
+			return record_fail(why, size, "making /run/" RECORD_NAME, &e);
+		}
+	} else if (!S_ISDIR(st.st_mode)) {
+		return record_fail(why, size, "/run/" RECORD_NAME " is not a directory", NULL);
+	}
+	dirfd = openat(runfd, RECORD_NAME, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0 || orh_fd_mount_id(dirfd, &dirmnt) < 0)
+		return record_fail(why, size, "opening /run/" RECORD_NAME, NULL);
+	if (dirmnt == runmnt) {
+		if (orh_mount_is_shared(t, runmnt, &shared, &e) < 0)
+			return record_fail(why, size, "reading the mount of /run", &e);
+		if (shared)
+			return record_fail(why, size, "the mount of /run is shared: a mount there "
+					   "would reach its peers", NULL);
+		if (orh_tmpfs_into_container(t, dirfd, ORH_NCCL_RECORD_TMPFS_SIZE, "1777", &e) < 0)
+			return record_fail(why, size, "mounting its tmpfs", &e);
+		close(TAKE_FD(dirfd));
+		dirfd = openat(runfd, RECORD_NAME, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		if (dirfd < 0 || orh_fd_mount_id(dirfd, &dirmnt) < 0 || dirmnt == runmnt)
+			return record_fail(why, size, "its tmpfs is not there once mounted", NULL);
+	}
+	if (orh_mount_fstype(t, dirmnt, &shared, fstype, sizeof(fstype), &e) < 0)
+		return record_fail(why, size, "reading its mount", &e);
+	if (strcmp(fstype, "tmpfs") != 0)
+		return record_fail(why, size, "/run/" RECORD_NAME " is a mount that is not a "
+				   "tmpfs", NULL);
+	if (fstatat(dirfd, "", &st, AT_EMPTY_PATH) < 0 || (st.st_mode & 07777) != 01777)
+		return record_fail(why, size, "/run/" RECORD_NAME " is not of mode 1777", NULL);
+	return true;
+}
+
 static int apply_once(int rootfd, const struct orh_target *t, bool readonly, const char *state_dir,
 		      const struct orh_env_entry *env, size_t n_env,
 		      struct orh_ncclconf_result *res, struct orh_err *err)
@@ -436,9 +527,10 @@ static int apply_once(int rootfd, const struct orh_target *t, bool readonly, con
 	_cleanup_close_ int path_fd = -1;
 	_cleanup_free_ char *old = NULL;
 	_cleanup_free_ char *text = NULL;
+	_cleanup_free_ struct orh_env_entry *kept_env = NULL;
 	uint64_t rootmnt = 0, filemnt = 0;
-	bool foreign = false;
-	size_t old_len = 0;
+	bool foreign = false, capture = false;
+	size_t old_len = 0, n_kept = 0;
 	struct stat st = { 0 };
 	int r;
 
@@ -462,6 +554,17 @@ static int apply_once(int rootfd, const struct orh_target *t, bool readonly, con
 			return r;
 	}
 	orh_strv_free(&res->kept); /* an earlier try's */
+	for (size_t i = 0; i < n_env && !capture; i++)
+		capture = orh_nccl_record_entry(&env[i]);
+	if (capture && !ensure_record_dir(rootfd, rootmnt, t, res->record_off,
+					  sizeof(res->record_off))) {
+		kept_env = orh_xcalloc(n_env + 1, sizeof(*kept_env));
+		for (size_t i = 0; i < n_env; i++)
+			if (!orh_nccl_record_entry(&env[i]))
+				kept_env[n_kept++] = env[i];
+		env = kept_env;
+		n_env = n_kept;
+	}
 	r = orh_ncclconf_merge(old, old_len, env, n_env, &text, &res->added, &res->kept, err);
 	if (r < 0)
 		return r;

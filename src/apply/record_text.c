@@ -232,7 +232,7 @@ static bool put_plan(struct orh_buf *o, const struct orh_decision *d, const char
  * GPUs, how or why not, against which NCCL; the settings written for them. */
 static void put_nccl(struct orh_buf *o, const struct orh_nccl_verdict *v)
 {
-	if (!v->gdr_judged && !v->net_pinned)
+	if (!v->gdr_judged && !v->net_pinned && !v->record_why[0])
 		return;
 	KEY(o, "nccl");
 	orh_buf_addc(o, '{');
@@ -245,6 +245,8 @@ static void put_nccl(struct orh_buf *o, const struct orh_nccl_verdict *v)
 	SET_STR(o, "image_nccl", v->nccl[0] ? v->nccl : "unknown");
 	KEY(o, "net_pinned");
 	put_bool(o, v->net_pinned);
+	if (v->record_why[0])
+		SET_STR(o, "record", v->record_why);
 	orh_buf_addc(o, '}');
 }
 
@@ -510,6 +512,8 @@ static bool put_conf(struct orh_buf *o, const struct orh_record_in *in)
 	orh_json_put_int(o, (json_int_t)in->conf_added);
 	if (in->conf_bound_from && *in->conf_bound_from)
 		SET_STR(o, "bind_mounted_from", in->conf_bound_from);
+	if (in->conf_record_off && *in->conf_record_off)
+		SET_STR(o, "record_left_out", in->conf_record_off);
 	if (in->conf_kept) {
 		KEY(o, "image_lines_kept");
 		orh_buf_addc(o, '[');

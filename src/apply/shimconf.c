@@ -129,6 +129,7 @@ int orh_shimconf_record(const char *state_dir, const struct orh_shimconf_rec *in
 		.conf_added = in->conf->added,
 		.conf_bound_from = "",
 		.conf_kept = &in->conf->kept,
+		.conf_record_off = in->conf->record_off,
 		.warnings = warnings,
 		.bundle = in->bundle_path,
 		.bundle_config = in->config_st,

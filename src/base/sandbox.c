@@ -41,6 +41,8 @@ static const unsigned hook_caps[] = {
 	CAP_SYS_RESOURCE, CAP_SYS_PTRACE, CAP_SYS_CHROOT, CAP_NET_ADMIN,
 };
 
+static const unsigned read_caps[] = { CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH };
+
 static bool started_with_sys_resource;
 static bool caps_limited;
 
@@ -113,6 +115,9 @@ bool orh_can_raise_hard_rlimits(void)
 
 int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err)
 {
+	const unsigned *caps = stage == ORH_PRIVS_HOOK ? hook_caps : read_caps;
+	size_t n = stage == ORH_PRIVS_HOOK ? ORH_ARRAY_SIZE(hook_caps)
+		   : stage == ORH_PRIVS_READ ? ORH_ARRAY_SIZE(read_caps) : 0;
 	struct capsets cur, want;
 	int r = capsets_get(&cur);
 
@@ -125,8 +130,8 @@ int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err)
 	/* effective = permitted = the stage's capabilities that the process holds (the sets
 	 * can only shrink); inheritable empty */
 	memset(&want, 0, sizeof(want));
-	for (size_t i = 0; stage == ORH_PRIVS_HOOK && i < ORH_ARRAY_SIZE(hook_caps); i++) {
-		unsigned c = hook_caps[i];
+	for (size_t i = 0; i < n; i++) {
+		unsigned c = caps[i];
 
 		if (!capsets_has(&cur, c, true))
 			continue;

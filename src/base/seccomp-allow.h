@@ -29,6 +29,7 @@
 	/* children that enter the container's namespaces */			\
 	"clone", "clone3", "fork", "vfork", "wait4", "waitid", "setns", "unshare",	\
 	"mount", "umount2", "open_tree", "move_mount", "mount_setattr",		\
+	"fsopen", "fsconfig", "fsmount",					\
 	/* rtnetlink in the container's netns; syslog */			\
 	"socket", "bind", "connect", "sendto", "recvfrom", "sendmsg", "recvmsg",	\
 	"getsockname", "setsockopt", "getsockopt",					\

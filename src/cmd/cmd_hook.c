@@ -461,6 +461,7 @@ static int conf_stage(struct hook *h, struct orh_ncclconf_result *res)
 	h->rec.memlock_known = h->rec.memlock_known &&
 		read_memlock(h, &h->rec.memlock_soft_after, &h->rec.memlock_hard_after);
 	h->rec.conf_kept = &res->kept;
+	h->rec.conf_record_off = res->record_off;
 	return finish(h);
 }
 
@@ -671,6 +672,7 @@ static int apply_steps(struct hook *h, struct applied *a)
 	h->rec.memlock_known = h->rec.memlock_known &&
 		read_memlock(h, &h->rec.memlock_soft_after, &h->rec.memlock_hard_after);
 	h->rec.conf_kept = &a->nres.kept;
+	h->rec.conf_record_off = a->nres.record_off;
 	return finish(h);
 }
 

@@ -16,8 +16,11 @@
 
 #include "orh/args.h"
 #include "orh/commands.h"
+#include "orh/decide.h"
 #include "orh/json.h"
+#include "orh/nccl_used.h"
 #include "orh/record.h"
+#include "orh/rootfs.h"
 #include "orh/statedir.h"
 
 /* What inspect looks from: the proc tree and this process's namespaces. */
@@ -55,6 +58,93 @@ static const char *set_alive(json_t *rec, const struct view *v)
 	json_object_set_new(rec, "alive", a == ORH_ALIVE_UNKNOWN ? json_null()
 							       : json_boolean(a == ORH_ALIVE_YES));
 	return a == ORH_ALIVE_UNKNOWN ? "?" : a == ORH_ALIVE_YES ? "yes" : "no";
+}
+
+/* Did the record's plan use a port (the container was given RDMA)? */
+static bool rdma_given(const json_t *rec)
+{
+	const json_t *ports = json_object_get(json_object_get(rec, "plan"), "ports"), *p;
+	size_t i;
+
+	json_array_foreach(ports, i, p)
+		if (json_is_true(json_object_get(p, "used")))
+			return true;
+	return false;
+}
+
+static json_t *comm_json(const struct orh_nccl_comm *c)
+{
+	json_t *hcas = json_array();
+	char t[96];
+
+	orh_nccl_transports_text(c->transports, t, sizeof(t));
+	for (size_t k = 0; k < c->n_hcas; k++)
+		json_array_append_new(hcas, json_string(c->hcas[k]));
+	return json_pack("{s:s, s:I, s:I, s:I, s:s, s:s, s:o, s:I}", "comm_id", c->comm_id,
+			 "rank", (json_int_t)c->rank, "nranks", (json_int_t)c->nranks, "pid",
+			 (json_int_t)c->pid, "network", c->network[0] ? c->network : "-",
+			 "transports", t[0] ? t : "-", "hcas", hcas, "connections",
+			 (json_int_t)c->channels);
+}
+
+/* The table's word for what NCCL used: the flag first, then the network transport */
+static const char *used_word(unsigned bits, bool flagged)
+{
+	return flagged ? "Socket!" : (bits & ORH_NCCL_T_IB_GDR) ? "IB+GDR"
+		: (bits & ORH_NCCL_T_IB) ? "IB" : (bits & ORH_NCCL_T_SOCKET) ? "Socket"
+		: (bits & ORH_NCCL_T_NET_OTHER) ? "NET" : (bits & ORH_NCCL_T_P2P) ? "P2P"
+		: (bits & ORH_NCCL_T_SHM) ? "SHM" : "-";
+}
+
+/* What NCCL used in a running container, read through its root (/proc/PID/root, the
+ * capture directory alone, bounded: orh_nccl_used_read), into rec's "nccl_used"; the
+ * decision's flag (RDMA given, NET/Socket used) into its warnings. The table's word. */
+static const char *set_nccl_used(json_t *rec, const struct view *v, bool alive)
+{
+	_cleanup_close_ int rootfd = -1;
+	struct orh_nccl_used *u = NULL;
+	struct orh_err err = { 0 };
+	json_t *pid = json_object_get(rec, "pid"), *out, *comms;
+	unsigned bits = 0;
+	char path[PATH_MAX], flag[256];
+	bool flagged;
+	const char *word;
+
+	if (!alive || !json_is_integer(pid) || json_integer_value(pid) <= 0)
+		return "-";
+	snprintf(path, sizeof(path), "%s/%lld/root", v->proc, (long long)json_integer_value(pid));
+	u = orh_xcalloc(1, sizeof(*u));
+	if (orh_rootfs_open(path, &rootfd, &err) < 0 || orh_nccl_used_read(rootfd, u, &err) < 0) {
+		const char *why = err.code == ENOENT ? "none: no " ORH_NCCL_RECORD_DIR
+							" in the container" : err.msg;
+
+		json_object_set_new(rec, "nccl_used", json_pack("{s:s}", "capture", why));
+		free(u);
+		return "-";
+	}
+	comms = json_array();
+	for (size_t i = 0; i < u->n_comms; i++) {
+		bits |= u->comms[i].transports;
+		json_array_append_new(comms, comm_json(&u->comms[i]));
+	}
+	flagged = orh_nccl_used_flag(u, rdma_given(rec), flag, sizeof(flag));
+	out = json_pack("{s:s, s:I, s:b, s:o, s:I, s:b}", "capture", ORH_NCCL_RECORD_DIR, "files",
+			(json_int_t)u->files, "truncated", u->truncated, "communicators", comms,
+			"communicators_left_out", (json_int_t)u->comms_dropped, "socket_with_rdma",
+			flagged);
+	json_object_set_new(rec, "nccl_used", out);
+	if (flagged) {
+		json_t *w = json_object_get(rec, "warnings");
+
+		if (!json_is_array(w)) {
+			w = json_array();
+			json_object_set_new(rec, "warnings", w);
+		}
+		json_array_append_new(w, json_string(flag));
+	}
+	word = used_word(bits, flagged);
+	free(u);
+	return word;
 }
 
 /* The HCA ports the plan uses: the first, and how many more ("mlx5_1:1 +7"). */
@@ -115,7 +205,7 @@ static void limit_text(const json_t *v, char *out, size_t size)
 		snprintf(out, size, "-");
 }
 
-static void row(const json_t *rec, const char *alive)
+static void row(const json_t *rec, const char *alive, const char *nccl)
 {
 	const json_t *act = json_object_get(rec, "activation");
 	const json_t *after = json_object_get(json_object_get(rec, "memlock"), "after");
@@ -128,7 +218,9 @@ static void row(const json_t *rec, const char *alive)
 	print_text(json_string_value(json_object_get(act, "result")), 10, -1, " ");
 	print_text(h, 14, -1, " ");
 	print_text(ml, 12, -1, " ");
-	printf("%-8zu %s\n", json_array_size(json_object_get(rec, "warnings")), alive);
+	printf("%-8zu ", json_array_size(json_object_get(rec, "warnings")));
+	print_text(nccl, 8, -1, " ");
+	printf("%s\n", alive);
 }
 
 /* The ids of the state directories under run_dir (json array). */
@@ -187,7 +279,7 @@ static int show_one(const char *run_dir, const json_t *ids, const char *want, bo
 			"': missing or not JSON\n", d);
 		return ORH_EXIT_FAIL;
 	}
-	set_alive(rec, v);
+	set_nccl_used(rec, v, !strcmp(set_alive(rec, v), "yes"));
 	if (as_json) {
 		json_dumpf(rec, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
 		putchar('\n');
@@ -204,17 +296,18 @@ static int show_all(const char *run_dir, const json_t *ids, bool as_json, const 
 	size_t i;
 
 	if (!as_json)
-		printf("%-16s %-17s %-10s %-14s %-12s %-8s %s\n", "ID", "WAY IN", "ACTIVATED",
-		       "HCAS", "MEMLOCK", "WARNINGS", "ALIVE");
+		printf("%-16s %-17s %-10s %-14s %-12s %-8s %-8s %s\n", "ID", "WAY IN", "ACTIVATED",
+		       "HCAS", "MEMLOCK", "WARNINGS", "NCCL", "ALIVE");
 	json_array_foreach(ids, i, id) {
 		json_t *rec = load_record(run_dir, json_string_value(id));
-		const char *alive;
+		const char *alive, *nccl;
 
 		if (!rec)
 			continue;
 		alive = set_alive(rec, v);
+		nccl = set_nccl_used(rec, v, !strcmp(alive, "yes"));
 		if (!as_json)
-			row(rec, alive);
+			row(rec, alive, nccl);
 		json_array_append_new(all, rec);
 	}
 	if (as_json) {

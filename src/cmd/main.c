@@ -58,6 +58,8 @@ enum confine {
 	CONFINE_HOOK_CAPS, /* the hook's capabilities, no seccomp filter: the NRI plugin (it
 			    * connects, forks a process a container, reads the pod's network
 			    * namespace and makes the sysfs view's directories) */
+	CONFINE_READ,    /* CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH alone, no seccomp filter:
+			  * inspect (it reads the capture of what NCCL used in a container) */
 	CONFINE_CAPS,    /* no capability at all */
 	CONFINE_FILTER,  /* no capability, and the seccomp allow-list */
 	CONFINE_HOOK,    /* the hook's capabilities, and the seccomp allow-list */
@@ -73,7 +75,7 @@ struct command {
 static const struct command commands[] = {
 	{ "detect", orh_cmd_detect, false, CONFINE_CAPS },
 	{ "env", orh_cmd_env, false, CONFINE_FILTER },
-	{ "inspect", orh_cmd_inspect, false, CONFINE_CAPS },
+	{ "inspect", orh_cmd_inspect, false, CONFINE_READ },
 	{ "createRuntime", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "prestart", orh_cmd_hook, true, CONFINE_HOOK },
 	{ "poststop", orh_cmd_hook, true, CONFINE_HOOK },
@@ -115,7 +117,8 @@ static int confine(const struct command *cmd)
 
 	if (cmd->confine == CONFINE_NONE)
 		return 0;
-	if (orh_caps_limit(hook ? ORH_PRIVS_HOOK : ORH_PRIVS_NONE, &err) < 0 ||
+	if (orh_caps_limit(hook ? ORH_PRIVS_HOOK : cmd->confine == CONFINE_READ ? ORH_PRIVS_READ
+						     : ORH_PRIVS_NONE, &err) < 0 ||
 	    (cmd->confine >= CONFINE_FILTER && orh_seccomp_confine(&err) < 0)) {
 		orh_log(LOG_ERR, "%s: %s", cmd->name, err.msg);
 		return -1;
@@ -207,6 +210,16 @@ static int parse_options(int argc, char **argv, int *i, const char **config,
 	return help || version ? ORH_EXIT_OK : -1;
 }
 
+/* Started by a runtime as one of its NRI plugins: NRI_PLUGIN_SOCKET (the fd of its
+ * connection), NRI_PLUGIN_NAME and NRI_PLUGIN_IDX in the environment. */
+static bool nri_started(void)
+{
+	const char *v[] = { getenv("NRI_PLUGIN_SOCKET"), getenv("NRI_PLUGIN_NAME"),
+			    getenv("NRI_PLUGIN_IDX") };
+
+	return v[0] && *v[0] && v[1] && *v[1] && v[2] && *v[2];
+}
+
 int main(int argc, char **argv)
 {
 	struct orh_ctx ctx = { .t_main = orh_now_ms() };
@@ -222,6 +235,14 @@ int main(int argc, char **argv)
 	r = parse_options(argc, argv, &i, &config, &sysroot);
 	if (r >= 0)
 		return r;
+	if (argc == 1 && nri_started()) {
+		/* started by the runtime from its NRI plugin_path, under any name: the plugin */
+		static char *nri_argv[] = { "nri", NULL };
+
+		argv = nri_argv;
+		argc = 1;
+		i = 0;
+	}
 	if (i >= argc) {
 		usage(stderr);
 		return ORH_EXIT_USAGE;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "orh/decide.h"
+#include "orh/nccl_used.h"
 
 bool orh_check_memlock(uint64_t soft, uint64_t need, char *out, size_t size)
 {
@@ -186,6 +187,43 @@ static void judge_gdr(const struct orh_gpudirect *gd, const struct orh_image_ncc
 	}
 }
 
+/* The capture of what NCCL used: only for a container given RDMA, never where the user or
+ * the operator set any NCCL_DEBUG* (their output stays where they send it) */
+static void decide_record(const struct orh_config *cfg, bool gives, struct orh_decision *d)
+{
+	static const char *const names[][2] = {
+		{ "NCCL_DEBUG", "INFO" },
+		{ "NCCL_DEBUG_SUBSYS", ORH_NCCL_RECORD_SUBSYS },
+		{ "NCCL_DEBUG_FILE", ORH_NCCL_RECORD_FILE },
+	};
+	struct orh_nccl_verdict *v = &d->nccl;
+	const char *off = NULL;
+
+	for (size_t i = 0; i < cfg->n_env && !off; i++)
+		if (orh_nccl_debug_name(cfg->env[i].name, strlen(cfg->env[i].name)))
+			off = "the node config's [env] names an NCCL_DEBUG variable";
+	if (!cfg->nccl_record)
+		off = "nccl_record = no";
+	else if (!gives)
+		off = "no RDMA given";
+	else if (!d->facts.from_spec)
+		off = "no container spec";
+	else if (d->facts.user_nccl_debug)
+		off = "the container's process.env sets an NCCL_DEBUG variable";
+	/* nothing to say where nothing is given or there is no container */
+	if (off && gives && d->facts.from_spec)
+		snprintf(v->record_why, sizeof(v->record_why), "off: %s", off);
+	if (off)
+		return;
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(names); i++)
+		orh_plan_env_add(&d->plan, cfg, names[i][0], names[i][1],
+				 ORH_NCCL_RECORD_SOURCE ": what NCCL used, for inspect");
+	v->record = true;
+	snprintf(v->record_why, sizeof(v->record_why), "on: NCCL's INFO lines of %s into %s "
+		 "(a tmpfs the hook mounts in the container)", ORH_NCCL_RECORD_SUBSYS,
+		 ORH_NCCL_RECORD_DIR);
+}
+
 void orh_decide_nccl(const struct orh_config *cfg, const struct orh_gpudirect *gd,
 		     const struct orh_image *img, struct orh_decision *d)
 {
@@ -226,6 +264,27 @@ void orh_decide_nccl(const struct orh_config *cfg, const struct orh_gpudirect *g
 		e = orh_plan_env_get(&d->plan, "NCCL_NET");
 		v->net_pinned = e && !strcmp(e->value, "IB");
 	}
+	decide_record(cfg, gives, d);
+}
+
+bool orh_nccl_record_entry(const struct orh_env_entry *e)
+{
+	return e->source && !strncmp(e->source, ORH_NCCL_RECORD_SOURCE,
+				     strlen(ORH_NCCL_RECORD_SOURCE));
+}
+
+bool orh_nccl_used_flag(const struct orh_nccl_used *u, bool rdma_given, char *out,
+			size_t size)
+{
+	size_t socket = 0;
+
+	for (size_t i = 0; i < u->n_comms; i++)
+		socket += (u->comms[i].transports & ORH_NCCL_T_SOCKET) != 0;
+	if (!rdma_given || socket == 0)
+		return false;
+	snprintf(out, size, "the container was given RDMA, and NCCL used NET/Socket in %zu of "
+		 "%zu communicators: it fell back to TCP", socket, u->n_comms);
+	return true;
 }
 
 void orh_decide_checks(const struct orh_config *cfg, struct orh_decision *d)

@@ -37,6 +37,11 @@ static bool num_of(const json_t *e, const char *key, unsigned *out)
 	return true;
 }
 
+bool orh_nccl_debug_name(const char *name, size_t len)
+{
+	return len >= 10 && !strncmp(name, "NCCL_DEBUG", 10);
+}
+
 void orh_container_facts_read(const json_t *spec, const json_t *state_annotations,
 			      struct orh_container_facts *facts)
 {
@@ -65,12 +70,17 @@ void orh_container_facts_read(const json_t *spec, const json_t *state_annotation
 		facts->devs[facts->n_devs++] = n;
 	}
 	facts->nvidia_visible = NULL;
+	facts->from_spec = true;
+	facts->user_nccl_debug = false;
 	/* the last definition wins, as in a process environment built from the list */
 	json_array_foreach(env, i, e) {
 		const char *kv = json_string_value(e);
+		const char *eq = kv ? strchr(kv, '=') : NULL;
 
 		if (kv && !strncmp(kv, "NVIDIA_VISIBLE_DEVICES=", 23))
 			facts->nvidia_visible = kv + 23;
+		if (eq && orh_nccl_debug_name(kv, (size_t)(eq - kv)))
+			facts->user_nccl_debug = true;
 	}
 }
 

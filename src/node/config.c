@@ -78,6 +78,7 @@ void orh_config_defaults(struct orh_config *cfg)
 	cfg->memlock = ORH_MEMLOCK_UNLIMITED;
 	cfg->activation = ORH_ACTIVATE_ALWAYS;
 	cfg->request_env = true;
+	cfg->nccl_record = false;
 	cfg->request_scope = ORH_SCOPE_NODE;
 	cfg->on_error = ORH_ON_ERROR_WARN;
 	cfg->runtime = orh_xstrdup("runc");
@@ -386,6 +387,18 @@ static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
 			return set_error(pc, s, key, "'%s' is not yes or no", v);
 	} else if (!strcmp(key, "nccl_fail_closed")) {
 		if (parse_bool(v, &cfg->nccl_fail_closed) < 0)
+			return set_error(pc, s, key, "'%s' is not yes or no", v);
+	} else if (!strcmp(key, "nri_hooks")) {
+		bool on = false;
+
+		if (!strcmp(v, "auto"))
+			cfg->nri_hooks = ORH_NRI_HOOKS_AUTO;
+		else if (parse_bool(v, &on) == 0)
+			cfg->nri_hooks = on ? ORH_NRI_HOOKS_YES : ORH_NRI_HOOKS_NO;
+		else
+			return set_error(pc, s, key, "'%s' is not yes, no or auto", v);
+	} else if (!strcmp(key, "nccl_record")) {
+		if (parse_bool(v, &cfg->nccl_record) < 0)
 			return set_error(pc, s, key, "'%s' is not yes or no", v);
 	} else {
 		return set_error(pc, s, key, "unknown key%s", "");
