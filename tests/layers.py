@@ -68,6 +68,7 @@ HEADERS = {
     'orh/refuse.h': 'apply',
     'orh/record.h': 'apply',
     'orh/statedir.h': 'apply',
+    'orh/sweep.h': 'apply',
     'orh/handoff.h': 'apply',
     'orh/shimconf.h': 'apply',
     'orh/commands.h': 'cmd',

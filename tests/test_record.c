@@ -21,6 +21,7 @@
 
 #include "orh/record.h"
 #include "orh/statedir.h"
+#include "orh/sweep.h"
 #include "orh/sysview.h"
 #include "record_tree.h"
 

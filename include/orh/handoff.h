@@ -21,9 +21,9 @@
 
 #include "orh/netns.h"
 #include "orh/plan.h"
+#include "orh/statedir.h"
 #include "orh/util.h"
 
-#define ORH_HANDOFF_FILE "node.json"
 #define ORH_HANDOFF_MAX_BYTES (4 * 1024 * 1024)
 
 /* The variable of the nccl-conf stage's environment (its hook entry's env) that holds the

@@ -2,8 +2,8 @@
 /*
  * The record of what was done for one container (src/apply/record.c): a JSON object that
  * the stage serving it writes to <run dir>/<id>/record.json and `inspect` reads. Its text
- * is written from values (src/apply/record_text.c, pure); writing the file and sweeping
- * the run dir are not pure.
+ * is written from values (src/apply/record_text.c, pure); writing the file is not pure.
+ * The state directories themselves: orh/statedir.h; the sweep of the run dir: orh/sweep.h.
  */
 #ifndef ORH_RECORD_H
 #define ORH_RECORD_H
@@ -15,13 +15,9 @@
 #include <stdint.h>
 
 #include "orh/decide.h"
+#include "orh/statedir.h"
 #include "orh/util.h"
 
-/* where each container's state directory is made, <run dir>/<container id> */
-#ifndef ORH_RUN_DIR
-#define ORH_RUN_DIR "/run/oci-rdma-hook"
-#endif
-#define ORH_RECORD_FILE "record.json"
 /* The record format's version (the "version" field). */
 #define ORH_RECORD_VERSION 1
 /* The pid and mount namespaces of a process, by their inode numbers (0: unknown). */
@@ -123,31 +119,4 @@ bool orh_record_alive(const json_t *rec, const char *proc);
  * or not JSON. */
 #define ORH_RECORD_MAX_BYTES (1024 * 1024)
 json_t *orh_record_load_at(int dirfd, const char *path);
-/* The same for any JSON file of the state directory, of at most max bytes; *st is the
- * file's, when it could be opened. Only a regular file is opened, and without blocking
- * (O_NONBLOCK: a FIFO swapped in at the last moment cannot hold the reader). */
-json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat *st);
-/* Can the container id name its state directory? runc's rule: 1 to NAME_MAX (255) of
- * [A-Za-z0-9_+.-], neither "." nor "..". */
-bool orh_state_id_usable(const char *id);
-/* The name of the state directory of a usable id: the id, but for a leading '.', which
- * becomes ORH_STATE_DOT ('@', no id has one), so that no id names an entry of the run dir
- * the hook makes for itself (those start with a dot: ORH_RECORD_SWEPT, the sysfs views).
- * false for an unusable id. */
-#define ORH_STATE_DOT '@'
-bool orh_state_dir_name(const char *id, char out[NAME_MAX + 1]);
-/* The container id whose state directory is named name; false for a name that no usable
- * id gives (the run dir's own entries among them). */
-bool orh_state_id_of_dir(const char *name, char out[NAME_MAX + 1]);
-/* <run_dir>/<the state directory's name of id> (a new string), or NULL for an unusable
- * id. */
-char *orh_state_dir_path(const char *run_dir, const char *id);
-/* Make the container's state directory <state_dir> (root-only) and its parent as
- * orh_record_write() does; an fd of it, *created telling whether it was made here. */
-int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err);
-/* Is name an entry the hook makes in a container's state directory (the generated
- * nccl.conf, record.json, the shim's node.json) or a temporary name a killed writer of one left
- * (orh_replace_at's ".NAME.orh-*")? poststop and the sweep remove these and nothing else. */
-bool orh_state_entry_ours(const char *name);
-
 #endif

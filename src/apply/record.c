@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The record of what was done for one container (orh/record.h): what the spec holds for
- * it, the atomic write of its text (record_text.c writes it), whether its container is
- * there, and the names of the state directories.
+ * it, the atomic write of its text (record_text.c writes it) into its state directory
+ * (orh/statedir.h), and whether its container is there.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "orh/atomic.h"
-#include "orh/handoff.h"
 #include "orh/record.h"
+#include "orh/statedir.h"
 #include "orh/spec.h"
 #include "orh/sysview.h"
 
@@ -62,67 +62,6 @@ void orh_record_spec(struct orh_record_in *rec, const json_t *spec)
 		rec->spec_memlock_set = true;
 		rec->spec_memlock = orh_json_get_u64(json_object_get(e, "soft"), &v) ? v : UINT64_MAX;
 	}
-}
-
-bool orh_state_id_usable(const char *id)
-{
-	size_t n = id ? strlen(id) : 0;
-
-	if (n == 0 || n > NAME_MAX || !strcmp(id, ".") || !strcmp(id, ".."))
-		return false;
-	return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-			  "_+.-") == n;
-}
-
-bool orh_state_dir_name(const char *id, char out[NAME_MAX + 1])
-{
-	if (!orh_state_id_usable(id))
-		return false;
-	memcpy(out, id, strlen(id) + 1);
-	if (out[0] == '.')
-		out[0] = ORH_STATE_DOT;
-	return true;
-}
-
-bool orh_state_id_of_dir(const char *name, char out[NAME_MAX + 1])
-{
-	if (name[0] == '.' || strlen(name) > NAME_MAX)
-		return false;
-	memcpy(out, name, strlen(name) + 1);
-	if (out[0] == ORH_STATE_DOT)
-		out[0] = '.';
-	return orh_state_id_usable(out);
-}
-
-char *orh_state_dir_path(const char *run_dir, const char *id)
-{
-	char name[NAME_MAX + 1];
-
-	return orh_state_dir_name(id, name) ? orh_xasprintf("%s/%s", run_dir, name) : NULL;
-}
-
-int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err)
-{
-	char parent[PATH_MAX];
-	char *slash;
-	int fd;
-
-	*created = false;
-	snprintf(parent, sizeof(parent), "%s", state_dir);
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent) {
-		*slash = '\0';
-		if (mkdirat(AT_FDCWD, parent, 0755) < 0 && errno != EEXIST)
-			return orh_fail_errno(err, errno, "making '%s'", parent);
-	}
-	if (mkdirat(AT_FDCWD, state_dir, 0700) == 0)
-		*created = true;
-	else if (errno != EEXIST)
-		return orh_fail_errno(err, errno, "making '%s'", state_dir);
-	fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return orh_fail_errno(err, errno, "opening '%s'", state_dir);
-	return fd;
 }
 
 /* The container's link to the sysfs view its record names, if any: in the views'
@@ -243,52 +182,9 @@ bool orh_record_alive(const json_t *rec, const char *proc)
 	return orh_record_liveness(rec, proc, &here) == ORH_ALIVE_YES;
 }
 
-json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat *st)
-{
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
-
-	/* nothing but a regular file is opened (a device's open may act), and none waits */
-	if (fstatat(dirfd, path, st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st->st_mode))
-		return NULL;
-	fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || (size_t)st->st_size > max)
-		return NULL;
-	/* one read for the whole file (json_loadfd would read it a byte at a time) */
-	buf = orh_xmalloc((size_t)st->st_size + 1);
-	while (len <= (size_t)st->st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st->st_size + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > (size_t)st->st_size)
-		return NULL; /* it grew while read: not a file written whole */
-	return json_loadb(buf, len, 0, NULL);
-}
-
 json_t *orh_record_load_at(int dirfd, const char *path)
 {
 	struct stat st;
 
 	return orh_state_file_load(dirfd, path, ORH_RECORD_MAX_BYTES, &st);
-}
-
-bool orh_state_entry_ours(const char *name)
-{
-	static const char *const files[] = { "nccl.conf", ORH_RECORD_FILE, ORH_HANDOFF_FILE };
-
-	for (size_t i = 0; i < ORH_ARRAY_SIZE(files); i++) {
-		size_t n = strlen(files[i]);
-
-		if (!strcmp(name, files[i]) ||
-		    (name[0] == '.' && !strncmp(name + 1, files[i], n) &&
-		     orh_startswith(name + 1 + n, ".orh-")))
-			return true;
-	}
-	return false;
 }

@@ -1,27 +1,126 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The sweep of the run dir (orh/statedir.h): the state directories of containers that are
- * gone, looked at in turns from where the last sweep stopped, and the sysfs views that no
- * container whose state directory is left links to.
+ * The containers' state directories in the run dir (orh/statedir.h): a directory's name
+ * from its container's id, made root-only, its JSON files loaded, the entries the hook
+ * makes in it told from others, and its removal.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "orh/atomic.h"
-#include "orh/record.h"
 #include "orh/statedir.h"
-#include "orh/sysview.h"
 
-/* Remove runfd/name, a state directory: its entries that are ours, then itself (it stays
- * where anything else is in it). */
-static bool remove_state_dir(int runfd, const char *name)
+bool orh_state_id_usable(const char *id)
+{
+	size_t n = id ? strlen(id) : 0;
+
+	if (n == 0 || n > NAME_MAX || !strcmp(id, ".") || !strcmp(id, ".."))
+		return false;
+	return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			  "_+.-") == n;
+}
+
+bool orh_state_dir_name(const char *id, char out[NAME_MAX + 1])
+{
+	if (!orh_state_id_usable(id))
+		return false;
+	memcpy(out, id, strlen(id) + 1);
+	if (out[0] == '.')
+		out[0] = ORH_STATE_DOT;
+	return true;
+}
+
+bool orh_state_id_of_dir(const char *name, char out[NAME_MAX + 1])
+{
+	if (name[0] == '.' || strlen(name) > NAME_MAX)
+		return false;
+	memcpy(out, name, strlen(name) + 1);
+	if (out[0] == ORH_STATE_DOT)
+		out[0] = '.';
+	return orh_state_id_usable(out);
+}
+
+char *orh_state_dir_path(const char *run_dir, const char *id)
+{
+	char name[NAME_MAX + 1];
+
+	return orh_state_dir_name(id, name) ? orh_xasprintf("%s/%s", run_dir, name) : NULL;
+}
+
+int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err)
+{
+	char parent[PATH_MAX];
+	char *slash;
+	int fd;
+
+	*created = false;
+	snprintf(parent, sizeof(parent), "%s", state_dir);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		if (mkdirat(AT_FDCWD, parent, 0755) < 0 && errno != EEXIST)
+			return orh_fail_errno(err, errno, "making '%s'", parent);
+	}
+	if (mkdirat(AT_FDCWD, state_dir, 0700) == 0)
+		*created = true;
+	else if (errno != EEXIST)
+		return orh_fail_errno(err, errno, "making '%s'", state_dir);
+	fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return orh_fail_errno(err, errno, "opening '%s'", state_dir);
+	return fd;
+}
+
+json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat *st)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+
+	/* nothing but a regular file is opened (a device's open may act), and none waits */
+	if (fstatat(dirfd, path, st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st->st_mode))
+		return NULL;
+	fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || (size_t)st->st_size > max)
+		return NULL;
+	/* one read for the whole file (json_loadfd would read it a byte at a time) */
+	buf = orh_xmalloc((size_t)st->st_size + 1);
+	while (len <= (size_t)st->st_size) {
+		ssize_t n = read(fd, buf + len, (size_t)st->st_size + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > (size_t)st->st_size)
+		return NULL; /* it grew while read: not a file written whole */
+	return json_loadb(buf, len, 0, NULL);
+}
+
+bool orh_state_entry_ours(const char *name)
+{
+	static const char *const files[] = { ORH_STATE_NCCL_CONF, ORH_RECORD_FILE,
+					     ORH_HANDOFF_FILE };
+
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(files); i++) {
+		size_t n = strlen(files[i]);
+
+		if (!strcmp(name, files[i]) ||
+		    (name[0] == '.' && !strncmp(name + 1, files[i], n) &&
+		     orh_startswith(name + 1 + n, ".orh-")))
+			return true;
+	}
+	return false;
+}
+
+bool orh_state_dir_remove_at(int runfd, const char *name)
 {
 	int fd = openat(runfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct dirent *de;
@@ -44,143 +143,5 @@ bool orh_state_dir_remove(const char *run_dir, const char *id)
 	_cleanup_close_ int runfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	char name[NAME_MAX + 1];
 
-	return orh_state_dir_name(id, name) && runfd >= 0 && remove_state_dir(runfd, name);
-}
-
-/* Is the state directory runfd/name stale: its record's container gone, as seen from the
- * namespaces `here`, or no record and older than ORH_RECORD_ORPHAN_SECONDS? */
-static bool stale(int runfd, const char *name, const char *proc, const struct orh_ns_ids *here)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	json_t *rec;
-	bool gone;
-
-	if (fstatat(runfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != geteuid())
-		return false;
-	snprintf(path, sizeof(path), "%s/" ORH_RECORD_FILE, name);
-	if (faccessat(runfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT && time(NULL) - st.st_mtime > ORH_RECORD_ORPHAN_SECONDS;
-	rec = orh_record_load_at(runfd, path);
-	gone = rec && orh_record_liveness(rec, proc, here) == ORH_ALIVE_NO;
-	json_decref(rec);
-	return gone;
-}
-
-/* Has a sweep of runfd run in the last `every` seconds (the mtime of ORH_RECORD_SWEPT)?
- * If not, cursor gets the name of the last state directory it looked at ("" for none).
- * Only a regular file is opened, without blocking. */
-static bool swept_lately(int runfd, unsigned every, char cursor[NAME_MAX + 1])
-{
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	ssize_t n;
-
-	cursor[0] = '\0';
-	if (fstatat(runfd, ORH_RECORD_SWEPT, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-		return false;
-	if (every && time(NULL) - st.st_mtime < (time_t)every)
-		return true;
-	fd = openat(runfd, ORH_RECORD_SWEPT,
-		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return false;
-	n = read(fd, cursor, NAME_MAX);
-	cursor[n > 0 ? n : 0] = '\0';
-	return false;
-}
-
-/* Mark that a sweep runs now and looks at `last` last: a new ORH_RECORD_SWEPT (renamed
- * over whatever is there, a FIFO included). */
-static void mark_swept(int runfd, const char *last)
-{
-	struct orh_replace how = { .type = S_IFREG, .mode = 0600, .data = last,
-				   .len = strlen(last), .sweep = true };
-	struct orh_err err = { 0 };
-
-	orh_replace_at(runfd, ORH_RECORD_SWEPT, &how, &err);
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names under runfd that may be state directories (the run dir's own start with a
- * dot), sorted; at most ORH_RECORD_SWEEP_LIST_MAX. */
-static size_t list_names(int runfd, char ***out)
-{
-	int fd = openat(runfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct dirent *de;
-	char **v = NULL;
-	size_t n = 0;
-	DIR *dir;
-
-	*out = NULL;
-	if (fd < 0 || !(dir = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return 0;
-	}
-	while ((de = readdir(dir)) && n < ORH_RECORD_SWEEP_LIST_MAX) {
-		if (de->d_name[0] == '.')
-			continue;
-		v = orh_xgrow(v, n, sizeof(*v));
-		v[n++] = orh_xstrdup(de->d_name);
-	}
-	closedir(dir);
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_names);
-	*out = v;
-	return n;
-}
-
-/* The state directories: ORH_RECORD_SWEEP_MAX at most, in the order of their names, from
- * the first after cursor (around to the first name after the last); the mark names the
- * last of them. */
-static int sweep_dirs(int runfd, char *const *names, size_t n, const char *cursor,
-		      const char *skip, const char *proc)
-{
-	size_t start = 0, count = n < ORH_RECORD_SWEEP_MAX ? n : ORH_RECORD_SWEEP_MAX;
-	struct orh_ns_ids here;
-	int removed = 0;
-
-	while (start < n && strcmp(names[start], cursor) <= 0)
-		start++;
-	if (start == n)
-		start = 0;
-	mark_swept(runfd, count ? names[(start + count - 1) % n] : "");
-	orh_ns_ids_read(proc, &here);
-	for (size_t k = 0; k < count; k++) {
-		size_t i = (start + k) % n;
-
-		if (strcmp(names[i], skip) && stale(runfd, names[i], proc, &here) &&
-		    remove_state_dir(runfd, names[i]))
-			removed++;
-	}
-	return removed;
-}
-
-int orh_record_sweep(const char *run_dir, const char *proc, const char *skip_id,
-		     unsigned every)
-{
-	_cleanup_close_ int runfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	char cursor[NAME_MAX + 1], skip[NAME_MAX + 1] = "";
-	char **names = NULL;
-	int removed = 0;
-	size_t n;
-
-	if (runfd < 0 || swept_lately(runfd, every, cursor))
-		return 0;
-	if (skip_id && !orh_state_dir_name(skip_id, skip))
-		skip[0] = '\0';
-	n = list_names(runfd, &names);
-	removed = sweep_dirs(runfd, names, n, cursor, skip, proc);
-	/* a view stays while a container whose state directory is left links to it */
-	removed += orh_sysview_sweep(runfd, ORH_SYSVIEW_SUBDIR, ORH_RECORD_ORPHAN_SECONDS);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return removed;
+	return orh_state_dir_name(id, name) && runfd >= 0 && orh_state_dir_remove_at(runfd, name);
 }

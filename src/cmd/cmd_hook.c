@@ -42,6 +42,7 @@
 #include "orh/record.h"
 #include "orh/sandbox.h"
 #include "orh/statedir.h"
+#include "orh/sweep.h"
 #include "orh/supply.h"
 #include "orh/sysview.h"
 
@@ -113,42 +114,17 @@ static int read_state(struct hook *h, struct orh_err *err)
 	return orh_oci_state_parse(buf, len, &h->st, err);
 }
 
-/* The state directory's entries that the hook makes (orh_state_entry_ours): the
- * generated nccl.conf, the record, and the temporary names a killed writer left. */
-static void remove_state_files(const struct hook *h)
-{
-	int fd = open(h->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct dirent *de;
-	DIR *dir;
-
-	if (fd < 0 || !(dir = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		if (errno != ENOENT)
-			orh_log(LOG_WARNING, "container %s: poststop: opening '%s': %m", cid(h),
-				h->state_dir);
-		return;
-	}
-	while ((de = readdir(dir))) {
-		if (!orh_state_entry_ours(de->d_name))
-			continue;
-		if (unlinkat(dirfd(dir), de->d_name, 0) < 0 && errno != ENOENT)
-			orh_log(LOG_WARNING, "container %s: poststop: removing '%s/%s': %m", cid(h),
-				h->state_dir, de->d_name);
-	}
-	closedir(dir);
-}
-
 static int poststop(struct hook *h)
 {
 	if (!orh_state_id_usable(h->st.id))
 		return ORH_EXIT_OK;
-	remove_state_files(h);
-	if (unlinkat(AT_FDCWD, h->state_dir, AT_REMOVEDIR) == 0)
+	/* the entries the hook makes, then the directory; one the hook did not make, or
+	 * anything else left in it, stays, for the sweep to find */
+	if (orh_state_dir_remove(ORH_RUN_DIR, h->st.id))
 		orh_log(LOG_INFO, "container %s: poststop: removed '%s'", cid(h), h->state_dir);
-	else if (errno != ENOENT)
-		orh_log(LOG_WARNING, "container %s: poststop: removing '%s': %m", cid(h),
-			h->state_dir);
+	else if (access(h->state_dir, F_OK) == 0)
+		orh_log(LOG_WARNING, "container %s: poststop: '%s' stays (not empty, or not "
+			"removable)", cid(h), h->state_dir);
 	return ORH_EXIT_OK;
 }
 

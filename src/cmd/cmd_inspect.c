@@ -22,6 +22,7 @@
 #include "orh/record.h"
 #include "orh/rootfs.h"
 #include "orh/statedir.h"
+#include "orh/sweep.h"
 
 /* What inspect looks from: the proc tree and this process's namespaces. */
 struct view {

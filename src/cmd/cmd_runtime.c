@@ -36,6 +36,7 @@
 #include "orh/shimconf.h"
 #include "orh/shimfast.h"
 #include "orh/statedir.h"
+#include "orh/sweep.h"
 
 struct runtime_args {
 	int cmd;              /* index of the command in argv, 0 when none */
