@@ -6,6 +6,7 @@
 
 #include "orh-config.h"
 #include "orh/configure.h"
+#include "configure_fake.h"
 
 /* ---- the TOML scanner ---- */
 
@@ -45,6 +46,11 @@ Test(toml, keys_tables_and_values)
 	cr_assert_eq(sv.n, 2);
 	cr_assert_str_eq(sv.v[0], "a");
 	cr_assert_str_eq(sv.v[1], "b");
+	orh_strv_free(&sv);
+	/* comments between an array's values, a comma after one too */
+	cr_assert(orh_toml_string_array("[\"a\" # x\n, 'b', # y\n\"c\" #\n]", &sv));
+	cr_assert_eq(sv.n, 3);
+	cr_assert_str_eq(sv.v[2], "c");
 	cr_assert_str_eq(value_of(&t, "proxy_plugins\x1finline"), "{ a = \"]\", b = [1, 2] }");
 	/* a multi-line string is one value: its "x = 1" is no key */
 	cr_assert_null(value_of(&t, "proxy_plugins\x1fx"));
@@ -163,6 +169,30 @@ Test(block, markers_with_crlf_or_trailing_blanks_are_found)
 	free(out);
 }
 
+/* A begin marker that ends the file (blank lines at most after it) is a block whose body
+ * and end went: replaced by a re-run, removed by an undo (the file with it, where configure
+ * made the file); one with lines after it is still refused. */
+Test(block, a_begin_marker_at_the_end_is_an_empty_block)
+{
+	const char *stray[] = { "v = 2\n\n# >>> oci-rdma-hook configure --engine x (new file)",
+				"v = 2\n\n# >>> oci-rdma-hook configure --engine x (new file)\n\n" };
+	struct orh_err err = { 0 };
+	char *out = NULL;
+	bool remove = false;
+
+	for (size_t i = 0; i < 2; i++) {
+		cr_assert_eq(orh_block_install(stray[i], "f", &blk, &out, &err), 0, "%s", err.msg);
+		cr_assert_str_eq(out, "v = 2\n\n# >>> oci-rdma-hook configure --engine x (new file)\n"
+				      "[a]\nb = 1\n# <<< oci-rdma-hook configure --engine x\n");
+		free(out);
+		cr_assert_eq(orh_block_remove(stray[i], "f", &blk, &out, &remove, &err), 1);
+		cr_assert(remove);
+		cr_assert_null(out);
+	}
+	cr_assert_eq(orh_block_install("v = 2\n# >>> oci-rdma-hook configure --engine x\n[b]\n", "f",
+				       &blk, &out, &err), -EINVAL);
+}
+
 /* A begin marker without its end is no block: the lines after it are the operator's. */
 Test(block, strip_keeps_the_lines_after_a_begin_without_end)
 {
@@ -175,440 +205,15 @@ Test(block, strip_keeps_the_lines_after_a_begin_without_end)
 				  "# <<< oci-rdma-hook configure --engine x\nc = 2\n");
 	cr_assert_str_eq(out, "a = 1\nc = 2\n");
 	free(out);
+	/* a begin marker ends only at the end marker of its own id: one of another id before
+	 * a block leaves the lines between them */
+	out = orh_block_strip_all("# >>> oci-rdma-hook configure --engine y\nimports = []\n"
+				  "# >>> oci-rdma-hook configure --engine x (new file)\n[a]\n"
+				  "# <<< oci-rdma-hook configure --engine x\n");
+	cr_assert_str_eq(out, "# >>> oci-rdma-hook configure --engine y\nimports = []\n");
+	free(out);
 }
 
-/* ---- engines, on files held in memory ---- */
-
-struct fake_fs {
-	const char *path[8];
-	const char *text[8];
-	const char *exe[8];
-};
-
-static int fake_read(void *arg, const char *path, char **out, struct orh_err *err)
-{
-	struct fake_fs *fs = arg;
-
-	*out = NULL;
-	for (size_t i = 0; i < 8 && fs->path[i]; i++)
-		if (!strcmp(fs->path[i], path))
-			*out = orh_xstrdup(fs->text[i]);
-	return 0;
-}
-
-static int fake_list(void *arg, const char *dir, struct orh_strv *names, struct orh_err *err)
-{
-	struct fake_fs *fs = arg;
-	size_t n = strlen(dir);
-
-	for (size_t i = 0; i < 8 && fs->path[i]; i++)
-		if (!strncmp(fs->path[i], dir, n) && fs->path[i][n] == '/' &&
-		    !strchr(fs->path[i] + n + 1, '/'))
-			orh_strv_push(names, orh_xstrdup(fs->path[i] + n + 1));
-	return 0;
-}
-
-static bool fake_exe(void *arg, const char *path)
-{
-	struct fake_fs *fs = arg;
-
-	for (size_t i = 0; i < 8 && fs->exe[i]; i++)
-		if (!strcmp(fs->exe[i], path))
-			return true;
-	return false;
-}
-
-static int plan(struct fake_fs *fs, struct orh_configure_req *req, struct orh_cfg_files *files,
-		struct orh_err *err)
-{
-	struct orh_cfg_reader rd = { fake_read, fake_list, fake_exe, fs, NULL };
-	struct orh_strv notes = { 0 };
-	int r;
-
-	if (!req->shim)
-		req->shim = "/usr/bin/oci-rdma-runtime";
-	if (!req->handler)
-		req->handler = "rdma";
-	r = orh_configure_plan(req, "/etc/oci-rdma-hook/oci-rdma-hook.conf", &rd, files, &notes, err);
-	orh_strv_free(&notes);
-	return r;
-}
-
-static const struct orh_cfg_file *file(const struct orh_cfg_files *f, const char *path)
-{
-	for (size_t i = 0; i < f->n; i++)
-		if (!strcmp(f->v[i].path, path))
-			return &f->v[i];
-	return NULL;
-}
-
-static size_t count(const char *text, const char *what)
-{
-	size_t n = 0;
-
-	for (const char *p = text; (p = strstr(p, what)); p++)
-		n++;
-	return n;
-}
-
-#define CD_MAIN "/etc/containerd/config.toml"
-#define CD_OURS "/etc/containerd/conf.d/99-oci-rdma-hook.toml"
-#define CD_NODE "/etc/oci-rdma-hook/oci-rdma-hook.conf"
-#define CRI "[plugins.\"io.containerd.grpc.v1.cri\""
-
-Test(engines, containerd_copies_systemd_cgroup_and_the_nvidia_runtime)
-{
-	struct fake_fs fs = {
-		.path = { CD_MAIN, CD_NODE },
-		.text = { "version = 2\n"
-			  CRI ".containerd]\n"
-			  "default_runtime_name = \"nvidia\"\n"
-			  CRI ".containerd.runtimes.nvidia.options]\n"
-			  "BinaryName = \"/usr/local/nvidia/toolkit/nvidia-container-runtime\"\n"
-			  "SystemdCgroup = true\n",
-			  "[node]\n" },
-		.exe = { "/usr/local/nvidia/toolkit/nvidia-container-runtime" },
-	};
-	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
-	struct orh_cfg_files files;
-	struct orh_err err = { 0 };
-	const struct orh_cfg_file *cd, *ours, *node;
-
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cd = file(&files, CD_MAIN);
-	ours = file(&files, CD_OURS);
-	/* the main file gains the import of conf.d, right after its version line */
-	cr_assert_str_eq(cd->new, "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"] # added "
-			 "by oci-rdma-hook configure\n"
-			 CRI ".containerd]\ndefault_runtime_name = \"nvidia\"\n"
-			 CRI ".containerd.runtimes.nvidia.options]\n"
-			 "BinaryName = \"/usr/local/nvidia/toolkit/nvidia-container-runtime\"\n"
-			 "SystemdCgroup = true\n");
-	/* the drop-in: the CRI table read before it (1.x replaces it whole), then the handler */
-	cr_assert(strstr(ours->new, CRI ".containerd]\n  default_runtime_name = \"nvidia\"\n"),
-		  "%s", ours->new);
-	cr_assert(strstr(ours->new, CRI ".containerd.runtimes.rdma.options]\n"
-			 "  BinaryName = \"/usr/bin/oci-rdma-runtime\"\n  SystemdCgroup = true\n"),
-		  "%s", ours->new);
-	cr_assert(strstr(ours->new, "pod_annotations = [\"oci-rdma-hook/*\"]"));
-	node = file(&files, CD_NODE);
-	cr_assert(strstr(node->new, "\n[containers]\nruntime = /usr/local/nvidia/toolkit/nvidia-container-runtime\n"),
-		  "%s", node->new);
-	orh_cfg_files_free(&files);
-}
-
-/* No config.toml, or a minimal one: the drop-in has containerd's runc table too, since a
- * file that defines runtimes without the default's stops the CRI plugin. */
-Test(engines, containerd_without_a_config_keeps_the_default_runtime)
-{
-	const char *mains[] = { NULL, "version = 2\n" CRI "]\n  sandbox_image = \"pause:3.9\"\n" };
-
-	for (size_t i = 0; i < 2; i++) {
-		struct fake_fs fs = { .path = { mains[i] ? CD_MAIN : "/x" }, .text = { mains[i] } };
-		struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
-		struct orh_cfg_files files;
-		struct orh_err err = { 0 };
-		const struct orh_cfg_file *cd, *ours;
-
-		cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-		cd = file(&files, CD_MAIN);
-		ours = file(&files, CD_OURS);
-		cr_assert(strstr(cd->new, "imports = [\"/etc/containerd/conf.d/*.toml\"] # added by "
-				 "oci-rdma-hook configure\n"), "%s",
-			  cd->new);
-		cr_assert(strstr(ours->new, CRI ".containerd.runtimes.runc]\n"
-				 "  runtime_type = \"io.containerd.runc.v2\"\n"), "%s", ours->new);
-		cr_assert(strstr(ours->new, CRI ".containerd.runtimes.rdma]\n"), "%s", ours->new);
-		cr_assert_eq(!!strstr(ours->new, "sandbox_image = \"pause:3.9\""), i == 1, "%s",
-			     ours->new);
-		orh_cfg_files_free(&files);
-	}
-}
-
-/* nvidia-ctk's drop-in layout: the default runtime is the merged one, nothing changes in
- * the main file (its glob covers ours), the drop-in carries nvidia's CRI table. */
-Test(engines, containerd_reads_the_imports_as_containerd_merges_them)
-{
-	struct fake_fs fs = {
-		.path = { CD_MAIN, "/etc/containerd/conf.d/99-nvidia.toml" },
-		.text = { "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n"
-			  CRI ".containerd]\n  snapshotter = \"overlayfs\"\n",
-			  "version = 2\n" CRI ".containerd]\n  default_runtime_name = \"nvidia\"\n"
-			  CRI ".containerd.runtimes.nvidia]\n  runtime_type = \"io.containerd.runc.v2\"\n"
-			  CRI ".containerd.runtimes.nvidia.options]\n"
-			  "  BinaryName = \"/opt/nvidia-container-runtime\"\n" },
-		.exe = { "/opt/nvidia-container-runtime" },
-	};
-	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
-	struct orh_cfg_files files;
-	struct orh_err err = { 0 };
-	const struct orh_cfg_file *ours;
-
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cr_assert_null(file(&files, CD_MAIN)->new);
-	ours = file(&files, CD_OURS);
-	/* 1.x: the imported table replaced the main file's (no snapshotter) */
-	cr_assert_null(strstr(ours->new, "snapshotter"), "%s", ours->new);
-	cr_assert(strstr(ours->new, "  BinaryName = \"/opt/nvidia-container-runtime\"\n"));
-	cr_assert_null(strstr(ours->new, ".runtimes.runc]"), "%s", ours->new);
-	cr_assert(strstr(file(&files, CD_NODE)->new, "runtime = /opt/nvidia-container-runtime\n"));
-	orh_cfg_files_free(&files);
-}
-
-/* nvidia-ctk 1.18 imported config.d (a glob of .toml files): the drop-in goes there, the
- * main file unchanged. */
-Test(engines, containerd_dropin_goes_where_the_main_file_imports)
-{
-	struct fake_fs fs = { .path = { CD_MAIN },
-			      .text = { "version = 2\nimports = [\"config.d/*.toml\"]\n" } };
-	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
-	struct orh_cfg_files files;
-	struct orh_err err = { 0 };
-
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cr_assert_null(file(&files, CD_MAIN)->new, "%s", file(&files, CD_MAIN)->new);
-	cr_assert_not_null(file(&files, "/etc/containerd/config.d/99-oci-rdma-hook.toml"));
-	orh_cfg_files_free(&files);
-}
-
-/* The glob configure adds to the imports brings in the files already in conf.d: they are
- * read as containerd will read them (a broken one is an error naming it). */
-Test(engines, containerd_reads_what_its_new_import_brings_in)
-{
-	struct fake_fs fs = {
-		.path = { CD_MAIN, "/etc/containerd/conf.d/50-site.toml" },
-		.text = { "version = 2\n",
-			  "version = 2\n" CRI ".containerd]\n  default_runtime_name = \"crun\"\n"
-			  CRI ".containerd.runtimes.crun.options]\n  BinaryName = \"/usr/bin/crun\"\n" },
-		.exe = { "/usr/bin/crun" },
-	};
-	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
-	struct orh_cfg_files files;
-	struct orh_err err = { 0 };
-
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cr_assert(strstr(file(&files, CD_OURS)->new, "default_runtime_name = \"crun\""));
-	cr_assert(strstr(file(&files, CD_NODE)->new, "runtime = /usr/bin/crun\n"));
-	orh_cfg_files_free(&files);
-	fs.text[1] = "7\n?";
-	cr_assert_lt(plan(&fs, &req, &files, &err), 0);
-	cr_assert(strstr(err.msg, "/etc/containerd/conf.d/50-site.toml:1: "), "%s", err.msg);
-	orh_cfg_files_free(&files);
-}
-
-/* containerd 1.x: a CRI table in a file read after the drop-in would replace it whole. */
-Test(engines, containerd_refuses_a_file_read_after_its_dropin)
-{
-	struct fake_fs fs = {
-		.path = { CD_MAIN, "/etc/containerd/conf.d/zz-site.toml" },
-		.text = { "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n",
-			  "version = 2\n" CRI "]\n  sandbox_image = \"x\"\n" },
-	};
-	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
-	struct orh_cfg_files files;
-	struct orh_err err = { 0 };
-
-	cr_assert_eq(plan(&fs, &req, &files, &err), -EINVAL);
-	cr_assert(strstr(err.msg, "/etc/containerd/conf.d/zz-site.toml:2: read after "), "%s",
-		  err.msg);
-	orh_cfg_files_free(&files);
-}
-
-/* containerd 2.x merges key by key: the drop-in holds the handler alone. */
-Test(engines, containerd_2_gets_the_handler_alone)
-{
-	struct fake_fs fs = {
-		.path = { CD_MAIN },
-		.text = { "version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd]\n"
-			  "  default_runtime_name = 'runc'\n"
-			  "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n"
-			  "  runtime_type = 'io.containerd.runc.v2'\n" },
-	};
-	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
-	struct orh_cfg_files files;
-	struct orh_err err = { 0 };
-	const struct orh_cfg_file *ours;
-
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	ours = file(&files, CD_OURS);
-	cr_assert(strstr(ours->new, "version = 3\n"));
-	cr_assert_null(strstr(ours->new, "default_runtime_name"), "%s", ours->new);
-	cr_assert(strstr(ours->new,
-			 "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.rdma]\n"));
-	orh_cfg_files_free(&files);
-}
-
-/* The handler is found by what it is: a file rewritten without configure's comments (and
- * with CRLF line ends) keeps one handler on a re-run, which moves it into the drop-in, and
- * --undo leaves no handler at all. */
-Test(engines, containerd_finds_its_handler_by_what_it_is)
-{
-	const char *rewritten =
-		"version = 2\r\n"
-		CRI ".containerd.runtimes.rdma]\r\n"
-		"  pod_annotations = [\"oci-rdma-hook/*\"]\r\n"
-		"  runtime_type = \"io.containerd.runc.v2\"\r\n"
-		CRI ".containerd.runtimes.rdma.options]\r\n"
-		"  BinaryName = \"/usr/bin/oci-rdma-runtime\"\r\n"
-		CRI ".containerd.runtimes.runc]\r\n"
-		"  runtime_type = \"io.containerd.runc.v2\"\r\n";
-	struct fake_fs fs = { .path = { CD_MAIN }, .text = { rewritten } };
-	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
-	struct orh_cfg_files files;
-	struct orh_err err = { 0 };
-	const struct orh_cfg_file *cd;
-
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cd = file(&files, CD_MAIN);
-	cr_assert_null(strstr(cd->new, "runtimes.rdma"), "%s", cd->new);
-	cr_assert(strstr(cd->new, CRI ".containerd.runtimes.runc]\r\n"), "%s", cd->new);
-	/* one handler table, in the drop-in */
-	cr_assert_eq(count(file(&files, CD_OURS)->new, ".runtimes.rdma]"), 1);
-	orh_cfg_files_free(&files);
-	req.undo = true;
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cr_assert_null(strstr(file(&files, CD_MAIN)->new, "runtimes.rdma"));
-	cr_assert_not(file(&files, CD_OURS)->new);
-	orh_cfg_files_free(&files);
-}
-
-/* --undo removes a main file only where configure made it: an operator's own "version = 2"
- * file stays. */
-Test(engines, containerd_undo_keeps_the_operators_file)
-{
-	struct fake_fs fs = { .path = { CD_MAIN }, .text = { "version = 2\n" } };
-	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
-	struct orh_cfg_files files;
-	struct orh_err err = { 0 };
-	const struct orh_cfg_file *cd;
-
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	fs.text[0] = file(&files, CD_MAIN)->new;
-	fs.path[1] = CD_OURS;
-	fs.text[1] = file(&files, CD_OURS)->new;
-	req.undo = true;
-	{
-		struct orh_cfg_files undo;
-
-		cr_assert_eq(plan(&fs, &req, &undo, &err), 0, "%s", err.msg);
-		cd = file(&undo, CD_MAIN);
-		cr_assert_not(cd->remove);
-		cr_assert_str_eq(cd->new, "version = 2\n");
-		cr_assert(file(&undo, CD_OURS)->remove);
-		orh_cfg_files_free(&undo);
-	}
-	orh_cfg_files_free(&files);
-}
-
-/* k3s's templates: the handler under the plugin of the version k3s renders them with. */
-Test(engines, containerd_k3s_templates)
-{
-	const char *v3 = "/var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.tmpl";
-	const char *v2 = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl";
-	struct fake_fs fs = { .path = { v3, v2 }, .text = { "{{ template \"base\" . }}\n",
-							   "{{ template \"base\" . }}\n" } };
-	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD, .engine_config = v3 };
-	struct orh_cfg_files files;
-	struct orh_err err = { 0 };
-
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cr_assert(strstr(file(&files, v3)->new, "{{ template \"base\" . }}\n\n# >>> "));
-	cr_assert(strstr(file(&files, v3)->new,
-			 "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.rdma]"));
-	orh_cfg_files_free(&files);
-	req.engine_config = v2;
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cr_assert(strstr(file(&files, v2)->new, CRI ".containerd.runtimes.rdma]"));
-	orh_cfg_files_free(&files);
-}
-
-/* A template whose handler table lost its marker lines: a re-run moves it into the block
- * (one table: containerd refuses a table defined twice), and --undo takes it out. */
-Test(engines, containerd_k3s_template_with_a_loose_handler)
-{
-	const char *tmpl = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl";
-	const char *loose = "{{ template \"base\" . }}\n"
-			    CRI ".containerd.runtimes.rdma.options]\n"
-			    "  BinaryName = \"/usr/bin/oci-rdma-runtime\"\n";
-	struct fake_fs fs = { .path = { tmpl }, .text = { loose } };
-	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD, .engine_config = tmpl };
-	struct orh_cfg_files files;
-	struct orh_err err = { 0 };
-
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cr_assert_eq(count(file(&files, tmpl)->new, ".runtimes.rdma.options]"), 1, "%s",
-		     file(&files, tmpl)->new);
-	cr_assert(strstr(file(&files, tmpl)->new, "# >>> oci-rdma-hook configure"));
-	orh_cfg_files_free(&files);
-	req.undo = true;
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cr_assert_str_eq(file(&files, tmpl)->new, "{{ template \"base\" . }}\n");
-	orh_cfg_files_free(&files);
-}
-
-/* A template's handler takes SystemdCgroup, and the shim its runtime, from the config k3s
- * rendered beside it (k3s's runc lives in its data directory). */
-Test(engines, containerd_k3s_template_reads_the_rendered_config)
-{
-	const char *tmpl = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl";
-	const char *runc = "/var/lib/rancher/k3s/data/current/bin/runc";
-	struct fake_fs fs = {
-		.path = { tmpl, "/var/lib/rancher/k3s/agent/etc/containerd/config.toml" },
-		.text = { "{{ template \"base\" . }}\n",
-			  "version = 2\n" CRI ".containerd.runtimes.runc]\n"
-			  "  runtime_type = \"io.containerd.runc.v2\"\n"
-			  CRI ".containerd.runtimes.runc.options]\n"
-			  "  BinaryName = \"/var/lib/rancher/k3s/data/current/bin/runc\"\n"
-			  "  SystemdCgroup = true\n" },
-		.exe = { runc },
-	};
-	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD, .engine_config = tmpl };
-	struct orh_cfg_files files;
-	struct orh_err err = { 0 };
-
-	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
-	cr_assert(strstr(file(&files, tmpl)->new, "  SystemdCgroup = true\n"), "%s",
-		  file(&files, tmpl)->new);
-	cr_assert(strstr(file(&files, CD_NODE)->new,
-			 "runtime = /var/lib/rancher/k3s/data/current/bin/runc\n"));
-	cr_assert_null(file(&files, "/var/lib/rancher/k3s/agent/etc/containerd/config.toml")->new);
-	orh_cfg_files_free(&files);
-}
-
-Test(engines, containerd_refuses_what_it_cannot_extend)
-{
-	const struct {
-		const char *text, *msg;
-	} bad[] = {
-		{ "version = 2\n" CRI ".containerd.runtimes.rdma]\n",
-		  "/etc/containerd/config.toml:2: runtime handler 'rdma' is defined already" },
-		{ "version = 2\n" CRI ".containerd.runtimes.rdma.options]\nBinaryName = \"/usr/bin/runc\"\n",
-		  "/etc/containerd/config.toml:2: runtime handler 'rdma' is defined already, "
-		  "running /usr/bin/runc" },
-		{ "version = 2\n" CRI ".containerd]\nruntimes = {}\n",
-		  "/etc/containerd/config.toml:3: the runtimes are an inline table" },
-		{ "version = 5\n", "/etc/containerd/config.toml:1: version '5' is not 1, 2, 3 or 4" },
-		{ "version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\n"
-		  "SystemdCgroup = \"yes\"\n",
-		  "/etc/containerd/config.toml:3: SystemdCgroup '\"yes\"' is not true or false" },
-		{ "version = 2\n" CRI ".containerd]\ndefault_runtime_name = \"kata\"\n",
-		  "/etc/containerd/config.toml: default_runtime_name 'kata' names no runtime" },
-	};
-
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct fake_fs fs = { .path = { CD_MAIN }, .text = { bad[i].text } };
-		struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
-		struct orh_cfg_files files;
-		struct orh_err err = { 0 };
-
-		cr_assert_lt(plan(&fs, &req, &files, &err), 0, "%s", bad[i].text);
-		cr_assert(!strncmp(err.msg, bad[i].msg, strlen(bad[i].msg)), "%s", err.msg);
-		orh_cfg_files_free(&files);
-	}
-}
-
-/* CRI-O reads every file of crio.conf.d, not only *.conf: nvidia-ctk's 99-nvidia.toml
- * makes its runtime the default, and the shim chains that one. */
 Test(engines, crio_reads_every_dropin_file)
 {
 	struct fake_fs fs = {

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # `oci-rdma-hook configure`, checked by the engines themselves where this machine has them:
-#   containerd 1.6: `containerd config dump` of the changed config (the main file and the
-#     drop-in it imports) shows the handler, and every other setting as before; configure
+#   containerd 1.6: `containerd config dump` of the changed config (the main file's block,
+#     or the drop-in it imports) shows the handler, and every other setting as before; configure
 #     writes the 2.x form (version = 3) too, checked against containerd 2.x's documented
 #     schema (e2e-fleet.sh runs containerd 2.x itself);
 #   podman: its debug log reads hooks from the package's own directory (the drop-in);
@@ -109,10 +109,13 @@ a, b = (tomllib.load(open(f, "rb")) for f in sys.argv[1:3])
 del b["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["rdma"]
 a.pop("imports", None), b.pop("imports", None)  # the files read, which now include ours
 sys.exit(a != b)' "$WORK/dump.before" "$WORK/dump.after"
-check "containerd: the handler is in the drop-in; the operator's file gained the import line alone" \
-	bash -c 'grep -q "runtimes.rdma\]" "$3" && sed "s|^imports = \[\"/etc/containerd/conf.d/\*.toml\"\]$|imports = []|" "$2" | cmp -s - "$1"' _ \
+# containerd 1.x (config version 2), nothing imported: the handler in configure's block at
+# the end of the operator's file, which is otherwise as it was; no drop-in
+check "containerd: the operator's file gained configure's block with the handler alone" \
+	bash -c 'n=$(stat -c %s "$1") && cmp -n "$n" "$1" "$2" && [ ! -e "$3" ] &&
+		[ "$(tail -c +$((n + 1)) "$2" | grep -c "^# [<>]\{3\} oci-rdma-hook configure --engine containerd --handler rdma$\|^\[.*runtimes\.rdma\(\.options\)\?\]$")" = 4 ]' _ \
 	"$WORK/cd.orig/etc/containerd/config.toml" "$R/etc/containerd/config.toml" \
-	"$R/etc/containerd/conf.d/99-oci-rdma-hook.toml"
+	"$R/etc/containerd/conf.d"
 check "containerd: runc's handler is the default: no runtime block in the node config" \
 	[ ! -e "$R/etc/oci-rdma-hook/oci-rdma-hook.conf" ]
 check "containerd: --undo succeeds" cfg --root "$R" --engine containerd --undo
@@ -129,8 +132,8 @@ R=$WORK/cd-none
 mkdir -p "$R"
 idempotent "containerd without a config" "$R" --engine containerd
 check "containerd config dump reads the new files" bash -c 'dump "$1" | grep -q "runtimes.rdma\]"' _ "$R"
-check "the new file says who made it, and is version = 2" \
-	bash -c '[ "$(head -n 2 "$1" | tail -n 1)" = "version = 2" ] && head -n 1 "$1" | grep -q "^# Made by oci-rdma-hook configure"' _ "$R/etc/containerd/config.toml"
+check "the new file is version = 2, then configure's block saying it made the file" \
+	bash -c '[ "$(head -n 1 "$1")" = "version = 2" ] && sed -n 3p "$1" | grep -qx "# >>> oci-rdma-hook configure --engine containerd --handler rdma (new file)"' _ "$R/etc/containerd/config.toml"
 cfg --root "$R" --engine containerd --undo >/dev/null 2>&1
 check "containerd without a config: --undo removes the file it made" \
 	bash -c '[ -d "$1" ] && [ -z "$(find "$1" -type f)" ]' _ "$R"
@@ -219,7 +222,7 @@ check "nobody cannot open the lock file another run holds ($(cat "$WORK/err"))" 
 	bash -c '[ "$1" != 0 ] && grep -q "Permission denied" "$2"' _ "$rc" "$WORK/err"
 OUT=$("${NOBODY[@]}" "$HOOK" configure --shim "$SHIM" --root "$R" --engine containerd --undo --dry-run 2>&1) && rc=0 || rc=$?
 check "nobody's --dry-run reads without the lock it may not open (rc $rc: $OUT)" \
-	bash -c '[ "$1" = 0 ] && grep -q "^# .*99-oci-rdma-hook.toml: remove" <<<"$2"' _ "$rc" "$OUT"
+	bash -c '[ "$1" = 0 ] && grep -q "^# .*/etc/containerd/config.toml: remove" <<<"$2"' _ "$rc" "$OUT"
 T0=$(date +%s%N)
 cfg --root "$R" --engine containerd --undo >/dev/null 2>"$WORK/err" && rc=0 || rc=$?
 T=$((($(date +%s%N) - T0) / 1000000))
@@ -232,9 +235,13 @@ check "once it is let go, the run succeeds, and removes the lock file" \
 	bash -c 'l=$1; shift; "$@" >/dev/null 2>&1 && [ ! -e "$l" ]' _ "$LOCKF" cfg_cmd --root "$R" --engine containerd --undo
 
 # ---- --engine-config as containerd reads it in its imports; links to nothing ----
+# (a file the main file imports holds a CRI table, which on containerd 1.x replaces the main
+# file's: the drop-in carries it, and its glob goes into the imports)
 R=$WORK/cd-path
 mkdir -p "$R/etc/containerd"
-printf 'version = 2\n' >"$R/etc/containerd/config.toml"
+printf 'version = 2\nimports = ["/etc/containerd/site.toml"]\n' >"$R/etc/containerd/config.toml"
+printf 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "pause:3.9"\n' \
+	>"$R/etc/containerd/site.toml"
 cfg --root "$R" --engine containerd --engine-config /etc/containerd/../containerd/config.toml \
 	>/dev/null 2>"$WORK/err" && rc=0 || rc=$?
 check "an --engine-config with '..' is refused ($(cat "$WORK/err"))" \
@@ -243,7 +250,7 @@ check "an --engine-config with '..' is refused ($(cat "$WORK/err"))" \
 check "an --engine-config with '.' and '//' is taken" \
 	cfg --root "$R" --engine containerd --engine-config /etc//containerd/./config.toml
 check "what goes into containerd's imports is the clean path ($(grep '^imports' "$R/etc/containerd/config.toml"))" \
-	grep -qx 'imports = \["/etc/containerd/conf.d/\*.toml"\] # added by oci-rdma-hook configure' \
+	grep -qx 'imports = \["/etc/containerd/site.toml", "/etc/containerd/conf.d/\*.toml"\]' \
 	"$R/etc/containerd/config.toml"
 check "containerd's dump reads the handler through that import" \
 	bash -c 'dump "$1" | grep -q "runtimes.rdma\]"' _ "$R"

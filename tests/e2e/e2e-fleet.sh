@@ -11,10 +11,14 @@
 #     `containerd config dump`;
 #   - CRI-O (not installable here): nvidia-ctk's CRI-O drop-in, read by configure as CRI-O
 #     reads crio.conf.d, and the shim's chained runtime.
-# The cases: no config.toml, a minimal one; nvidia-ctk's drop-in before and after ours;
-# a main file rewritten by a TOML library (comments gone); marker lines with CRLF and
+# The cases: no config.toml, a minimal one; nvidia-ctk's drop-in before ours, and after it
+# (reading the file or `containerd config dump`, run twice): both handlers in containerd
+# 1.6's merged view; --undo after nvidia-ctk copied the handler into its drop-in (1.6 and
+# 2.x); a main file rewritten by a TOML library (comments gone); marker lines with CRLF and
 # trailing blanks; CRI-O's 99-nvidia.toml; two engines and their runtimes, concurrent runs,
-# a write that fails half-way; --root with an absolute symlink; a k3s template.
+# a write that fails half-way; --root with an absolute symlink; a k3s template; k3s with a
+# rendered config and no template (configure makes it: a re-run, --check, --undo), and the
+# installer on such a node.
 . "$(dirname "$0")/lib.sh"
 
 need_root_runc
@@ -153,25 +157,65 @@ check "nvidia first: a second run changes nothing" grep -q 'nothing to change' "
 cfg "$R" --engine containerd --undo
 check "nvidia first: --undo gives the files back byte for byte" [ "$before" = "$(snapshot "$R")" ]
 
-# ours first, then the GPU Operator's nvidia-ctk, which reads `containerd config dump`
-R=$(new_node ours-first)
-containerd config default >"$R/etc/containerd/config.toml"
+# ours first, then the GPU Operator's nvidia-ctk: reading config.toml (its default), or
+# `containerd config dump` (--config-source=command). On containerd 1.x the last file holding
+# the CRI table replaces the others' whole, so the handler must be in what nvidia-ctk copies
+# into its drop-in: configure keeps it in config.toml where no drop-in needs to carry it.
+# has_both DUMP: nvidia the default, one handler rdma, one nvidia
+has_both() { [ "$(default_of "$1")/$(handlers "$1" rdma)/$(handlers "$1" nvidia)" = nvidia/1/1 ]; }
+check_cfg() { "$HOOK" --config "$NODE_CONF" configure --shim "$SHIM" --root "$1" --engine containerd --check >/dev/null 2>&1; }
+for src in file command; do
+	R=$(new_node "ours-first-$src")
+	containerd config default >"$R/etc/containerd/config.toml"
+	cfg "$R" --engine containerd
+	check "ours first ($src): configure succeeds" [ "$CRC" = 0 ]
+	nvidia_ctk "$R" containerd --set-as-default --config-source=$src
+	d1=$(dump "$CD1" "$R" || true)
+	check "ours first ($src): after nvidia-ctk, containerd 1.6's merged config has both handlers, nvidia the default" \
+		has_both "$d1"
+	check "ours first ($src): the CRI plugin loads" cri_loads "$CD1" "$CTR1" "$R"
+	cfg "$R" --engine containerd --check
+	check "ours first ($src): --check sees that the shim still chains runc (exit 1)" \
+		bash -c '[ "$1" = 1 ] && grep -q "oci-rdma-hook.conf: not as configure would write it" "$2"' \
+		_ "$CRC" "$WORK/cfg.out"
+	cfg "$R" --engine containerd
+	d1=$(dump "$CD1" "$R" || true)
+	check "ours first ($src): a re-run chains nvidia's runtime, both handlers kept" \
+		bash -c '[ "$1" = 0 ] && grep -qx "runtime = $2" "$3"' _ "$CRC" "$NV" "$R$NODE_CONF"
+	check "ours first ($src): and containerd 1.6 still has both, nvidia the default" has_both "$d1"
+	check "ours first ($src): then --check is content (exit 0)" check_cfg "$R"
+	nvidia_ctk "$R" containerd --set-as-default --config-source=$src
+	d1=$(dump "$CD1" "$R" || true)
+	check "ours first ($src): nvidia-ctk run again: both handlers, nvidia the default" \
+		has_both "$d1"
+	check "ours first ($src): --check after nvidia-ctk's second run is content (exit 0)" check_cfg "$R"
+done
+
+# ---- 2b. undo after nvidia-ctk copied the handler into its drop-in ------------------------
+# (--config-source=command copies containerd's merged config, our table included). Undo
+# takes our runtime's tables out of that file, found by their BinaryName, every other byte
+# kept: what remains is the file without the lines from each rdma table's header to the
+# next header not under it.
+without_rdma() {
+	awk '/^[ \t]*\[/ { skip = ($0 ~ /runtimes\.rdma[].]/) } !skip' "$1"
+}
+copy_undo() { # copy_undo NAME BIN ROOT: --undo on ROOT, judged by containerd BIN
+	local name=$1 bin=$2 root=$3 nv=$3/etc/containerd/conf.d/99-nvidia.toml d
+	check "$name: nvidia-ctk copied the handler into 99-nvidia.toml" grep -q 'runtimes\.rdma\]' "$nv"
+	without_rdma "$nv" >"$WORK/nv.expected"
+	cfg "$root" --engine containerd --undo
+	d=$(dump "$bin" "$root" || true)
+	check "$name: --undo leaves containerd without the handler, nvidia the default ($(grep -m1 99-nvidia "$WORK/cfg.out"))" \
+		[ "$CRC/$(handlers "$d" rdma)/$(handlers "$d" nvidia)/$(default_of "$d")" = 0/0/1/nvidia ]
+	check "$name: 99-nvidia.toml lost the handler's tables and nothing else" cmp "$WORK/nv.expected" "$nv"
+	check "$name: the CRI plugin loads" cri_loads "$bin" "$([ "$bin" = "$CD1" ] && echo "$CTR1" || echo "$CTR2")" "$root"
+}
+copy_undo "copy, containerd 1.6" "$CD1" "$R"
+R=$(new_node copy-v2)
+"$CD2" config default >"$R/etc/containerd/config.toml"
 cfg "$R" --engine containerd
-check "ours first: configure succeeds" [ "$CRC" = 0 ]
-nvidia_ctk "$R" containerd --set-as-default --config-source=command
-d1=$(dump "$CD1" "$R" || true)
-# containerd 1.x: our drop-in, read last, still holds the CRI table from before nvidia's
-cfg "$R" --engine containerd --check
-check "ours first: configure --check sees that nvidia-ctk changed what ours carries (exit 1)" \
-	[ "$CRC" = 1 ]
-cfg "$R" --engine containerd
-d1=$(dump "$CD1" "$R" || true)
-check "ours first: a re-run gives nvidia the default and keeps the handler" \
-	[ "$(default_of "$d1")/$(handlers "$d1" rdma)/$(handlers "$d1" nvidia)" = nvidia/1/1 ]
-check "ours first: and then --check is content (exit 0)" \
-	bash -c '"$@" >/dev/null 2>&1' _ "$HOOK" --config "$NODE_CONF" configure --shim "$SHIM" \
-	--root "$R" --engine containerd --check
-check "ours first: the CRI plugin loads" cri_loads "$CD1" "$CTR1" "$R"
+nvidia_ctk "$R" containerd --set-as-default --config-source=command --executable-path="$CD2"
+copy_undo "copy, containerd 2.x" "$CD2" "$R"
 
 # containerd 2.x's own default config (version 4), nvidia-ctk's drop-in, then ours
 R=$(new_node v2)
@@ -303,11 +347,11 @@ ln -s "$OUTSIDE" "$R/etc"
 before=$(snapshot "$OUTSIDE")
 cfg "$R" --engine containerd
 check "--root: the link's target outside the root is untouched" [ "$CRC/$before" = "0/$(snapshot "$OUTSIDE")" ]
-check "--root: the drop-in went where the link leads inside the root" \
-	[ -f "$R$OUTSIDE/containerd/conf.d/99-oci-rdma-hook.toml" ]
+check "--root: the handler went where the link leads inside the root" \
+	grep -q 'runtimes\.rdma\]' "$R$OUTSIDE/containerd/config.toml"
 cfg "$R" --engine containerd --undo
 check "--root: --undo removes inside the root only" \
-	[ "$CRC/$before" = "0/$(snapshot "$OUTSIDE")" -a ! -e "$R$OUTSIDE/containerd/conf.d/99-oci-rdma-hook.toml" ]
+	[ "$CRC/$before/$(cat "$R$OUTSIDE/containerd/config.toml")" = "0/$(snapshot "$OUTSIDE")/version = 2" ]
 
 # ---- 8. a k3s template --------------------------------------------------------------------
 R=$(new_node k3s)
@@ -325,5 +369,87 @@ d1=$(dump "$CD1" "$R" || true)
 check "k3s: the rendered config has the handler for containerd" [ "$(handlers "$d1" rdma)" = 1 ]
 cfg "$R" --engine containerd --engine-config "$T" --undo
 check "k3s: --undo gives the template back" cmp -s "$R$T" "$WORK/tmpl.orig"
+
+# ---- 9. k3s with a rendered config and no template yet: configure makes the template -------
+# Its begin marker says "(new file)"; a second run, --check and --undo find it again. k3s
+# renders the template's base (here: the config it rendered last), then the rest.
+K3S=/var/lib/rancher/k3s/agent/etc/containerd
+render() { # render ROOT TEMPLATE: what k3s would render, where containerd here reads it
+	{ cat "$1$K3S/config.toml"; tail -n +2 "$1$2"; } >"$1/etc/containerd/config.toml"
+}
+for v in 3 2; do
+	R=$(new_node "k3s-v$v")
+	mkdir -p "$R$K3S"
+	if [ $v = 3 ]; then
+		T=$K3S/config-v3.toml.tmpl BIN=$CD2 CTR=$CTR2
+		"$CD2" config default | sed 's/^version = 4$/version = 3/' >"$R$K3S/config.toml"
+	else
+		T=$K3S/config.toml.tmpl BIN=$CD1 CTR=$CTR1
+		containerd config default >"$R$K3S/config.toml"
+	fi
+	cfg "$R" --engine containerd --engine-config "$T"
+	check "k3s v$v, no template: configure makes ${T##*/} (rc $CRC)" \
+		bash -c '[ "$1" = 0 ] && grep -q "^# >>> oci-rdma-hook configure .* (new file)$" "$2"' _ "$CRC" "$R$T"
+	render "$R" "$T"
+	d=$(dump "$BIN" "$R" || true)
+	check "k3s v$v: the rendered config has the handler for containerd" [ "$(handlers "$d" rdma)" = 1 ]
+	check "k3s v$v: the CRI plugin loads" cri_loads "$BIN" "$CTR" "$R"
+	cfg "$R" --engine containerd --engine-config "$T"
+	check "k3s v$v: a second run changes nothing (rc $CRC: $(tail -1 "$WORK/cfg.out"))" \
+		bash -c '[ "$1" = 0 ] && grep -q "nothing to change" "$2"' _ "$CRC" "$WORK/cfg.out"
+	cfg "$R" --engine containerd --engine-config "$T" --check
+	check "k3s v$v: --check is content (rc $CRC: $(tail -1 "$WORK/cfg.out"))" [ "$CRC" = 0 ]
+	cfg "$R" --engine containerd --engine-config "$T" --undo
+	check "k3s v$v: --undo removes the template it made (rc $CRC)" [ "$CRC" = 0 -a ! -e "$R$T" ]
+	cfg "$R" --engine containerd --engine-config "$T"
+	check "k3s v$v: configure runs again after the undo (rc $CRC)" [ "$CRC" = 0 ]
+done
+# the template an earlier undo left: the base line and a begin marker with nothing after it
+printf '{{ template "base" . }}\n\n# >>> oci-rdma-hook configure --engine containerd --handler rdma (new file)' \
+	>"$R$T"
+cfg "$R" --engine containerd --engine-config "$T"
+check "k3s: a begin marker left at the end is taken as configure's block (rc $CRC)" \
+	bash -c '[ "$1" = 0 ] && [ "$(grep -c "^# [<>]\{3\} oci-rdma-hook configure" "$2")" = 2 ]' _ "$CRC" "$R$T"
+cfg "$R" --engine containerd --engine-config "$T" --undo
+check "k3s: and --undo then removes the template (rc $CRC)" [ "$CRC" = 0 -a ! -e "$R$T" ]
+
+# the installer on a k3s node whose template configure made: it configures it again, is
+# ready once k3s's containerd reports the handler, and --purge removes the template
+define() { sed -n "s/^#define $1 \"\\(.*\\)\"\$/\\1/p" "${ORH_BUILDDIR:?}/orh-config.h"; }
+IMG=$WORK/imgroot
+for f in "$(define ORH_CONTAINERS_HOOKS_DIR)/oci-rdma-hook.json" \
+	"$(define ORH_CONTAINERS_HOOKS_DIR)/oci-rdma-hook-poststop.json" \
+	"$(define ORH_OWN_HOOKS_DIR)/oci-rdma-hook-precreate.json"; do
+	mkdir -p "$IMG${f%/*}"
+	echo '{}' >"$IMG$f"
+done
+printf '[node]\n' >"$IMG/node.conf"
+ISHIM=$(define ORH_BINDIR)/oci-rdma-runtime
+inst() { # inst ROOT ARGS...: the installer on ROOT; IRC
+	IRC=0
+	"$HOOK" install --root "$1" --from "$IMG" --node-config "$IMG/node.conf" \
+		--ready-file "$WORK/ready" "${@:2}" >"$WORK/inst.out" 2>&1 || IRC=$?
+}
+R=$(new_node k3s-inst)
+mkdir -p "$R$K3S"
+"$CD2" config default | sed 's/^version = 4$/version = 3/' >"$R$K3S/config.toml"
+T=$K3S/config-v3.toml.tmpl
+"$HOOK" --config "$NODE_CONF" configure --shim "$ISHIM" --root "$R" --engine containerd \
+	--engine-config "$T" >/dev/null 2>&1
+KB=/var/lib/rancher/k3s/data/current/bin/containerd
+for f in "$CD2" $(ldd "$CD2" | grep -o '/[^ ]*' | sort -u); do
+	mkdir -p "$R$(dirname "$f")"
+	cp -L "$f" "$R$f"
+done
+mkdir -p "$R${KB%/*}"
+mv "$R$CD2" "$R$KB"
+render "$R" "$T"
+cp "$R/etc/containerd/config.toml" "$R$K3S/config.toml"
+inst "$R" --once --ready-timeout 0
+check "installer on k3s: ready, the template configure made configured again (rc $IRC: $(grep -m1 'install:\|^ready' "$WORK/inst.out"))" \
+	bash -c '[ "$1" = 0 ] && grep -q "^ready: containerd config dump of .* has handler" "$2"' _ "$IRC" "$WORK/inst.out"
+inst "$R" --purge
+check "installer on k3s: --purge removes the template (rc $IRC: $(tail -1 "$WORK/inst.out"))" \
+	[ "$IRC" = 0 -a ! -e "$R$T" ]
 
 finish

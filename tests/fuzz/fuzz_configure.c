@@ -2,10 +2,11 @@
 /*
  * Fuzz target: `configure --engine containerd` on a node whose config.toml is the input up
  * to its first NUL byte, and whose conf.d/50-site.toml (read where the main file imports
- * it) is the rest. Every error carries a message. A plan that succeeds leaves a drop-in
- * (or, for a k3s template, the template) that scans as TOML where the input did, and then
- * holds the handler's table once; run again on the files it wrote, the plan changes nothing; --undo on those files
- * takes the handler out of the drop-in and the main file.
+ * it) is the rest. Every error carries a message. A plan that succeeds leaves a drop-in,
+ * else (containerd 1.x, where no drop-in is needed; a k3s template) the main file, that
+ * scans as TOML where the input did, and then holds the handler's table once; run again on
+ * the files it wrote, the plan changes nothing; --undo on those files takes the handler out
+ * of the drop-in and the main file.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -186,8 +187,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		apply(&n, &files);
 		orh_cfg_files_free(&files);
-		/* a template (k3s) gets the handler itself, a config its drop-in */
-		written = tmpl ? n.text[0] : dropin(&n);
+		/* a template (k3s) gets the handler itself, a config its drop-in or (1.x) its
+		 * main file */
+		written = tmpl || !dropin(&n) ? n.text[0] : dropin(&n);
 		if (!written || (scanned && orh_toml_scan(written, "written", &t, &err) < 0))
 			abort(); /* nothing written, or a file that does not scan (that did) */
 		if (scanned && handler_tables(&t) != 1)

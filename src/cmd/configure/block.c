@@ -62,6 +62,13 @@ static int find_block(const char *text, const char *name, const char *id, struct
 				}
 				q += line_len(q);
 			}
+			/* a begin marker that ends the file, nothing but blank lines after it:
+			 * a block whose body and end marker went (an earlier configure's undo
+			 * of a template it made left one so), taken as an empty block */
+			if (!p[n + strspn(p + n, " \t\r\n")]) {
+				f->end = p + strlen(p);
+				return 1;
+			}
 			return orh_fail(err, EINVAL, "%s:%u: '%s%s' has no end marker line '%s%s'",
 					name, line, BEGIN, id, END, id);
 		}
@@ -139,40 +146,58 @@ int orh_block_remove(const char *old, const char *name, const struct orh_block *
 	return 1;
 }
 
-/* Does a line at or after p start with the end marker? */
-static bool has_end_after(const char *p)
+/* The id of the begin marker line at p (without " (new file)" and the blanks or CR that end
+ * the line), as a new string. */
+static char *begin_id(const char *p)
+{
+	size_t n = line_len(p) - strlen(BEGIN);
+
+	p += strlen(BEGIN);
+	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r'))
+		n--;
+	if (n >= strlen(NEW_FILE) && !strncmp(p + n - strlen(NEW_FILE), NEW_FILE, strlen(NEW_FILE)))
+		n -= strlen(NEW_FILE);
+	return orh_xasprintf("%.*s", (int)n, p);
+}
+
+/* The line at or after p that is the end marker of id; NULL when there is none. */
+static const char *end_after(const char *p, const char *id)
 {
 	while (*p) {
-		if (!strncmp(p, END, strlen(END)))
-			return true;
+		if (line_is(p, END, id, ""))
+			return p;
 		p += line_len(p);
 		if (*p)
 			p++;
 	}
-	return false;
+	return NULL;
 }
 
 char *orh_block_strip_all(const char *old)
 {
 	size_t n = 0;
 	char *out = orh_xmalloc(strlen(old) + 1);
-	bool inside = false;
+	const char *end = NULL; /* inside a block: its end marker line */
 
 	for (const char *p = old; *p;) {
 		size_t len = line_len(p);
 
-		/* a begin marker opens a block only where an end marker follows it: the
-		 * lines after one without its end are the operator's, and are kept */
-		if (!inside && !strncmp(p, BEGIN, strlen(BEGIN)) && has_end_after(p + len))
-			inside = true;
-		if (!inside) {
+		/* a begin marker opens a block only where its own end marker (the same id)
+		 * follows it: the lines after one without its end are the operator's, and
+		 * are kept */
+		if (!end && !strncmp(p, BEGIN, strlen(BEGIN))) {
+			_cleanup_free_ char *id = begin_id(p);
+
+			end = end_after(p + len, id);
+		}
+		if (!end) {
 			memcpy(out + n, p, len);
 			n += len;
 			if (p[len] == '\n')
 				out[n++] = '\n';
 		}
-		if (inside && !strncmp(p, END, strlen(END)))
-			inside = false;
+		if (end == p)
+			end = NULL;
 		p += len;
 		if (*p)
 			p++;

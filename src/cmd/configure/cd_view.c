@@ -220,7 +220,7 @@ bool cd_rel_under(const char *rel, const char *prefix)
 {
 	size_t n = strlen(prefix);
 
-	return !strncmp(rel, prefix, n) && (rel[n] == '\0' || rel[n] == ORH_TOML_SEP[0]);
+	return !n || (!strncmp(rel, prefix, n) && (rel[n] == '\0' || rel[n] == ORH_TOML_SEP[0]));
 }
 
 /* ---- the plugin table as TOML text ---- */

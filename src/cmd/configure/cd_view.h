@@ -48,7 +48,8 @@ const struct cd_ent *cd_view_get(const struct cd_view *v, const char *rel);
 /* In one file: the last value at rel, or the first entry at or below rel; else NULL. */
 const struct orh_toml_entry *cd_src_get(const struct cd_src *s, const char *rel);
 const struct orh_toml_entry *cd_src_find_under(const struct cd_src *s, const char *rel);
-/* Is rel (a key path, whole or below the plugin's table) prefix, or below it? */
+/* Is rel (a key path, whole or below the plugin's table) prefix, or below it? Every key is
+ * below "" (cd_src_find_under(s, ""): any entry of the plugin's table in s). */
 bool cd_rel_under(const char *rel, const char *prefix);
 /* The merged table as TOML under [plugins."plugin"...], every key below skip left out. */
 int cd_view_emit(const struct cd_view *v, const char *plugin, const char *skip, FILE *out,

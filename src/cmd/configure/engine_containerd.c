@@ -1,21 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * containerd: the handler in a drop-in of configure's own, imported by the main file
- * (include/orh/configure.h). What containerd reads is taken as containerd merges it
- * (cd_view.c): the default runtime to chain is the effective one (the NVIDIA runtime where
- * nvidia-ctk made it the default), and the drop-in holds what the merge needs:
- *   - containerd 1.x (config version 1 or 2) replaces an imported plugin table whole, so the
- *     drop-in carries the whole CRI table that containerd read before it, then the handler;
- *     it is named to come after nvidia-ctk's 99-nvidia.toml in the imported directory;
- *   - containerd 2.x (version 3 and 4) merges key by key: the handler alone.
+ * containerd: where the handler goes (include/orh/configure.h). What containerd reads is
+ * taken as containerd merges it (cd_view.c): the default runtime to chain is the effective
+ * one (the NVIDIA runtime where nvidia-ctk made it the default), and:
+ *   - containerd 1.x (config version 1 or 2) replaces an imported plugin table whole, the
+ *     last file holding it winning. The handler is a marked block of the main file, which
+ *     nvidia-ctk, run later, copies into its drop-in with the rest of the CRI table (from
+ *     the file, or from `containerd config dump`), so both handlers stay. Where an imported
+ *     file holds a CRI table without the handler as configure writes it, a drop-in of ours,
+ *     named to come after nvidia-ctk's 99-nvidia.toml, carries the whole CRI table that
+ *     containerd read before it, then the handler;
+ *   - containerd 2.x (version 3 and 4) merges key by key: the handler alone, in the drop-in.
  * Either way the default runtime's own table is written where no file has it (a config
  * without containerd's built-in runc table stops the CRI plugin).
  *
  * The handler is found by what it is: the table named --handler whose BinaryName is the
- * shim, in any file, with or without configure's comments. One left in the main file (a
- * block of an earlier configure, or the same after a TOML library rewrote the file) moves
- * into the drop-in. A k3s/rke2 template (config.toml.tmpl, which k3s renders at every
- * start) gets the handler appended, as containerd's base template has the rest.
+ * shim, in any file, with or without configure's comments. One in the main file without
+ * its marker lines (a TOML library rewrote the file) stays while it is right, else moves
+ * into the block (1.x) or the drop-in (2.x); --undo cuts it out of every file, another
+ * program's copy included. A k3s/rke2 template (config.toml.tmpl, which k3s renders at
+ * every start) gets the handler appended, as containerd's base template has the rest.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -34,6 +38,7 @@ struct cd_plan {
 	bool missing;  /* no file has the default runtime's table */
 	char *dropin;  /* where our drop-in is, or goes */
 	char *glob;    /* what the main file's imports must gain for it; NULL: nothing */
+	bool need;     /* the drop-in is written (else the handler is the main file's alone) */
 	const struct orh_cfg_files *files; /* the plan's files, which the view indexes */
 };
 
@@ -85,6 +90,30 @@ static bool ours_at(const struct orh_toml *t, const char *key, const char *shim)
 	_cleanup_free_ char *bin = NULL;
 
 	return b && orh_toml_string(b->value, &bin) && !strcmp(bin, shim);
+}
+
+/* Does s hold the handler as configure writes it (its runtime_type, annotations, shim and
+ * SystemdCgroup), with or without configure's comments? */
+static bool handler_right(const struct cd_src *s, const struct orh_configure_req *req,
+			  bool systemd)
+{
+	_cleanup_free_ char *rel = handler_rel(req->handler);
+	_cleanup_free_ char *tk = orh_toml_key(rel, "runtime_type", NULL);
+	_cleanup_free_ char *ak = orh_toml_key(rel, "pod_annotations", NULL);
+	_cleanup_free_ char *bk = orh_toml_key(rel, "options", "BinaryName", NULL);
+	_cleanup_free_ char *sk = orh_toml_key(rel, "options", "SystemdCgroup", NULL);
+	const struct orh_toml_entry *t = cd_src_get(s, tk), *a = cd_src_get(s, ak);
+	const struct orh_toml_entry *b = cd_src_get(s, bk), *c = cd_src_get(s, sk);
+	_cleanup_free_ char *type = NULL, *bin = NULL;
+	struct orh_strv ann = { 0 };
+	bool sys = false, right;
+
+	right = t && orh_toml_string(t->value, &type) && !strcmp(type, "io.containerd.runc.v2") &&
+		b && orh_toml_string(b->value, &bin) && !strcmp(bin, req->shim) &&
+		(c ? orh_toml_bool(c->value, &sys) : true) && sys == systemd && a &&
+		orh_toml_string_array(a->value, &ann) && orh_strv_contains(&ann, "oci-rdma-hook/*");
+	orh_strv_free(&ann);
+	return right;
 }
 
 /* text without the tables (and dotted keys) of our handler, under the CRI plugin's name of
@@ -156,9 +185,27 @@ static char *import_dir(const char *from, const char *entry)
 	return orh_xstrdup(*abs ? abs : "/");
 }
 
-/* Where our drop-in goes: where it is, else the first directory the main file imports with
- * a pattern its name matches (nvidia-ctk's conf.d), else conf.d beside the main file, whose
- * glob is then added to the imports. */
+/* containerd 1.x: is the drop-in needed? The main file holds the handler (so that a tool
+ * that rewrites the CRI table from that file, as nvidia-ctk does into its drop-in, carries
+ * it along); a file read after the main file that holds a CRI table replaces the main
+ * file's, so the drop-in, read last, carries the merged table and the handler, unless that
+ * file has the handler already as configure writes it (another program copied it there).
+ * containerd 2.x: always (the drop-in holds the handler alone). */
+static bool dropin_needed(const struct cd_plan *p, const struct orh_configure_req *req)
+{
+	size_t last = 0;
+
+	if (p->v.merge_keys)
+		return true;
+	for (size_t i = 1; i < p->v.n; i++)
+		if (!p->v.src[i].ours && cd_src_find_under(&p->v.src[i], ""))
+			last = i;
+	return last > 0 && (p->missing || !handler_right(&p->v.src[last], req, p->systemd));
+}
+
+/* Where our drop-in goes: where it is, else (where it is needed) the first directory the
+ * main file imports with a pattern its name matches (nvidia-ctk's conf.d), else conf.d
+ * beside the main file, whose glob is then added to the imports. */
 static void place_dropin(struct cd_plan *p, const struct orh_cfg_files *files,
 			 const char *main_path)
 {
@@ -169,6 +216,8 @@ static void place_dropin(struct cd_plan *p, const struct orh_cfg_files *files,
 	for (size_t i = 0; i < p->v.n && !p->dropin; i++)
 		if (p->v.src[i].ours)
 			p->dropin = orh_xstrdup(files->v[p->v.src[i].fi].path);
+	if (!p->need)
+		return;
 	if (e && !p->dropin)
 		(void)orh_toml_string_array(e->value, &imports);
 	for (size_t i = 0; i < imports.n && !p->dropin; i++) {
@@ -300,13 +349,16 @@ static int read_default(struct cd_plan *p, const char *path, struct orh_err *err
 	return 0;
 }
 
-/* Every file containerd reads: no other runtime under the handler's name. */
-static int check_handlers(const struct cd_plan *p, const struct orh_cfg_files *files,
+/* Every file containerd reads: no other runtime under the handler's name. A copy of ours
+ * in another program's file (nvidia-ctk --config-source=command copies containerd's merged
+ * config into its drop-in) is noted; on --undo its tables are cut out of that file, found by
+ * their BinaryName, every other byte of it kept. */
+static int check_handlers(const struct cd_plan *p, struct orh_cfg_files *files,
 			  const struct orh_configure_req *req, struct orh_strv *notes,
 			  struct orh_err *err)
 {
 	for (size_t i = 0; i < p->v.n; i++) {
-		const struct orh_cfg_file *f = &files->v[p->v.src[i].fi];
+		struct orh_cfg_file *f = &files->v[p->v.src[i].fi];
 		bool found = false;
 		int r;
 
@@ -318,10 +370,16 @@ static int check_handlers(const struct cd_plan *p, const struct orh_cfg_files *f
 		if (found && i > 0 && !req->undo)
 			orh_strv_pushf(notes, "%s holds handler '%s' too (another program copied "
 				       "containerd's merged config there)", f->path, req->handler);
-		if (found && i > 0 && req->undo)
-			orh_strv_pushf(notes, "%s still holds handler '%s': another program wrote it "
-				       "there, and configure leaves that file alone", f->path,
-				       req->handler);
+		if (found && i > 0 && req->undo) {
+			r = drop_handler(f->old, f->path, req, &f->new, err);
+			if (r < 0)
+				return r;
+			if (!strcmp(f->new, f->old))
+				free(TAKE_PTR(f->new));
+			else
+				orh_strv_pushf(notes, "%s: handler '%s' taken out (another program "
+					       "had copied it there)", f->path, req->handler);
+		}
 	}
 	return 0;
 }
@@ -342,6 +400,21 @@ static void put_handler(FILE *out, const struct cd_plan *p, const struct orh_con
 		"  BinaryName = %s\n"
 		"  SystemdCgroup = %s\n",
 		plugin, req->handler, plugin, req->handler, shim, p->systemd ? "true" : "false");
+}
+
+/* The handler's tables as configure's block holds them (without the first blank line). */
+static char *handler_body(const struct cd_plan *p, const struct orh_configure_req *req)
+{
+	char *body = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&body, &len);
+
+	if (!out)
+		abort();
+	put_handler(out, p, req);
+	fclose(out);
+	memmove(body, body + 1, len);
+	return body;
 }
 
 static int dropin_text(const struct cd_plan *p, const struct orh_configure_req *req,
@@ -393,25 +466,56 @@ static int check_after(const struct cd_plan *p, struct orh_err *err)
 
 /* ---- the main file ---- */
 
-/* The main file's new text: our earlier block and handler tables out, the import in (or
- * out, on --undo, where no other file is under it). NULL: unchanged. */
+/* Does text, as containerd's TOML reads it, hold the handler of configure's block? (Not
+ * where a value above the block is left open, an array without its ']'.) */
+static int main_reads_block(const char *text, const char *path, const struct cd_plan *p,
+			    const struct orh_configure_req *req, struct orh_err *err)
+{
+	_cleanup_free_ char *key = orh_toml_key("plugins", cd_plugin_of(p->v.version),
+						"containerd", "runtimes", req->handler, NULL);
+	struct orh_toml t;
+	bool ok;
+	int r = orh_toml_scan(text, path, &t, err);
+
+	if (r < 0)
+		return r;
+	ok = ours_at(&t, key, req->shim);
+	orh_toml_free(&t);
+	if (!ok)
+		return orh_fail(err, EINVAL, "%s: the handler's tables at the end of the file would "
+				"not be read as tables (a value above them is left open)", path);
+	return 0;
+}
+
+/* The main file's new text. containerd 1.x: the handler in configure's block (a handler of
+ * ours outside it, whose marker lines a TOML library's rewrite dropped, moves into it, or
+ * stays where it is right as it is). 2.x and --undo: our block and handler tables out. The
+ * import in where the drop-in is new; out, where no drop-in is written and no other file is
+ * under it. NULL: unchanged. */
 static int main_text(const struct cd_plan *p, struct orh_cfg_file *f,
 		     const struct orh_configure_req *req, const struct orh_cfg_reader *rd,
 		     struct orh_err *err)
 {
 	_cleanup_free_ char *id = orh_xasprintf("--engine containerd --handler %s", req->handler);
-	_cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+	_cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *body = NULL, *nw = NULL;
 	struct orh_block blk = { .id = id, .header = "version = 2\n" };
+	bool keep = !req->undo && !p->v.merge_keys, remove = false, loose;
+	const char *rest;
 	struct orh_toml t;
-	bool remove = false;
-	int r;
+	int r, found;
 
+	if (keep)
+		blk.body = body = handler_body(p, req);
 	if (!f->old) {
+		if (keep)
+			return orh_block_install(NULL, f->path, &blk, &f->new, err);
 		if (!req->undo && p->glob)
 			f->new = imports_add(NULL, NULL, p->glob);
 		return 0;
 	}
-	r = orh_block_remove(f->old, f->path, &blk, &a, &remove, err);
+	r = found = orh_block_remove(f->old, f->path, &blk, &a, &remove, err);
+	if (r >= 0 && remove) /* a file configure made, its header alone without the block */
+		a = orh_xstrdup(blk.header);
 	if (r >= 0)
 		r = drop_handler(a ? a : f->old, f->path, req, &b, err);
 	if (r >= 0)
@@ -420,7 +524,7 @@ static int main_text(const struct cd_plan *p, struct orh_cfg_file *f,
 		return r;
 	if (!req->undo && p->glob) {
 		c = imports_add(b, &t, p->glob);
-	} else if (req->undo) {
+	} else if (!p->need) {
 		const char *slash = strrchr(f->path, '/');
 		_cleanup_free_ char *glob = orh_xasprintf("%.*s/conf.d/*.toml",
 							  (int)(slash - f->path), f->path);
@@ -429,14 +533,25 @@ static int main_text(const struct cd_plan *p, struct orh_cfg_file *f,
 			c = imports_remove(b, &t, glob);
 	}
 	orh_toml_free(&t);
-	if (remove || (c && !strcmp(c, MADE_BY_US))) {
+	rest = c ? c : b;
+	loose = strcmp(b, a ? a : f->old);
+	if (req->undo && ((remove && !strcmp(rest, blk.header)) || !strcmp(rest, MADE_BY_US))) {
 		f->remove = true;
 		return 0;
 	}
-	if (!c)
-		c = TAKE_PTR(b);
-	if (strcmp(c, f->old))
-		f->new = TAKE_PTR(c);
+	if (keep && !found && loose && !c && !p->missing &&
+	    handler_right(&p->v.src[0], req, p->systemd))
+		return 0; /* ours, right, without the marker lines */
+	if (keep) {
+		r = orh_block_install(loose || c ? rest : f->old, f->path, &blk, &nw, err);
+		if (r >= 0 && nw)
+			r = main_reads_block(nw, f->path, p, req, err);
+		if (r < 0 || !nw)
+			return r;
+		rest = nw;
+	}
+	if (strcmp(rest, f->old))
+		f->new = orh_xstrdup(rest);
 	return 0;
 }
 
@@ -468,8 +583,6 @@ static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file 
 	/* k3s renders config-v3.toml.tmpl with its version 3 base */
 	long version = base && !strcmp(base + 1, "config-v3.toml.tmpl") ? 3 : 2;
 	struct cd_src s = { .version = version };
-	size_t len = 0;
-	FILE *out;
 	int r = cfg_scan(f, true, &s.t, err);
 
 	if (r >= 0)
@@ -478,11 +591,14 @@ static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file 
 	if (r < 0)
 		return r;
 	/* the template without our block, then without a table of ours outside it (one that
-	 * lost its marker lines) */
+	 * lost its marker lines); a template configure made holds its header alone without
+	 * the block (orh_block_remove() says remove, and gives no text) */
 	if (f->old) {
 		bool remove = false;
 
 		r = orh_block_remove(f->old, f->path, &blk, &unblocked, &remove, err);
+		if (r >= 0 && remove)
+			unblocked = orh_xstrdup(blk.header);
 		if (r >= 0)
 			r = drop_handler(unblocked ? unblocked : f->old, f->path, req, &without,
 					 err);
@@ -500,13 +616,8 @@ static int cd_template(const struct orh_configure_req *req, struct orh_cfg_file 
 	}
 	/* a table of ours that had lost its markers moves into the block */
 	loose = f->old && strcmp(without, unblocked ? unblocked : f->old);
-	out = open_memstream(&body, &len);
-	if (!out)
-		abort();
 	p->v.version = version;
-	put_handler(out, p, req);
-	fclose(out);
-	blk.body = body + 1; /* without its first blank line */
+	blk.body = body = handler_body(p, req);
 	r = orh_block_install(loose ? without : f->old, f->path, &blk, &f->new, err);
 	if (r >= 0 && loose && !f->new)
 		f->new = TAKE_PTR(without);
@@ -564,24 +675,31 @@ int cfg_containerd(const struct orh_configure_req *req, const char *node_config,
 		return r < 0 ? r : cfg_node_runtime(req, node_config, rd, runtime, files, notes,
 						    err);
 	}
+	if (r >= 0 && !req->undo)
+		r = read_default(&p, cfg_engine_path(req), err);
 	if (r >= 0) {
+		p.need = !req->undo && dropin_needed(&p, req);
 		place_dropin(&p, files, cfg_engine_path(req));
-		/* the files the new import brings in are read as containerd will read them */
-		if (p.glob && !req->undo)
-			r = cd_view_import(rd, files, &p.v, p.glob, err);
+	}
+	/* the files the new import brings in are read as containerd will read them */
+	if (r >= 0 && p.glob) {
+		free(TAKE_PTR(p.dflt));
+		free(TAKE_PTR(p.binary));
+		p.systemd = p.missing = false;
+		r = cd_view_import(rd, files, &p.v, p.glob, err);
+		if (r >= 0)
+			r = read_default(&p, cfg_engine_path(req), err);
 	}
 	if (r >= 0)
 		r = check_handlers(&p, files, req, notes, err);
-	if (r >= 0 && !req->undo)
-		r = read_default(&p, cfg_engine_path(req), err);
-	if (r >= 0 && !req->undo)
+	if (r >= 0 && p.need)
 		r = check_after(&p, err);
 	if (r >= 0)
 		r = main_text(&p, &files->v[p.v.src[0].fi], req, rd, err);
-	if (r >= 0 && !req->undo)
+	if (r >= 0 && p.need)
 		r = dropin_text(&p, req, &text, err);
-	if (r >= 0)
-		r = cfg_own_file(rd, p.dropin, req->undo ? NULL : text, files, &f, err);
+	if (r >= 0 && p.dropin)
+		r = cfg_own_file(rd, p.dropin, p.need ? text : NULL, files, &f, err);
 	if (r >= 0 && !req->undo && req->runtime)
 		runtime = orh_xstrdup(req->runtime);
 	else if (r >= 0 && !req->undo && cfg_shim_runtime(rd, p.binary, &runtime, notes) < 0)
@@ -591,7 +709,8 @@ int cfg_containerd(const struct orh_configure_req *req, const char *node_config,
 	if (r >= 0 && !req->undo)
 		orh_strv_pushf(notes, "containerd: handler '%s' in %s (config version %ld, chaining "
 			       "the default runtime '%s', SystemdCgroup = %s); restart containerd to "
-			       "load it", req->handler, p.dropin, p.v.version, p.dflt,
+			       "load it", req->handler, p.need ? p.dropin : cfg_engine_path(req),
+			       p.v.version, p.dflt,
 			       p.systemd ? "true" : "false");
 	plan_free(&p);
 	if (r < 0)

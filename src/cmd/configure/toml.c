@@ -407,6 +407,18 @@ bool orh_toml_bool(const char *value, bool *out)
 	return true;
 }
 
+/* Past blanks, line ends and comments, as an array may hold them between its values. */
+static void skip_blank_and_comments(const char **p)
+{
+	while (**p == ' ' || **p == '\t' || **p == '\n' || **p == '\r' || **p == '#') {
+		if (**p == '#')
+			while (**p && **p != '\n')
+				(*p)++;
+		else
+			(*p)++;
+	}
+}
+
 bool orh_toml_string_array(const char *value, struct orh_strv *out)
 {
 	struct orh_err err = { 0 };
@@ -418,13 +430,7 @@ bool orh_toml_string_array(const char *value, struct orh_strv *out)
 		char *str = NULL;
 		int r;
 
-		while (*s.p == ' ' || *s.p == '\t' || *s.p == '\n' || *s.p == '\r' || *s.p == '#') {
-			if (*s.p == '#')
-				while (*s.p && *s.p != '\n')
-					s.p++;
-			else
-				s.p++;
-		}
+		skip_blank_and_comments(&s.p);
 		if (*s.p == ']')
 			return s.p[1] == '\0';
 		if (*s.p == '"' && strncmp(s.p, "\"\"\"", 3))
@@ -436,11 +442,10 @@ bool orh_toml_string_array(const char *value, struct orh_strv *out)
 		if (r < 0)
 			return false;
 		orh_strv_push(out, str);
-		while (*s.p == ' ' || *s.p == '\t' || *s.p == '\n' || *s.p == '\r')
-			s.p++;
+		skip_blank_and_comments(&s.p); /* (a comment may come before the comma) */
 		if (*s.p == ',')
 			s.p++;
-		else if (*s.p != ']' && *s.p != '#')
+		else if (*s.p != ']')
 			return false;
 	}
 }
