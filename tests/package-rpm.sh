@@ -111,7 +111,8 @@ for f in "$BIN" /usr/bin/oci-rdma-runtime /usr/libexec/oci-rdma-hook/oci-rdma-ho
 	/usr/share/man/man8/oci-rdma-hook.8.gz /usr/share/man/man8/oci-rdma-runtime.8.gz \
 	/usr/share/man/man5/oci-rdma-hook.conf.5.gz /usr/share/man/man7/oci-rdma-hook-kubernetes.7.gz \
 	/usr/share/man/man7/oci-rdma-hook-security.7.gz /usr/share/man/man7/oci-rdma-hook-registration.7.gz \
-	/usr/share/man/man7/oci-rdma-hook-stages.7.gz /usr/lib/systemd/system/$PKG-nri.service; do
+	/usr/share/man/man7/oci-rdma-hook-stages.7.gz /usr/lib/systemd/system/$PKG-nri.service \
+	/usr/lib/systemd/system/$PKG-reconcile.path /usr/lib/systemd/system/$PKG-reconcile.service; do
 	check "rpm -ql lists $f and it is in the root" bash -c \
 		'grep -qxF "$2" "$1" && { [ -e "$3$2" ] || [ -L "$3$2" ]; }' _ "$WORK/files" "$f" "$ROOT"
 done

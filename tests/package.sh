@@ -176,14 +176,15 @@ dpkg-deb -c "$DEB" | awk '{ print $6 }' | sed 's|^\./|/|' >"$WORK/contents"
 check "no maintainer scripts: installing registers nothing with docker, containerd or systemd" \
 	[ "$(dpkg-deb --ctrl-tarfile "$DEB" | tar -t | sed 's|^\./||' | grep -v '^$' | sort | tr '\n' ' ')" = \
 	"conffiles control md5sums " ]
-check "no file in the engines' configuration or in systemd (configure writes those) but the NRI plugin's unit" \
+check "no file in the engines' configuration or in systemd (configure writes those) but the NRI plugin's and the reconcile watch's units" \
 	python3 -c '
 import re, sys
-unit = "/lib/systemd/system/oci-rdma-hook-nri.service"
+units = ["/lib/systemd/system/oci-rdma-hook-" + u
+         for u in ("nri.service", "reconcile.path", "reconcile.service")]
 files = open(sys.argv[1]).read().split()
-bad = [l for l in files if l != unit and l.rstrip("/") not in ("/lib/systemd/system", "/lib/systemd")
+bad = [l for l in files if l not in units and l.rstrip("/") not in ("/lib/systemd/system", "/lib/systemd")
        and re.match(r"/(etc|usr/lib|lib)/(docker|containerd|crio|systemd|containers)/", l)]
-sys.exit(" ".join(bad) if bad or unit not in files else 0)' "$WORK/contents"
+sys.exit(" ".join(bad) if bad or any(u not in files for u in units) else 0)' "$WORK/contents"
 check "the only conffile is $CONF" [ "$(dpkg-deb -I "$DEB" conffiles | tr '\n' ' ')" = "$CONF " ]
 check "Built-Using names the C library the binary incorporates" \
 	bash -c 'dpkg-deb -f "$1" Built-Using | grep -q "glibc (= "' _ "$DEB"
@@ -200,7 +201,8 @@ for f in "$BIN" /usr/bin/oci-rdma-runtime /usr/libexec/oci-rdma-hook/oci-rdma-ho
 	/usr/share/man/man5/oci-rdma-hook.conf.5.gz /usr/share/man/man7/oci-rdma-hook-kubernetes.7.gz \
 	/usr/share/man/man7/oci-rdma-hook-security.7.gz /usr/share/man/man7/oci-rdma-hook-registration.7.gz \
 	/usr/share/man/man7/oci-rdma-hook-stages.7.gz \
-	/lib/systemd/system/$PKG-nri.service \
+	/lib/systemd/system/$PKG-nri.service /lib/systemd/system/$PKG-reconcile.path \
+	/lib/systemd/system/$PKG-reconcile.service \
 	/usr/share/doc/$PKG/copyright; do
 	check "dpkg -L lists $f" grep -qxF "$f" "$WORK/files"
 done
@@ -218,6 +220,19 @@ check "$UNIT is not enabled by the install" bash -c \
 # (systemd's own reading of the unit: its ExecStart binary and its man pages are there)
 command -v systemd-analyze >/dev/null 2>&1 &&
 	check "systemd-analyze verify $UNIT" systemd-analyze verify "$UNIT"
+# the reconcile watch: the path unit starts the service, which runs configure for
+# containerd; neither is enabled by the install
+RUNIT=/lib/systemd/system/$PKG-reconcile
+check "$RUNIT.path watches containerd's config and starts $PKG-reconcile.service" bash -c \
+	'grep -qx "PathChanged=/etc/containerd/conf.d" "$1.path" &&
+	 grep -qx "Unit=oci-rdma-hook-reconcile.service" "$1.path"' _ "$RUNIT"
+check "$RUNIT.service runs $BIN configure for the engine" \
+	grep -q "^ExecStart=.*$BIN configure --engine \"\$\$ENGINE\"" "$RUNIT.service"
+check "$RUNIT.path is not enabled by the install" bash -c \
+	'! ls /etc/systemd/system/*.wants/"$(basename "$1")" >/dev/null 2>&1' _ "$RUNIT.path"
+command -v systemd-analyze >/dev/null 2>&1 &&
+	check "systemd-analyze verify $RUNIT.path $RUNIT.service" \
+		systemd-analyze verify "$RUNIT.path" "$RUNIT.service"
 check "$BIN is statically linked" bash -c '! ldd "$1" >/dev/null 2>&1' _ "$BIN"
 check "detect --verbs is answered by libibverbs (oci-rdma-hook-verbs)" bash -c \
 	'"$1" detect --json --verbs | python3 -c "import json, sys; n = json.load(sys.stdin)[\"verbs\"].get(\"note\", \"\"); sys.exit(n.startswith(\"no libibverbs in this binary\"))"' _ "$BIN"

@@ -543,7 +543,8 @@ Test(install, the_engine_config_written_into_imports_is_clean)
 	FILE *f;
 
 	put("/run/.keep", "");
-	put("/etc/containerd/config.toml", "version = 2\n");
+	/* (version 3: the handler goes into the drop-in, whose glob goes into the imports) */
+	put("/etc/containerd/config.toml", "version = 3\n");
 	cr_assert_lt(cfg_under("/etc/containerd/../containerd/config.toml", &err), 0,
 		     "a path with '..' taken");
 	cr_assert(strstr(err.msg, "'..'"), "%s", err.msg);
@@ -571,7 +572,7 @@ Test(install, renames_all_the_while_fail_no_run, .timeout = 120)
 	pid_t pid;
 
 	put("/run/.keep", "");
-	put("/srv/cd/config.toml", "version = 2\n");
+	put("/srv/cd/config.toml", "version = 3\n");
 	snprintf(p, sizeof(p), "%s/etc", root);
 	cr_assert_eq(mkdir(p, 0755), 0);
 	snprintf(p, sizeof(p), "%s/etc/containerd", root);
@@ -605,4 +606,140 @@ Test(install, renames_all_the_while_fail_no_run, .timeout = 120)
 	waitpid(pid, NULL, 0);
 	cr_assert_eq(failed, 0, "%d of %d runs failed, the last: %s", failed, runs, last.msg);
 	cr_assert(there("/srv/cd/conf.d/99-oci-rdma-hook.toml"));
+}
+
+/* The re-asserts' pace: the first at once, then at least 10 s apart, the gap doubled while
+ * they keep coming (to 320 s), back to 10 s after a quiet minute past the gap. */
+Test(install_watch, the_pace_of_the_re_asserts)
+{
+	struct orh_inst_pace p = { 0 };
+	unsigned gaps[] = { 10, 20, 40, 80, 160, 320, 320 };
+	long long t = 1000;
+
+	cr_assert_eq(orh_inst_pace_wait(&p, t), 0, "the first re-assert waits");
+	orh_inst_pace_done(&p, t);
+	cr_assert_eq(orh_inst_pace_wait(&p, t + 3), 7);
+	cr_assert_eq(orh_inst_pace_wait(&p, t + 10), 0);
+	for (size_t i = 1; i < ORH_ARRAY_SIZE(gaps); i++) {
+		t += p.gap;
+		orh_inst_pace_done(&p, t);
+		cr_assert_eq(p.gap, gaps[i], "re-assert %zu: gap %u, not %u", i, p.gap, gaps[i]);
+		cr_assert_eq(orh_inst_pace_wait(&p, t + 1), gaps[i] - 1);
+	}
+	t += p.gap + ORH_INST_PACE_QUIET_S - 1;
+	orh_inst_pace_done(&p, t);
+	cr_assert_eq(p.gap, 320, "a re-assert within the quiet time after the gap: still 320");
+	t += p.gap + ORH_INST_PACE_QUIET_S;
+	orh_inst_pace_done(&p, t);
+	cr_assert_eq(p.gap, 10, "after a quiet minute past the gap: back to 10, not %u", p.gap);
+}
+
+/* the check under root: the files not as configure would leave them, the directories to
+ * watch */
+static size_t drift_under(struct orh_strv *drifted, struct orh_strv *dirs)
+{
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD, .handler = "rdma",
+					 .shim = "/usr/bin/oci-rdma-runtime" };
+	struct orh_cfg_files files = { 0 };
+	struct orh_strv notes = { 0 };
+	struct orh_err err = { 0 };
+	size_t n;
+
+	cr_assert_eq(orh_configure_check_under(root, &req, CONF, &files, &notes, &err), 0,
+		     "%s", err.msg);
+	n = orh_inst_drift(&files, drifted);
+	orh_inst_watch_dirs(&files, "/etc/containerd/config.toml", dirs);
+	orh_cfg_files_free(&files);
+	orh_strv_free(&notes);
+	return n;
+}
+
+/* The directories to watch: the engine's file's, each file's the plan read, each import's
+ * (absolute, or relative to the config's directory) where no file matches it yet */
+Test(install_watch, the_directories_to_watch)
+{
+	struct orh_cfg_file v[] = {
+		{ .path = "/etc/containerd/config.toml",
+		  .old = "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\", \"more/*.toml\"]\n" },
+		{ .path = "/etc/containerd/conf.d/99-nvidia.toml", .old = "version = 2\n" },
+		{ .path = CONF },
+	};
+	const char *want[] = { "/etc/containerd", "/etc/containerd/conf.d", "/etc/containerd/more",
+			       "/etc/oci-rdma-hook" };
+	struct orh_cfg_files files = { .v = v, .n = ORH_ARRAY_SIZE(v) };
+	struct orh_strv dirs = { 0 };
+
+	orh_inst_watch_dirs(&files, "/etc/containerd/config.toml", &dirs);
+	cr_assert_eq(dirs.n, ORH_ARRAY_SIZE(want), "%zu directories", dirs.n);
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(want); i++)
+		cr_assert(orh_strv_contains(&dirs, want[i]), "%s is not watched", want[i]);
+	orh_strv_free(&dirs);
+}
+
+/* nvidia-ctk making nvidia the default after configure: the node config, which names the
+ * runtime the handler chains, is drifted; configure again, and nothing is */
+Test(install_watch, a_new_default_runtime_is_drift, .init = setup, .fini = teardown)
+{
+	struct orh_strv drifted = { 0 }, dirs = { 0 };
+	struct orh_err err = { 0 };
+	char p[512];
+	FILE *f;
+
+	put("/etc/containerd/config.toml", "version = 2\n");
+	cr_assert_eq(cfg_under(NULL, &err), 0, "%s", err.msg);
+	cr_assert_eq(drift_under(&drifted, &dirs), 0, "just configured, drifted: %s",
+		     drifted.n ? drifted.v[0] : "");
+	snprintf(p, sizeof(p), "%s/etc/containerd/config.toml", root);
+	f = fopen(p, "a");
+	cr_assert_not_null(f);
+	fputs("\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+	      "  default_runtime_name = \"nvidia\"\n"
+	      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]\n"
+	      "  runtime_type = \"io.containerd.runc.v2\"\n"
+	      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+	      "  BinaryName = \"/usr/bin/nvidia-container-runtime\"\n", f);
+	fclose(f);
+	cr_assert_geq(drift_under(&drifted, &dirs), 1);
+	cr_assert(orh_strv_contains(&drifted, CONF), "the node config is not named drifted");
+	orh_strv_free(&drifted);
+	cr_assert_eq(cfg_under(NULL, &err), 0, "%s", err.msg);
+	cr_assert_eq(drift_under(&drifted, &dirs), 0, "configured again, drifted: %s",
+		     drifted.n ? drifted.v[0] : "");
+	orh_strv_free(&drifted);
+	orh_strv_free(&dirs);
+}
+
+/* The watch names a file renamed into a watched directory, and one made in a directory
+ * that did not exist when it was first set, once set again */
+Test(install_watch, the_watch_sees_a_file_renamed_in, .init = setup, .fini = teardown)
+{
+	struct orh_inst_watch w = { .fd = -1 };
+	struct orh_strv dirs = { 0 }, changed = { 0 };
+	struct orh_err err = { 0 };
+	char a[512], b[512];
+
+	put("/etc/containerd/config.toml", "version = 2\n");
+	orh_strv_push(&dirs, orh_xstrdup("/etc/containerd"));
+	orh_strv_push(&dirs, orh_xstrdup("/etc/containerd/conf.d"));
+	cr_assert_eq(orh_inst_watch_set(&w, root, &dirs, &err), 0, "%s", err.msg);
+	cr_assert_not(orh_inst_watch_read(&w, &changed));
+	cr_assert_eq(changed.n, 0);
+	put("/etc/containerd/new.tmp", "version = 2\n");
+	snprintf(a, sizeof(a), "%s/etc/containerd/new.tmp", root);
+	snprintf(b, sizeof(b), "%s/etc/containerd/config.toml", root);
+	cr_assert_eq(rename(a, b), 0);
+	orh_inst_watch_read(&w, &changed);
+	cr_assert(orh_strv_contains(&changed, "/etc/containerd/config.toml"));
+	orh_strv_free(&changed);
+	put("/etc/containerd/conf.d/99-nvidia.toml", "version = 2\n");
+	orh_inst_watch_read(&w, &changed);
+	cr_assert_not(orh_strv_contains(&changed, "/etc/containerd/conf.d/99-nvidia.toml"),
+		      "a directory made after the watch was set is not watched yet");
+	cr_assert_eq(orh_inst_watch_set(&w, root, &dirs, &err), 0, "%s", err.msg);
+	put("/etc/containerd/conf.d/99-nvidia.toml", "version = 3\n");
+	orh_inst_watch_read(&w, &changed);
+	cr_assert(orh_strv_contains(&changed, "/etc/containerd/conf.d/99-nvidia.toml"));
+	orh_strv_free(&changed);
+	orh_strv_free(&dirs);
+	orh_inst_watch_free(&w);
 }

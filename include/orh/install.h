@@ -5,7 +5,9 @@
  * oci-rdma-runtime link, the node config and the hooks.d files into a host root, registers
  * the hook with the engine found there (configure's code, through orh_configure_under),
  * restarts or signals that engine, and once the engine reports the handler loaded, says so
- * (a ready file, a node-feature-discovery feature file). On SIGTERM it reverts the engine's
+ * (a ready file, a node-feature-discovery feature file). While it runs, it watches the
+ * engine's config and configures again where it drifted (src/cmd/install_watch.c), not
+ * ready meanwhile. On SIGTERM it reverts the engine's
  * config and removes those marks; the binary, the link, the hooks.d files and the node
  * config stay for the containers that still run through them, until `install --purge`.
  * What it added is recorded in a manifest under the root, so that an undo or a purge
@@ -138,6 +140,58 @@ int orh_inst_engine_loaded(const char *root, const struct orh_inst_engine *e,
 int orh_configure_under(const char *root, const struct orh_configure_req *req,
 			const char *node_config, struct orh_strv *changed, struct orh_strv *notes,
 			struct orh_err *err);
+/* configure's --check under root, in process: files gets the plan (each file read, with
+ * new or remove set where it is not as configure would leave it); nothing is written. 0 or
+ * -errno. */
+int orh_configure_check_under(const char *root, const struct orh_configure_req *req,
+			      const char *node_config, struct orh_cfg_files *files,
+			      struct orh_strv *notes, struct orh_err *err);
+
+/* ---- the watch: install reconciles while it runs (install_watch.c) ---- */
+
+/* A full check this often, whatever inotify says (a change it cannot see: a directory made
+ * after the watch was set, an overflow). */
+#define ORH_INST_RESYNC_S 60
+/* The re-asserts' pace: the first at once; then at least ORH_INST_PACE_MIN_S apart, the gap
+ * doubled (to ORH_INST_PACE_MAX_S) for each one that follows the last within
+ * ORH_INST_PACE_QUIET_S after its gap, and back to the least after a quiet that long. */
+#define ORH_INST_PACE_MIN_S 10
+#define ORH_INST_PACE_MAX_S 320
+#define ORH_INST_PACE_QUIET_S 60
+
+struct orh_inst_pace {
+	long long last; /* when the last re-assert ran (monotonic seconds) */
+	unsigned gap;   /* seconds after last before the next may run; 0: none ran yet */
+};
+
+/* Seconds to wait at now before a re-assert may run: 0, run it now. */
+unsigned orh_inst_pace_wait(const struct orh_inst_pace *p, long long now);
+/* A re-assert ran at now. */
+void orh_inst_pace_done(struct orh_inst_pace *p, long long now);
+/* The drift in a plan: the path of each file configure would change (new or remove), in
+ * the plan's order, into drifted. The number of such files. */
+size_t orh_inst_drift(const struct orh_cfg_files *files, struct orh_strv *drifted);
+/* The directories to watch: that of config (the engine's file), of every file the plan
+ * read, and of each of containerd's imports that config names (a drop-in directory where no
+ * file is yet), each once, into dirs (host paths). */
+void orh_inst_watch_dirs(const struct orh_cfg_files *files, const char *config,
+			 struct orh_strv *dirs);
+
+/* The watch's inotify instance on directories under a root. */
+struct orh_inst_watch {
+	int fd;                 /* -1: none */
+	struct orh_strv dirs;   /* the directories watched (host paths), by watch descriptor */
+	int *wd;
+};
+
+/* Watch each of dirs under root (those that exist; the others are looked for again at the
+ * next call). 0 or -errno. */
+int orh_inst_watch_set(struct orh_inst_watch *w, const char *root, const struct orh_strv *dirs,
+		       struct orh_err *err);
+/* Read the events waiting, adding the host path of each entry changed to changed (once
+ * each); true where the kernel's queue overflowed (anything may have changed). */
+bool orh_inst_watch_read(struct orh_inst_watch *w, struct orh_strv *changed);
+void orh_inst_watch_free(struct orh_inst_watch *w);
 
 int orh_cmd_install(struct orh_ctx *ctx, int argc, char **argv);
 

@@ -12,7 +12,12 @@
  * found there (configure's plan, every file read and written under DIR), restarts or
  * signals that engine, and once the engine reports the handler loaded writes the ready
  * file (what --probe, the DaemonSet's readinessProbe, checks) and the node-feature-discovery
- * feature file. Then it waits. SIGTERM or SIGINT undo the engine's part: the feature file
+ * feature file. Then it reconciles until a signal (reconcile(); install_watch.c): the
+ * engine's config directories watched with inotify, configure's check run a second after a
+ * change and every ORH_INST_RESYNC_S seconds, and a drift (another tool changed what
+ * configure wrote, or the default runtime it chains) re-asserted at a bounded pace: the
+ * ready file removed, configure again, the engine restarted, ready once it reports the
+ * handler. SIGTERM or SIGINT undo the engine's part: the feature file
  * and the ready file removed, configure --undo, the engine restarted again. The binary,
  * the link, the hooks.d files and the node config stay for the containers that still run
  * through them; --purge removes them too.
@@ -20,9 +25,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -231,6 +238,19 @@ static void print_lines(const char *prefix, struct orh_strv *lines)
 	orh_strv_free(lines);
 }
 
+/* The lines of sv joined by ", ": a new string. */
+static char *join(const struct orh_strv *sv)
+{
+	struct orh_buf b = { 0 };
+
+	for (size_t i = 0; i < sv->n; i++) {
+		if (i)
+			orh_buf_add(&b, ", ", 2);
+		orh_buf_add(&b, sv->v[i], strlen(sv->v[i]));
+	}
+	return b.p ? b.p : orh_xstrdup("");
+}
+
 /* Did configure change a file the engine reads (not only the node config)? */
 static bool engine_changed(const struct orh_strv *changed, const char *conf)
 {
@@ -290,9 +310,11 @@ static int record_dirs(const struct inst_opts *o, struct orh_inst_manifest *m,
 
 /* configure for the engine (--undo with o->req.undo), then the engine restarted where a
  * file it reads changed; a k3s template install made and configure emptied again is
- * removed before that restart. */
+ * removed before that restart. what (where given): the lines of the files written, joined
+ * by ", " ("" where none was). */
 static int configure_engine(const struct inst_opts *o, struct orh_inst_manifest *m,
-			    struct orh_inst_engine *e, const char *conf, struct orh_err *err)
+			    struct orh_inst_engine *e, const char *conf, char **what,
+			    struct orh_err *err)
 {
 	struct orh_strv changed = { 0 }, notes = { 0 }, done = { 0 }, before = { 0 };
 	struct orh_configure_req req = o->req;
@@ -307,6 +329,8 @@ static int configure_engine(const struct inst_opts *o, struct orh_inst_manifest 
 		r = record_dirs(o, m, e->config, &before, err);
 	orh_strv_free(&before);
 	restart = engine_changed(&changed, conf);
+	if (what)
+		*what = join(&changed);
 	print_lines("", &changed);
 	if (r >= 0 && req.undo)
 		r = orh_inst_undo_kind(o->root, m, 't', ORH_INSTALL_TEMPLATE_BASE, &done, err);
@@ -351,6 +375,7 @@ static int mark_ready(const struct inst_opts *o, struct orh_inst_manifest *m, co
 	int r;
 
 	printf("ready: %s\n", what);
+	fflush(stdout); /* said before the probe can see it */
 	r = write_ready(o->ready_file, text, err);
 	if (r >= 0)
 		r = orh_inst_put(o->root, m, 's', ORH_INSTALL_FEATURE_FILE, label, strlen(label),
@@ -422,7 +447,7 @@ static int install(struct inst_opts *o, struct orh_inst_manifest *m, struct orh_
 	if (r >= 0)
 		r = put_template(o, m, e, err);
 	if (r >= 0)
-		r = configure_engine(o, m, e, conf, err);
+		r = configure_engine(o, m, e, conf, NULL, err);
 	if (r >= 0)
 		r = await_loaded(o, m, e, set, stopped, err);
 	return r;
@@ -448,7 +473,7 @@ static int undo(struct inst_opts *o, struct orh_inst_manifest *m, const char *co
 					 &notes, err);
 		print_lines("note: ", &notes);
 		if (r >= 0)
-			r = configure_engine(o, m, &e, conf, err);
+			r = configure_engine(o, m, &e, conf, NULL, err);
 		orh_inst_engine_free(&e);
 	}
 	if (r >= 0 && m->engine) {
@@ -488,15 +513,163 @@ static void on_signal(int sig)
 {
 }
 
-static void wait_for_stop(sigset_t *set)
+static long long mono_ms(void)
 {
-	int sig = 0;
+	struct timespec ts;
 
-	printf("installed; waiting for SIGTERM to undo it\n");
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* configure's check for the engine: drifted gets the files that are not as configure would
+ * leave them, dirs the directories to watch. 0 or -errno. */
+static int check_node(const struct inst_opts *o, const struct orh_inst_engine *e,
+		      const char *conf, struct orh_strv *drifted, struct orh_strv *dirs,
+		      struct orh_err *err)
+{
+	struct orh_configure_req req = o->req;
+	struct orh_cfg_files files = { 0 };
+	struct orh_strv notes = { 0 };
+	int r;
+
+	req.engine = e->engine;
+	req.engine_config = e->config;
+	r = orh_configure_check_under(o->root, &req, conf, &files, &notes, err);
+	if (r >= 0)
+		orh_inst_drift(&files, drifted);
+	orh_inst_watch_dirs(&files, e->config, dirs);
+	orh_cfg_files_free(&files);
+	orh_strv_free(&notes);
+	return r;
+}
+
+/* The ready file removed (the readinessProbe fails) with a line saying why. */
+static void mark_not_ready(const struct inst_opts *o, bool *ready, const char *why)
+{
+	if (*ready)
+		unlink(o->ready_file);
+	printf("not ready: %s\n", why);
+	*ready = false;
+}
+
+struct rec {
+	struct orh_inst_watch w;
+	struct orh_inst_pace pace;
+	struct orh_strv seen; /* the entries changed since the last check */
+	long long due;        /* when the next check runs (mono_ms) */
+	bool ready, limited;
+};
+
+/* One check, and where the node drifted, a re-assert (configure, the engine restarted as
+ * at the start, then ready once it reports the handler), unless the pace puts it off. */
+static int check_once(struct inst_opts *o, struct orh_inst_manifest *m,
+		      struct orh_inst_engine *e, const char *conf, struct rec *c, sigset_t *set,
+		      bool *stopped, struct orh_err *err)
+{
+	struct orh_strv drifted = { 0 }, dirs = { 0 };
+	_cleanup_free_ char *list = NULL, *seen = NULL, *what = NULL, *why = NULL;
+	long long now = mono_ms();
+	unsigned wait;
+	int r;
+
+	c->due = now + ORH_INST_RESYNC_S * 1000LL;
+	r = check_node(o, e, conf, &drifted, &dirs, err);
+	if (orh_inst_watch_set(&c->w, o->root, &dirs, err) < 0 && r >= 0)
+		r = -1;
+	orh_strv_free(&dirs);
+	list = join(&drifted);
+	seen = c->seen.n ? join(&c->seen) : orh_xstrdup("none seen: the periodic check");
+	if (r < 0) {
+		why = orh_xasprintf("the check failed: %s", err->msg);
+		mark_not_ready(o, &c->ready, why);
+	} else if (drifted.n && c->ready) {
+		why = orh_xasprintf("drifted: %s not as configure would leave them (changed: %s)",
+				    list, seen);
+		mark_not_ready(o, &c->ready, why);
+	}
+	orh_strv_free(&drifted);
+	orh_strv_free(&c->seen);
 	fflush(stdout);
-	while (sigwait(set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
-		;
-	printf("signal %d: undoing the installation\n", sig);
+	if (r < 0 || (!*list && c->ready))
+		return 0;
+	if (*list && (wait = orh_inst_pace_wait(&c->pace, now / 1000))) {
+		if (!c->limited)
+			printf("rate-limited: the engine's config changed again %lld s after the "
+			       "last re-assert; the next in %u s (re-asserts at least %u s apart, "
+			       "the gap doubled while it keeps changing)\n",
+			       now / 1000 - c->pace.last, wait, c->pace.gap);
+		fflush(stdout);
+		c->limited = true;
+		c->due = now + wait * 1000LL;
+		return 0;
+	}
+	c->limited = false;
+	if (*list) {
+		orh_inst_pace_done(&c->pace, now / 1000);
+		r = configure_engine(o, m, e, conf, &what, err);
+		if (r < 0) {
+			printf("re-assert failed: %s\n", err->msg);
+			fflush(stdout);
+			return 0;
+		}
+		printf("re-asserted: %s (drifted: %s)\n", *what ? what : "nothing left to write",
+		       list);
+		fflush(stdout); /* said before the ready file is back */
+	}
+	r = await_loaded(o, m, e, set, stopped, err);
+	c->ready = r >= 0 && !*stopped;
+	if (r < 0)
+		printf("not ready: %s\n", err->msg);
+	fflush(stdout);
+	/* its own writes and the engine's restart: looked at again in a second */
+	c->due = mono_ms() + 1000;
+	return 0;
+}
+
+/* Until SIGTERM or SIGINT: the engine's config directories watched, and configure's check
+ * run a second after a change (and every ORH_INST_RESYNC_S s); a drift is re-asserted. */
+static int reconcile(struct inst_opts *o, struct orh_inst_manifest *m, struct orh_inst_engine *e,
+		     const char *conf, sigset_t *set, struct orh_err *err)
+{
+	_cleanup_close_ int sfd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
+	struct rec c = { .w = { .fd = -1 }, .ready = true, .due = mono_ms() };
+	bool stopped = false;
+	int r = 0;
+
+	if (sfd < 0)
+		return orh_fail_errno(err, errno, "signalfd");
+	printf("installed; waiting for SIGTERM to undo it\n");
+	printf("watching the engine's config (%s, its imports and drop-ins), checked again a "
+	       "second after a change and every %d s\n", e->config, ORH_INST_RESYNC_S);
+	fflush(stdout);
+	while (r >= 0 && !stopped) {
+		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN },
+					 { .fd = c.w.fd, .events = POLLIN } };
+		long long now = mono_ms();
+		struct signalfd_siginfo si;
+
+		if (poll(pfd, 2, c.due > now ? (int)(c.due - now) : 0) < 0 && errno != EINTR)
+			return orh_fail_errno(err, errno, "poll");
+		if ((pfd[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == sizeof(si) &&
+		    (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)) {
+			printf("signal %u: undoing the installation\n", si.ssi_signo);
+			break;
+		}
+		if (pfd[1].revents & POLLIN) {
+			bool seen_before = c.seen.n > 0;
+
+			if (orh_inst_watch_read(&c.w, &c.seen))
+				orh_strv_push(&c.seen, orh_xstrdup("(inotify's queue overflowed)"));
+			/* a second for the writer to finish, counted from its first change */
+			if (!seen_before && c.due > mono_ms() + 1000 && !c.limited)
+				c.due = mono_ms() + 1000;
+		}
+		if (mono_ms() >= c.due)
+			r = check_once(o, m, e, conf, &c, set, &stopped, err);
+	}
+	orh_inst_watch_free(&c.w);
+	orh_strv_free(&c.seen);
+	return r;
 }
 
 int orh_cmd_install(struct orh_ctx *ctx, int argc, char **argv)
@@ -531,7 +704,7 @@ int orh_cmd_install(struct orh_ctx *ctx, int argc, char **argv)
 	if (r >= 0 && !o.uninstall && !o.purge)
 		r = install(&o, &m, &e, ctx->config_path, &set, &stopped, &err);
 	if (r >= 0 && !o.once && !o.uninstall && !o.purge && !stopped)
-		wait_for_stop(&set);
+		r = reconcile(&o, &m, &e, ctx->config_path, &set, &err);
 	if (r >= 0 && !o.once)
 		r = undo(&o, &m, ctx->config_path, &err);
 	if (r >= 0 && o.purge)

@@ -588,4 +588,137 @@ inst_once "$H5" --once --ready-timeout 0 >"$WORK/rke2.log" || true
 check "rke2 is found by its path; version 2 rendered: its template config.toml.tmpl" \
 	grep -qx "engine rke2: $RKE2/config.toml.tmpl" "$WORK/rke2.log"
 
+
+# ---- the installer reconciles: the GPU Operator's nvidia-ctk re-run while it runs --------
+# nvidia-ctk 1.20 (tests/setup-debian.sh builds it) sets nvidia as the default runtime, with
+# its drop-in, or with --config-source=command (a copy of containerd's merged config); the
+# installer sees the change (inotify), is not ready while the node is drifted, configures
+# again (the node config then chains nvidia), says so, and is ready again. Judged by
+# containerd 1.6's and 2.3's `config dump` and by configure --check.
+PEERS=${ORH_GO_BIN:-/opt/oci-rdma-hook-peers/bin}
+NVCTK=$PEERS/nvidia-ctk CD2X=$PEERS/containerd
+NV=/usr/local/nvidia/toolkit/nvidia-container-runtime
+# where an upgrade of the GPU Operator moves it: the default runtime's binary changes
+NV2=/usr/local/nvidia/toolkit-2/nvidia-container-runtime
+INST_SHIM=$BINDIR/oci-rdma-runtime
+if [ -x "$NVCTK" ] && [ -x "$CD2X" ] && command -v unshare >/dev/null 2>&1; then
+	# nvidia_ctk ROOT DUMP-PATH RUNTIME ARGS...: nvidia-ctk with ROOT/etc as /etc, DUMP-PATH
+	# first in its PATH (the containerd whose `config dump` --config-source=command reads),
+	# nvidia's runtime RUNTIME
+	nvidia_ctk() {
+		local root=$1 path=$2 rt=$3
+		shift 3
+		PATH=$path:$PATH unshare -m bash -c \
+			'mount --make-rprivate / && mount --bind "$0/etc" /etc && exec "$@"' "$root" \
+			"$NVCTK" runtime configure --runtime=containerd --nvidia-runtime-path="$rt" \
+			--config=/etc/containerd/config.toml --set-as-default "$@" >>"$WORK/nvctk.log" 2>&1
+	}
+	# merged ROOT BIN: BIN (under ROOT)'s `config dump` of ROOT's config
+	merged() { chroot "$1" "$2" --config /etc/containerd/config.toml config dump 2>/dev/null; }
+	# view_ok ROOT BIN RUNTIME: the merged view has rdma (our shim) and nvidia (RUNTIME),
+	# nvidia the default
+	view_ok() {
+		local d
+		d=$(merged "$1" "$2") || return 1
+		grep -qE "^ *default_runtime_name = [\"']nvidia[\"']$" <<<"$d" &&
+			grep -qE "containerd\.runtimes\.nvidia\]$" <<<"$d" &&
+			grep -qE "^ *BinaryName = [\"']$3[\"']$" <<<"$d" &&
+			grep -qE "^ *BinaryName = [\"']$INST_SHIM[\"']$" <<<"$d"
+	}
+	# settled ROOT [RUNTIME]: ready (the probe), the view of each containerd under ROOT right
+	# (1.6 and 2.3 where ROOT has both), the node config chaining nvidia (RUNTIME, else $NV),
+	# and configure --check finding nothing to change
+	settled() {
+		local rt=${2:-$NV}
+		inst_probe >/dev/null 2>&1 && view_ok "$1" /usr/bin/containerd "$rt" &&
+			{ [ ! -e "$1/opt/cd2/containerd" ] || view_ok "$1" /opt/cd2/containerd "$rt"; } &&
+			grep -qx "runtime = $rt" "$1$CONF" &&
+			"$HOOK" --config "$CONF" configure --engine containerd --root "$1" --check
+	}
+	# new_host NAME VERSION: a host root with a config of that version; version 2: containerd
+	# 1.6 its engine (what the installer asks) and 2.3 under /opt/cd2; else 2.3 its engine
+	new_host() {
+		local h=$WORK/$1
+		mkdir -p "$h/etc/containerd" "$h/usr/bin"
+		printf 'version = %s\n' "$2" >"$h/etc/containerd/config.toml"
+		add_binary "$h" "$CD2X"
+		if [ "$2" = 2 ]; then
+			add_containerd "$h"
+			mkdir -p "$h/opt/cd2"
+			cp "$CD2X" "$h/opt/cd2/containerd"
+		else
+			cp "$CD2X" "$h/usr/bin/containerd"
+		fi
+		echo "$h"
+	}
+	reasserts() { inst_log | grep -c '^re-asserted: ' || true; }
+	watching() { inst_log | grep -q "^watching the engine's config"; }
+	rate_limited() { inst_log | grep -q '^rate-limited: '; }
+	reasserted_logged() { inst_log | sed -n '/^re-asserted: /,$p' | grep -q '^ready: '; }
+	reasserted_settled() { [ "$(reasserts)" -gt "$1" ] && settled "$2" "$3"; }
+	# (the handler rdma once in ROOT's 2.3 view)
+	rdma_once() {
+		[ "$(merged "$1" /usr/bin/containerd | grep -c 'containerd\.runtimes\.rdma\]$')" = 1 ]
+	}
+	! $IMAGE_MODE || docker rm -f "$INST" >/dev/null 2>&1 || true
+	H8=$(new_host host8 2)
+	inst_start "$H8" || not_ok "the installer's start on host8"
+	check "reconcile: the installer on host8 is installed and watches" wait_for 30 watching
+	check "reconcile: ready before nvidia-ctk" wait_for 15 inst_probe
+	# 1. nvidia-ctk's drop-in, containerd 1.6 (ours first: nvidia-ctk after the installer)
+	nvidia_ctk "$H8" /usr/bin "$NV"
+	check "reconcile 1.6, drop-in: within 15 s ready again, nvidia the default, both handlers in 1.6's and 2.3's view, the node config chaining nvidia, nothing for configure to change" \
+		wait_for 15 settled "$H8"
+	wait_for 5 reasserted_logged || true
+	inst_log >"$WORK/reconcile.log"
+	L_DRIFT=$(grep -n -m1 '^not ready: drifted: .*not as configure would leave them' \
+		"$WORK/reconcile.log" | cut -d: -f1)
+	L_RE=$(grep -n -m1 '^re-asserted: .*changed ' "$WORK/reconcile.log" | cut -d: -f1)
+	L_READY=$(sed -n "${L_RE:-1},\$p" "$WORK/reconcile.log" | grep -n -m1 '^ready: ' | cut -d: -f1)
+	[ -z "$L_READY" ] || L_READY=$((L_RE + L_READY - 1))
+	check "reconcile: not ready (drifted), then one line naming what it re-asserted, then ready ($L_DRIFT, $L_RE, $L_READY)" \
+		in_order "$L_DRIFT" "$L_RE" "$L_READY"
+	in_order "$L_DRIFT" "$L_RE" "$L_READY" || sed -n '/^watching /,$s/^/# /p' "$WORK/reconcile.log"
+	check "reconcile: the re-assert line names the node config it rewrote" \
+		grep -q "^re-asserted: .*changed $CONF" "$WORK/reconcile.log"
+	# 2. right after: nvidia-ctk with --config-source=command (containerd 1.6's dump), the
+	# runtime moved: the second re-assert within 10 s is put off, the node not ready meanwhile
+	N=$(reasserts)
+	nvidia_ctk "$H8" /usr/bin "$NV2" --config-source=command
+	check "reconcile: a second change within 10 s is rate-limited, said in the log" \
+		wait_for 5 rate_limited
+	PROBE_RC=0
+	inst_probe >/dev/null 2>&1 || PROBE_RC=$?
+	check "reconcile: not ready while drifted and rate-limited (probe rc $PROBE_RC)" \
+		[ "$PROBE_RC" != 0 ]
+	check "reconcile 1.6, --config-source=command: within 15 s re-asserted and settled" \
+		wait_for 15 reasserted_settled "$N" "$H8" "$NV2"
+	# 3. its re-run, nothing moved: the merged config copied again, nothing to re-assert
+	N=$(reasserts)
+	nvidia_ctk "$H8" /usr/bin "$NV2" --config-source=command
+	sleep 3
+	check "reconcile 1.6, the same re-run: settled, no re-assert ($(reasserts) after $N)" \
+		bash -c '[ "$1" = "$2" ]' _ "$N" "$(reasserts)"
+	check "reconcile 1.6, the same re-run: still settled" settled "$H8" "$NV2"
+	inst_stop
+	check "reconcile: SIGTERM still undoes it (status $INST_RC)" [ "$INST_RC" = 0 ]
+	! $IMAGE_MODE || docker rm -f "$INST" >/dev/null 2>&1 || true
+	# 4. containerd 2.x (its default config's version, 4): nvidia-ctk first, then the installer, then nvidia-ctk's
+	# re-run with --config-source=command reading 2.3's dump
+	H9=$(new_host host9 4)
+	nvidia_ctk "$H9" "$H9/usr/bin" "$NV"
+	inst_start "$H9" || not_ok "the installer's start on host9"
+	check "reconcile 2.x, nvidia-ctk first: the installer chains nvidia at its start" \
+		wait_for 30 settled "$H9"
+	N=$(reasserts)
+	nvidia_ctk "$H9" "$H9/usr/bin" "$NV2" --config-source=command
+	check "reconcile 2.x, --config-source=command after ours, the runtime moved: within 15 s re-asserted and settled" \
+		wait_for 15 reasserted_settled "$N" "$H9" "$NV2"
+	check "reconcile 2.x: the handler rdma once in 2.3's view" rdma_once "$H9"
+	inst_stop
+	check "reconcile 2.x: SIGTERM undoes it (status $INST_RC)" [ "$INST_RC" = 0 ]
+else
+	ok "reconcile: # SKIP no nvidia-ctk or containerd 2.x in $PEERS (tests/setup-debian.sh)"
+fi
+
 finish

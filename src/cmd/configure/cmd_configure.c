@@ -496,3 +496,20 @@ int orh_configure_under(const char *root, const struct orh_configure_req *req,
 	orh_strv_free(&done);
 	return r;
 }
+
+/* What the installer's watch runs: configure's --check under root, in process. files gets
+ * the plan (every file read, new or remove set on each that is not as configure would
+ * leave it); nothing is written. */
+int orh_configure_check_under(const char *root, const struct orh_configure_req *req,
+			      const char *node_config, struct orh_cfg_files *files,
+			      struct orh_strv *notes, struct orh_err *err)
+{
+	struct root rt = { .dir = root, .fd = -1 };
+	struct orh_cfg_lock lock = ORH_CFG_LOCK_INIT;
+	int r = plan_under(&rt, req, node_config, true, &lock, files, notes, err);
+
+	if (rt.fd >= 0)
+		close(rt.fd);
+	orh_configure_unlock(&lock);
+	return r;
+}
