@@ -272,6 +272,32 @@ Test(engines, containerd_undo_keeps_the_operators_file)
 	orh_cfg_files_free(&files);
 }
 
+/* The operator's imports are the operator's: containerd 1.x with conf.d imported and empty
+ * (no drop-in needed) keeps both imports, and --undo gives the file back byte for byte. */
+Test(engines, containerd_keeps_the_operators_imports)
+{
+	static const char main_text[] = "version = 2\n"
+					"imports = [\"/etc/containerd/conf.d/*.toml\", \"more/*.toml\"]\n";
+	struct fake_fs fs = { .path = { CD_MAIN }, .text = { main_text } };
+	struct orh_configure_req req = { .engine = ORH_ENGINE_CONTAINERD };
+	struct orh_cfg_files files, undo;
+	struct orh_err err = { 0 };
+	const struct orh_cfg_file *cd;
+
+	cr_assert_eq(plan(&fs, &req, &files, &err), 0, "%s", err.msg);
+	cd = file(&files, CD_MAIN);
+	cr_assert(!strncmp(cd->new, main_text, strlen(main_text)), "%s", cd->new);
+	cr_assert_null(file(&files, CD_OURS));
+	fs.text[0] = cd->new;
+	req.undo = true;
+	cr_assert_eq(plan(&fs, &req, &undo, &err), 0, "%s", err.msg);
+	cd = file(&undo, CD_MAIN);
+	cr_assert_not(cd->remove);
+	cr_assert_str_eq(cd->new, main_text);
+	orh_cfg_files_free(&undo);
+	orh_cfg_files_free(&files);
+}
+
 /* k3s's templates: the handler under the plugin of the version k3s renders them with. */
 Test(engines, containerd_k3s_templates)
 {

@@ -274,34 +274,24 @@ static char *imports_add(const char *text, const struct orh_toml *t, const char 
 	return orh_xasprintf("imports = [%s]" IMPORTS_ADDED "\n%s", q, text);
 }
 
-/* text without entry in its imports: the line where configure added it, else the entry. */
+/* text without entry in its imports where configure made that line (IMPORTS_ADDED, the
+ * entry alone in it); NULL otherwise. An entry in a list the operator wrote stays: the
+ * operator's own import of the same directory cannot be told from one configure appended,
+ * and an import of a directory holding nothing else imports nothing. */
 static char *imports_remove(const char *text, const struct orh_toml *t, const char *entry)
 {
 	const struct orh_toml_entry *e = orh_toml_get(t, "imports");
-	_cleanup_free_ char *q = orh_toml_quote(entry);
 	struct orh_strv list = { 0 };
-	const char *val, *at;
+	const char *mark;
 	char *out = NULL;
 
 	if (!e || !orh_toml_string_array(e->value, &list) || !orh_strv_contains(&list, entry)) {
 		orh_strv_free(&list);
 		return NULL;
 	}
-	val = strstr(text + e->start, e->value);
-	if (list.n == 1 && strstr(text + e->start, IMPORTS_ADDED) &&
-	    strstr(text + e->start, IMPORTS_ADDED) < text + e->end) {
+	mark = strstr(text + e->start, IMPORTS_ADDED);
+	if (list.n == 1 && mark && mark < text + e->end)
 		out = orh_xasprintf("%.*s%s", (int)e->start, text, text + e->end);
-	} else if (list.n == 1) {
-		out = orh_xasprintf("%.*s[]%s", (int)(val - text), text, val + strlen(e->value));
-	} else if ((at = strstr(val, q)) && at < val + strlen(e->value)) {
-		const char *from = at, *to = at + strlen(q);
-
-		if (strncmp(to, ", ", 2) == 0)
-			to += 2; /* the first of several */
-		else if (from - val >= 2 && strncmp(from - 2, ", ", 2) == 0)
-			from -= 2;
-		out = orh_xasprintf("%.*s%s", (int)(from - text), text, to);
-	}
 	orh_strv_free(&list);
 	return out;
 }
