@@ -21,6 +21,7 @@
 #include "orh/nri_plugin.h"
 #include "orh/record.h"
 #include "orh/statedir.h"
+#include "orh/sweep.h"
 
 /* A worker's output: its header (orh_nri_worker_head_put(), the name at most WHAT_MAX
  * bytes), then its answer: one byte (0: the response's payload follows, 1: a refusal's
