@@ -18,7 +18,7 @@
 #include "orh/atomic.h"
 #include "orh/handoff.h"
 #include "orh/json.h"
-#include "orh/record.h"
+#include "orh/statedir.h"
 
 void orh_handoff_token(char out[ORH_HANDOFF_TOKEN_LEN + 1])
 {
