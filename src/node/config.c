@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <ini.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -254,11 +255,119 @@ static void set_str(char **slot, const char *v)
 	*slot = *v ? orh_xstrdup(v) : NULL;
 }
 
+/* ---- the keys: a table for those of one word of a list or yes/no, code for the rest ---- */
+
+struct word {
+	const char *name;
+	int value;
+};
+#define WORDS(a) a, ORH_ARRAY_SIZE(a)
+
+static const struct word gid_families[] = { { "ipv4", AF_INET }, { "ipv6", AF_INET6 } };
+static const struct word roce_versions[] = { { "1", 1 }, { "2", 2 } };
+static const struct word affinities[] = {
+	{ "pcie", ORH_AFFINITY_PCIE }, { "numa", ORH_AFFINITY_NUMA }, { "none", ORH_AFFINITY_NONE },
+};
+static const struct word link_layers[] = {
+	{ "auto", ORH_FABRIC_AUTO },
+	{ "infiniband", ORH_FABRIC_INFINIBAND },
+	{ "ethernet", ORH_FABRIC_ETHERNET },
+};
+static const struct word activations[] = {
+	{ "always", ORH_ACTIVATE_ALWAYS },
+	{ "annotation", ORH_ACTIVATE_ANNOTATION },
+	{ "devices", ORH_ACTIVATE_DEVICES },
+};
+static const struct word scopes[] = {
+	{ "node", ORH_SCOPE_NODE }, { "allocated", ORH_SCOPE_ALLOCATED },
+};
+static const struct word on_errors[] = {
+	{ "warn", ORH_ON_ERROR_WARN }, { "fail", ORH_ON_ERROR_FAIL },
+};
+static const struct word image_checks[] = {
+	{ "warn", ORH_IMAGE_CHECK_WARN }, { "fail", ORH_IMAGE_CHECK_FAIL },
+	{ "off", ORH_IMAGE_CHECK_OFF },
+};
+
+/* A key whose value is one word of a list (words, into the int or enum at off) or a
+ * boolean (words NULL: the bool at off). */
+static const struct table_key {
+	const char *section;
+	const char *key;
+	const struct word *words;
+	size_t n_words;
+	size_t off;
+} table_keys[] = {
+	{ "node", "skip_default_route_nic", NULL, 0,
+	  offsetof(struct orh_config, skip_default_route_nic) },
+	{ "node", "gid_family", WORDS(gid_families), offsetof(struct orh_config, gid_family) },
+	{ "node", "roce_version", WORDS(roce_versions), offsetof(struct orh_config, roce_version) },
+	{ "node", "management_devices", NULL, 0, offsetof(struct orh_config, management_devices) },
+	{ "node", "nic_affinity", WORDS(affinities), offsetof(struct orh_config, nic_affinity) },
+	{ "node", "link_layer", WORDS(link_layers), offsetof(struct orh_config, link_layer) },
+	{ "containers", "activation", WORDS(activations), offsetof(struct orh_config, activation) },
+	{ "containers", "request_env", NULL, 0, offsetof(struct orh_config, request_env) },
+	{ "containers", "request_scope", WORDS(scopes), offsetof(struct orh_config, request_scope) },
+	{ "containers", "on_error", WORDS(on_errors), offsetof(struct orh_config, on_error) },
+	{ "containers", "image_check", WORDS(image_checks),
+	  offsetof(struct orh_config, image_check) },
+	{ "containers", "image_supply", NULL, 0, offsetof(struct orh_config, image_supply) },
+	{ "containers", "add_ipc_lock", NULL, 0, offsetof(struct orh_config, add_ipc_lock) },
+	{ "containers", "nccl_fail_closed", NULL, 0,
+	  offsetof(struct orh_config, nccl_fail_closed) },
+	{ "containers", "nccl_record", NULL, 0, offsetof(struct orh_config, nccl_record) },
+};
+
+/* The enums the table writes as int are int-sized (an enum of small constants). */
+_Static_assert(sizeof(enum orh_nic_affinity) == sizeof(int) &&
+		       sizeof(enum orh_fabric) == sizeof(int) &&
+		       sizeof(enum orh_activation) == sizeof(int) &&
+		       sizeof(enum orh_request_scope) == sizeof(int) &&
+		       sizeof(enum orh_on_error) == sizeof(int) &&
+		       sizeof(enum orh_image_check) == sizeof(int),
+	       "an enum of the config is not int-sized");
+
+/* A key of table_keys: 1 where set, 0 on a bad value (pc's message: the words), -1 where
+ * section.key is none of the table's. */
+static int table_key(struct parse_ctx *pc, const char *section, const char *key, const char *v)
+{
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(table_keys); i++) {
+		const struct table_key *t = &table_keys[i];
+		char *field = (char *)pc->cfg + t->off;
+		char list[256] = "";
+		size_t len = 0;
+
+		if (strcmp(t->section, section) || strcmp(t->key, key))
+			continue;
+		if (!t->words) {
+			if (parse_bool(v, (bool *)field) < 0)
+				return set_error(pc, section, key, "'%s' is not yes or no", v);
+			return 1;
+		}
+		for (size_t w = 0; w < t->n_words; w++) {
+			if (!strcmp(v, t->words[w].name)) {
+				memcpy(field, &t->words[w].value, sizeof(int));
+				return 1;
+			}
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+						w == 0 ? "" : w + 1 == t->n_words ? " or " : ", ",
+						t->words[w].name);
+			if (len >= sizeof(list))
+				len = sizeof(list) - 1;
+		}
+		return set_error(pc, section, key, "'%s' is not %s", v, list);
+	}
+	return -1;
+}
+
 static int node_key(struct parse_ctx *pc, const char *key, const char *v)
 {
 	struct orh_config *cfg = pc->cfg;
 	const char *s = "node";
+	int r = table_key(pc, s, key, v);
 
+	if (r >= 0)
+		return r;
 	if (!strcmp(key, "sysroot")) {
 		if (*v && v[0] != '/')
 			return set_error(pc, s, key, "'%s' is not an absolute path", v);
@@ -270,20 +379,6 @@ static int node_key(struct parse_ctx *pc, const char *key, const char *v)
 		if (orh_preset_from_string(v, &cfg->preset) < 0)
 			return set_error(pc, s, key,
 					 "'%s' is not one of auto, none, infiniband, roce, erdma", v);
-	} else if (!strcmp(key, "skip_default_route_nic")) {
-		if (parse_bool(v, &cfg->skip_default_route_nic) < 0)
-			return set_error(pc, s, key, "'%s' is not yes or no", v);
-	} else if (!strcmp(key, "gid_family")) {
-		if (!strcmp(v, "ipv4"))
-			cfg->gid_family = AF_INET;
-		else if (!strcmp(v, "ipv6"))
-			cfg->gid_family = AF_INET6;
-		else
-			return set_error(pc, s, key, "'%s' is not ipv4 or ipv6", v);
-	} else if (!strcmp(key, "roce_version")) {
-		if (strcmp(v, "1") && strcmp(v, "2"))
-			return set_error(pc, s, key, "'%s' is not 1 or 2", v);
-		cfg->roce_version = v[0] - '0';
 	} else if (!strcmp(key, "socket_ifname")) {
 		if (*v && !ifname_ok(v))
 			return set_error(pc, s, key, "'%s' is not an interface name", v);
@@ -292,27 +387,6 @@ static int node_key(struct parse_ctx *pc, const char *key, const char *v)
 		if (parse_memlock(v, &cfg->memlock) < 0)
 			return set_error(pc, s, key,
 					 "'%s' is not 'unlimited' or a size (bytes, or with K/M/G/T)", v);
-	} else if (!strcmp(key, "management_devices")) {
-		if (parse_bool(v, &cfg->management_devices) < 0)
-			return set_error(pc, s, key, "'%s' is not yes or no", v);
-	} else if (!strcmp(key, "nic_affinity")) {
-		if (!strcmp(v, "pcie"))
-			cfg->nic_affinity = ORH_AFFINITY_PCIE;
-		else if (!strcmp(v, "numa"))
-			cfg->nic_affinity = ORH_AFFINITY_NUMA;
-		else if (!strcmp(v, "none"))
-			cfg->nic_affinity = ORH_AFFINITY_NONE;
-		else
-			return set_error(pc, s, key, "'%s' is not pcie, numa or none", v);
-	} else if (!strcmp(key, "link_layer")) {
-		if (!strcmp(v, "auto"))
-			cfg->link_layer = ORH_FABRIC_AUTO;
-		else if (!strcmp(v, "infiniband"))
-			cfg->link_layer = ORH_FABRIC_INFINIBAND;
-		else if (!strcmp(v, "ethernet"))
-			cfg->link_layer = ORH_FABRIC_ETHERNET;
-		else
-			return set_error(pc, s, key, "'%s' is not auto, infiniband or ethernet", v);
 	} else {
 		return set_error(pc, s, key, "unknown key%s", "");
 	}
@@ -336,59 +410,19 @@ static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
 {
 	struct orh_config *cfg = pc->cfg;
 	const char *s = "containers";
+	int r = table_key(pc, s, key, v);
 
-	if (!strcmp(key, "activation")) {
-		if (!strcmp(v, "always"))
-			cfg->activation = ORH_ACTIVATE_ALWAYS;
-		else if (!strcmp(v, "annotation"))
-			cfg->activation = ORH_ACTIVATE_ANNOTATION;
-		else if (!strcmp(v, "devices"))
-			cfg->activation = ORH_ACTIVATE_DEVICES;
-		else
-			return set_error(pc, s, key, "'%s' is not always, annotation or devices", v);
-	} else if (!strcmp(key, "request_env")) {
-		if (parse_bool(v, &cfg->request_env) < 0)
-			return set_error(pc, s, key, "'%s' is not yes or no", v);
-	} else if (!strcmp(key, "request_scope")) {
-		if (!strcmp(v, "node"))
-			cfg->request_scope = ORH_SCOPE_NODE;
-		else if (!strcmp(v, "allocated"))
-			cfg->request_scope = ORH_SCOPE_ALLOCATED;
-		else
-			return set_error(pc, s, key, "'%s' is not node or allocated", v);
-	} else if (!strcmp(key, "on_error")) {
-		if (!strcmp(v, "warn"))
-			cfg->on_error = ORH_ON_ERROR_WARN;
-		else if (!strcmp(v, "fail"))
-			cfg->on_error = ORH_ON_ERROR_FAIL;
-		else
-			return set_error(pc, s, key, "'%s' is not warn or fail", v);
-	} else if (!strcmp(key, "runtime")) {
+	if (r >= 0)
+		return r;
+	if (!strcmp(key, "runtime")) {
 		if (!*v || strchr(v, '\n'))
 			return set_error(pc, s, key, "'%s' is not a program name or path", v);
 		set_str(&cfg->runtime, v);
-	} else if (!strcmp(key, "image_check")) {
-		if (!strcmp(v, "warn"))
-			cfg->image_check = ORH_IMAGE_CHECK_WARN;
-		else if (!strcmp(v, "fail"))
-			cfg->image_check = ORH_IMAGE_CHECK_FAIL;
-		else if (!strcmp(v, "off"))
-			cfg->image_check = ORH_IMAGE_CHECK_OFF;
-		else
-			return set_error(pc, s, key, "'%s' is not warn, fail or off", v);
-	} else if (!strcmp(key, "image_supply")) {
-		if (parse_bool(v, &cfg->image_supply) < 0)
-			return set_error(pc, s, key, "'%s' is not yes or no", v);
 	} else if (!strcmp(key, "nccl_min")) {
 		if (parse_version(v, cfg->nccl_min) < 0)
 			return set_error(pc, s, key, "'%s' is not a version X.Y or X.Y.Z", v);
-	} else if (!strcmp(key, "add_ipc_lock")) {
-		if (parse_bool(v, &cfg->add_ipc_lock) < 0)
-			return set_error(pc, s, key, "'%s' is not yes or no", v);
-	} else if (!strcmp(key, "nccl_fail_closed")) {
-		if (parse_bool(v, &cfg->nccl_fail_closed) < 0)
-			return set_error(pc, s, key, "'%s' is not yes or no", v);
 	} else if (!strcmp(key, "nri_hooks")) {
+		/* a boolean, or auto */
 		bool on = false;
 
 		if (!strcmp(v, "auto"))
@@ -397,9 +431,6 @@ static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
 			cfg->nri_hooks = on ? ORH_NRI_HOOKS_YES : ORH_NRI_HOOKS_NO;
 		else
 			return set_error(pc, s, key, "'%s' is not yes, no or auto", v);
-	} else if (!strcmp(key, "nccl_record")) {
-		if (parse_bool(v, &cfg->nccl_record) < 0)
-			return set_error(pc, s, key, "'%s' is not yes or no", v);
 	} else {
 		return set_error(pc, s, key, "unknown key%s", "");
 	}
