@@ -61,5 +61,8 @@ static inline void orh_json_free_textp(char **text)
 }
 /* A json_dumps() text given back at the end of its scope. */
 #define _cleanup_json_text_ __attribute__((cleanup(orh_json_free_textp)))
+/* A value's reference given back at the end of its scope, through the json_decrefp that
+ * jansson >= 2.9 provides for its json_auto_t. */
+#define _cleanup_json_ __attribute__((cleanup(json_decrefp)))
 
 #endif

@@ -46,27 +46,23 @@ int orh_handoff_write(const char *run_dir, const char *id, const char *bundle,
 	_cleanup_free_ char *state_dir = orh_state_dir_path(run_dir, id);
 	_cleanup_free_ char *conf = bundle ? orh_xasprintf("%s/config.json", bundle) : NULL;
 	_cleanup_json_text_ char *text = NULL;
+	_cleanup_json_ json_t *owned = snapshot; /* the caller's reference, given back here */
 	_cleanup_close_ int dirfd = -1;
 	struct orh_replace how = { .type = S_IFREG, .mode = 0600, .what = ORH_HANDOFF_FILE };
 	struct stat st;
 
 	*created = false;
-	if (!state_dir) {
-		json_decref(snapshot);
+	if (!state_dir)
 		return orh_fail(err, EINVAL, "the container id '%s' names no state directory", id);
-	}
-	if (conf && stat(conf, &st) < 0) {
-		json_decref(snapshot);
+	if (conf && stat(conf, &st) < 0)
 		return orh_fail_errno(err, errno, "'%s'", conf);
-	}
 	if (conf)
 		json_object_set_new(snapshot, "config_json", json_pack("{s:I, s:I}", "dev",
 				    (json_int_t)st.st_dev, "ino", (json_int_t)st.st_ino));
 	else
 		json_object_set_new(snapshot, "token", json_string(token ? token : ""));
 	json_object_set_new(snapshot, "sysroot", json_string(sysroot ? sysroot : "/"));
-	text = json_dumps(snapshot, JSON_COMPACT);
-	json_decref(snapshot);
+	text = json_dumps(owned, JSON_COMPACT);
 	if (!text)
 		return orh_fail(err, ENOMEM, "formatting '%s/%s'", state_dir, ORH_HANDOFF_FILE);
 	dirfd = orh_state_dir_open(state_dir, created, err);

@@ -128,7 +128,8 @@ int orh_runc_log_append(const char *path, const char *format, const char *msg)
 int orh_spec_add_refusal(const char *in, size_t in_len, json_t *hook, char **out,
 			 size_t *out_len, struct orh_err *err)
 {
-	json_t *spec = NULL, *hooks = NULL, *list = NULL;
+	_cleanup_json_ json_t *spec = NULL;
+	json_t *hooks = NULL, *list = NULL;
 	int r;
 
 	*out = NULL;
@@ -149,12 +150,9 @@ int orh_spec_add_refusal(const char *in, size_t in_len, json_t *hook, char **out
 	}
 	if (!json_is_object(hooks) || !json_is_array(list)) {
 		json_decref(hook);
-		json_decref(spec);
 		return orh_fail(err, EINVAL, "config.json: field 'hooks.createRuntime' is not an array");
 	}
 	/* first, so that no other hook of the stage acts on a container that is refused */
 	json_array_insert_new(list, 0, hook);
-	r = orh_spec_dump(spec, out, out_len, err);
-	json_decref(spec);
-	return r;
+	return orh_spec_dump(spec, out, out_len, err);
 }

@@ -124,7 +124,7 @@ bool orh_state_dir_remove_at(int runfd, const char *name)
 {
 	int fd = openat(runfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct dirent *de;
-	DIR *dir;
+	_cleanup_dir_ DIR *dir = NULL;
 
 	if (fd < 0 || !(dir = fdopendir(fd))) {
 		if (fd >= 0)
@@ -134,7 +134,6 @@ bool orh_state_dir_remove_at(int runfd, const char *name)
 	while ((de = readdir(dir)))
 		if (orh_state_entry_ours(de->d_name))
 			unlinkat(dirfd(dir), de->d_name, 0);
-	closedir(dir);
 	return unlinkat(runfd, name, AT_REMOVEDIR) == 0;
 }
 

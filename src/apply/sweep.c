@@ -88,7 +88,7 @@ static size_t list_names(int runfd, char ***out)
 	struct dirent *de;
 	char **v = NULL;
 	size_t n = 0;
-	DIR *dir;
+	_cleanup_dir_ DIR *dir = NULL;
 
 	*out = NULL;
 	if (fd < 0 || !(dir = fdopendir(fd))) {
@@ -102,7 +102,6 @@ static size_t list_names(int runfd, char ***out)
 		v = orh_xgrow(v, n, sizeof(*v));
 		v[n++] = orh_xstrdup(de->d_name);
 	}
-	closedir(dir);
 	if (n)
 		qsort(v, n, sizeof(*v), cmp_names);
 	*out = v;

@@ -66,7 +66,7 @@ static bool remove_tree(int parent, const char *name)
 {
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct dirent *de;
-	DIR *d;
+	_cleanup_dir_ DIR *d = NULL;
 
 	if (fd < 0)
 		return false;
@@ -81,7 +81,6 @@ static bool remove_tree(int parent, const char *name)
 		if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno == EISDIR)
 			remove_tree(dirfd(d), de->d_name);
 	}
-	closedir(d);
 	return unlinkat(parent, name, AT_REMOVEDIR) == 0;
 }
 
@@ -200,7 +199,7 @@ static void sweep_links(int runfd, int basefd, struct orh_strv *used)
 {
 	int fd = openat(basefd, ORH_SYSVIEW_LINKS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct dirent *de;
-	DIR *d;
+	_cleanup_dir_ DIR *d = NULL;
 
 	if (fd < 0 || !(d = fdopendir(fd))) {
 		if (fd >= 0)
@@ -228,7 +227,6 @@ static void sweep_links(int runfd, int basefd, struct orh_strv *used)
 		if (orh_sysview_id_valid(id) && !orh_strv_contains(used, id))
 			orh_strv_pushf(used, "%s", id);
 	}
-	closedir(d);
 }
 
 int orh_sysview_sweep(int runfd, const char *base, unsigned unused_for)
@@ -239,7 +237,7 @@ int orh_sysview_sweep(int runfd, const char *base, unsigned unused_for)
 	int fd = -1, removed = 0;
 	struct dirent *de;
 	char dead[32];
-	DIR *d;
+	_cleanup_dir_ DIR *d = NULL;
 
 	/* none yet, or a build or a link at work: the next sweep */
 	if (basefd < 0 || lock_views(basefd, true) < 0)
@@ -270,7 +268,6 @@ int orh_sysview_sweep(int runfd, const char *base, unsigned unused_for)
 		if (renameat(basefd, de->d_name, basefd, dead) == 0)
 			removed += remove_tree(basefd, dead);
 	}
-	closedir(d);
 	orh_strv_free(&used);
 	return removed;
 }

@@ -33,7 +33,7 @@ static void remove_stale_temps(int dirfd, const char *name, mode_t type)
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	size_t plen;
 	struct dirent *de;
-	DIR *d;
+	_cleanup_dir_ DIR *d = NULL;
 
 	if (fd < 0)
 		return;
@@ -52,7 +52,6 @@ static void remove_stale_temps(int dirfd, const char *name, mode_t type)
 		    (st.st_mode & S_IFMT) == type)
 			unlinkat(dirfd, de->d_name, 0);
 	}
-	closedir(d);
 }
 
 /* Make the temporary entry under a free name in tmp: a file (its fd in *fd) or a node.

@@ -18,10 +18,6 @@
 #include "orh/json.h"
 #include "orh/oci.h"
 
-/* json_decref on scope exit, through the json_decrefp that jansson >= 2.9 provides for its
- * json_auto_t. */
-#define _cleanup_json_ __attribute__((cleanup(json_decrefp)))
-
 static int load_json(const char *buf, size_t len, size_t max, size_t flags,
 		     const char *name, json_t **out, struct orh_err *err)
 {

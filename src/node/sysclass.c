@@ -97,7 +97,7 @@ static int read_class(const char *sysroot, size_t k, struct orh_sysview_class *c
 						 strcmp(sysroot, "/") ? sysroot : "",
 						 orh_sysview_classes[k]);
 	struct dirent *de;
-	DIR *d = NULL;
+	_cleanup_dir_ DIR *d = NULL;
 	int dfd, r = 0;
 
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -123,7 +123,6 @@ static int read_class(const char *sysroot, size_t k, struct orh_sysview_class *c
 	}
 	if (r == 0 && errno)
 		r = orh_fail_errno(err, errno, "listing '%s'", dir);
-	closedir(d);
 	/* in name order: the view's id does not depend on the listing's order */
 	if (c->n_links)
 		qsort(c->links, c->n_links, sizeof(*c->links), cmp_link);
