@@ -6,6 +6,7 @@
  * each string written once and each entry kept once.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,10 +56,43 @@ int orh_ldcache_cmp(const char *a, const char *b)
 
 #define OLD_MAGIC "ld.so-1.7.0"
 #define NEW_MAGIC "glibc-ld.so.cache1.1"
-#define OLD_HEADER 16u   /* magic[11], padding, nlibs */
-#define OLD_ENTRY 12u    /* flags, key, value */
-#define NEW_HEADER 48u   /* magic+version[20], nlibs, len_strings, flags, ..., unused[3] */
-#define NEW_ENTRY 24u    /* flags, key, value, osversion, hwcap */
+/* The on-disk layouts (glibc's elf/cache.c, sysdeps/generic/dl-cache.h), in the byte
+ * order of the machine that wrote them. */
+struct old_header {
+	char magic[12];          /* OLD_MAGIC, then a NUL */
+	uint32_t nlibs;
+};
+struct old_entry {
+	int32_t flags;
+	uint32_t key, value;     /* offsets of the name and the path, from the strings */
+};
+struct new_header {
+	char magic[20];          /* NEW_MAGIC: "glibc-ld.so.cache" and the version "1.1" */
+	uint32_t nlibs;
+	uint32_t len_strings;
+	uint8_t flags;           /* 2 little-endian, 3 big-endian */
+	uint8_t padding[3];
+	uint32_t extension_offset;
+	uint32_t unused[3];
+};
+struct new_entry {
+	int32_t flags;
+	uint32_t key, value;     /* offsets of the name and the path, from the file's start */
+	uint32_t osversion;
+	uint64_t hwcap;
+};
+_Static_assert(sizeof(struct old_header) == 16 && sizeof(struct old_entry) == 12 &&
+		       sizeof(struct new_header) == 48 && sizeof(struct new_entry) == 24,
+	       "ld.so.cache's layout");
+_Static_assert(offsetof(struct new_entry, osversion) == sizeof(struct old_entry),
+	       "an old entry is a new one's first fields");
+_Static_assert(sizeof(OLD_MAGIC) <= sizeof(((struct old_header *)0)->magic) &&
+		       sizeof(NEW_MAGIC) - 1 == sizeof(((struct new_header *)0)->magic),
+	       "ld.so.cache's magic");
+#define OLD_HEADER ((unsigned)sizeof(struct old_header))
+#define OLD_ENTRY ((unsigned)sizeof(struct old_entry))
+#define NEW_HEADER ((unsigned)sizeof(struct new_header))
+#define NEW_ENTRY ((unsigned)sizeof(struct new_entry))
 
 /* This machine's libraries in the cache: FLAG_ELF_LIBC6 and the word size's flag. */
 #if defined(__x86_64__)
@@ -151,7 +185,7 @@ static int ldcache_open(struct ldcache *c, const char **why)
 	if (!memcmp(magic, OLD_MAGIC, strlen(OLD_MAGIC))) {
 		uint64_t next;
 
-		r = cget(c, &n, 4, 12);
+		r = cget(c, &n, sizeof(n), offsetof(struct old_header, nlibs));
 		if (r < 0 || n > ORH_LDCACHE_MAX_LIBS)
 			return cfail(c, r, why, "a bad count of libraries");
 		c->nlibs = n;
@@ -178,7 +212,7 @@ static int ldcache_open(struct ldcache *c, const char **why)
 		*why = "no ld.so.cache magic";
 		return -EINVAL;
 	}
-	r = cget(c, &n, 4, c->strings + 20);
+	r = cget(c, &n, sizeof(n), c->strings + offsetof(struct new_header, nlibs));
 	if (r < 0 || n > ORH_LDCACHE_MAX_LIBS)
 		return cfail(c, r, why, "a bad count of libraries");
 	c->nlibs = n;
@@ -358,18 +392,19 @@ static int merge_old(struct merge *m, const struct ldcache *c,
 		     const struct orh_ldcache_add *add, size_t n_add, const char **why)
 {
 	for (uint32_t i = 0; i < c->nlibs; i++) {
-		uint32_t raw[6] = { 0 };
+		/* an old entry is the new one's first fields, the rest left 0 */
+		struct new_entry e = { 0 };
 		char key[NAME_READ], value[NAME_READ * 4];
 		uint64_t hwcap;
 		bool ours = false;
 
-		if (cget(c, raw, c->entry, c->entries + (uint64_t)i * c->entry) < 0 ||
-		    cname(c, c->strings + raw[1], key, sizeof(key)) < 0 ||
-		    cname(c, c->strings + raw[2], value, sizeof(value)) < 0) {
+		if (cget(c, &e, c->entry, c->entries + (uint64_t)i * c->entry) < 0 ||
+		    cname(c, c->strings + e.key, key, sizeof(key)) < 0 ||
+		    cname(c, c->strings + e.value, value, sizeof(value)) < 0) {
 			*why = "an entry past its end";
 			return -EINVAL;
 		}
-		hwcap = c->entry == NEW_ENTRY ? (uint64_t)raw[4] | (uint64_t)raw[5] << 32 : 0;
+		hwcap = e.hwcap;
 		/* an entry of a glibc-hwcaps subdirectory names it in the cache's extension,
 		 * which is not carried over: the loader then takes the name's plain entry */
 		if (hwcap & (1ull << 62))
@@ -378,8 +413,7 @@ static int merge_old(struct merge *m, const struct ldcache *c,
 			ours = ours || !strcmp(add[k].path, value);
 		if (ours)
 			continue;
-		if (!add_entry(m, (int32_t)raw[0], key, value, c->entry == NEW_ENTRY ? raw[3] : 0,
-			       hwcap)) {
+		if (!add_entry(m, e.flags, key, value, e.osversion, hwcap)) {
 			*why = "the merged cache would be larger than the limit";
 			return -EINVAL;
 		}
@@ -459,26 +493,27 @@ int orh_ldcache_merge(int fd, const struct orh_ldcache_add *add, size_t n_add, c
 	/* entries of one name keep their order (seq): ours before the image's */
 	qsort_r(m.e, m.n, sizeof(*m.e), centry_cmp, m.str.p);
 	buf = orh_xcalloc(1, total);
-	memcpy(buf, NEW_MAGIC, strlen(NEW_MAGIC));
 	{
-		uint32_t nlibs = (uint32_t)m.n, len = (uint32_t)m.str.n;
+		struct new_header h = {
+			.nlibs = (uint32_t)m.n,
+			.len_strings = (uint32_t)m.str.n,
+			.flags = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 3 : 2,
+		};
 
-		memcpy(buf + 20, &nlibs, 4);
-		memcpy(buf + 24, &len, 4);
-		/* glibc's flags: 2 little-endian, 3 big-endian */
-		buf[28] = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 3 : 2;
+		memcpy(h.magic, NEW_MAGIC, sizeof(h.magic));
+		memcpy(buf, &h, sizeof(h));
 	}
 	/* offsets count from the start of the file (the new format alone) */
 	for (size_t i = 0; i < m.n; i++) {
-		uint32_t ent[6];
+		struct new_entry ent = {
+			.flags = m.e[i].flags,
+			.key = (uint32_t)(head + m.e[i].key),
+			.value = (uint32_t)(head + m.e[i].value),
+			.osversion = m.e[i].osversion,
+			.hwcap = m.e[i].hwcap,
+		};
 
-		ent[0] = (uint32_t)m.e[i].flags;
-		ent[1] = (uint32_t)(head + m.e[i].key);
-		ent[2] = (uint32_t)(head + m.e[i].value);
-		ent[3] = m.e[i].osversion;
-		ent[4] = (uint32_t)m.e[i].hwcap;
-		ent[5] = (uint32_t)(m.e[i].hwcap >> 32);
-		memcpy(buf + NEW_HEADER + i * NEW_ENTRY, ent, sizeof(ent));
+		memcpy(buf + NEW_HEADER + i * NEW_ENTRY, &ent, sizeof(ent));
 	}
 	memcpy(buf + head, m.str.p, m.str.n);
 	*out = buf;
