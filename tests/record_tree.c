@@ -5,6 +5,7 @@
  * json_dumps() of this tree with orh_record_text(), byte for byte.
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -12,6 +13,16 @@
 #include "orh/record.h"
 #include "orh/sysview.h"
 #include "record_tree.h"
+
+
+/* A time as the record writes it: milliseconds to the microsecond (orh_json_put_ms()),
+ * NULL for what it does not write. */
+static json_t *ms_json(double v)
+{
+	if (!isfinite(v) || v >= 1e15 || v <= -1e15)
+		return NULL;
+	return json_real((double)(long long)(v * 1000 + (v < 0 ? -0.5 : 0.5)) / 1000);
+}
 
 static json_t *limit_json(uint64_t v)
 {
@@ -107,7 +118,7 @@ static json_t *image_json(const struct orh_decision *d)
 				    image_text(su->why_not) : json_null()));
 	}
 	json_object_set_new(o, "opens", json_integer(img->opens));
-	json_object_set_new(o, "time_ms", json_real(img->ms));
+	json_object_set_new(o, "time_ms", ms_json(img->ms));
 	return o;
 }
 
@@ -166,7 +177,7 @@ static json_t *steps_json(const struct orh_record_in *in)
 	json_t *o = json_object();
 
 	for (size_t i = 0; i < in->n_steps && i < ORH_ARRAY_SIZE(in->step_names); i++)
-		json_object_set_new(o, in->step_names[i], json_real(in->step_ms[i]));
+		json_object_set_new(o, in->step_names[i], ms_json(in->step_ms[i]));
 	return o;
 }
 
@@ -287,9 +298,24 @@ json_t *record_tree_build(const struct orh_record_in *in)
 	for (size_t i = 0; in->warnings && i < in->warnings->n; i++)
 		json_array_append_new(warn, json_string(in->warnings->v[i]));
 	json_object_set_new(rec, "warnings", warn);
-	json_object_set_new(rec, "time_ms", json_pack("{s:f, s:o}", "total", in->total_ms,
+	json_object_set_new(rec, "time_ms", json_pack("{s:o, s:o}", "total", ms_json(in->total_ms),
 						      "steps", steps_json(in)));
 	if (in->shim_ms)
 		json_object_set(json_object_get(rec, "time_ms"), "shim", (json_t *)in->shim_ms);
 	return rec;
+}
+
+bool record_text_is_tree(const char *text, size_t len, const json_t *tree, char *why,
+			 size_t size)
+{
+	json_error_t e;
+	json_t *back = json_loadb(text, len, 0, &e);
+	bool same = back && json_equal(back, (json_t *)tree);
+
+	if (!back)
+		snprintf(why, size, "not JSON: %s", e.text);
+	else if (!same)
+		snprintf(why, size, "another value than the tree's");
+	json_decref(back);
+	return same;
 }

@@ -9,5 +9,9 @@
 #include "orh/record.h"
 
 json_t *record_tree_build(const struct orh_record_in *in);
+/* Does text (len bytes) read back as one JSON value equal to tree (objects without their
+ * order; reals as the same doubles)? why says how not. */
+bool record_text_is_tree(const char *text, size_t len, const json_t *tree, char *why,
+			 size_t size);
 
 #endif

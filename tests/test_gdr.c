@@ -343,13 +343,14 @@ Test(gdr, the_record_says_it)
 	cr_assert_str_eq(json_string_value(json_object_get(n, "image_nccl")), "2.13.4");
 	cr_assert(json_is_true(json_object_get(n, "net_pinned")));
 	json_decref(rec);
-	/* the same text as the record's tree (tests/record_tree.c), byte for byte */
+	/* the same value as the record's tree (tests/record_tree.c) */
 	rec = record_tree_build(&in);
 	cr_assert_not_null(rec);
 	{
-		_cleanup_free_ char *want = json_dumps(rec, JSON_COMPACT);
+		char why[256] = "";
 
-		cr_assert_str_eq(text, want);
+		cr_assert(record_text_is_tree(text, strlen(text), rec, why, sizeof(why)), "%s",
+			  why);
 	}
 	json_decref(rec);
 }

@@ -173,3 +173,31 @@ Test(jsondump, strings_as_json_string_takes_them)
 	cr_assert_not(orh_json_put_str(&o, NULL));
 	free(o.p);
 }
+
+/* The record's times: milliseconds to the microsecond, a half away from zero. */
+Test(jsondump, a_time_in_milliseconds)
+{
+	static const struct {
+		double v;
+		const char *text;
+	} cases[] = {
+		{ 0, "0.000" },           { 1.5, "1.500" },        { 0.0004, "0.000" },
+		{ 0.0005, "0.001" },      { 2.25, "2.250" },       { 123456.789, "123456.789" },
+		{ -2.0005, "-2.001" },    { 1e-7, "0.000" },       { 999.9996, "1000.000" },
+		{ 1e14, "100000000000000.000" },
+	};
+	struct orh_buf o = { 0 };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		o.n = 0;
+		cr_assert(orh_json_put_ms(&o, cases[i].v));
+		orh_buf_addc(&o, '\0');
+		cr_assert_str_eq(o.p, cases[i].text, "%.17g", cases[i].v);
+	}
+	o.n = 0;
+	cr_assert_not(orh_json_put_ms(&o, NAN));
+	cr_assert_not(orh_json_put_ms(&o, -INFINITY));
+	cr_assert_not(orh_json_put_ms(&o, 1e15));
+	cr_assert_eq(o.n, 0);
+	free(o.p);
+}

@@ -42,6 +42,10 @@ bool orh_json_put_str(struct orh_buf *o, const char *s);
 void orh_json_put_int(struct orh_buf *o, json_int_t v);
 /* false and nothing written for NaN and the infinities, which json_real() refuses */
 bool orh_json_put_real(struct orh_buf *o, double v);
+/* A time in milliseconds, to the microsecond ("12.345", rounded half away from zero): the
+ * record's own number format. false and nothing written for NaN, the infinities and
+ * |v| >= 1e15. */
+bool orh_json_put_ms(struct orh_buf *o, double v);
 /* The compact text of a tree, as orh_json_dump(); -1 where v holds what JSON cannot. */
 int orh_json_put_value(struct orh_buf *o, const json_t *v);
 /* An object of the n pairs keys[i] (literal, valid UTF-8): vals[i], every value's reference

@@ -446,7 +446,7 @@ static void put_image(struct orh_buf *o, const struct orh_decision *d)
 	orh_json_put_int(o, img->opens);
 	m = o->n;
 	KEY(o, "time_ms");
-	if (!orh_json_put_real(o, img->ms))
+	if (!orh_json_put_ms(o, img->ms))
 		undo(o, m);
 	orh_buf_addc(o, '}');
 }
@@ -577,7 +577,7 @@ static int put_times(struct orh_buf *o, const struct orh_record_in *in)
 
 	KEY(o, "time_ms");
 	ADD(o, "{\"total\":");
-	if (!orh_json_put_real(o, in->total_ms)) {
+	if (!orh_json_put_ms(o, in->total_ms)) {
 		undo(o, mark);
 		return 0;
 	}
@@ -594,7 +594,7 @@ static int put_times(struct orh_buf *o, const struct orh_record_in *in)
 			continue;
 		}
 		orh_buf_addc(o, ':');
-		orh_json_put_real(o, ms);
+		orh_json_put_ms(o, ms);
 	}
 	orh_buf_addc(o, '}');
 	if (in->shim_ms) {

@@ -6,17 +6,19 @@
  * The text is the one json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes, byte for
  * byte (tests/test_jsondump.c compares them), written in one pass into one growing
  * buffer (struct orh_buf, util.h), with runs of bytes that need no escape copied whole
- * and numbers written without printf: jansson's dump goes through a callback per piece
+ * and integers written without printf: jansson's dump goes through a callback per piece
  * and decodes every string code point by code point. On the scale node (16 HCAs, 32
  * ports) that took the runtime shim 542,000 instructions for config.json, this 141,000
  * (callgrind, measured when this file was written, before the buffer moved to util.h).
  * A string holding a u64 marker (orh_json_u64) is written as the number it holds, as
  * orh_spec_dump() needs.
  *
- * The record (src/apply/record_text.c) is written with the orh_json_put_* writers from
- * its values, without a tree: a string that is not valid UTF-8, which json_string()
- * refuses, is refused here by the same rules (jansson's utf.c), and a real is written as
- * jansson's jsonp_dtostr() writes it.
+ * The record (src/apply/record_text.c), the project's own format, is written with the
+ * orh_json_put_* writers from its values, without a tree: a string that is not valid
+ * UTF-8, which json_string() refuses, is refused here by the same rules (jansson's
+ * utf.c); its times are milliseconds to the microsecond, written from an integer
+ * (orh_json_put_ms()). A real of a spec keeps jansson's "%.17g", which reads back as the
+ * same double.
  *
  * orh_json_object_of() builds an object from literal keys without json_pack, whose
  * format parsing took more than half of the spec edit's instructions on that node: the
@@ -140,90 +142,29 @@ void orh_json_put_int(struct orh_buf *o, json_int_t v)
 	put_u64(o, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, v < 0);
 }
 
-/* 10^k for k <= 21 */
-static unsigned __int128 pow10_128(int k)
+bool orh_json_put_ms(struct orh_buf *o, double v)
 {
-	unsigned __int128 p = 1;
+	char buf[32], *p = buf + sizeof(buf);
+	long long t;
+	unsigned long long u;
 
-	while (k-- > 0)
-		p *= 10;
-	return p;
-}
-
-/* printf's "%.17g" of v for 1e-5 <= |v| < 1e12 (a step's milliseconds), without printf,
- * whose conversion of a double took 3,500 instructions: the 17 significant digits of v's
- * exact binary value m * 2^-s, rounded half to even as glibc rounds, in the style "%g"
- * picks. 0 outside that range, where the caller asks snprintf. */
-static size_t g17(double v, char *buf)
-{
-	static const uint64_t e16 = 10000000000000000ULL;
-	double a = fabs(v);
-	uint64_t bits, q;
-	unsigned __int128 n = 0, rem, half;
-	unsigned s;
-	char d[17], *p = buf;
-	int x, nd = 17;
-
-	if (!(a >= 1e-5 && a < 1e12))
-		return 0;
-	memcpy(&bits, &a, sizeof(bits));
-	s = 1075u - (unsigned)(bits >> 52); /* a normal double: 13 <= s <= 69 here */
-	/* floor(log10(2^e)), e the binary exponent; one off at most, corrected below */
-	x = ((int)(bits >> 52) - 1023) * 78913 >> 18;
-	x = x < -5 ? -5 : x > 11 ? 11 : x; /* the range's */
-	for (int tries = 0;; tries++) {
-		if (tries > 3 || 16 - x < 0 || 16 - x > 21)
-			return 0;
-		n = ((bits & ((1ULL << 52) - 1)) | (1ULL << 52)) * pow10_128(16 - x);
-		if ((n >> s) < e16)
-			x--;
-		else if ((n >> s) >= e16 * 10)
-			x++;
-		else
-			break;
-	}
-	q = (uint64_t)(n >> s);
-	rem = n & (((unsigned __int128)1 << s) - 1);
-	half = (unsigned __int128)1 << (s - 1);
-	if (rem > half || (rem == half && (q & 1)))
-		q++;
-	if (q == e16 * 10) {
-		q = e16;
-		x++;
-	}
-	for (int i = 16; i >= 0; i--, q /= 10)
-		d[i] = (char)('0' + q % 10);
-	while (nd > 1 && d[nd - 1] == '0')
-		nd--;
-	if (v < 0)
-		*p++ = '-';
-	if (x < -4) { /* x >= 17 is out of range */
-		*p++ = d[0];
-		if (nd > 1) {
-			*p++ = '.';
-			memcpy(p, d + 1, (size_t)nd - 1);
-			p += nd - 1;
-		}
-		*p++ = 'e';
-		*p++ = '-';
-		*p++ = (char)('0' + -x / 10);
-		*p++ = (char)('0' + -x % 10);
-	} else if (x >= 0) {
-		memcpy(p, d, (size_t)x + 1);
-		p += x + 1;
-		if (nd > x + 1) {
-			*p++ = '.';
-			memcpy(p, d + x + 1, (size_t)(nd - x - 1));
-			p += nd - x - 1;
-		}
-	} else {
-		memcpy(p, "0.000", (size_t)(1 - x));
-		p += 1 - x;
-		memcpy(p, d, (size_t)nd);
-		p += nd;
-	}
-	*p = '\0';
-	return (size_t)(p - buf);
+	/* |v| * 1000 within a long long, with room: larger is no time a step takes */
+	if (!isfinite(v) || v >= 1e15 || v <= -1e15)
+		return false;
+	/* to the nearest microsecond, a half away from zero (no libm in the static hook) */
+	t = (long long)(v * 1000 + (v < 0 ? -0.5 : 0.5));
+	u = t < 0 ? (unsigned long long)-t : (unsigned long long)t;
+	for (int i = 0; i < 3; i++, u /= 10)
+		*--p = (char)('0' + u % 10);
+	*--p = '.';
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (t < 0)
+		*--p = '-';
+	orh_buf_add(o, p, (size_t)(buf + sizeof(buf) - p));
+	return true;
 }
 
 bool orh_json_put_real(struct orh_buf *o, double v)
@@ -234,8 +175,7 @@ bool orh_json_put_real(struct orh_buf *o, double v)
 
 	if (!isfinite(v))
 		return false; /* what json_real() refuses */
-	n = g17(v, buf);
-	if (n == 0) {
+	{
 		int r = snprintf(buf, sizeof(buf) - 3, "%.17g", v);
 		const char point = localeconv()->decimal_point[0];
 
