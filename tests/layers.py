@@ -51,6 +51,7 @@ HEADERS = {
     'orh/image.h': 'node',
     'orh/nccl_used.h': 'node',
     'orh/plan.h': 'decide',
+    'orh/affinity.h': 'decide',
     'orh/oci.h': 'decide',
     'orh/activation.h': 'decide',
     'orh/decide.h': 'decide',

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "node_fixture.h"
+#include "orh/affinity.h"
 #include "orh/gpu.h"
 #include "orh/inventory.h"
 

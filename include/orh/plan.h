@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "orh/config.h"
+#include "orh/affinity.h"
 #include "orh/gpu.h"
 #include "orh/inventory.h"
 #include "orh/util.h"

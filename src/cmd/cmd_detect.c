@@ -22,6 +22,7 @@
 #include "orh/args.h"
 #include "orh/commands.h"
 #include "orh/decide.h"
+#include "orh/affinity.h"
 #include "orh/gpu.h"
 #include "orh/verbs.h"
 

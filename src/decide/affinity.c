@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "orh/affinity.h"
 #include "orh/gpu.h"
 
 #define MAX_COMPONENTS 32

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orh/affinity.h"
 #include "orh/gpu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
