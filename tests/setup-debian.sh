@@ -100,8 +100,9 @@ if [ -x "$GO" ]; then
 	done
 fi
 # The Kubernetes lane's peers (tests/k8s/e2e-k8s.sh, tests/k8s/helm-chart.sh): kube-apiserver,
-# kubelet, kube-scheduler, kube-controller-manager and kubectl v1.34.4, etcd 3.7.3 and helm
-# v3.22.0, built once into ORH_GO_BIN/k8s by tests/k8s/build-peers.sh (a version file there
+# kubelet, kube-scheduler, kube-controller-manager and kubectl v1.34.4, etcd 3.7.3, helm
+# v3.22.0 and orh-rdmadev (tests/k8s/rdmadev, the lane's device plugin and DRA driver),
+# built once into ORH_GO_BIN/k8s by tests/k8s/build-peers.sh (a version file there
 # says what is built; a cold build takes about 20 minutes of two cores)
 if [ -x "$GO" ]; then
 	GO=$GO ORH_GO_BIN=$ORH_GO_BIN bash "$(dirname "$0")/k8s/build-peers.sh" ||

@@ -249,3 +249,47 @@ Test(scope, node_scope_keeps_rule_9_and_umad_alone)
 	cr_assert_str_eq(hca(&d), ALL_IB, "%s", d.why);
 	orh_decision_free(&d);
 }
+
+/* A DRA claim's NIC: the driver's CDI spec names the HCA's uverbs node, which containerd's
+ * CRI plugin puts into linux.devices (and the device cgroup) before the NRI plugin or the
+ * runtime sees the spec, with the claim's KEP-5304 metadata file mounted. It counts as the
+ * container's allocation, as a device plugin's node does: matched by major:minor (here
+ * mlx5_2's, at another path in the container), the mount and the annotations not read. A
+ * GPU the claim also holds (a CDI /dev/nvidia2) does not widen it (rule 8, not rule 9). */
+Test(scope, a_cdi_device_of_a_dra_claim_is_the_allocation)
+{
+#define DRA_SPEC(extra_dev)                                                                   \
+	"{\"process\":{\"env\":[\"PATH=/bin\"]},"                                             \
+	"\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\","              \
+	"\"io.kubernetes.cri.container-name\":\"work\"},"                                    \
+	"\"mounts\":[{\"destination\":\"/var/run/kubernetes.io/dra-device-attributes/"        \
+	"resourceclaimtemplates/rdma/nic/rdma.orh.test-metadata.json\",\"type\":\"bind\","    \
+	"\"source\":\"/var/lib/kubelet/plugins/rdma.orh.test/metadata/u/nic.json\","          \
+	"\"options\":[\"ro\",\"bind\"]}],"                                                    \
+	"\"linux\":{\"devices\":[{\"path\":\"/dev/infiniband/uverbs0\",\"type\":\"c\","       \
+	"\"major\":231,\"minor\":194,\"fileMode\":8630,\"uid\":0,\"gid\":0}" extra_dev "],"   \
+	"\"resources\":{\"devices\":[{\"allow\":false,\"access\":\"rwm\"},"                   \
+	"{\"allow\":true,\"type\":\"c\",\"major\":231,\"minor\":194,\"access\":\"rw\"}]}}}"
+	static const char *const specs_dra[] = {
+		DRA_SPEC(""),
+		DRA_SPEC(",{\"path\":\"/dev/nvidia2\",\"type\":\"c\",\"major\":195,\"minor\":2}"),
+	};
+#undef DRA_SPEC
+
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(specs_dra); i++)
+		for (int a = ORH_ACTIVATE_ALWAYS; a <= ORH_ACTIVATE_DEVICES; a++) {
+			struct orh_decision d;
+			struct orh_err err = { 0 };
+			bool served = a != ORH_ACTIVATE_ANNOTATION;
+
+			cr_assert_eq(decide(a, ORH_SCOPE_ALLOCATED, specs_dra[i], &d, &err), 0,
+				     "spec %zu, activation %d: %s", i, a, err.msg);
+			cr_assert_eq(d.act, served ? ORH_ACT_DEFAULT : ORH_ACT_SKIP,
+				     "spec %zu, activation %d: %s", i, a, d.why);
+			if (served) {
+				cr_assert_str_eq(hca(&d), HELD_IB, "spec %zu, activation %d", i, a);
+				cr_assert_eq(d.plan.n_nodes, 2, "spec %zu: the held node and rdma_cm", i);
+			}
+			orh_decision_free(&d);
+		}
+}

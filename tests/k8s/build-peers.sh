@@ -2,7 +2,9 @@
 # The Kubernetes lane's peers (tests/k8s/e2e-k8s.sh), built once from the Go module proxy
 # into ORH_K8S_BIN (default /opt/oci-rdma-hook-peers/bin/k8s): kube-apiserver, kubelet,
 # kube-scheduler, kube-controller-manager and kubectl v1.34.4, etcd 3.7.3 (tests/k8s/etcd,
-# a module whose main is etcd's own) and helm v3.22.0. A version file in ORH_K8S_BIN says
+# a module whose main is etcd's own), helm v3.22.0 and orh-rdmadev (tests/k8s/rdmadev, the
+# lane's device plugin and DRA driver, deviceplugin v1beta1 and dynamic-resource-allocation
+# v0.34.4). A version file in ORH_K8S_BIN says
 # what is there; a build is skipped when it matches.
 #
 # k8s.io/kubernetes cannot be `go install`ed: its go.mod replaces the staging modules with
@@ -18,6 +20,17 @@ ORH_GO_BIN=${ORH_GO_BIN:-/opt/oci-rdma-hook-peers/bin}
 ORH_K8S_BIN=${ORH_K8S_BIN:-$ORH_GO_BIN/k8s}
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 [ -x "$GO" ] || { echo "k8s peers: no Go toolchain at $GO" >&2; exit 1; }
+
+# tests/k8s/rdmadev (the lane's device plugin and DRA driver, orh-rdmadev): a stamp of its
+# own, .rdmadev, so that a change to it rebuilds only it (seconds with a warm build cache)
+mkdir -p "$ORH_K8S_BIN"
+rdmadev_sum=$(cd "$here/rdmadev" && cat go.mod go.sum ./*.go | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$ORH_K8S_BIN/.rdmadev" 2>/dev/null)" != "$rdmadev_sum" ]; then
+	rm -f "$ORH_K8S_BIN/.rdmadev"
+	(cd "$here/rdmadev" && CGO_ENABLED=0 "$GO" build -trimpath -o "$ORH_K8S_BIN/orh-rdmadev" .)
+	printf '%s' "$rdmadev_sum" >"$ORH_K8S_BIN/.rdmadev"
+	echo "k8s peers: orh-rdmadev (tests/k8s/rdmadev) built into $ORH_K8S_BIN"
+fi
 
 etcd_sum=$(cd "$here/etcd" && cat go.mod go.sum ./*.go | sha256sum | cut -d' ' -f1)
 stamp="kubernetes $K8S_VERSION etcd-module $etcd_sum helm $HELM_VERSION"

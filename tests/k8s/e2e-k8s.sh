@@ -16,6 +16,13 @@
 #     writes into this containerd's config, the RuntimeClass of deploy/kubernetes/base, the
 #     node labelled by hand as its nodeSelector asks: an annotated pod of runtimeClassName
 #     rdma is served the same, one that asks for nothing gets nothing;
+#   - allocated HCAs (orh-rdmadev, tests/k8s/rdmadev: a device plugin of rdma/hca and a DRA
+#     driver that prepares CDI devices in containerd's cdi_spec_dirs): through the NRI
+#     plugin under request_scope = allocated and activation = devices, a pod of
+#     rdma/hca: 1 and a pod of a ResourceClaim for one NIC get that HCA's uverbs node alone,
+#     /etc/nccl.conf for that HCA alone and the 4 MiB memlock; one that asks with nothing
+#     allocated gets nothing; through the handler, annotated pods of each are kept to
+#     their HCA the same way;
 #   - the teardown: the pods removed through the CRI, no process of the cluster or of its
 #     pods left, the kubelet's cgroup removed.
 # ORH_K8S_UNSERVED=1: the lane with the hook's binary replaced, where it serves, by one that
@@ -36,10 +43,12 @@ trap 'rc=$?; k8s_stop "$PLUGIN_PID"; k8s_down; cleanup_work $rc' EXIT
 
 # ---- the node, its config, the binary that serves -------------------------------------------
 spec_edit_node # $WORK/node (seed001-roce), $INSIDE
+# (nccl_record = no: the plan of a container is then what the handler's shim writes too)
 write_conf "$WORK/node.conf" "[node]
 memlock = 4M
 [containers]
-activation = annotation"
+activation = annotation
+nccl_record = no"
 PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
 # PID 1's memlock (the container's own process: an exec'd process gets the limits of the spec
 # containerd keeps, which the shim of the handler way does not edit), whether the file is
@@ -164,6 +173,146 @@ inside nri-nothing
 left_alone nri-nothing
 end nri-nothing
 
+# ---- allocated HCAs: a device plugin and a DRA driver ---------------------------------------
+# the plugin again, under request_scope = allocated and activation = devices: a container is
+# served only with the HCAs the kubelet allocated to it. The allocators are orh-rdmadev
+# (tests/k8s/rdmadev, the project's own: k8s-rdma-shared-dev-plugin reads the host's /sys,
+# which has no RDMA here), limited to the node's usable HCAs (the plan's NCCL_IB_HCA):
+#   - a device plugin of rdma/hca (deviceplugin v1beta1), Allocate giving the HCA's uverbs
+#     node of the sample node (made with mknod);
+#   - a DRA driver, rdma.orh.test (kubeletplugin, resource.k8s.io/v1): a ResourceSlice of
+#     the HCAs with resource.kubernetes.io/pciBusID and pcieRoot, each claim prepared as a
+#     CDI spec in containerd's cdi_spec_dirs (the uverbs node, and a read-only mount of the
+#     claim's KEP-5304 device metadata file).
+k8s_stop "$PLUGIN_PID"
+write_conf "$WORK/alloc.conf" "[node]
+memlock = 4M
+[containers]
+activation = devices
+request_scope = allocated
+nccl_record = no"
+nsynced() {
+	[ "$(grep -c 'plugin .*"50-oci-rdma-hook." connected and synchronized' "$K8S/containerd.log")" -ge "$1" ]
+}
+"$SERVE" nri --socket "$NRI_SOCK" --config "$WORK/alloc.conf" --sysroot "$WORK/node" \
+	2>"$WORK/plugin-alloc.log" &
+PLUGIN_PID=$!
+check "nri (request_scope = allocated): the plugin connected and synchronized again" \
+	wait_for 20 nsynced 2
+USABLE=$(sed -n 's/^NCCL_IB_HCA==//p' <<<"$PLAN" | sed 's/:[0-9]*//g')
+export ORH_RDMADEV_HCAS=$USABLE
+k8s_start devplugin "$K8S_BIN/orh-rdmadev" deviceplugin "$WORK/node" "$K8S/kubelet"
+k8s_start dradriver "$K8S_BIN/orh-rdmadev" dra "$WORK/node" "$K8S/kubelet" "$CD/cdi" \
+	"$K8S/admin.kubeconfig"
+unset ORH_RDMADEV_HCAS
+NUSABLE=$(tr ',' '\n' <<<"$USABLE" | grep -c .)
+hcas_allocatable() {
+	[ "$(kc get node localhost -o jsonpath='{.status.allocatable.rdma/hca}')" = "$NUSABLE" ]
+}
+check "device plugin: the node offers its $NUSABLE usable HCAs as rdma/hca" \
+	wait_for 30 hcas_allocatable
+slice_published() {
+	kc get resourceslices -o json | jq -e --argjson n "$NUSABLE" '[.items[] |
+		select(.spec.driver == "rdma.orh.test" and .spec.nodeName == "localhost") |
+		.spec.devices[] | select(.attributes["resource.kubernetes.io/pciBusID"].string and
+			.attributes["resource.kubernetes.io/pcieRoot"].string)] | length == $n'
+}
+check "DRA: the driver published a ResourceSlice of the $NUSABLE HCAs, with pciBusID and pcieRoot" \
+	wait_for 30 slice_published
+# uverbs_of HCA: its uverbs node's name on the sample node
+uverbs_of() {
+	grep -lx "$1" "$WORK"/node/sys/class/infiniband_verbs/uverbs*/ibdev 2>/dev/null |
+		sed -n 's#.*/\(uverbs[0-9]*\)/ibdev$#\1#p'
+}
+# only_hca NAME HCA CONF: what a container allocated HCA alone shows: that HCA's uverbs node
+# and no other uverbs, umad or issm node, allowed by the device cgroup; /etc/nccl.conf's
+# NCCL_IB_HCA that HCA alone, and every setting of the plan (under the node config CONF) of
+# a container that holds that node alone; PID 1's memlock the node's 4 MiB
+only_hca() {
+	local u want
+	u=$(uverbs_of "$2")
+	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/$u" 2>/dev/null)
+	check "$1: its only uverbs, umad or issm node is $2's /dev/infiniband/$u ($want) ($(seen /dev/infiniband))" eval \
+		'[ -n "$u" ] && [ "$(grep -Ec "^/dev/infiniband/(uverbs|umad|issm).* character special file" <<<"$OUT")" = 1 ] &&
+			grep -qx "/dev/infiniband/$u character special file $want" <<<"$OUT"'
+	check "$1: $u is allowed by the device cgroup (open: ENXIO)" \
+		grep -qx "/dev/infiniband/$u ENXIO" <<<"$OUT"
+	check "$1: /etc/nccl.conf's NCCL_IB_HCA names $2 alone ($(seen conf:NCCL_IB_HCA))" \
+		grep -qx "conf:NCCL_IB_HCA==$2:1" <<<"$OUT"
+	# the plan of a container that asks and holds this uverbs node alone (env --spec)
+	jq -n --arg u "$u" --argjson ma "$((0x${want%:*}))" --argjson mi "$((0x${want#*:}))" \
+		'{ociVersion: "1.0.2", process: {env: []}, annotations: {"oci-rdma-hook/enable": "true"},
+			linux: {devices: [{path: ("/dev/infiniband/" + $u), type: "c", major: $ma,
+				minor: $mi}]}}' >"$WORK/spec-$1.json"
+	PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$3" env --spec "$WORK/spec-$1.json") \
+		conf_has_plan "$1: /etc/nccl.conf has every setting of the plan for $2 alone"
+	check "$1: PID 1's memlock is the node's 4 MiB ($(seen pid1-memlock))" \
+		grep -qx 'pid1-memlock 4194304' <<<"$OUT"
+}
+
+ONE_HCA='.spec.containers[0].resources.limits["rdma/hca"] = "1"'
+pod dp-one "$ONE_HCA"
+inside dp-one
+DP_HCA=$(sed -n 's/.*allocated \([^:]*\): .*/\1/p' "$K8S/devplugin.log" | tail -1)
+check "dp-one: the device plugin allocated one of the usable HCAs (${DP_HCA:-none})" eval \
+	'[ "$(grep -c "allocated " "$K8S/devplugin.log")" = 1 ] && tr , "\n" <<<"$USABLE" | grep -qx "$DP_HCA"'
+only_hca dp-one "$DP_HCA" "$WORK/alloc.conf"
+end dp-one
+
+# asked, but allocated nothing: left out under request_scope = allocated
+pod alloc-asks-none "$ASK"
+inside alloc-asks-none
+left_alone alloc-asks-none
+
+# DRA: a DeviceClass of the driver's devices; dra_pod NAME N [JQ]: a ResourceClaimTemplate
+# NAME for the NIC of the N-th usable HCA, chosen by its PCI address (the standard
+# attribute), and a pod NAME of that template (JQ edits it further), checked to hold the
+# claim allocated that NIC and to see the claim's KEP-5304 metadata file; DRA_HCA that HCA
+kc apply -f - >"$WORK/dra-apply.out" 2>&1 <<-EOF || not_ok "DeviceClass: $(cat "$WORK/dra-apply.out")"
+	apiVersion: resource.k8s.io/v1
+	kind: DeviceClass
+	metadata: {name: orh-rdma-nic}
+	spec:
+	  selectors:
+	  - cel: {expression: 'device.driver == "rdma.orh.test"'}
+EOF
+dra_pod() {
+	local dra_pod_name=$1 dra_pci dra_md
+	DRA_HCA=$(tr , '\n' <<<"$USABLE" | sed -n "$2p")
+	dra_pci=$(basename "$(readlink -f "$WORK/node/sys/class/infiniband/$DRA_HCA/device")")
+	kc apply -f - >"$WORK/dra-apply.out" 2>&1 <<-EOF || not_ok "$1: ResourceClaimTemplate: $(cat "$WORK/dra-apply.out")"
+		apiVersion: resource.k8s.io/v1
+		kind: ResourceClaimTemplate
+		metadata: {name: $1, namespace: default}
+		spec:
+		  spec:
+		    devices:
+		      requests:
+		      - name: nic
+		        exactly:
+		          deviceClassName: orh-rdma-nic
+		          count: 1
+		          selectors:
+		          - cel: {expression: 'device.attributes["resource.kubernetes.io"].pciBusID == "$dra_pci"'}
+	EOF
+	pod "$1" ".spec.resourceClaims = [{name: \"rdma\", resourceClaimTemplateName: \"$1\"}] |
+		.spec.containers[0].resources.claims = [{name: \"rdma\"}] | ${3:-.}"
+	inside "$1"
+	check "$1: the scheduler allocated its claim ${DRA_HCA/_/-} (PCI $dra_pci)" eval \
+		'kc get resourceclaims -o json | jq -e --arg p "$dra_pod_name" --arg d "${DRA_HCA/_/-}" "[.items[] |
+			select(.metadata.ownerReferences[0].name == \$p) |
+			.status.allocation.devices.results[] | select(.driver == \"rdma.orh.test\")] |
+			length == 1 and .[0].device == \$d" >/dev/null'
+	dra_md=/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/rdma/nic/rdma.orh.test-metadata.json
+	check "$1: the KEP-5304 metadata file is mounted, naming $dra_pci" eval \
+		'kc exec "$dra_pod_name" -c work -- cat "$dra_md" 2>/dev/null | jq -e --arg p "$dra_pci" \
+			".kind == \"DeviceMetadata\" and .requests[0].devices[0].attributes[\"resource.kubernetes.io/pciBusID\"].string == \$p" >/dev/null'
+}
+dra_pod dra-one 4
+only_hca dra-one "$DRA_HCA" "$WORK/alloc.conf"
+end dra-one
+end alloc-asks-none
+
 k8s_stop "$PLUGIN_PID"
 PLUGIN_PID=""
 
@@ -199,6 +348,20 @@ pod handler-nothing "$RC_RDMA"
 inside handler-nothing
 left_alone handler-nothing
 end handler-nothing
+
+# allocated HCAs through the handler, under containerd's node config (activation =
+# annotation, request_scope = node): an annotated pod that holds an HCA, from the device
+# plugin or from a DRA claim, is kept to that HCA (rule 8)
+pod handler-dp "$RC_RDMA | $ASK | $ONE_HCA"
+inside handler-dp
+DP_HCA=$(sed -n 's/.*allocated \([^:]*\): .*/\1/p' "$K8S/devplugin.log" | tail -1)
+check "handler-dp: the device plugin allocated it one more usable HCA (${DP_HCA:-none})" eval \
+	'[ "$(grep -c "allocated " "$K8S/devplugin.log")" = 2 ] && tr , "\n" <<<"$USABLE" | grep -qx "$DP_HCA"'
+only_hca handler-dp "$DP_HCA" "$WORK/node.conf"
+end handler-dp
+dra_pod handler-dra 5 "$RC_RDMA | $ASK"
+only_hca handler-dra "$DRA_HCA" "$WORK/node.conf"
+end handler-dra
 
 # the teardown: every process of the cluster and of its pods ended, the cgroup removed
 k8s_stop "$PLUGIN_PID"

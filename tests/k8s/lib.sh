@@ -33,7 +33,8 @@ K8S_NS=""
 # k8s_need: every program the cluster needs, or cant_run naming the first one missing
 k8s_need() {
 	local p
-	for p in etcd kube-apiserver kube-scheduler kube-controller-manager kubelet kubectl; do
+	for p in etcd kube-apiserver kube-scheduler kube-controller-manager kubelet kubectl \
+		orh-rdmadev; do
 		[ -x "$K8S_BIN/$p" ] || cant_run "$K8S_BIN/$p missing (tests/setup-debian.sh builds it)"
 	done
 	for p in containerd ctr containerd-shim-runc-v2; do
@@ -113,7 +114,8 @@ k8s_certs() {
 
 # k8s_containerd_config: $CD/config.toml, version 3: the CRI plugin with the runc runtime
 # (its runc root under $CD), the local pause image, the native snapshotter, the CNI of
-# tests/k8s/cni.sh; NRI on, its socket $NRI_SOCK; the shims' sockets under $CD/s
+# tests/k8s/cni.sh, CDI specs read from $CD/cdi; NRI on, its socket $NRI_SOCK; the shims'
+# sockets under $CD/s
 k8s_containerd_config() {
 	local platform
 	case $(uname -m) in
@@ -121,7 +123,7 @@ k8s_containerd_config() {
 	aarch64) platform=arm64 ;;
 	*) platform=$(uname -m) ;;
 	esac
-	mkdir -p "$CD/net.d" "$CD/cni" "$CD/nri/plugins" "$CD/nri/conf.d" "$CD/s"
+	mkdir -p "$CD/net.d" "$CD/cni" "$CD/nri/plugins" "$CD/nri/conf.d" "$CD/s" "$CD/cdi"
 	cat >"$CD/config.toml" <<-EOF
 		version = 3
 		root = "$CD/root"
@@ -144,6 +146,9 @@ k8s_containerd_config() {
 		  # without CAP_SYS_RESOURCE runc cannot lower oom_score_adj to the sandbox's -998
 		  restrict_oom_score_adj = true
 		  netns_mounts_under_state_dir = true
+		  # the CDI specs of the lane's DRA driver (orh-rdmadev dra)
+		  enable_cdi = true
+		  cdi_spec_dirs = ["$CD/cdi"]
 		  [plugins."io.containerd.cri.v1.runtime".containerd]
 		    default_runtime_name = "runc"
 		    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
