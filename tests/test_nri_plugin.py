@@ -511,8 +511,8 @@ def main():
               fields(p))
         code, payload = register_and_configure(rt, req)
         check('Configure, before the registration is answered, is answered OK', code == 0, code)
-        check('the plugin subscribes to CreateContainer alone (events 0x8)',
-              one(payload, 2) == 8, fields(payload))
+        check('the plugin subscribes to CreateContainer and RemoveContainer (events 0x408)',
+              one(payload, 2) == 0x408, fields(payload))
 
         rt.request(3, 'Synchronize', f_bytes(1, f_bytes(1, 'pod-a')) + f_varint(3, 1))
         code, _, payload = rt.response(3)
@@ -649,7 +649,7 @@ def main():
               req['method'] == 'RegisterPlugin' and time.monotonic() - t < 2.0,
               time.monotonic() - t)
         code, payload = register_and_configure(rt, req)
-        check('and is configured again', code == 0 and one(payload, 2) == 8, code)
+        check('and is configured again', code == 0 and one(payload, 2) == 0x408, code)
         rt.request(3, 'CreateContainer',
                    create_req('c4', pod_ann=[('oci-rdma-hook/enable', 'true')]))
         code, msg, payload = rt.response(3)

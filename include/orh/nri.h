@@ -5,7 +5,8 @@
  * serves, src/cmd/nri_encode.c encodes its answers; src/cmd/nri_spec.c turns a
  * CreateContainer request into the OCI spec the spec edit works on (orh/edit.h) and the
  * edit's result into the ContainerAdjustment the runtime applies; src/cmd/nri_limit.c counts
- * the lines the plugin logs. Pure: no socket here (src/cmd/cmd_nri.c).
+ * the lines the plugin logs; src/cmd/nri_handle.c decodes RemoveContainer's request. Pure: no
+ * socket here (src/cmd/cmd_nri.c).
  *
  * Only what the oldest runtimes served read is sent (CRI-O 1.30 bundles NRI v0.6.0,
  * containerd 2.0 and 2.1 v0.8.0): annotations, mounts, env, hooks, linux.devices,
@@ -30,6 +31,11 @@
 #define ORH_NRI_VERSION "v0.8.0"
 /* Event CREATE_CONTAINER (4): its bit in ConfigureResponse.events */
 #define ORH_NRI_EVENT_CREATE_CONTAINER (1 << (4 - 1))
+/* Event REMOVE_CONTAINER (11), and ContainerState CONTAINER_UNKNOWN (0): the state of a
+ * container the runtime never created (one a validator of its rejected) */
+#define ORH_NRI_EVENT_REMOVE 11
+#define ORH_NRI_EVENT_REMOVE_CONTAINER (1 << (ORH_NRI_EVENT_REMOVE - 1))
+#define ORH_NRI_STATE_UNKNOWN 0
 
 struct orh_nri_kv {
 	char *key, *value;
@@ -163,6 +169,8 @@ void orh_nri_adjust_encode(struct orh_buf *b, const struct orh_nri_adjust *adj);
 int orh_nri_adjust_decode(const void *p, size_t n, struct orh_nri_adjust *adj,
 			  struct orh_err *err);
 bool orh_nri_adjust_empty(const struct orh_nri_adjust *adj);
+/* The hooks of every kind the adjustment adds (nri_spec.c). */
+size_t orh_nri_adjust_hooks(const struct orh_nri_adjust *adj);
 void orh_nri_adjust_free(struct orh_nri_adjust *adj);
 
 /* A ttrpc Response on the plugin's connection of the multiplexer, as frames appended to
@@ -221,5 +229,34 @@ char *orh_nri_describe(const struct orh_nri_create *req, size_t max);
  * orh_edit_must_fail(). */
 int orh_nri_serve(const struct orh_ctx *ctx, const struct orh_nri_create *req,
 		  struct orh_nri_adjust *adj, struct orh_edit_result *res, struct orh_err *err);
+/* The same, without hooks where hookless (the reason, for the record) is not NULL: no
+ * nccl-conf stage; where the edit lets the plugin write /etc/nccl.conf itself (the
+ * container's network known now, res->d), the plan's settings NCCL reads from the file are
+ * written to <run dir>/<id>/nccl.conf, bind-mounted read-only over /etc/nccl.conf by the
+ * adjustment, and the container's record written beside it (stage "NRI plugin", its
+ * edited_by saying "served without hooks (<hookless>)"); what hooks would have done and
+ * the plugin cannot goes into res->warnings (and the record), each "not done without
+ * hooks: ...". A file or record that cannot be written is such a warning too; the devices,
+ * environment and rlimits are given all the same. */
+#define ORH_NRI_NOT_DONE "not done without hooks: "
+#define ORH_NRI_NOT_DONE_LIST                                                             \
+	"the image's own /etc/nccl.conf (the plugin's copy covers it), the image checks and "    \
+	"the node's RDMA userspace for the image (the container's root is not read), the "       \
+	"checks of the running container (its memlock, device nodes and GIDs)"
+int orh_nri_serve_as(const struct orh_ctx *ctx, const struct orh_nri_create *req,
+		     const char *hookless, struct orh_nri_adjust *adj,
+		     struct orh_edit_result *res, struct orh_err *err);
+/* A RemoveContainerRequest{pod=1, container=2}, or with event_msg a StateChangeEvent{event=1,
+ * pod=2, container=3} (how runtimes before the call's own send it) (nri_handle.c): of the
+ * Container, its id (malloc'd; NULL for an event other than REMOVE_CONTAINER), state (4) and
+ * created_at (14: 0 where the runtime never created it, or does not say). -EBADMSG with
+ * err. */
+struct orh_nri_removed {
+	char *id;
+	int state;
+	int64_t created_at;
+};
+int orh_nri_removed_decode(const void *p, size_t n, bool event_msg,
+			   struct orh_nri_removed *rm, struct orh_err *err);
 
 #endif

@@ -83,12 +83,22 @@ void orh_nri_worker_input(struct orh_nri_conn *c, size_t i);
 /* Worker i ended: killed first when late (or when the connection is lost, answer false),
  * answered when answer. */
 void orh_nri_worker_end(struct orh_nri_conn *c, size_t i, bool answer, bool late);
+/* Containers answered with hooks: was id one (it is forgotten now)? */
+bool orh_nri_hooked_take(const char *id);
+/* From now on, under nri_hooks = auto, containers are served without hooks, why in their
+ * record (orh_nri_serve_as()). */
+void orh_nri_hooks_off(const char *why);
 /* Killed workers not ended yet (reaped by orh_nri_workers_reap()). */
 size_t orh_nri_workers_dying(void);
 void orh_nri_workers_reap(void);
 
 /* nri_handle.c: each whole message read, while more may be taken (can_take). -1: the
- * connection is done. */
+ * connection is done. RemoveContainer of a container answered with hooks that the runtime
+ * never created (its state unknown, no creation time, no record of its nccl-conf stage,
+ * the node handed to that stage still there): the runtime rejected the hooks (containerd's
+ * NRI validator, reject_oci_hook_adjustment); that is logged, with the key to set, and
+ * orh_nri_hooks_off() called (under nri_hooks = yes only logged). RemoveContainer of a
+ * container served without hooks removes its state directory. */
 int orh_nri_dispatch(struct orh_nri_conn *c, bool (*can_take)(const struct orh_nri_conn *));
 /* RegisterPlugin, as NAME and IDX, sent on the runtime's connection. */
 void orh_nri_register(struct orh_nri_conn *c, const char *name, const char *idx);

@@ -2,16 +2,24 @@
 /*
  * The NRI plugin's answers to the runtime (include/orh/nri_plugin.h): each whole message
  * read from the connection handled. The plugin service's requests: Configure (its config,
- * the runtime's request timeout; the plugin subscribes to CreateContainer alone),
- * Synchronize, CreateContainer (handed to a worker, nri_workers.c), the others answered
- * empty; and on the runtime's service, RegisterPlugin sent and its answer read.
+ * the runtime's request timeout; the plugin subscribes to CreateContainer and RemoveContainer),
+ * Synchronize, CreateContainer (handed to a worker, nri_workers.c), RemoveContainer (the
+ * runtime's rejection of the hooks seen, a state directory of a container served without
+ * hooks removed), the others answered empty; and on the runtime's service, RegisterPlugin
+ * sent and its answer read.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include "orh/log.h"
 #include "orh/nri_plugin.h"
+#include "orh/pbwire.h"
+#include "orh/record.h"
+#include "orh/statedir.h"
 
 #define PEER_LOG(...) ORH_NRI_LOG(ORH_NRI_PEER, __VA_ARGS__)
 
@@ -53,14 +61,140 @@ static void configure(struct orh_nri_conn *c, uint32_t stream,
 		return;
 	}
 	PEER_LOG(LOG_INFO, "nri: configured by %s %s (request timeout %lld ms), the node config "
-		 "from %s: serving CreateContainer",
+		 "from %s: serving CreateContainer, watching RemoveContainer",
 		 cf.runtime_name ? cf.runtime_name : "a runtime",
 		 cf.runtime_version ? cf.runtime_version : "", (long long)c->timeout_ms,
 		 cf.config && *cf.config ? "Configure's config" : c->ctx->config_path);
-	orh_nri_configure_response_encode(&b, ORH_NRI_EVENT_CREATE_CONTAINER);
+	orh_nri_configure_response_encode(&b, ORH_NRI_EVENT_CREATE_CONTAINER |
+						 ORH_NRI_EVENT_REMOVE_CONTAINER);
 	orh_nri_respond(&c->out, stream, ORH_RPC_OK, NULL, &b);
 	free(b.p);
 	orh_nri_configure_free(&cf);
+}
+
+int orh_nri_removed_decode(const void *p, size_t n, bool event_msg,
+			   struct orh_nri_removed *rm, struct orh_err *err)
+{
+	uint32_t ctr = event_msg ? 3 : 2;
+	struct orh_pb_reader r, sub;
+	struct orh_pb_field f, g;
+	uint64_t v = 0, event = 0;
+	int k;
+
+	memset(rm, 0, sizeof(*rm));
+	orh_pb_reader_init(&r, p, n);
+	while ((k = orh_pb_next(&r, &f, err)) > 0) {
+		if (f.num == 1 && event_msg)
+			k = orh_pb_u64(&f, &event, err);
+		if (k < 0)
+			break;
+		if (f.num != ctr)
+			continue;
+		k = orh_pb_sub(&r, &f, &sub, err);
+		while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
+			if (g.num == 1) {
+				free(rm->id);
+				rm->id = NULL;
+				k = orh_pb_string(&g, &rm->id, err);
+			} else if (g.num == 4 || g.num == 14) {
+				k = orh_pb_u64(&g, &v, err);
+				if (g.num == 4)
+					rm->state = (int)v;
+				else
+					rm->created_at = (int64_t)v;
+			}
+			k = k < 0 ? k : 0;
+		}
+		if (k < 0)
+			break;
+	}
+	if (k < 0 || (event_msg && event != ORH_NRI_EVENT_REMOVE)) {
+		free(rm->id);
+		rm->id = NULL;
+	}
+	return k < 0 ? orh_err_prefix(err, event_msg ? "StateChangeEvent" : "RemoveContainerRequest")
+		     : 0;
+}
+
+/* The record of the container's state directory: 1 where it is there (stage: its stage,
+ * malloc'd), 0 where not, -1 where it is there and cannot be read; *handoff: the node
+ * handed to its nccl-conf stage is there (no stage took it and ended: poststop removes the
+ * directory). */
+static int record_of(const char *id, char **stage, bool *handoff)
+{
+	_cleanup_free_ char *dir = orh_state_dir_path(ORH_RUN_DIR, id);
+	_cleanup_close_ int fd = -1;
+	json_t *rec;
+
+	*stage = NULL;
+	*handoff = false;
+	if (!dir || (fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return 0;
+	*handoff = faccessat(fd, ORH_HANDOFF_FILE, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	if (faccessat(fd, ORH_RECORD_FILE, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (!(rec = orh_record_load_at(fd, ORH_RECORD_FILE)))
+		return -1;
+	if (json_string_value(json_object_get(rec, "stage")))
+		*stage = orh_xstrdup(json_string_value(json_object_get(rec, "stage")));
+	json_decref(rec);
+	return 1;
+}
+
+/* The runtime rejected the hooks given to container id: said, and the containers after it
+ * served without them. */
+static void hooks_rejected(const char *id, const char *why)
+{
+	orh_log(LOG_ERR, "nri: container %s, answered with OCI hooks (the nccl-conf "
+		"stage), was removed without ever being created: the runtime rejected the "
+		"container for its hooks, most likely containerd's NRI validator with "
+		"[plugins.\"io.containerd.nri.v1.nri\".default_validator] "
+		"reject_oci_hook_adjustment = true; the containers from now on are served "
+		"without hooks (the plugin writes their /etc/nccl.conf and record); set "
+		"[containers] nri_hooks = no in the node config to serve so from the start, "
+		"or allow the plugin's hooks in the validator", id);
+	orh_nri_hooks_off(why);
+}
+
+/* RemoveContainer: a container answered with hooks that the runtime never created had them
+ * rejected: no state but unknown, no creation time (containerd has no status of it: its
+ * CreateContainer undone), no record from its stage while the node handed to that stage is
+ * still there (a container that ran had its directory removed by poststop). One served
+ * without hooks leaves its state directory to the plugin. */
+static void removed(struct orh_nri_conn *c, const struct orh_ttrpc_request *rq, bool event_msg)
+{
+	_cleanup_free_ char *stage = NULL, *id = NULL;
+	struct orh_nri_removed rm;
+	struct orh_err err = { 0 };
+	bool handoff;
+	int rec;
+
+	if (orh_nri_removed_decode(rq->payload, rq->payload_len, event_msg, &rm, &err) < 0) {
+		PEER_LOG(LOG_WARNING, "nri: %s", err.msg);
+		return;
+	}
+	id = rm.id;
+	if (!id || !orh_state_id_usable(id))
+		return;
+	rec = record_of(id, &stage, &handoff);
+	if (orh_nri_hooked_take(id) && rm.state == ORH_NRI_STATE_UNKNOWN && !rm.created_at &&
+	    rec == 0 && handoff) {
+		_cleanup_free_ char *why = orh_xasprintf(
+			"the runtime rejected the OCI hooks given to container %s: containerd's NRI "
+			"validator with reject_oci_hook_adjustment = true, most likely", id);
+
+		orh_state_dir_remove(ORH_RUN_DIR, id); /* the node handed to the stage */
+		if (orh_nri_config_reload(c->ctx) == 0 && c->ctx->cfg.nri_hooks == ORH_NRI_HOOKS_YES)
+			orh_log(LOG_ERR, "nri: container %s, answered with OCI hooks, was removed "
+				"without ever being created: the runtime most likely rejected its "
+				"hooks (containerd's NRI validator, reject_oci_hook_adjustment = "
+				"true); nri_hooks = yes in the node config: the plugin goes on giving "
+				"hooks (set nri_hooks = no or auto to serve without them)", id);
+		else
+			hooks_rejected(id, why);
+	} else if (rec > 0 && stage && !strcmp(stage, "NRI plugin")) {
+		orh_state_dir_remove(ORH_RUN_DIR, id);
+	}
 }
 
 /* Plugin service methods answered with an empty message: those of events not subscribed
@@ -69,7 +203,6 @@ static const char *const empty_methods[] = {
 	"Shutdown", "RunPodSandbox", "UpdatePodSandbox", "PostUpdatePodSandbox",
 	"StopPodSandbox", "RemovePodSandbox", "PostCreateContainer", "StartContainer",
 	"PostStartContainer", "UpdateContainer", "PostUpdateContainer", "StopContainer",
-	"RemoveContainer", "StateChange",
 };
 
 static void request(struct orh_nri_conn *c, const struct orh_ttrpc_msg *m)
@@ -89,6 +222,10 @@ static void request(struct orh_nri_conn *c, const struct orh_ttrpc_msg *m)
 				NULL);
 	} else if (!strcmp(rq.method, "CreateContainer")) {
 		orh_nri_worker_start(c, m->hdr.stream, &rq);
+	} else if (!strcmp(rq.method, "RemoveContainer") || !strcmp(rq.method, "StateChange")) {
+		/* RemoveContainer's own call, or the StateChange of runtimes before it */
+		removed(c, &rq, !strcmp(rq.method, "StateChange"));
+		orh_nri_respond(&c->out, m->hdr.stream, ORH_RPC_OK, NULL, NULL);
 	} else if (!strcmp(rq.method, "Configure")) {
 		configure(c, m->hdr.stream, &rq);
 	} else if (!strcmp(rq.method, "Synchronize")) {

@@ -7,10 +7,15 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "orh/atomic.h"
 #include "orh/json.h"
+#include "orh/ncclconf.h"
 #include "orh/nri.h"
 #include "orh/oci.h"
+#include "orh/record.h"
+#include "orh/statedir.h"
 
 /* The pod's annotations that reach the container's spec: ours, as the handler's
  * pod_annotations list (oci-rdma-hook/ and a star) passes them (a CRI container's own annotations
@@ -409,10 +414,140 @@ static void pod_annotations(const struct orh_nri_create *req, const json_t *spec
 	}
 }
 
+/* Without hooks: the adjustment's hooks (a stage the edit registered where the plugin could
+ * not write the file itself) dropped. */
+static void drop_hooks(struct orh_nri_adjust *adj)
+{
+	for (unsigned k = 0; k < ORH_NRI_HOOK_KINDS; k++) {
+		for (size_t i = 0; i < adj->hooks.n[k]; i++) {
+			free(adj->hooks.v[k][i].path);
+			orh_strv_free(&adj->hooks.v[k][i].args);
+			orh_strv_free(&adj->hooks.v[k][i].env);
+		}
+		free(adj->hooks.v[k]);
+		adj->hooks.v[k] = NULL;
+		adj->hooks.n[k] = 0;
+	}
+}
+
+size_t orh_nri_adjust_hooks(const struct orh_nri_adjust *adj)
+{
+	size_t n = 0;
+
+	for (unsigned k = 0; k < ORH_NRI_HOOK_KINDS; k++)
+		n += adj->hooks.n[k];
+	return n;
+}
+
+/* The plan's settings NCCL reads from /etc/nccl.conf, but the capture's (no hook makes its
+ * tmpfs in the container): the file's text, malloc'd. */
+static int conf_text(const struct orh_plan *plan, char **text, size_t *added, bool *no_capture,
+		     struct orh_err *err)
+{
+	_cleanup_free_ struct orh_env_entry *env = orh_xcalloc(plan->n_env + 1, sizeof(*env));
+	size_t n = 0;
+
+	*no_capture = false;
+	for (size_t i = 0; i < plan->n_env; i++) {
+		if (!orh_env_nccl_reads(plan->env[i].name))
+			continue;
+		if (orh_nccl_record_entry(&plan->env[i]))
+			*no_capture = true;
+		else
+			env[n++] = plan->env[i];
+	}
+	return orh_ncclconf_merge(NULL, 0, env, n, text, added, NULL, err);
+}
+
+/* The container's /etc/nccl.conf written by the plugin into its state directory
+ * (<run dir>/<id>/nccl.conf, 0644) and bind-mounted read-only over /etc/nccl.conf by the
+ * adjustment; its record there, saying it was served without hooks (why) and what was not
+ * done. 0, or -errno with err: then nothing of it is in the adjustment. */
+static int hookless_conf(const struct orh_nri_create *req, const char *why, const json_t *spec,
+			 struct orh_edit_result *res, struct orh_nri_adjust *adj,
+			 struct orh_err *err)
+{
+	_cleanup_free_ char *dir = orh_state_dir_path(ORH_RUN_DIR, req->ctr.id);
+	_cleanup_free_ char *text = NULL, *path = NULL, *by = NULL, *off = NULL;
+	_cleanup_close_ int dirfd = -1;
+	struct orh_strv kept = { 0 };
+	struct orh_nri_mount *m;
+	size_t added = 0;
+	bool created = false, no_capture = false;
+	int r;
+
+	if (!dir)
+		return orh_fail(err, EINVAL, "the container id '%s' cannot name a state directory",
+				req->ctr.id ? req->ctr.id : "");
+	r = conf_text(&res->d->plan, &text, &added, &no_capture, err);
+	if (r == 0 && (dirfd = orh_state_dir_open(dir, &created, err)) < 0)
+		r = dirfd;
+	if (r == 0)
+		r = orh_replace_at(dirfd, "nccl.conf", &(struct orh_replace){
+			.type = S_IFREG, .mode = 0644, .data = text, .len = strlen(text),
+			.sweep = true }, err);
+	if (r < 0)
+		return orh_err_prefix(err, "/etc/nccl.conf not written");
+	path = orh_xasprintf("%s/nccl.conf", dir);
+	by = orh_xasprintf("the NRI plugin, served without hooks (%s): it wrote /etc/nccl.conf "
+			   "itself and the runtime bind-mounts it read-only", why);
+	off = no_capture ? orh_xstrdup(ORH_NRI_NOT_DONE "the NCCL debug capture (no hook makes "
+				       "its directory in the container)") : orh_xstrdup("");
+	orh_strv_pushf(&res->warnings, ORH_NRI_NOT_DONE "%s", ORH_NRI_NOT_DONE_LIST);
+	{
+		struct orh_record_in rec = {
+			.id = req->ctr.id,
+			.stage = "NRI plugin",
+			.edited_by = by,
+			.d = res->d,
+			.node_read = "by the NRI plugin",
+			.netns_if = res->d->facts.netns_default_if,
+			.nodes_created = -1,
+			.conf = "written",
+			.conf_added = added,
+			.conf_bound_from = path,
+			.conf_kept = &kept,
+			.conf_record_off = off,
+			.warnings = &res->warnings,
+		};
+
+		/* no pid, no bundle, no namespaces: the record's container cannot be told
+		 * there or gone from it, and no sweep takes its directory: the plugin removes it
+		 * at RemoveContainer */
+		orh_record_spec(&rec, spec);
+		r = orh_record_write(dir, &rec, err);
+	}
+	if (r < 0) {
+		orh_state_dir_remove(ORH_RUN_DIR, req->ctr.id);
+		return orh_err_prefix(err, "the record not written");
+	}
+	m = ADD(adj->mounts, adj->n_mounts);
+	m->destination = orh_xstrdup("/etc/nccl.conf");
+	m->type = orh_xstrdup("bind");
+	m->source = TAKE_PTR(path);
+	orh_strv_push(&m->options, orh_xstrdup("bind"));
+	orh_strv_push(&m->options, orh_xstrdup("ro"));
+	orh_strv_push(&m->options, orh_xstrdup("nosuid"));
+	orh_strv_push(&m->options, orh_xstrdup("nodev"));
+	orh_strv_push(&m->options, orh_xstrdup("noexec"));
+	return 0;
+}
+
 int orh_nri_serve(const struct orh_ctx *ctx, const struct orh_nri_create *req,
 		  struct orh_nri_adjust *adj, struct orh_edit_result *res, struct orh_err *err)
 {
+	return orh_nri_serve_as(ctx, req, NULL, adj, res, err);
+}
+
+int orh_nri_serve_as(const struct orh_ctx *ctx, const struct orh_nri_create *req,
+		     const char *hookless, struct orh_nri_adjust *adj,
+		     struct orh_edit_result *res, struct orh_err *err)
+{
 	json_t *spec = orh_nri_spec(req), *before = json_deep_copy(spec);
+	/* without hooks: the plugin writes /etc/nccl.conf itself where the edit lets it (the
+	 * container's network known now: the pod's namespace read by its path) */
+	unsigned flags = hookless ? ORH_SERVE_CONF | ORH_SERVE_NO_POSTSTOP
+				  : ORH_SERVE_SNAPSHOT | ORH_SERVE_TOKEN;
 	int r;
 
 	memset(adj, 0, sizeof(*adj));
@@ -422,9 +557,23 @@ int orh_nri_serve(const struct orh_ctx *ctx, const struct orh_nri_create *req,
 	/* the node read here goes to the nccl-conf stage (the caller writes it, res->snapshot),
 	 * bound to the token of the stage's hook entry: the runtime writes config.json from
 	 * the answer later */
-	r = orh_spec_serve(ctx, spec, ORH_SERVE_SNAPSHOT | ORH_SERVE_TOKEN, res, err);
+	r = orh_spec_serve(ctx, spec, flags, res, err);
 	if (r == 0 && res->edits > 0)
 		r = orh_nri_diff(before, spec, adj, err);
+	if (r == 0 && hookless && orh_nri_adjust_hooks(adj)) {
+		/* a stage the edit registered: its file is not written */
+		drop_hooks(adj);
+		json_decref(res->snapshot);
+		res->snapshot = NULL;
+		orh_strv_pushf(&res->warnings, ORH_NRI_NOT_DONE "/etc/nccl.conf (the pod's network "
+			       "is not known before its containers run: its namespace not read)");
+	}
+	if (r == 0 && hookless && res->d && req->ctr.id) {
+		struct orh_err cerr = { 0 };
+
+		if (hookless_conf(req, hookless, spec, res, adj, &cerr) < 0)
+			orh_strv_pushf(&res->warnings, ORH_NRI_NOT_DONE "%s", cerr.msg);
+	}
 	if (r == 0 && !orh_nri_adjust_empty(adj))
 		pod_annotations(req, json_object_get(before, "annotations"), adj);
 	json_decref(spec);

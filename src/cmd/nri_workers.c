@@ -7,9 +7,13 @@
  * container's nccl-conf stage (orh/handoff.h) before it answers through its pipe. An answer
  * not ready by three quarters of the runtime's request timeout is given up (the child
  * killed) and the container gets nothing, or is refused when on_error = fail and it asked.
+ * Without hooks (nri_hooks = no, or auto once the runtime was seen rejecting them:
+ * orh_nri_hooks_off()), the worker writes the container's /etc/nccl.conf and record itself
+ * (orh_nri_serve_as()).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -25,9 +29,49 @@
 
 /* A worker's output: its header (orh_nri_worker_head_put(), the name at most WHAT_MAX
  * bytes), then its answer: one byte (0: the response's payload follows, 1: a refusal's
- * reason follows), then its bytes */
+ * reason follows, 2: the container's id and a NUL, then the payload of a response that
+ * gives hooks), then its bytes */
 #define WHAT_MAX 512
-#define WORKER_OUT_MAX (WHAT_MAX + 2 + ORH_TTRPC_MSG_MAX + 1)
+#define WORKER_OUT_MAX (WHAT_MAX + 2 + NAME_MAX + 1 + ORH_TTRPC_MSG_MAX + 1)
+
+/* Why containers are served without hooks under nri_hooks = auto (NULL: they are not): set
+ * in the plugin, inherited by the workers it starts after. */
+static char *hooks_off;
+/* The last containers answered with hooks, the oldest replaced first */
+static char *hooked[ORH_NRI_MAX_WORKERS * 4];
+static size_t next_hooked;
+
+void orh_nri_hooks_off(const char *why)
+{
+	free(hooks_off);
+	hooks_off = orh_xstrdup(why);
+}
+
+bool orh_nri_hooked_take(const char *id)
+{
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(hooked); i++)
+		if (hooked[i] && !strcmp(hooked[i], id)) {
+			free(hooked[i]);
+			hooked[i] = NULL;
+			return true;
+		}
+	return false;
+}
+
+static void hooked_add(const char *id)
+{
+	free(hooked[next_hooked]);
+	hooked[next_hooked] = orh_xstrdup(id);
+	next_hooked = (next_hooked + 1) % ORH_ARRAY_SIZE(hooked);
+}
+
+/* Why this container is served without hooks, as the node config says (NULL: with). */
+static const char *hookless_why(const struct orh_config *cfg)
+{
+	if (cfg->nri_hooks == ORH_NRI_HOOKS_NO)
+		return "nri_hooks = no in the node config";
+	return cfg->nri_hooks == ORH_NRI_HOOKS_AUTO ? hooks_off : NULL;
+}
 
 /* In a worker: its lines are not logged (the containers' limit said so when it started). */
 static bool quiet;
@@ -36,9 +80,9 @@ static bool quiet;
 #define CTR_LOG(...) ORH_NRI_LOG(ORH_NRI_CTR, __VA_ARGS__)
 
 static void log_served(const char *what, const struct orh_edit_result *res,
-		       const struct orh_nri_adjust *adj)
+		       const struct orh_nri_adjust *adj, const char *hookless)
 {
-	size_t hooks = 0;
+	size_t hooks = orh_nri_adjust_hooks(adj);
 
 	for (size_t i = 0; i < res->warnings.n; i++)
 		WORKER_LOG(LOG_WARNING, "nri: %s: %s", what, res->warnings.v[i]);
@@ -47,13 +91,12 @@ static void log_served(const char *what, const struct orh_edit_result *res,
 			   res->why[0] ? res->why : "no RDMA device to give");
 		return;
 	}
-	for (unsigned k = 0; k < ORH_NRI_HOOK_KINDS; k++)
-		hooks += adj->hooks.n[k];
 	WORKER_LOG(LOG_INFO,
 		   "nri: %s: %zu device(s), %zu cgroup rule(s), memlock %s, %zu hook(s), %zu "
-		   "environment setting(s), %zu mount(s) given",
+		   "environment setting(s), %zu mount(s) given%s%s%s",
 		   what, adj->n_devices, adj->n_rules, adj->n_rlimits ? "set" : "unchanged", hooks,
-		   adj->env.n, adj->n_mounts);
+		   adj->env.n, adj->n_mounts, hookless ? ", served without hooks (" : "",
+		   hookless ? hookless : "", hookless ? ")" : "");
 }
 
 /* The node as the decision read it, for the container's nccl-conf stage, before the answer
@@ -92,6 +135,7 @@ worker_main(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd)
 	struct orh_nri_adjust adj = { 0 };
 	struct orh_err err = { 0 };
 	struct orh_buf out = { 0 };
+	const char *hookless;
 	char *what;
 	int r = orh_nri_create_decode(p, n, &req, &err);
 
@@ -114,7 +158,8 @@ worker_main(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd)
 	if (orh_write_all(fd, out.p, out.n) < 0)
 		_exit(ORH_EXIT_FAIL);
 	out.n = 0;
-	r = orh_nri_serve(ctx, &req, &adj, &res, &err);
+	hookless = hookless_why(&ctx->cfg);
+	r = orh_nri_serve_as(ctx, &req, hookless, &adj, &res, &err);
 	if (r == 0 && res.snapshot && req.ctr.id)
 		hand_off(ctx, &req, what, &res);
 
@@ -129,8 +174,14 @@ worker_main(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd)
 		if (r < 0)
 			WORKER_LOG(LOG_WARNING, "nri: %s: nothing given: %s", what, err.msg);
 		else
-			log_served(what, &res, &adj);
-		orh_buf_addc(&out, 0);
+			log_served(what, &res, &adj, hookless);
+		if (r == 0 && orh_nri_adjust_hooks(&adj) && req.ctr.id && strlen(req.ctr.id) <= NAME_MAX) {
+			/* the plugin watches for the runtime rejecting them */
+			orh_buf_addc(&out, 2);
+			orh_buf_add(&out, req.ctr.id, strlen(req.ctr.id) + 1);
+		} else {
+			orh_buf_addc(&out, 0);
+		}
 		if (r == 0)
 			orh_nri_create_response_encode(&out, &adj);
 	}
@@ -155,6 +206,19 @@ static void worker_answer(struct orh_nri_conn *c, struct orh_nri_worker *w, bool
 				       "RDMA (on_error = fail)", NULL);
 		else
 			orh_nri_respond(&c->out, w->stream, ORH_RPC_OK, NULL, NULL);
+		return;
+	}
+	if (ans[0] == 2) {
+		size_t id = strnlen(ans + 1, n - 1);
+
+		if (id >= n - 1) { /* no NUL: not an answer */
+			w->head = 0;
+			worker_answer(c, w, false);
+			return;
+		}
+		hooked_add(ans + 1);
+		orh_nri_respond(&c->out, w->stream, ORH_RPC_OK, NULL,
+				&(struct orh_buf){ .p = ans + 2 + id, .n = n - 2 - id });
 		return;
 	}
 	if (ans[0] == 1) {

@@ -16,7 +16,16 @@
 #     the plugin's refusal naming "Configure's config" and the line; the plugin is not used,
 #     and the required-plugins pod is refused ("not present"), while a pod without the
 #     annotation starts;
-#   - the plugin up again (connected to the socket): the same pod starts, served.
+#   - the plugin up again (connected to the socket): the same pod starts, served;
+#   - containerd's validator with reject_oci_hook_adjustment = true, the plugin on the
+#     socket: with nri_hooks = yes the annotated pod is refused for the plugin's hook; with
+#     nri_hooks = no it starts, served without hooks (the device allowed, the node's
+#     memlock, the plan in /etc/nccl.conf from the plugin's read-only copy, no hook of ours
+#     in its config.json; `inspect` shows the plugin's record "served without hooks" and
+#     what was not done), and its state directory goes at RemoveContainer; with the
+#     default (auto) the first pod is refused, the plugin logs the rejection naming
+#     reject_oci_hook_adjustment and nri_hooks, and the next pod is served without hooks,
+#     its record naming the rejection.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/e2e-containerd-lib.sh"
 CRI_SRC=${ORH_SRCDIR:-$HERE/../..}
@@ -243,6 +252,86 @@ check "up again: containerd has 50-oci-rdma-hook connected and synchronized" \
 	wait_for 20 synced 50-oci-rdma-hook
 run_pod required-again "$OPT_IN | $REQUIRED" || not_ok "required-again: refused: $CRI_ERR"
 check_plan_served required-again
+end_pod
+
+# ---- containerd's validator rejecting OCI hooks: reject_oci_hook_adjustment = true --------
+kill "$PLUGIN_PID" 2>/dev/null; wait "$PLUGIN_PID" 2>/dev/null || true
+PLUGIN_PID=""
+rm -f "$CD/nri/plugins/10-oci-rdma-hook"
+sed -i 's/^    enable = true$/    enable = true\n    reject_oci_hook_adjustment = true/' "$CD/config.toml"
+# plugin_on CONFIG LOG: containerd restarted, the plugin on its socket with CONFIG
+plugin_on() {
+	[ -z "$PLUGIN_PID" ] || { kill "$PLUGIN_PID" 2>/dev/null; wait "$PLUGIN_PID" 2>/dev/null; } || true
+	restart_cd
+	"$HOOK" nri --socket "$NRI_SOCK" --config "$1" 2>"$2" &
+	PLUGIN_PID=$!
+	wait_for 20 synced 50-oci-rdma-hook || not_ok "$1: the plugin was not synchronized"
+}
+# no_hook_of_ours: the container's config.json (containerd's bundle) has no hook at all
+no_hook_of_ours() {
+	jq -e '[.hooks // {} | .[][]?] | length == 0' \
+		"$CD/state/io.containerd.runtime.v2.task/k8s.io/$CTR/config.json" >/dev/null
+}
+REJECTED="attempted restricted OCI hook injection"
+
+write_conf "$WORK/hooks-yes.conf" "$NODE_CONF
+nri_hooks = yes"
+plugin_on "$WORK/hooks-yes.conf" "$WORK/plugin-yes.log"
+check "validator: containerd runs with reject_oci_hook_adjustment = true" \
+	grep -q '^    reject_oci_hook_adjustment = true$' "$CD/config.toml"
+RC=0
+run_pod hooks-yes "$OPT_IN" || RC=$?
+check "hooks-yes: the pod is refused for the plugin's hook ($CRI_ERR)" \
+	eval '[ "$RC" = 1 ] && grep -q "$REJECTED" <<<"$CRI_ERR"'
+end_pod
+check "hooks-yes: the plugin logs the likely rejection and goes on giving hooks (nri_hooks = yes)" \
+	wait_for 20 grep -q 'reject_oci_hook_adjustment = true); nri_hooks = yes in the node config: the plugin goes on giving hooks' \
+	"$WORK/plugin-yes.log"
+
+write_conf "$WORK/hooks-no.conf" "$NODE_CONF
+nri_hooks = no"
+plugin_on "$WORK/hooks-no.conf" "$WORK/plugin-no.log"
+run_pod hooks-no "$OPT_IN" || not_ok "hooks-no: the pod did not start: $CRI_ERR"
+check_plan_served hooks-no
+check "hooks-no: no hook in the container's config.json" no_hook_of_ours
+INSPECT=$("$HOOK" inspect "$CTR" --json 2>&1) || true
+check "hooks-no: inspect shows the plugin's record: served without hooks, nri_hooks = no" \
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["stage"] == "NRI plugin", r.get("stage")
+assert r["alive"] is None, r.get("alive")  # no process, no bundle: neither there nor gone
+assert "served without hooks (nri_hooks = no in the node config)" in r["edited_by"], r
+assert r["node_read"] == "by the NRI plugin", r.get("node_read")
+assert r["nccl_conf"]["result"] == "written" and r["nccl_conf"]["added"] > 0, r["nccl_conf"]
+assert any(w.startswith("not done without hooks: ") for w in r["warnings"]), r["warnings"]
+' "$INSPECT"
+NOHOOK_DIR=/run/oci-rdma-hook/$CTR
+HAD_DIR=0
+[ -f "$NOHOOK_DIR/nccl.conf" ] && HAD_DIR=1
+end_pod
+check "hooks-no: the plugin removed the state directory (its nccl.conf copy) at RemoveContainer" \
+	eval '[ "$HAD_DIR" = 1 ] && wait_for 20 test ! -e "$NOHOOK_DIR"'
+
+plugin_on "$WORK/node.conf" "$WORK/plugin-auto.log"
+RC=0
+run_pod auto-first "$OPT_IN" || RC=$?
+check "auto: the first pod is refused for the plugin's hook ($CRI_ERR)" \
+	eval '[ "$RC" = 1 ] && grep -q "$REJECTED" <<<"$CRI_ERR"'
+end_pod
+check "auto: the plugin logs the rejection, naming reject_oci_hook_adjustment and nri_hooks" \
+	wait_for 20 grep -q 'reject_oci_hook_adjustment = true.*without hooks.*nri_hooks = no' \
+	"$WORK/plugin-auto.log"
+run_pod auto-next "$OPT_IN" || not_ok "auto-next: the pod did not start: $CRI_ERR"
+check_plan_served auto-next
+check "auto-next: no hook in the container's config.json" no_hook_of_ours
+INSPECT=$("$HOOK" inspect "$CTR" --json 2>&1) || true
+check "auto-next: inspect shows the plugin's record: served without hooks, the rejection why" \
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["stage"] == "NRI plugin", r.get("stage")
+assert "served without hooks (the runtime rejected the OCI hooks" in r["edited_by"], r
+assert "reject_oci_hook_adjustment" in r["edited_by"], r["edited_by"]
+' "$INSPECT"
 end_pod
 
 if [ "$FAILS" != 0 ]; then
