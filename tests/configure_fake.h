@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "orh/configure.h"
+#include "orh/cmd/configure.h"
 
 struct fake_fs {
 	const char *path[8];

@@ -11,7 +11,7 @@
 #include <limits.h>
 #include <unistd.h>
 
-#include "orh/commands.h"
+#include "orh/cmd/commands.h"
 
 /* The last hook of `stage` in spec runs this binary's `what` with --config conf and
  * --sysroot sysroot. */

@@ -3,7 +3,7 @@
 """The layering of the source (HACKING.md): base < node < decide < apply < cmd.
 
 Every src/**/*.c and src/**/*.h belongs to the layer of its folder (src/cmd/configure/ is
-cmd); every include/orh/*.h to the layer HEADERS gives it. The check fails on:
+cmd); every public header to the layer of its folder, include/orh/<layer>/*.h. The check fails on:
 
   - an upward include: a file that includes a header of a higher layer;
   - an upward call: a file that refers to a function or variable defined in a file of a
@@ -29,59 +29,6 @@ import tempfile
 
 LAYERS = ['base', 'node', 'decide', 'apply', 'cmd']
 
-# include/orh/*.h: the layer of the files that define what each declares (or, for a header
-# of types only, of the lowest layer that fills them). A new header must be added here.
-HEADERS = {
-    'orh/util.h': 'base',
-    'orh/log.h': 'base',
-    'orh/args.h': 'base',
-    'orh/atomic.h': 'base',
-    'orh/sandbox.h': 'base',
-    'orh/json.h': 'base',
-    'orh/pbwire.h': 'base',
-    'orh/ttrpc.h': 'base',
-    'orh/rootfs.h': 'base',
-    'orh/inventory.h': 'node',
-    'orh/config.h': 'node',
-    'orh/gpu.h': 'node',
-    'orh/snapshot.h': 'node',
-    'orh/node.h': 'node',
-    'orh/sysclass.h': 'node',
-    'orh/verbs.h': 'node',
-    'orh/image.h': 'node',
-    'orh/nccl_used.h': 'node',
-    'orh/plan.h': 'decide',
-    'orh/affinity.h': 'decide',
-    'orh/oci.h': 'decide',
-    'orh/activation.h': 'decide',
-    'orh/decide.h': 'decide',
-    'orh/sysview_decide.h': 'decide',
-    'orh/apply.h': 'apply',
-    'orh/target.h': 'apply',
-    'orh/mount.h': 'apply',
-    'orh/devices.h': 'apply',
-    'orh/cgroup.h': 'apply',
-    'orh/rlimit.h': 'apply',
-    'orh/ncclconf.h': 'apply',
-    'orh/netns.h': 'apply',
-    'orh/sysview.h': 'apply',
-    'orh/supply.h': 'apply',
-    'orh/spec.h': 'apply',
-    'orh/refuse.h': 'apply',
-    'orh/record.h': 'apply',
-    'orh/statedir.h': 'apply',
-    'orh/sweep.h': 'apply',
-    'orh/handoff.h': 'apply',
-    'orh/shimconf.h': 'apply',
-    'orh/commands.h': 'cmd',
-    'orh/shimfast.h': 'cmd',
-    'orh/ctx.h': 'cmd',
-    'orh/edit.h': 'cmd',
-    'orh/configure.h': 'cmd',
-    'orh/install.h': 'cmd',
-    'orh/nri.h': 'cmd',
-    'orh/nri_plugin.h': 'cmd',
-}
 # Made by the build: the configuration (meson.build) and the seccomp filter
 # (src/base/seccomp-gen.c); neither includes anything of ours.
 GENERATED = {'orh-config.h': 'base', 'seccomp-filter.h': 'base'}
@@ -184,7 +131,9 @@ def resolve(root, rel, inc):
 
 def header_layer(key):
     if key.startswith('include/'):
-        return HEADERS.get(key[len('include/'):])
+        parts = key.split('/')
+        return parts[2] if len(parts) == 4 and parts[1] == 'orh' and parts[2] in LAYERS \
+            else None
     if key in GENERATED:
         return GENERATED[key]
     return layer_of(key)
@@ -233,7 +182,7 @@ def check(root):
     for rel, f in sorted(files.items()):
         mine = header_layer(rel) if rel.startswith('include/') else layer_of(rel)
         if mine is None:
-            problems.append('%s: no layer (add it to HEADERS in tests/layers.py)' % rel)
+            problems.append('%s: no layer (a public header goes in include/orh/LAYER/)' % rel)
             continue
         for inc in f['includes']:
             key = resolve(root, rel, inc)
@@ -242,7 +191,7 @@ def check(root):
                 continue
             theirs = header_layer(key)
             if theirs is None:
-                problems.append('%s: no layer (add it to HEADERS in tests/layers.py)' % key)
+                problems.append('%s: no layer (a public header goes in include/orh/LAYER/)' % key)
             elif LAYERS.index(theirs) > LAYERS.index(mine):
                 upward += 1
                 problems.append('upward include: %s (%s) includes %s (%s)' %
@@ -316,24 +265,25 @@ def check(root):
 # copy must print, a regular expression matching a line of it (it must fail).
 FAULTS = [
     # an upward include
-    ('src/base/util.c', '#include "orh/commands.h"\n',
-     r'upward include: src/base/util\.c \(base\) includes orh/commands\.h \(cmd\)$'),
+    ('src/base/util.c', '#include "orh/cmd/commands.h"\n',
+     r'upward include: src/base/util\.c \(base\) includes orh/cmd/commands\.h \(cmd\)$'),
     # an upward include in a header
-    ('include/orh/plan.h', '#include "orh/target.h"\n',
-     r'upward include: include/orh/plan\.h \(decide\) includes orh/target\.h \(apply\)$'),
+    ('include/orh/decide/plan.h', '#include "orh/apply/target.h"\n',
+     r'upward include: include/orh/decide/plan\.h \(decide\) includes orh/apply/target\.h '
+     r'\(apply\)$'),
     # an upward call, with no include
     ('src/node/parse.c', 'bool orh_plan_port_usable(const struct orh_port *p);\n'
      'int orh_layers_fault(void);\nint orh_layers_fault(void)\n'
      '{\n\treturn orh_plan_port_usable(0);\n}\n',
      r'upward call: src/node/parse\.c \(node\) uses orh_plan_port_usable of src/decide/plan\.c'),
     # a circle: discover.c uses sysfs.c's helpers, and now sysfs.c uses orh_discover()
-    ('src/node/sysfs.c', '#include "orh/inventory.h"\n'
+    ('src/node/sysfs.c', '#include "orh/node/inventory.h"\n'
      'int orh_layers_fault(void);\nint orh_layers_fault(void)\n'
      '{\n\treturn orh_discover(0, 0, 0);\n}\n',
      r'circle: .*src/node/discover\.c <-> .*src/node/sysfs\.c'),
     # a circle through a macro alone: handoff.c uses statedir.c's functions, and now
     # statedir.c uses handoff.h's ORH_HANDOFF_ENV, a macro of handoff.c's
-    ('src/apply/statedir.c', '#include "orh/handoff.h"\n'
+    ('src/apply/statedir.c', '#include "orh/apply/handoff.h"\n'
      'const char *orh_layers_fault(void);\nconst char *orh_layers_fault(void)\n'
      '{\n\treturn ORH_HANDOFF_ENV;\n}\n',
      r'circle: .*src/apply/handoff\.c <-> .*src/apply/statedir\.c'),

@@ -468,7 +468,7 @@ check("the installer is not privileged: every capability dropped, SYS_CHROOT alo
       sc.get("capabilities", {}).get("add", []) == ["SYS_CHROOT"], sc)
 check("the installer sees the engine's PID (hostPID) and has no API token",
       pspec.get("hostPID") is True and pspec.get("automountServiceAccountToken") is False)
-install_h = open(os.path.join(src, "include", "orh", "install.h")).read()
+install_h = open(os.path.join(src, "include", "orh", "cmd", "install.h")).read()
 label = re.search(r'#define ORH_INSTALL_LABEL "([^"]+)"', install_h)
 label = label.group(1) if label else None
 check("the RuntimeClass selects the nodes by the label the installer's feature file sets (%s=%s)"

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "orh/plan.h"
+#include "orh/decide/plan.h"
 
 /* The value the plan gives name, or NULL. */
 static inline const char *plan_value(const struct orh_plan *p, const char *name)

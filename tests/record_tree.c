@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "orh/json.h"
-#include "orh/record.h"
-#include "orh/sysview.h"
+#include "orh/base/json.h"
+#include "orh/apply/record.h"
+#include "orh/apply/sysview.h"
 #include "record_tree.h"
 
 

@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "orh/record.h"
+#include "orh/apply/record.h"
 
 json_t *record_tree_build(const struct orh_record_in *in);
 /* Does text (len bytes) read back as one JSON value equal to tree (objects without their

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# The runtime shim's fast path (src/cmd/shim_fast.c, orh/shimfast.h), as a process runs
+# The runtime shim's fast path (src/cmd/shim_fast.c, orh/cmd/shimfast.h), as a process runs
 # it: a command that passes through executes the runtime before the C library starts
 # (strace shows none of the ordinary path's calls, such as the socket to syslog it opens
 # first, before the runtime's execve), once the ordinary path wrote the runtime cache for

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "node_fixture.h"
-#include "orh/ncclconf.h"
-#include "orh/util.h"
+#include "orh/apply/ncclconf.h"
+#include "orh/base/util.h"
 
 static char node[256];
 static char tmp[256];

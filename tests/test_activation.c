@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/activation.h"
-#include "orh/oci.h"
+#include "orh/decide/activation.h"
+#include "orh/decide/oci.h"
 
 static json_t *ann(const char *s)
 {

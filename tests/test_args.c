@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/args.h"
-#include "orh/log.h"
-#include "orh/util.h"
+#include "orh/base/args.h"
+#include "orh/base/log.h"
+#include "orh/base/util.h"
 
 struct parsed {
 	const char *engine, *root, *id;

@@ -15,7 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "orh/atomic.h"
+#include "orh/base/atomic.h"
 
 static char dir[64];
 static int dfd = -1;

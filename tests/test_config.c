@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "orh/config.h"
+#include "orh/node/config.h"
 
 static struct orh_config cfg;
 static struct orh_err err;

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "orh-config.h"
-#include "orh/configure.h"
+#include "orh/cmd/configure.h"
 #include "configure_fake.h"
 
 /* ---- the TOML scanner ---- */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "orh-config.h"
-#include "orh/configure.h"
+#include "orh/cmd/configure.h"
 #include "configure_fake.h"
 
 #define CRI3 "[plugins.\"io.containerd.cri.v1.runtime\""

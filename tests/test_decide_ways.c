@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "node_fixture.h"
-#include "orh/decide.h"
+#include "orh/decide/decide.h"
 #include "plan_check.h"
 
 static char root[256];

@@ -22,9 +22,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "orh/devices.h"
-#include "orh/rootfs.h"
-#include "orh/target.h"
+#include "orh/apply/devices.h"
+#include "orh/base/rootfs.h"
+#include "orh/apply/target.h"
 
 static char dir[128];   /* /dev/shm/orh-devices-XXXXXX */
 static char root[192];  /* dir/root: the container's root filesystem */

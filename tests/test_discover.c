@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "node_fixture.h"
-#include "orh/inventory.h"
-#include "orh/plan.h"
+#include "orh/node/inventory.h"
+#include "orh/decide/plan.h"
 
 static char root[256];
 static struct orh_inventory inv;

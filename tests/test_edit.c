@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "node_fixture.h"
-#include "orh/commands.h"
-#include "orh/edit.h"
-#include "orh/sandbox.h"
-#include "orh/spec.h"
+#include "orh/cmd/commands.h"
+#include "orh/cmd/serve.h"
+#include "orh/base/sandbox.h"
+#include "orh/apply/spec.h"
 #include "hook_check.h"
 #include "plan_check.h"
 

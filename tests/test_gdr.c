@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "node_fixture.h"
-#include "orh/decide.h"
-#include "orh/record.h"
+#include "orh/decide/decide.h"
+#include "orh/apply/record.h"
 #include "record_tree.h"
 
 static char root[256];

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "node_fixture.h"
-#include "orh/affinity.h"
-#include "orh/gpu.h"
-#include "orh/inventory.h"
+#include "orh/decide/affinity.h"
+#include "orh/node/gpu.h"
+#include "orh/node/inventory.h"
 
 static char root[256];
 static struct orh_gpus gpus;

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/image.h"
-#include "orh/rootfs.h"
+#include "orh/node/image.h"
+#include "orh/base/rootfs.h"
 
 static char root[256];
 static int rootfd = -1;

@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "orh/image.h"
+#include "orh/node/image.h"
 
 static char roots[2][256];
 static int fds[2] = { -1, -1 };

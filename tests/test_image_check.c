@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/decide.h"
+#include "orh/decide/decide.h"
 #include "plan_check.h"
 
 static struct orh_config cfg;

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orh/install.h"
+#include "orh/cmd/install.h"
 
 #define K3S "/var/lib/rancher/k3s/agent/etc/containerd"
 #define RKE2 "/var/lib/rancher/rke2/agent/etc/containerd"

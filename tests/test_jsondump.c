@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/json.h"
-#include "orh/spec.h"
-#include "orh/util.h"
+#include "orh/base/json.h"
+#include "orh/apply/spec.h"
+#include "orh/base/util.h"
 
 /* json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) and orh_json_dump(v) of the text doc. */
 static void same_as_jansson(const char *doc)

@@ -12,7 +12,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/log.h"
+#include "orh/base/log.h"
 
 static char dir[] = "/tmp/orh-test-log.XXXXXX";
 static char path[256];

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "node_fixture.h"
-#include "orh/decide.h"
-#include "orh/nccl_used.h"
-#include "orh/ncclconf.h"
+#include "orh/decide/decide.h"
+#include "orh/node/nccl_used.h"
+#include "orh/apply/ncclconf.h"
 
 static struct orh_nccl_used u;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the NRI plugin speaks, without a socket: the protobuf wire format (orh/pbwire.h),
- * NRI's multiplexer and ttrpc (orh/ttrpc.h), and NRI's messages (orh/nri.h): round trips,
+ * What the NRI plugin speaks, without a socket: the protobuf wire format (orh/base/pbwire.h),
+ * NRI's multiplexer and ttrpc (orh/base/ttrpc.h), and NRI's messages (orh/cmd/nri.h): round trips,
  * and malformed input refused with a message (truncated varints, lengths past the end,
  * nesting past the bound). Bytes written here by hand follow pkg/api/api.proto's numbers.
  */
@@ -9,10 +9,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "orh/nri.h"
-#include "orh/oci.h"
-#include "orh/pbwire.h"
-#include "orh/ttrpc.h"
+#include "orh/cmd/nri.h"
+#include "orh/decide/oci.h"
+#include "orh/base/pbwire.h"
+#include "orh/base/ttrpc.h"
 
 /* ---- the wire format ---------------------------------------------------------------- */
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "node_fixture.h"
-#include "orh/nri.h"
+#include "orh/cmd/nri.h"
 
 #define CONF "/etc/orh-test/node.conf"
 

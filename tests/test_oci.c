@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/oci.h"
+#include "orh/decide/oci.h"
 
 static int parse_state(const char *s, struct orh_oci_state *st, struct orh_err *err)
 {

@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "orh/inventory.h"
-#include "orh/plan.h"
+#include "orh/node/inventory.h"
+#include "orh/decide/plan.h"
 
 Test(parse, port_state)
 {

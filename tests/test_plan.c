@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/plan.h"
+#include "orh/decide/plan.h"
 #include "plan_check.h"
 
 static struct orh_config cfg;

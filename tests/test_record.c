@@ -19,10 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orh/record.h"
-#include "orh/statedir.h"
-#include "orh/sweep.h"
-#include "orh/sysview.h"
+#include "orh/apply/record.h"
+#include "orh/apply/statedir.h"
+#include "orh/apply/sweep.h"
+#include "orh/apply/sysview.h"
 #include "record_tree.h"
 
 static struct orh_port ports[2];

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/refuse.h"
+#include "orh/apply/refuse.h"
 
 /* 2024-02-29T13:14:15Z */
 #define WHEN ((time_t)1709212455)

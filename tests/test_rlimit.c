@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orh/config.h"
-#include "orh/rlimit.h"
-#include "orh/sandbox.h"
+#include "orh/node/config.h"
+#include "orh/apply/rlimit.h"
+#include "orh/base/sandbox.h"
 
 #define KIB 1024ULL
 

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/sandbox.h"
+#include "orh/base/sandbox.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(ORH_SANITIZED)
 #define SANITIZED 1

@@ -18,13 +18,13 @@
 #include <unistd.h>
 
 #include "node_fixture.h"
-#include "orh/commands.h"
-#include "orh/edit.h"
-#include "orh/ncclconf.h"
-#include "orh/record.h"
-#include "orh/rootfs.h"
-#include "orh/shimconf.h"
-#include "orh/spec.h"
+#include "orh/cmd/commands.h"
+#include "orh/cmd/serve.h"
+#include "orh/apply/ncclconf.h"
+#include "orh/apply/record.h"
+#include "orh/base/rootfs.h"
+#include "orh/apply/shimconf.h"
+#include "orh/apply/spec.h"
 #include "plan_check.h"
 
 #include "shim_fixture.h"

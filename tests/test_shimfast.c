@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 
 #include "orh-config.h"
-#include "orh/config.h"
-#include "orh/shimfast.h"
+#include "orh/node/config.h"
+#include "orh/cmd/shimfast.h"
 
 static int cmd_of(const char *const *args)
 {

@@ -22,10 +22,10 @@
 #include <unistd.h>
 
 #include "node_fixture.h"
-#include "orh/decide.h"
-#include "orh/handoff.h"
-#include "orh/record.h"
-#include "orh/snapshot.h"
+#include "orh/decide/decide.h"
+#include "orh/apply/handoff.h"
+#include "orh/apply/record.h"
+#include "orh/node/snapshot.h"
 
 static const char *const nodes[] = { "seed001-roce", "seed001-gpu", "dgx-h100", "erdma", "ib",
 				      "mixed", "mixed-fabric", "nordma", "scale" };

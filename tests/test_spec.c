@@ -5,9 +5,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "orh/oci.h"
-#include "orh/spec.h"
-#include "orh/apply.h"
+#include "orh/decide/oci.h"
+#include "orh/apply/spec.h"
+#include "orh/apply/apply.h"
 
 /* A plan as the planner makes it for a node with two HCAs. */
 static struct orh_devnode nodes[] = {

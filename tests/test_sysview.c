@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for the sysfs view of a device subset (include/orh/sysview.h): the host's
+/* Unit tests for the sysfs view of a device subset (include/orh/apply/sysview.h): the host's
  * class entries read from a sample node, which of them a plan keeps, the view's directory,
  * and the spec mounts. No root needed. */
 #include <criterion/criterion.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "node_fixture.h"
-#include "orh/sysview.h"
+#include "orh/apply/sysview.h"
 
 static char root[PATH_MAX];
 

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
+#include "orh/apply/apply.h"
 
 static const struct orh_fileid rootfs_id = { .dev = 8, .ino = 1234 };
 static const struct orh_fileid host_root = { .dev = 8, .ino = 2 };

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/util.h"
+#include "orh/base/util.h"
 
 static void escapes_to(const char *in, const char *want)
 {

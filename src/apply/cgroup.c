@@ -18,8 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "orh/cgroup.h"
-#include "orh/target.h"
+#include "orh/apply/cgroup.h"
+#include "orh/apply/target.h"
 
 #define MAX_PROGS 64
 #define MAX_INSNS 65536

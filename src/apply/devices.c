@@ -18,11 +18,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "orh/devices.h"
-#include "orh/mount.h"
-#include "orh/rootfs.h"
-#include "orh/target.h"
-#include "orh/atomic.h"
+#include "orh/apply/devices.h"
+#include "orh/apply/mount.h"
+#include "orh/base/rootfs.h"
+#include "orh/apply/target.h"
+#include "orh/base/atomic.h"
 
 /* Put a new entry (a character device, or an empty file as a mount point) at dfd/name,
  * root:root: made under a temporary name, then renamed over whatever is there (renameat

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The reading of the node of the spec edit (the runtime shim's, the NRI plugin's), handed
- * to the container's nccl-conf stage (include/orh/handoff.h). Written like the record:
+ * to the container's nccl-conf stage (include/orh/apply/handoff.h). Written like the record:
  * one file replaced atomically in the container's state directory, without fsync (it
  * serves one container start; /run does not outlive a boot).
  */
@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orh/atomic.h"
-#include "orh/handoff.h"
-#include "orh/json.h"
-#include "orh/statedir.h"
+#include "orh/base/atomic.h"
+#include "orh/apply/handoff.h"
+#include "orh/base/json.h"
+#include "orh/apply/statedir.h"
 
 void orh_handoff_token(char out[ORH_HANDOFF_TOKEN_LEN + 1])
 {

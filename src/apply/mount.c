@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orh/mount.h"
-#include "orh/target.h"
+#include "orh/apply/mount.h"
+#include "orh/apply/target.h"
 
 static int mount_line(const struct orh_target *t, uint64_t mnt, bool *shared, char *point,
 		      size_t size, char *fstype, size_t fsize, struct orh_err *err)

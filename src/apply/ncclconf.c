@@ -20,14 +20,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/decide.h"
-#include "orh/mount.h"
-#include "orh/nccl_used.h"
-#include "orh/ncclconf.h"
-#include "orh/rootfs.h"
-#include "orh/target.h"
-#include "orh/atomic.h"
-#include "orh/config.h"
+#include "orh/decide/decide.h"
+#include "orh/apply/mount.h"
+#include "orh/node/nccl_used.h"
+#include "orh/apply/ncclconf.h"
+#include "orh/base/rootfs.h"
+#include "orh/apply/target.h"
+#include "orh/base/atomic.h"
+#include "orh/node/config.h"
 
 #define NCCL_NAME_MAX 1023
 #define NCCL_VALUE_MAX 1023
@@ -463,7 +463,7 @@ static bool record_fail(char *why, size_t size, const char *what, const struct o
 }
 
 /* Is ORH_NCCL_RECORD_DIR a tmpfs mounted in the target, mode 1777? Made where it can be
- * (orh/ncclconf.h); else why into why. */
+ * (orh/apply/ncclconf.h); else why into why. */
 static bool ensure_record_dir(int rootfd, uint64_t rootmnt, const struct orh_target *t,
 			      char *why, size_t size)
 {

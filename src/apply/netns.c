@@ -17,10 +17,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "orh/inventory.h"
-#include "orh/mount.h"
-#include "orh/netns.h"
-#include "orh/target.h"
+#include "orh/node/inventory.h"
+#include "orh/apply/mount.h"
+#include "orh/apply/netns.h"
+#include "orh/apply/target.h"
 
 #define NL_BUF 32768
 

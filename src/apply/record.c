@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The record of what was done for one container (orh/record.h): what the spec holds for
+ * The record of what was done for one container (orh/apply/record.h): what the spec holds for
  * it, the atomic write of its text (record_text.c writes it) into its state directory
- * (orh/statedir.h), and whether its container is there.
+ * (orh/apply/statedir.h), and whether its container is there.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,11 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orh/atomic.h"
-#include "orh/record.h"
-#include "orh/statedir.h"
-#include "orh/spec.h"
-#include "orh/sysview.h"
+#include "orh/base/atomic.h"
+#include "orh/apply/record.h"
+#include "orh/apply/statedir.h"
+#include "orh/apply/spec.h"
+#include "orh/apply/sysview.h"
 
 /* The sysfs view whose class directory the spec mounts (the spec edit's), into id. */
 static void spec_view(const json_t *spec, char id[17])

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The record's JSON text (orh/record.h: orh_record_text), written from the values of a
+ * The record's JSON text (orh/apply/record.h: orh_record_text), written from the values of a
  * struct orh_record_in straight into one buffer, without a jansson tree: building the tree,
  * writing it and freeing it took the live hook 441,000 instructions on the scale node,
  * this 85,000 (callgrind, docs/PERFORMANCE.md): the tree was the most of the hook's work
@@ -18,9 +18,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "orh/json.h"
-#include "orh/record.h"
-#include "orh/sysview.h"
+#include "orh/base/json.h"
+#include "orh/apply/record.h"
+#include "orh/apply/sysview.h"
 
 /* A comma before a member or an element, but the first of its object or array. */
 static void sep(struct orh_buf *o)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The reason for refusing a container, where the engine shows it (include/orh/refuse.h):
+ * The reason for refusing a container, where the engine shows it (include/orh/apply/refuse.h):
  * runc's log file for the runtime shim, and the spec with a refusing createRuntime hook
  * for precreate (src/cmd/cmd_refuse.c drives both of precreate's refusal and the hook).
  */
@@ -13,11 +13,11 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/log.h"
-#include "orh/json.h"
-#include "orh/oci.h"
-#include "orh/refuse.h"
-#include "orh/spec.h"
+#include "orh/base/log.h"
+#include "orh/base/json.h"
+#include "orh/decide/oci.h"
+#include "orh/apply/refuse.h"
+#include "orh/apply/spec.h"
 
 /* RFC 3339 in UTC, what Go's time.Time (containerd reads the time of each entry) parses. */
 static void rfc3339(time_t now, char *out, size_t size)

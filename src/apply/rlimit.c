@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "orh/rlimit.h"
-#include "orh/target.h"
-#include "orh/config.h"
+#include "orh/apply/rlimit.h"
+#include "orh/apply/target.h"
+#include "orh/node/config.h"
 
 static uint64_t to_u64(rlim_t v)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The runtime shim's own /etc/nccl.conf and its record (include/orh/shimconf.h).
+ * The runtime shim's own /etc/nccl.conf and its record (include/orh/apply/shimconf.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "orh/config.h"
-#include "orh/rootfs.h"
-#include "orh/shimconf.h"
+#include "orh/node/config.h"
+#include "orh/base/rootfs.h"
+#include "orh/apply/shimconf.h"
 
 bool orh_shimconf_network_known(const json_t *spec, bool has_netns, const char *nspath,
 				bool netns_read)

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Applying a plan to a config.json before the runtime creates the container, and the text
- * of the result (include/orh/spec.h). Pure functions of their inputs: the precreate hook and
+ * of the result (include/orh/apply/spec.h). Pure functions of their inputs: the precreate hook and
  * the runtime shim call them, nothing here touches the system.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/oci.h"
-#include "orh/spec.h"
+#include "orh/decide/oci.h"
+#include "orh/apply/spec.h"
 
 #define CAP_NAME "CAP_IPC_LOCK"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The containers' state directories in the run dir (orh/statedir.h): a directory's name
+ * The containers' state directories in the run dir (orh/apply/statedir.h): a directory's name
  * from its container's id, made root-only, its JSON files loaded, the entries the hook
  * makes in it told from others, and its removal.
  */
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/statedir.h"
+#include "orh/apply/statedir.h"
 
 bool orh_state_id_usable(const char *id)
 {

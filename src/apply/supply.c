@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The supply verdict applied (include/orh/supply.h): mounts, as spec entries or into a
+ * The supply verdict applied (include/orh/apply/supply.h): mounts, as spec entries or into a
  * live container, and the container's loader cache.
  */
 #include <errno.h>
@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/atomic.h"
-#include "orh/mount.h"
-#include "orh/rootfs.h"
-#include "orh/sandbox.h"
-#include "orh/supply.h"
+#include "orh/base/atomic.h"
+#include "orh/apply/mount.h"
+#include "orh/base/rootfs.h"
+#include "orh/base/sandbox.h"
+#include "orh/apply/supply.h"
 
 #define SUPPLY_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The sweep of the run dir (orh/sweep.h): the state directories of containers that are
+ * The sweep of the run dir (orh/apply/sweep.h): the state directories of containers that are
  * gone, looked at in turns from where the last sweep stopped, and the sysfs views that no
  * container whose state directory is left links to.
  */
@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orh/atomic.h"
-#include "orh/record.h"
-#include "orh/statedir.h"
-#include "orh/sweep.h"
-#include "orh/sysview.h"
+#include "orh/base/atomic.h"
+#include "orh/apply/record.h"
+#include "orh/apply/statedir.h"
+#include "orh/apply/sweep.h"
+#include "orh/apply/sysview.h"
 
 /* Is the state directory runfd/name stale: its record's container gone, as seen from the
  * namespaces `here`, or no record and older than ORH_RECORD_ORPHAN_SECONDS? */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A container's view of the RDMA classes of sysfs (include/orh/sysview.h), applied: the
+ * A container's view of the RDMA classes of sysfs (include/orh/apply/sysview.h), applied: the
  * view's directory on the host and its sweep, its bind mounts into a live container, or
  * into a spec.
  */
@@ -16,10 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orh/atomic.h"
-#include "orh/mount.h"
-#include "orh/rootfs.h"
-#include "orh/sysview.h"
+#include "orh/base/atomic.h"
+#include "orh/apply/mount.h"
+#include "orh/base/rootfs.h"
+#include "orh/apply/sysview.h"
 
 static int mkdir_p(const char *dir, struct orh_err *err)
 {

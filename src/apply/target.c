@@ -23,8 +23,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "orh/rootfs.h"
-#include "orh/target.h"
+#include "orh/base/rootfs.h"
+#include "orh/apply/target.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * One parser for the command lines of oci-rdma-hook's own commands (include/orh/args.h).
+ * One parser for the command lines of oci-rdma-hook's own commands (include/orh/base/args.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/args.h"
-#include "orh/log.h"
-#include "orh/util.h"
+#include "orh/base/args.h"
+#include "orh/base/log.h"
+#include "orh/base/util.h"
 
 /* The option arg names (with its "=VALUE" where it has one), else NULL. */
 static const struct orh_opt *find(const char *arg, const struct orh_opt *opts, size_t n,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The atomic replacement of a directory entry (include/orh/atomic.h). */
+/* The atomic replacement of a directory entry (include/orh/base/atomic.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "orh/atomic.h"
+#include "orh/base/atomic.h"
 
 /* ".NAME.orh-": the prefix of every temporary name of NAME (its first 200 bytes); 16 hex
  * digits follow. Built by hand: a container's start makes a few dozen of them, and

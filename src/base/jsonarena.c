@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <sys/random.h>
 
-#include "orh/json.h"
+#include "orh/base/json.h"
 
 #define CHUNK_BYTES (64 * 1024)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Compact JSON text, as jansson writes it: see include/orh/json.h (orh_json_dump and the
+ * Compact JSON text, as jansson writes it: see include/orh/base/json.h (orh_json_dump and the
  * orh_json_put_* writers).
  *
  * The text is the one json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes, byte for
@@ -31,8 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/json.h"
-#include "orh/util.h"
+#include "orh/base/json.h"
+#include "orh/base/util.h"
 
 /* What a JSON string does with each byte: COPY as it is, ESCAPE ('"', '\\' and the control
  * characters), LEAD (the first byte of a UTF-8 sequence of 2 to 4 bytes: copied, checked

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unsigned 64-bit integers through jansson (signed 64-bit only): see include/orh/json.h.
+ * Unsigned 64-bit integers through jansson (signed 64-bit only): see include/orh/base/json.h.
  *
  * A literal above INT64_MAX becomes the string "\0orh-u64:<digits>" before parsing, and
  * orh_json_dump() (jsondump.c) writes such a string as <digits>. orh_json_u64_count()
@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/json.h"
-#include "orh/util.h"
+#include "orh/base/json.h"
+#include "orh/base/util.h"
 
 #define MARK "orh-u64:"
 #define MARK_LEN (sizeof(MARK) - 1)

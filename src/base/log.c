@@ -17,8 +17,8 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/log.h"
-#include "orh/util.h"
+#include "orh/base/log.h"
+#include "orh/base/util.h"
 
 static bool log_syslog;
 static const char *log_ident = "oci-rdma-hook";

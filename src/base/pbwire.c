@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The protocol buffers wire format, read and written (include/orh/pbwire.h). Pure: a
+ * The protocol buffers wire format, read and written (include/orh/base/pbwire.h). Pure: a
  * reader only looks at the buffer it was given, every length checked against its end.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "orh/pbwire.h"
+#include "orh/base/pbwire.h"
 
 int orh_pb_varint_get(const uint8_t *p, size_t len, uint64_t *out)
 {

@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orh/rootfs.h"
+#include "orh/base/rootfs.h"
 
 #define MAX_SYMLINKS 40
 #define MAX_DEPTH 128

@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "orh/sandbox.h"
+#include "orh/base/sandbox.h"
 #include "seccomp-allow.h"
 #include "seccomp-filter.h" /* generated: orh_seccomp_filter, ORH_SECCOMP_FILTER_* */
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * NRI's connection multiplexer and ttrpc's framing and envelope (include/orh/ttrpc.h):
+ * NRI's connection multiplexer and ttrpc's framing and envelope (include/orh/base/ttrpc.h):
  * pure functions of the bytes given.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "orh/pbwire.h"
-#include "orh/ttrpc.h"
+#include "orh/base/pbwire.h"
+#include "orh/base/ttrpc.h"
 
 static uint32_t be32(const uint8_t *p)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "orh/util.h"
+#include "orh/base/util.h"
 
 /* err filled from fmt and ap, with ": strerror(code)" after it when with_errno; -code. */
 __attribute__((format(printf, 4, 0)))

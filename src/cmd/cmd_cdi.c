@@ -19,14 +19,14 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/args.h"
-#include "orh/atomic.h"
-#include "orh/json.h"
-#include "orh/commands.h"
-#include "orh/decide.h"
-#include "orh/edit.h"
-#include "orh/inventory.h"
-#include "orh/plan.h"
+#include "orh/base/args.h"
+#include "orh/base/atomic.h"
+#include "orh/base/json.h"
+#include "orh/cmd/commands.h"
+#include "orh/decide/decide.h"
+#include "orh/cmd/serve.h"
+#include "orh/node/inventory.h"
+#include "orh/decide/plan.h"
 
 /* 0.5.0 is the newest spec version podman 4.3 (Debian 12) accepts, and it has every
  * field used here; later consumers accept it too. */

@@ -4,7 +4,7 @@
  * show_gids plus port state, link layer, rate, uverbs node and driver), marking what the
  * plan leaves out and why; then the node's GPUs, the NICs nearest to each, and the PCI
  * topology between them as `nvidia-smi topo -m` shows it. --verbs runs in
- * oci-rdma-hook-verbs, the build with libibverbs (orh/verbs.h says why the hook has none).
+ * oci-rdma-hook-verbs, the build with libibverbs (orh/node/verbs.h says why the hook has none).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,12 +19,12 @@
 
 #include "orh-config.h"
 
-#include "orh/args.h"
-#include "orh/commands.h"
-#include "orh/decide.h"
-#include "orh/affinity.h"
-#include "orh/gpu.h"
-#include "orh/verbs.h"
+#include "orh/base/args.h"
+#include "orh/cmd/commands.h"
+#include "orh/decide/decide.h"
+#include "orh/decide/affinity.h"
+#include "orh/node/gpu.h"
+#include "orh/node/verbs.h"
 
 /* The plan's choice for a port of the inventory it was made from. */
 static const struct orh_port_choice *choice_of(const struct orh_plan *plan,

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <syslog.h>
 
-#include "orh/args.h"
-#include "orh/commands.h"
-#include "orh/decide.h"
+#include "orh/base/args.h"
+#include "orh/cmd/commands.h"
+#include "orh/decide/decide.h"
 
 /* The decision's activation: its result and reason code. */
 static void explain_activation(const struct orh_decision *d)

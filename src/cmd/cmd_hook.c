@@ -6,14 +6,14 @@
  * nccl-conf is the createRuntime hook that the spec edit (precreate, the runtime shim)
  * registers: the edit put the devices, grants and memlock into the spec, and this stage
  * writes /etc/nccl.conf alone, deciding from the runtime shim's reading of the node where
- * the shim left one (orh/handoff.h). cdi-createRuntime is the one the CDI spec (cmd_cdi.c)
+ * the shim left one (orh/apply/handoff.h). cdi-createRuntime is the one the CDI spec (cmd_cdi.c)
  * carries: for every container given a device of the spec's kind (that request is the
  * activation) it applies the memlock step (CDI has no rlimit edit) and the sysfs view,
  * and writes /etc/nccl.conf; cdi-memlock, which CDI specs of earlier versions name, the
  * memlock step alone.
  *
  * A container given some of the node's devices gets a view of /sys/class/infiniband*
- * that shows only those (the last step; orh/sysview.h).
+ * that shows only those (the last step; orh/apply/sysview.h).
  *
  * This file drives one run: it reads the OCI state and the spec, takes hold of the
  * container, decides, and hands the decision to the stages' steps (hook_stages.c), which
@@ -37,18 +37,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
-#include "orh/commands.h"
-#include "orh/decide.h"
-#include "orh/handoff.h"
-#include "orh/oci.h"
-#include "orh/plan.h"
-#include "orh/record.h"
-#include "orh/sandbox.h"
-#include "orh/statedir.h"
-#include "orh/sweep.h"
-#include "orh/supply.h"
-#include "orh/sysview.h"
+#include "orh/apply/apply.h"
+#include "orh/cmd/commands.h"
+#include "orh/decide/decide.h"
+#include "orh/apply/handoff.h"
+#include "orh/decide/oci.h"
+#include "orh/decide/plan.h"
+#include "orh/apply/record.h"
+#include "orh/base/sandbox.h"
+#include "orh/apply/statedir.h"
+#include "orh/apply/sweep.h"
+#include "orh/apply/supply.h"
+#include "orh/apply/sysview.h"
 #include "hook.h"
 #include "hook_stages.h"
 
@@ -173,7 +173,7 @@ static int container_facts(void *arg, struct orh_container_facts *facts, struct 
 }
 
 /* The spec-edit paths: the node as the runtime shim or the NRI plugin read it, when it
- * handed it over (orh/handoff.h; the plugin's bound to the token in this stage's
+ * handed it over (orh/apply/handoff.h; the plugin's bound to the token in this stage's
  * environment); one it cannot take is a warning in the record, and the node is read. */
 static void take_handoff(struct hook *h)
 {

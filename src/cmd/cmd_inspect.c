@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * oci-rdma-hook inspect [ID] [--json] [--run-dir DIR]: the records of the containers the
- * hook served (orh/record.h), as a table, or one (ID or a unique prefix of it) in full.
+ * hook served (orh/apply/record.h), as a table, or one (ID or a unique prefix of it) in full.
  * First it sweeps the state directories of containers that no longer exist, and the sysfs
- * views no container links to (orh/statedir.h). The text it prints is escaped
+ * views no container links to (orh/apply/statedir.h). The text it prints is escaped
  * (orh_text_escape): what a record quotes from an image or a spec stays text.
  */
 #include <dirent.h>
@@ -14,15 +14,15 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/args.h"
-#include "orh/commands.h"
-#include "orh/decide.h"
-#include "orh/json.h"
-#include "orh/nccl_used.h"
-#include "orh/record.h"
-#include "orh/rootfs.h"
-#include "orh/statedir.h"
-#include "orh/sweep.h"
+#include "orh/base/args.h"
+#include "orh/cmd/commands.h"
+#include "orh/decide/decide.h"
+#include "orh/base/json.h"
+#include "orh/node/nccl_used.h"
+#include "orh/apply/record.h"
+#include "orh/base/rootfs.h"
+#include "orh/apply/statedir.h"
+#include "orh/apply/sweep.h"
 
 /* What inspect looks from: the proc tree and this process's namespaces. */
 struct view {

@@ -6,7 +6,7 @@
  *     [--once | --uninstall | --purge]
  * oci-rdma-hook install --probe [--ready-file FILE]
  *
- * The installer image's entrypoint (include/orh/install.h): puts the binary, the
+ * The installer image's entrypoint (include/orh/cmd/install.h): puts the binary, the
  * oci-rdma-runtime link, the node config (--node-config: the DaemonSet's ConfigMap) and
  * the hooks.d files at their installed paths under DIR, registers the hook with the engine
  * found there (configure's plan, every file read and written under DIR), restarts or
@@ -35,9 +35,9 @@
 #include <unistd.h>
 
 #include "orh-config.h"
-#include "orh/args.h"
-#include "orh/atomic.h"
-#include "orh/install.h"
+#include "orh/base/args.h"
+#include "orh/base/atomic.h"
+#include "orh/cmd/install.h"
 
 #define INST_SOURCE_MAX_BYTES (256 * 1024 * 1024)
 /* In the installer's own filesystem: the DaemonSet mounts an emptyDir there. */

@@ -28,10 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orh/args.h"
-#include "orh/commands.h"
-#include "orh/log.h"
-#include "orh/nri_plugin.h"
+#include "orh/base/args.h"
+#include "orh/cmd/commands.h"
+#include "orh/base/log.h"
+#include "orh/cmd/nri_plugin.h"
 
 #define DEFAULT_SOCKET "/var/run/nri/nri.sock"
 #define DEFAULT_NAME "oci-rdma-hook"

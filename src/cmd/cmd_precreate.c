@@ -12,9 +12,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/commands.h"
-#include "orh/edit.h"
-#include "orh/refuse.h"
+#include "orh/cmd/commands.h"
+#include "orh/cmd/serve.h"
+#include "orh/apply/refuse.h"
 
 static void log_result(const struct orh_edit_result *res, const char *what)
 {

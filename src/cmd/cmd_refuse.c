@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Refusing a container where podman shows why (include/orh/refuse.h): precreate's refusal,
+ * Refusing a container where podman shows why (include/orh/apply/refuse.h): precreate's refusal,
  * the spec written back with a first createRuntime hook of this binary's `refuse` stage
  * (the appliers in src/apply/refuse.c), and `oci-rdma-hook refuse REASON`, that hook.
  */
@@ -11,10 +11,10 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/commands.h"
-#include "orh/log.h"
-#include "orh/oci.h"
-#include "orh/refuse.h"
+#include "orh/cmd/commands.h"
+#include "orh/base/log.h"
+#include "orh/decide/oci.h"
+#include "orh/apply/refuse.h"
 
 /* How long the refusing hook waits for the runtime's state on stdin: it only drains it,
  * so that the runtime's write does not fail before the hook's exit status is read. */

@@ -6,11 +6,11 @@
  * executes the real runtime (config key `runtime`) with the arguments it was given.
  * Every other command passes straight through. A container that is not activated keeps
  * its config.json byte for byte. Where the shim knows the network the container will have
- * (orh/shimconf.h: a pod's namespace by its path, the host's, a new one no hook sets up),
+ * (orh/apply/shimconf.h: a pod's namespace by its path, the host's, a new one no hook sets up),
  * it writes /etc/nccl.conf into the bundle's root itself, before config.json, and the
  * container's record; the edit then registers no hook at all. Elsewhere the edit
  * registers the nccl-conf stage, and the node as the shim read it goes to that stage
- * through the container's state directory (orh/handoff.h). Both are keyed by the
+ * through the container's state directory (orh/apply/handoff.h). Both are keyed by the
  * container id, the command's last argument as the engines give it (containerd's go-runc,
  * CRI-O). The edit registers no poststop hook: on `delete` the shim removes the
  * container's state directory itself. When the shim itself fails a command, the reason
@@ -27,16 +27,16 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/atomic.h"
-#include "orh/commands.h"
-#include "orh/edit.h"
-#include "orh/handoff.h"
-#include "orh/record.h"
-#include "orh/refuse.h"
-#include "orh/shimconf.h"
-#include "orh/shimfast.h"
-#include "orh/statedir.h"
-#include "orh/sweep.h"
+#include "orh/base/atomic.h"
+#include "orh/cmd/commands.h"
+#include "orh/cmd/serve.h"
+#include "orh/apply/handoff.h"
+#include "orh/apply/record.h"
+#include "orh/apply/refuse.h"
+#include "orh/apply/shimconf.h"
+#include "orh/cmd/shimfast.h"
+#include "orh/apply/statedir.h"
+#include "orh/apply/sweep.h"
 
 struct runtime_args {
 	int cmd;              /* index of the command in argv, 0 when none */
@@ -208,7 +208,7 @@ static void cache_sweep(int dirfd)
 		closedir(dir);
 }
 
-/* The runtime cache of the fast path (orh/shimfast.h): the runtime found, for the node
+/* The runtime cache of the fast path (orh/cmd/shimfast.h): the runtime found, for the node
  * config as it was read (whole and unchanged, or not there) and the paths the lookup
  * depended on; left as it is where it says that already. None for a runtime named on the
  * command line, a broken config, or a shim that is not root's. One that cannot be written

@@ -5,7 +5,7 @@
  */
 #include <syslog.h>
 
-#include "orh/log.h"
+#include "orh/base/log.h"
 #include "hook.h"
 
 const char *orh_hook_cid(const struct hook *h)

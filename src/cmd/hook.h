@@ -7,11 +7,11 @@
 #include <limits.h>
 #include <stdbool.h>
 
-#include "orh/apply.h"
-#include "orh/commands.h"
-#include "orh/decide.h"
-#include "orh/oci.h"
-#include "orh/record.h"
+#include "orh/apply/apply.h"
+#include "orh/cmd/commands.h"
+#include "orh/decide/decide.h"
+#include "orh/decide/oci.h"
+#include "orh/apply/record.h"
 
 struct hook {
 	struct orh_ctx *ctx;

@@ -12,13 +12,13 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
-#include "orh/record.h"
-#include "orh/sandbox.h"
-#include "orh/statedir.h"
-#include "orh/supply.h"
-#include "orh/sweep.h"
-#include "orh/sysview.h"
+#include "orh/apply/apply.h"
+#include "orh/apply/record.h"
+#include "orh/base/sandbox.h"
+#include "orh/apply/statedir.h"
+#include "orh/apply/supply.h"
+#include "orh/apply/sweep.h"
+#include "orh/apply/sysview.h"
 #include "hook_stages.h"
 
 /* What the memlock step did, for the summary line; a warning of its own when the hard
@@ -93,7 +93,7 @@ static size_t conf_settings(const struct hook *h, struct orh_env_entry *out)
 }
 
 /* A container given some of the node's devices sees only those in /sys/class/infiniband,
- * infiniband_verbs and infiniband_mad (orh/sysview.h; the decision's keep-set, d.sysview):
+ * infiniband_verbs and infiniband_mad (orh/apply/sysview.h; the decision's keep-set, d.sysview):
  * the view's directory, mounted over each of them that its /sys has. One given every
  * device is left as it is. */
 static int apply_sysview(struct hook *h, struct orh_sysview_result *vres, struct orh_err *err)

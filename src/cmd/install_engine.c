@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The engine `install` configures (include/orh/install.h): which one a host root holds and
+ * The engine `install` configures (include/orh/cmd/install.h): which one a host root holds and
  * where its files are, how it is restarted, and whether it has loaded the handler, as the
  * engine itself reports it.
  *
@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orh/install.h"
+#include "orh/cmd/install.h"
 
 #define ENGINE_OUTPUT_MAX_BYTES (8 * 1024 * 1024)
 #define ENGINE_ASK_TIMEOUT_MS 60000

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What `install` adds under a host root, and its removal (include/orh/install.h). Each
+ * What `install` adds under a host root, and its removal (include/orh/cmd/install.h). Each
  * directory made, file or link written is recorded in the manifest before the next step,
  * so that an undo or a purge, also one after a killed installer, removes what was added
  * and nothing that was there before. The undo removes the marks of the installed state and
@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/atomic.h"
-#include "orh/install.h"
-#include "orh/rootfs.h"
+#include "orh/base/atomic.h"
+#include "orh/cmd/install.h"
+#include "orh/base/rootfs.h"
 
 #define INST_MANIFEST_MAX_BYTES (1024 * 1024)
 #define INST_COMPARE_MAX_BYTES (256 * 1024 * 1024)

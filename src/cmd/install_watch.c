@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The installer's watch (include/orh/install.h): while `install` runs, the directories of
+ * The installer's watch (include/orh/cmd/install.h): while `install` runs, the directories of
  * the engine's config files are watched with inotify, and configure's check runs again when
  * something in them changes (and every ORH_INST_RESYNC_S seconds). This file holds what
  * that loop decides from (the drift in a plan, the directories to watch, the pace of the
@@ -13,7 +13,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "orh/install.h"
+#include "orh/cmd/install.h"
 
 /* What changes a file in a watched directory, or the directory itself. */
 #define WATCH_MASK                                                                         \

@@ -11,12 +11,12 @@
 #include <unistd.h>
 
 #include "orh-config.h"
-#include "orh/args.h"
-#include "orh/commands.h"
-#include "orh/install.h"
-#include "orh/json.h"
-#include "orh/refuse.h"
-#include "orh/sandbox.h"
+#include "orh/base/args.h"
+#include "orh/cmd/commands.h"
+#include "orh/cmd/install.h"
+#include "orh/base/json.h"
+#include "orh/apply/refuse.h"
+#include "orh/base/sandbox.h"
 
 static void usage(FILE *f)
 {
@@ -150,7 +150,7 @@ static int load_config(struct orh_ctx *ctx, const char *config, const char *sysr
 }
 
 /* The same file with the same content as far as stat() tells: what the runtime cache
- * keys on (orh/shimfast.h). */
+ * keys on (orh/cmd/shimfast.h). */
 static bool same_file_state(const struct stat *a, const struct stat *b)
 {
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&

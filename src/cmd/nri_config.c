@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The node config the NRI plugin decides with (include/orh/nri_plugin.h). A plugin the
+ * The node config the NRI plugin decides with (include/orh/cmd/nri_plugin.h). A plugin the
  * runtime started from its plugin_path gets its config in Configure (the text of the
  * runtime's plugin_config_path file): that text, parsed as the node config file is, replaces
  * the file's from then on; an empty one leaves the file's. The text is also written to
@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/atomic.h"
-#include "orh/nri_plugin.h"
-#include "orh/record.h"
+#include "orh/base/atomic.h"
+#include "orh/cmd/nri_plugin.h"
+#include "orh/apply/record.h"
 
 #define CONFIGURE_NAME "Configure's config"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * NRI's messages as the plugin writes them (include/orh/nri.h): its registration, its
+ * NRI's messages as the plugin writes them (include/orh/cmd/nri.h): its registration, its
  * answers to Configure and Synchronize, and the ContainerAdjustment of a CreateContainer,
  * with the field numbers of pkg/api/api.proto. proto3 leaves out a field of its default
  * value; an Optional* wrapper is written whenever its value is set, 0 included. And the
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/nri.h"
-#include "orh/pbwire.h"
-#include "orh/ttrpc.h"
+#include "orh/cmd/nri.h"
+#include "orh/base/pbwire.h"
+#include "orh/base/ttrpc.h"
 
 void orh_nri_register_encode(struct orh_buf *b, const char *name, const char *idx)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The NRI plugin's answers to the runtime (include/orh/nri_plugin.h): each whole message
+ * The NRI plugin's answers to the runtime (include/orh/cmd/nri_plugin.h): each whole message
  * read from the connection handled. The plugin service's requests: Configure (its config,
  * the runtime's request timeout; the plugin subscribes to CreateContainer and RemoveContainer),
  * Synchronize, CreateContainer (handed to a worker, nri_workers.c), RemoveContainer (the
@@ -15,11 +15,11 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/log.h"
-#include "orh/nri_plugin.h"
-#include "orh/pbwire.h"
-#include "orh/record.h"
-#include "orh/statedir.h"
+#include "orh/base/log.h"
+#include "orh/cmd/nri_plugin.h"
+#include "orh/base/pbwire.h"
+#include "orh/apply/record.h"
+#include "orh/apply/statedir.h"
 
 #define PEER_LOG(...) ORH_NRI_LOG(ORH_NRI_PEER, __VA_ARGS__)
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The lines of a kind the NRI plugin logs, counted in windows of time (include/orh/nri.h):
+ * The lines of a kind the NRI plugin logs, counted in windows of time (include/orh/cmd/nri.h):
  * at most a burst of them in each window, the others counted for one line that says how
  * many were not logged. Pure: the caller gives the time and writes the lines.
  */
-#include "orh/nri.h"
+#include "orh/cmd/nri.h"
 
 bool orh_nri_limit_take(struct orh_nri_limit *l, double now)
 {

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The lines the runtime can make the NRI plugin log, limited (include/orh/nri_plugin.h):
+ * The lines the runtime can make the NRI plugin log, limited (include/orh/cmd/nri_plugin.h):
  * the warnings about the runtime's messages and the containers' lines, each kind at most a
  * burst in a window of time (nri_limit.c counts them), the others counted and the count
  * logged once the window is over.
  */
 #include <syslog.h>
 
-#include "orh/log.h"
-#include "orh/nri_plugin.h"
+#include "orh/base/log.h"
+#include "orh/cmd/nri_plugin.h"
 
 #define PEER_BURST 5
 #define CTR_BURST 100

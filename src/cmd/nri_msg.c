@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * NRI's messages as the plugin reads them (include/orh/nri.h; nri_encode.c writes them),
+ * NRI's messages as the plugin reads them (include/orh/cmd/nri.h; nri_encode.c writes them),
  * with the field numbers of pkg/api/api.proto. A field of a known number but another wire
  * type is an error; unknown fields are stepped over.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "orh/nri.h"
-#include "orh/pbwire.h"
+#include "orh/cmd/nri.h"
+#include "orh/base/pbwire.h"
 
 const char *const orh_nri_hook_kinds[ORH_NRI_HOOK_KINDS] = {
 	"prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop",

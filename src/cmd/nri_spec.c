@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A CreateContainer request as the OCI spec the spec edit works on, and the edit's
- * result as a ContainerAdjustment (include/orh/nri.h). The runtime builds the real
+ * result as a ContainerAdjustment (include/orh/cmd/nri.h). The runtime builds the real
  * spec itself after the plugins answered: the spec here holds what the decision reads
  * and what the edit compares with, and the adjustment is what the edit appended to it.
  */
@@ -9,13 +9,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "orh/atomic.h"
-#include "orh/json.h"
-#include "orh/ncclconf.h"
-#include "orh/nri.h"
-#include "orh/oci.h"
-#include "orh/record.h"
-#include "orh/statedir.h"
+#include "orh/base/atomic.h"
+#include "orh/base/json.h"
+#include "orh/apply/ncclconf.h"
+#include "orh/cmd/nri.h"
+#include "orh/decide/oci.h"
+#include "orh/apply/record.h"
+#include "orh/apply/statedir.h"
 
 /* The pod's annotations that reach the container's spec: ours, as the handler's
  * pod_annotations list (oci-rdma-hook/ and a star) passes them (a CRI container's own annotations

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The NRI plugin's workers (include/orh/nri_plugin.h): each CreateContainer is decided in
+ * The NRI plugin's workers (include/orh/cmd/nri_plugin.h): each CreateContainer is decided in
  * a child process of its own while the plugin goes on serving. The child reads the request
  * (the plugin only passes its bytes on: a large one costs the event loop nothing), says
  * which container it is, reads the node config, decides, and hands the node it read to the
- * container's nccl-conf stage (orh/handoff.h) before it answers through its pipe. An answer
+ * container's nccl-conf stage (orh/apply/handoff.h) before it answers through its pipe. An answer
  * not ready by three quarters of the runtime's request timeout is given up (the child
  * killed) and the container gets nothing, or is refused when on_error = fail and it asked.
  * Without hooks (nri_hooks = no, or auto once the runtime was seen rejecting them:
@@ -20,12 +20,12 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "orh/handoff.h"
-#include "orh/log.h"
-#include "orh/nri_plugin.h"
-#include "orh/record.h"
-#include "orh/statedir.h"
-#include "orh/sweep.h"
+#include "orh/apply/handoff.h"
+#include "orh/base/log.h"
+#include "orh/cmd/nri_plugin.h"
+#include "orh/apply/record.h"
+#include "orh/apply/statedir.h"
+#include "orh/apply/sweep.h"
 
 /* A worker's output: its header (orh_nri_worker_head_put(), the name at most WHAT_MAX
  * bytes), then its answer: one byte (0: the response's payload follows, 1: a refusal's

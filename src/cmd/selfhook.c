@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "orh/ctx.h"
-#include "orh/spec.h"
+#include "orh/cmd/ctx.h"
+#include "orh/apply/spec.h"
 
 /* How long the runtime lets one of our stages run, as in the shipped hooks.d files. */
 #define ORH_SELF_HOOK_TIMEOUT 30

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The spec edit shared by `precreate` and the runtime shim (include/orh/edit.h): a driver,
+ * The spec edit shared by `precreate` and the runtime shim (include/orh/cmd/serve.h): a driver,
  * it calls the decision and the spec's appliers.
  */
 #include <errno.h>
@@ -12,18 +12,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "orh/netns.h"
-#include "orh/ctx.h"
-#include "orh/decide.h"
-#include "orh/edit.h"
-#include "orh/handoff.h"
-#include "orh/inventory.h"
-#include "orh/plan.h"
-#include "orh/sandbox.h"
-#include "orh/shimconf.h"
-#include "orh/snapshot.h"
-#include "orh/supply.h"
-#include "orh/sysview.h"
+#include "orh/apply/netns.h"
+#include "orh/cmd/ctx.h"
+#include "orh/decide/decide.h"
+#include "orh/cmd/serve.h"
+#include "orh/apply/handoff.h"
+#include "orh/node/inventory.h"
+#include "orh/decide/plan.h"
+#include "orh/base/sandbox.h"
+#include "orh/apply/shimconf.h"
+#include "orh/node/snapshot.h"
+#include "orh/apply/supply.h"
+#include "orh/apply/sysview.h"
 
 static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 {
@@ -233,7 +233,7 @@ static int stage_hooks(const struct orh_ctx *ctx, unsigned flags, char *token,
 	return r;
 }
 
-/* The node as the decision read it, for the nccl-conf stage (orh/snapshot.h), with the
+/* The node as the decision read it, for the nccl-conf stage (orh/node/snapshot.h), with the
  * container's network where it was read by its path (na, or NULL). */
 static json_t *snapshot_of(const struct orh_decision *d, const struct netns_arg *na)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The runtime shim's pass-through commands, executed before the C library starts
- * (orh/shimfast.h says why and when). Built apart from the rest (src/meson.build): no
+ * (orh/cmd/shimfast.h says why and when). Built apart from the rest (src/meson.build): no
  * stack protector (its canary lives in thread storage the library has not set up yet), no
  * sanitizer, no call the compiler could turn a loop into. Nothing here calls the C
  * library; the system calls are made directly. Nothing here needs relocating (in a static
@@ -14,10 +14,10 @@
 #include <stdint.h>
 
 #include "orh-config.h"
-#include "orh/config.h"
-#include "orh/oci.h"
-#include "orh/record.h"
-#include "orh/shimfast.h"
+#include "orh/node/config.h"
+#include "orh/decide/oci.h"
+#include "orh/apply/record.h"
+#include "orh/cmd/shimfast.h"
 
 #define SHIM_NAME "oci-rdma-runtime"
 #define CACHE_MAGIC "oci-rdma-runtime cache 2\n"
@@ -27,7 +27,7 @@
 static const char global_with_value[] =
 	"root\0log\0log-format\0criu\0rootless\0cgroup-manager\0log-level\0";
 
-/* The annotations of a pod's sandbox, the same way (include/orh/oci.h). */
+/* The annotations of a pod's sandbox, the same way (include/orh/decide/oci.h). */
 static const char sandbox_keys[] = ORH_SANDBOX_KEYS_TEXT;
 
 static size_t s_len(const char *s)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Activation: whether a container is served, and why (include/orh/activation.h). The
+ * Activation: whether a container is served, and why (include/orh/decide/activation.h). The
  * container's request is read here and nowhere else: oci-rdma-hook/enable (true|false)
  * and oci-rdma-hook/preset (one of the preset names compiled in), as annotations or as
  * the process.env variables OCI_RDMA_HOOK_ENABLE and OCI_RDMA_HOOK_PRESET, bounded and
@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/activation.h"
-#include "orh/decide.h"
+#include "orh/decide/activation.h"
+#include "orh/decide/decide.h"
 
 #define ORH_ANNOTATION_VALUE_MAX 64
 

@@ -36,8 +36,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/affinity.h"
-#include "orh/gpu.h"
+#include "orh/decide/affinity.h"
+#include "orh/node/gpu.h"
 
 #define MAX_COMPONENTS 32
 

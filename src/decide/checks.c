@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Will it work (include/orh/decide.h, struct orh_checks): the checks of a container's own
+ * Will it work (include/orh/decide/decide.h, struct orh_checks): the checks of a container's own
  * context, each on values read (the decision, the container's memlock as its applier finds
  * it); and the NCCL verdicts (struct orh_nccl_verdict): GPUDirect RDMA from the node's
  * facts and the image's NCCL, the settings that follow, the fail-closed pin. Pure.
@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/decide.h"
-#include "orh/nccl_used.h"
+#include "orh/decide/decide.h"
+#include "orh/node/nccl_used.h"
 
 bool orh_check_memlock(uint64_t soft, uint64_t need, char *out, size_t size)
 {

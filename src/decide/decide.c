@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The one decision (include/orh/decide.h). */
+/* The one decision (include/orh/decide/decide.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "orh/activation.h"
-#include "orh/decide.h"
-#include "orh/gpu.h"
+#include "orh/decide/activation.h"
+#include "orh/decide/decide.h"
+#include "orh/node/gpu.h"
 
 static void push_all(struct orh_strv *dst, const struct orh_strv *src)
 {

@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What a container's spec says it was given (include/orh/oci.h): the device nodes in
+ * What a container's spec says it was given (include/orh/decide/oci.h): the device nodes in
  * linux.devices, the GPUs of NVIDIA_VISIBLE_DEVICES, whether it sets RLIMIT_MEMLOCK, and
  * whether it is a Kubernetes pod sandbox. Pure: a function of the parsed spec (and the
  * state's annotations).
  */
 #include <string.h>
 
-#include "orh/oci.h"
-#include "orh/inventory.h"
-#include "orh/oci.h"
+#include "orh/decide/oci.h"
+#include "orh/node/inventory.h"
+#include "orh/decide/oci.h"
 
 /* The annotations by which the CRI implementations mark a pod's sandbox (pause)
- * container: containerd's CRI plugin and CRI-O (include/orh/oci.h). */
+ * container: containerd's CRI plugin and CRI-O (include/orh/decide/oci.h). */
 static const char sandbox_keys[] = ORH_SANDBOX_KEYS_TEXT;
 
 static bool is_sandbox(const json_t *annotations)

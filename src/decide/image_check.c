@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Can the image use what it is given (include/orh/decide.h, struct orh_image_verdict): each
+ * Can the image use what it is given (include/orh/decide/decide.h, struct orh_image_verdict): each
  * device the plan gives against the provider the image's libibverbs would load for it, the
  * image's NCCL copies against the node's minimum and against the GID selection of NCCL
  * 2.21 to 2.25; and, under image_supply, whether the node's own stack is given to it.
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/decide.h"
+#include "orh/decide/decide.h"
 
 /* NCCL 2.21.0 to 2.26.1 abort when their GID auto-selection reads EINVAL from a GID's type
  * in a container; 2.26.2 skips such entries. */

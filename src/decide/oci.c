@@ -15,8 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "orh/json.h"
-#include "orh/oci.h"
+#include "orh/base/json.h"
+#include "orh/decide/oci.h"
 
 static int load_json(const char *buf, size_t len, size_t max, size_t flags,
 		     const char *name, json_t **out, struct orh_err *err)

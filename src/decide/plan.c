@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "orh/plan.h"
+#include "orh/decide/plan.h"
 
 #define VENDOR_ALIBABA_ERDMA 0x1ded
 #define NCCL_MAX_HCA 32

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Which entries of the RDMA classes of sysfs a container sees (include/orh/sysview_decide.h):
+ * Which entries of the RDMA classes of sysfs a container sees (include/orh/decide/sysview_decide.h):
  * those of the devices the plan gives it. A pure function of the host's entries and the
  * plan.
  */
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/sysview_decide.h"
+#include "orh/decide/sysview_decide.h"
 
 static bool given(const struct orh_plan *plan, const char *dev)
 {

@@ -11,7 +11,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include "orh/config.h"
+#include "orh/node/config.h"
 
 static const char *const preset_names[] = {
 	[ORH_PRESET_AUTO] = "auto",

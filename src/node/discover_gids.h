@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "orh/inventory.h"
+#include "orh/node/inventory.h"
 #include "snapline.h"
 #include "sysfs.h"
 

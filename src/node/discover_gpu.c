@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "sysfs.h"
-#include "orh/gpu.h"
+#include "orh/node/gpu.h"
 
 #define NVIDIA_VENDOR 0x10de
 #define VISIBLE_MAX 4096      /* NVIDIA_VISIBLE_DEVICES: 256 UUIDs fit */

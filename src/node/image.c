@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The image's RDMA userspace and NCCL (include/orh/image.h), read as the container's own
+ * The image's RDMA userspace and NCCL (include/orh/node/image.h), read as the container's own
  * loader, libibverbs and Python would find them, from its root's fd: the provider each
  * device needs, libibverbs and its providers here; the files reached through
  * image_read.c, NCCL through image_nccl.c.
@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/image.h"
-#include "orh/rootfs.h"
+#include "orh/node/image.h"
+#include "orh/base/rootfs.h"
 #include "image_elf.h"
 #include "image_nccl.h"
 #include "image_read.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The loader's cache (include/orh/image.h): looked up in small pieces at known offsets
+ * The loader's cache (include/orh/node/image.h): looked up in small pieces at known offsets
  * (pread), each counted against a budget (image_elf.h), every offset checked against the
  * file's size; merged with the supplied libraries first, the old cache read once, whole,
  * each string written once and each entry kept once.
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "orh/image.h"
+#include "orh/node/image.h"
 #include "image_elf.h"
 
 #define NAME_READ 256 /* a library name, read at most */

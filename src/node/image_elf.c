@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The ELF version tables and needs (include/orh/image.h), and the budget every read of an
+ * The ELF version tables and needs (include/orh/node/image.h), and the budget every read of an
  * image's files is counted against (struct orh_read_budget; the loader's cache is
  * image_cache.c). An ELF file's section headers and each section it walks are read once,
  * whole, and walked in memory, every offset checked against what was read, every loop
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "orh/image.h"
+#include "orh/node/image.h"
 #include "image_elf.h"
 
 #define NAME_READ 256 /* a version name, read at most */

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "orh/image.h"
+#include "orh/node/image.h"
 
 /* A file's reading starts on b: its count from zero, a budget it passed forgotten (the
  * image's is found spent again at its first read). Returns b. */

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/rootfs.h"
+#include "orh/base/rootfs.h"
 #include "image_nccl.h"
 
 #define MAX_SITE_DIRS 12

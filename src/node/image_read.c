@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/rootfs.h"
+#include "orh/base/rootfs.h"
 #include "image_elf.h"
 #include "image_read.h"
 

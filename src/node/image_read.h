@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "orh/image.h"
+#include "orh/node/image.h"
 
 /* One reading of a root: every open counted in img->opens, the notes and the budget in
  * img. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The node's own RDMA userspace for image_supply (orh_supply_read(), include/orh/image.h):
+ * The node's own RDMA userspace for image_supply (orh_supply_read(), include/orh/node/image.h):
  * its libibverbs and the providers of the devices, each library's needs found as the
  * node's loader finds them, with the glibc version each needs; and the image's glibc, read
  * from its libc.so.6.

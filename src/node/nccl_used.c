@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * What NCCL used (orh/nccl_used.h): its INFO lines, parsed per communicator, and the
+ * What NCCL used (orh/node/nccl_used.h): its INFO lines, parsed per communicator, and the
  * capture directory read through the container's root. The lines parsed, as NCCL 2.28.9
  * writes them (src/init.cc, src/transport/{net,p2p,shm,net_ib,net_socket}.cc), each
  * after the prefix "HOST:PID:TID [DEV] NCCL INFO ":
@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/nccl_used.h"
-#include "orh/rootfs.h"
+#include "orh/node/nccl_used.h"
+#include "orh/base/rootfs.h"
 
 #define INFO_MARK " NCCL INFO "
 

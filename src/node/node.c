@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Reading the node (include/orh/node.h). */
+/* Reading the node (include/orh/node/node.h). */
 #include <string.h>
 
-#include "orh/node.h"
-#include "orh/snapshot.h"
+#include "orh/node/node.h"
+#include "orh/node/snapshot.h"
 
 /* The node from the caller's snapshot; false (with a warning) when it cannot be used. */
 static bool restore(const struct orh_node_read_opts *o, struct orh_node *n)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/inventory.h"
+#include "orh/node/inventory.h"
 
 /* "4: ACTIVE" -> 4, "ACTIVE" */
 int orh_parse_port_state(const char *s, int *num, char *text, size_t text_size)

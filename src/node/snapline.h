@@ -8,8 +8,8 @@
 
 #include <stdio.h>
 
-#include "orh/inventory.h"
-#include "orh/util.h"
+#include "orh/node/inventory.h"
+#include "orh/base/util.h"
 
 /* Where a restore is: a bad field is reported as "<what>: line N (KIND), field I: why". */
 struct snap_rd {

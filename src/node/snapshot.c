@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The node snapshot (include/orh/snapshot.h): a plan-mode inventory, the GID entries its
+ * The node snapshot (include/orh/node/snapshot.h): a plan-mode inventory, the GID entries its
  * planner read (discover_gids.c writes and restores that part) and the GPUs, as the text
  * of snapline.c in one JSON string. Its lines, each a kind and its fields:
  *
@@ -27,7 +27,7 @@
 #include "discover_gids.h"
 #include "snapline.h"
 #include "sysfs.h"
-#include "orh/snapshot.h"
+#include "orh/node/snapshot.h"
 
 #define MAGIC "orh-node"
 #define MAX_FIELDS 32

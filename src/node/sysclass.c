@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The RDMA classes of sysfs as the host has them (include/orh/sysclass.h): each class
+ * The RDMA classes of sysfs as the host has them (include/orh/node/sysclass.h): each class
  * directory's symlinks (name, target, the ibdev file behind the verbs and mad entries)
  * and its regular files. Reads only.
  */
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/sysclass.h"
+#include "orh/node/sysclass.h"
 
 const char *const orh_sysview_classes[ORH_SYSVIEW_N_CLASSES] = {
 	"infiniband",

@@ -2,7 +2,7 @@
 /*
  * What every discovery file reads sysfs through (sysfs.c): the state of one scan, and the
  * helpers that read a value, list a directory and warn. Internal to discovery;
- * include/orh/inventory.h is its interface.
+ * include/orh/node/inventory.h is its interface.
  */
 #ifndef ORH_NODE_SYSFS_H
 #define ORH_NODE_SYSFS_H
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "orh/inventory.h"
+#include "orh/node/inventory.h"
 
 #define VALUE_MAX 256 /* every sysfs attribute we read is far shorter */
 #define DISC_MAX_GIDS 4096

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "orh-config.h"
-#include "orh/verbs.h"
+#include "orh/node/verbs.h"
 
 #ifdef ORH_HAVE_VERBS
 #include <infiniband/verbs.h>

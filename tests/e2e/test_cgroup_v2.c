@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
+#include "orh/apply/apply.h"
 
 #define N_PATHS 4
 

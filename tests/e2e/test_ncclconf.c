@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "orh/apply.h"
+#include "orh/apply/apply.h"
 
 #define B ORH_NCCL_MARK_BEGIN "\n"
 #define E ORH_NCCL_MARK_END "\n"

@@ -20,7 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
+#include "orh/apply/apply.h"
 
 static char top[PATH_MAX];   /* T */
 static char root[PATH_MAX];  /* T/root */

@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orh/apply.h"
-#include "orh/supply.h"
+#include "orh/apply/apply.h"
+#include "orh/apply/supply.h"
 
 static char top[PATH_MAX];      /* T */
 static char root[PATH_MAX];     /* T/root, bound onto itself */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/configure.h"
+#include "orh/cmd/configure.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/affinity.h"
-#include "orh/gpu.h"
+#include "orh/decide/affinity.h"
+#include "orh/node/gpu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

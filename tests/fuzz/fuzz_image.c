@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "orh/image.h"
+#include "orh/node/image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

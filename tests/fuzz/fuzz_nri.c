@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/nri.h"
-#include "orh/ttrpc.h"
+#include "orh/cmd/nri.h"
+#include "orh/base/ttrpc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orh/activation.h"
-#include "orh/oci.h"
-#include "orh/shimfast.h"
-#include "orh/spec.h"
+#include "orh/decide/activation.h"
+#include "orh/decide/oci.h"
+#include "orh/cmd/shimfast.h"
+#include "orh/apply/spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "orh/activation.h"
-#include "orh/oci.h"
+#include "orh/decide/activation.h"
+#include "orh/decide/oci.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "orh/util.h"
+#include "orh/base/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * configure's own block inside a file it shares with the operator (include/orh/configure.h):
+ * configure's own block inside a file it shares with the operator (include/orh/cmd/configure.h):
  * appended, replaced in place, or removed, byte for byte.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/configure.h"
+#include "orh/cmd/configure.h"
 
 #define BEGIN "# >>> oci-rdma-hook configure "
 #define END "# <<< oci-rdma-hook configure "

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "orh/configure.h"
+#include "orh/cmd/configure.h"
 
 /* Our drop-in's name in containerd's imported directory: after nvidia-ctk's 99-nvidia.toml */
 #define CD_DROPIN "99-oci-rdma-hook.toml"

@@ -21,12 +21,12 @@
 #include <unistd.h>
 
 #include "orh-config.h"
-#include "orh/args.h"
-#include "orh/atomic.h"
-#include "orh/commands.h"
-#include "orh/configure.h"
-#include "orh/install.h"
-#include "orh/rootfs.h"
+#include "orh/base/args.h"
+#include "orh/base/atomic.h"
+#include "orh/cmd/commands.h"
+#include "orh/cmd/configure.h"
+#include "orh/cmd/install.h"
+#include "orh/base/rootfs.h"
 
 #include "lock.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * containerd: where the handler goes (include/orh/configure.h). What containerd reads is
+ * containerd: where the handler goes (include/orh/cmd/configure.h). What containerd reads is
  * taken as containerd merges it (cd_view.c): the default runtime to chain is the effective
  * one (the NVIDIA runtime where nvidia-ctk made it the default), and:
  *   - containerd 1.x (config version 1 or 2) replaces an imported plugin table whole, the

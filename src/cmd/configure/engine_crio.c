@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * CRI-O: a drop-in of configure's own in crio.conf.d (include/orh/configure.h), with the
+ * CRI-O: a drop-in of configure's own in crio.conf.d (include/orh/cmd/configure.h), with the
  * handler and the paths of CRI-O's packaging; hooks_dir added to, never replaced. The
  * shim then executes CRI-O's runtime, named in the node config's runtime block.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * docker: the runtime merged into daemon.json, every other key kept
- * (include/orh/configure.h). JSON has no comments, and dockerd refuses keys it does not
+ * (include/orh/cmd/configure.h). JSON has no comments, and dockerd refuses keys it does not
  * know: configure's entry is told by its name and the shim's path. The runtime docker
  * ran before is the entry's runtimeArgs (the shim's first argument), not the node
  * config's, which another engine may set.
@@ -12,8 +12,8 @@
 #include <jansson.h>
 
 #include "engines_priv.h"
-#include "orh/config.h"
-#include "orh/json.h"
+#include "orh/node/config.h"
+#include "orh/base/json.h"
 
 static char *dump(const json_t *root)
 {

@@ -2,7 +2,7 @@
 /*
  * podman: a containers.conf.d drop-in whose hooks_dir adds the directory holding the
  * precreate registration (read by no other engine) to what podman read before
- * (include/orh/configure.h).
+ * (include/orh/cmd/configure.h).
  */
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the engines of `configure` share (include/orh/configure.h, engines_priv.h): their
+ * What the engines of `configure` share (include/orh/cmd/configure.h, engines_priv.h): their
  * names and files, reading a file into a plan, TOML look-ups, drop-in directories, the node
  * config's runtime block. Each engine's changes are computed from the text of the files
  * read; nothing here writes.
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "engines_priv.h"
-#include "orh/config.h"
+#include "orh/node/config.h"
 
 
 static const char *const engine_names[] = {

@@ -3,13 +3,13 @@
  * engines.c: what the engine files of src/cmd/configure/ share: reading a file into the list
  * of files a plan touches, TOML look-ups that name the file and line, drop-in directories,
  * and the node config's runtime block. Each engine_*.c computes one engine's changes (its
- * entry point in orh/configure.h); cmd_configure.c dispatches to them.
+ * entry point in orh/cmd/configure.h); cmd_configure.c dispatches to them.
  */
 #ifndef ORH_CONFIGURE_ENGINES_PRIV_H
 #define ORH_CONFIGURE_ENGINES_PRIV_H
 
 #include "orh-config.h"
-#include "orh/configure.h"
+#include "orh/cmd/configure.h"
 
 #ifndef ORH_CONTAINERS_HOOKS_DIR
 #define ORH_CONTAINERS_HOOKS_DIR "/usr/share/containers/oci/hooks.d"

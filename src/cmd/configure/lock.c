@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "lock.h"
-#include "orh/rootfs.h"
+#include "orh/base/rootfs.h"
 
 #define LOCK_NAME ".oci-rdma-hook-configure"
 #define LOCK_POLL_MS 50

@@ -8,7 +8,7 @@
 #include <limits.h>
 #include <stdbool.h>
 
-#include "orh/util.h"
+#include "orh/base/util.h"
 
 /* How long a run waits for another one on the same root before it gives up. */
 #define ORH_CONFIGURE_LOCK_WAIT_MS 5000

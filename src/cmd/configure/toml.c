@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A line scanner for the TOML that engine configs hold (include/orh/configure.h): every
+ * A line scanner for the TOML that engine configs hold (include/orh/cmd/configure.h): every
  * key with its full path, the source text of its value and its line. It checks what it
  * needs to find keys and values; it is no validator (the engines check their own files:
  * `containerd config dump`, CRI-O at start).
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orh/configure.h"
+#include "orh/cmd/configure.h"
 
 struct scan {
 	const char *p;      /* the next byte */
