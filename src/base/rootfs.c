@@ -304,6 +304,32 @@ static int in_root_open_dir(int rootfd, const char *path, int *out)
 	return 0;
 }
 
+/* path (no leading '/') as one directory of the root, by openat2, tied to the mount mnt:
+ * 0 with *out; 1 where the walk must take over (openat2 missing, still racing after its
+ * tries, or, where missing is true, a component missing); else -errno with err. */
+static int open_dir_tied(int rootfd, const char *path, bool missing, uint64_t mnt, int *out,
+			 struct orh_err *err)
+{
+	int r;
+
+	if (fallback_used)
+		return 1;
+	r = in_root_open_dir(rootfd, *path ? path : ".", out);
+	if (r == 0) {
+		r = check_mount(*out, mnt, path, err);
+		if (r < 0)
+			close(TAKE_FD(*out));
+		return r;
+	}
+	if (r == -ENOSYS)
+		fallback_used = true;
+	/* EAGAIN still: the walk does not depend on those counts; a missing component: the
+	 * walk resolves every component itself, symlinks included, inside the root */
+	if (r == -ENOSYS || r == -EAGAIN || (r == -ENOENT && missing))
+		return 1;
+	return orh_fail_errno(err, r, "resolving '/%s' in the container", path);
+}
+
 int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int *out,
 		   struct orh_err *err)
 {
@@ -311,25 +337,8 @@ int orh_rootfs_dir(int rootfd, const char *path, bool create, uint64_t mnt, int 
 
 	while (*path == '/')
 		path++;
-	if (!fallback_used) {
-		r = in_root_open_dir(rootfd, *path ? path : ".", out);
-		if (r == 0) {
-			r = check_mount(*out, mnt, path, err);
-			if (r < 0)
-				close(TAKE_FD(*out));
-			return r;
-		}
-		if (r == -ENOSYS) {
-			fallback_used = true;
-		} else if (r == -EAGAIN) {
-			/* still racing: the walk below does not depend on those counts */
-		} else if (r != -ENOENT || !create) {
-			return orh_fail_errno(err, r, "resolving '/%s' in the container", path);
-		}
-		/* Something is missing: create it with the walk below, which resolves
-		 * every component itself, symlinks included, inside the root. */
-	}
-	return walk_resolve(rootfd, path, create, false, mnt, out, err);
+	r = open_dir_tied(rootfd, path, create, mnt, out, err);
+	return r <= 0 ? r : walk_resolve(rootfd, path, create, false, mnt, out, err);
 }
 
 int orh_rootfs_dir_probe(int rootfd, const char *path, uint64_t mnt, int *out,
@@ -339,20 +348,8 @@ int orh_rootfs_dir_probe(int rootfd, const char *path, uint64_t mnt, int *out,
 
 	while (*path == '/')
 		path++;
-	if (!fallback_used) {
-		r = in_root_open_dir(rootfd, *path ? path : ".", out);
-		if (r == 0) {
-			r = check_mount(*out, mnt, path, err);
-			if (r < 0)
-				close(TAKE_FD(*out));
-			return r;
-		}
-		if (r == -ENOSYS)
-			fallback_used = true;
-		else if (r != -ENOENT && r != -EAGAIN)
-			return orh_fail_errno(err, r, "resolving '/%s' in the container", path);
-	}
-	return walk_resolve(rootfd, path, true, true, mnt, out, err);
+	r = open_dir_tied(rootfd, path, true, mnt, out, err);
+	return r <= 0 ? r : walk_resolve(rootfd, path, true, true, mnt, out, err);
 }
 
 int orh_rootfs_parent(int rootfd, const char *path, bool create, uint64_t mnt, int *dirfd,

@@ -76,51 +76,8 @@ write_conf "$WORK/node.conf" "$NODE_CONF"
 make_rootfs "$WORK/rootfs"
 PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
 
-mkdir -p "$CD/net.d" "$CD/nri/plugins" "$CD/nri/conf.d"
-case $(uname -m) in
-x86_64) PLATFORM=amd64 ;;
-aarch64) PLATFORM=arm64 ;;
-*) PLATFORM=$(uname -m) ;;
-esac
-cat >"$CD/config.toml" <<EOF
-version = 3
-root = "$CD/root"
-state = "$CD/state"
-[grpc]
-  address = "$CD/containerd.sock"
-[ttrpc]
-  address = "$CD/containerd.sock.ttrpc"
-[debug]
-  address = "$CD/debug.sock"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$CD/opt"
-[plugins."io.containerd.cri.v1.images"]
-  snapshotter = "native"
-  [plugins."io.containerd.cri.v1.images".pinned_images]
-    sandbox = "localhost/orh-pause:1"
-[plugins."io.containerd.cri.v1.runtime"]
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.cri.v1.runtime".containerd]
-    default_runtime_name = "runc"
-    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-  [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = ["/usr/lib/cni"]
-    conf_dir = "$CD/net.d"
-[[plugins."io.containerd.transfer.v1.local".unpack_config]]
-  platform = "linux/$PLATFORM"
-  snapshotter = "native"
-[plugins."io.containerd.nri.v1.nri"]
-  disable = false
-  socket_path = "$NRI_SOCK"
-  plugin_path = "$CD/nri/plugins"
-  plugin_config_path = "$CD/nri/conf.d"
-  [plugins."io.containerd.nri.v1.nri".default_validator]
-    enable = true
-EOF
+CD2_TABLES='[plugins."io.containerd.nri.v1.nri".default_validator]
+    enable = true' cd2_config "$CD" "$NRI_SOCK"
 
 DEFAULT_MEMLOCK=64
 CD_RUN=0

@@ -119,51 +119,7 @@ make_image_rootfs "$WORK/rootfs-conf"
 # containerd 2.3.4, config version 3: the CRI plugin with the runc runtime only, the local
 # pause image, the native snapshotter, the bridge CNI; NRI on, its socket under the state
 # directory, no pre-installed plugin, the default request timeout (2 s)
-mkdir -p "$CD/net.d" "$CD/nri/plugins" "$CD/nri/conf.d"
-case $(uname -m) in
-x86_64) PLATFORM=amd64 ;;
-aarch64) PLATFORM=arm64 ;;
-*) PLATFORM=$(uname -m) ;;
-esac
-cat >"$CD/config.toml" <<EOF
-version = 3
-root = "$CD/root"
-state = "$CD/state"
-[grpc]
-  address = "$CD/containerd.sock"
-[ttrpc]
-  address = "$CD/containerd.sock.ttrpc"
-[debug]
-  address = "$CD/debug.sock"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$CD/opt"
-[plugins."io.containerd.cri.v1.images"]
-  snapshotter = "native"
-  [plugins."io.containerd.cri.v1.images".pinned_images]
-    sandbox = "localhost/orh-pause:1"
-[plugins."io.containerd.cri.v1.runtime"]
-  # without CAP_SYS_RESOURCE runc cannot lower oom_score_adj to the sandbox's -998
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.cri.v1.runtime".containerd]
-    default_runtime_name = "runc"
-    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-  [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = ["/usr/lib/cni"]
-    conf_dir = "$CD/net.d"
-# ctr's import unpacks through the transfer service, for the snapshotter named here
-[[plugins."io.containerd.transfer.v1.local".unpack_config]]
-  platform = "linux/$PLATFORM"
-  snapshotter = "native"
-[plugins."io.containerd.nri.v1.nri"]
-  disable = false
-  socket_path = "$NRI_SOCK"
-  plugin_path = "$CD/nri/plugins"
-  plugin_config_path = "$CD/nri/conf.d"
-EOF
+cd2_config "$CD" "$NRI_SOCK"
 mkdir -p "$WORK/cni-ipam"
 cat >"$CD/net.d/10-$NET.conflist" <<EOF
 {

@@ -346,3 +346,68 @@ run_podman() {
 		2>"$WORK/podman.err") || RC=$?
 	ERR=$(cat "$WORK/podman.err")
 }
+
+# cd2_config DIR NRI_SOCK: DIR/config.toml for containerd 2.x (config version 3) whose
+# root, state and sockets are under DIR: the CRI plugin with the runc handler (runc can
+# lower no oom_score_adj without CAP_SYS_RESOURCE: restrict_oom_score_adj), the local pause
+# image, the native snapshotter, the CNI configurations of DIR/net.d with the plugins in
+# $CD2_CNI_BIN (default Debian's); NRI on, its socket NRI_SOCK, its plugin_path and
+# plugin_config_path DIR/nri/plugins and DIR/nri/conf.d. Lines of $CD2_RUNTIME go into the
+# CRI runtime plugin's table, of $CD2_RUNC into the runc handler's options; $CD2_TABLES is
+# added at the end (tables of its own).
+cd2_config() {
+	local dir=$1 nri=$2 platform
+	case $(uname -m) in
+	x86_64) platform=amd64 ;;
+	aarch64) platform=arm64 ;;
+	*) platform=$(uname -m) ;;
+	esac
+	mkdir -p "$dir/net.d" "$dir/nri/plugins" "$dir/nri/conf.d"
+	{
+		cat <<-EOF
+			version = 3
+			root = "$dir/root"
+			state = "$dir/state"
+			[grpc]
+			  address = "$dir/containerd.sock"
+			[ttrpc]
+			  address = "$dir/containerd.sock.ttrpc"
+			[debug]
+			  address = "$dir/debug.sock"
+			[plugins."io.containerd.internal.v1.opt"]
+			  path = "$dir/opt"
+			[plugins."io.containerd.cri.v1.images"]
+			  snapshotter = "native"
+			  [plugins."io.containerd.cri.v1.images".pinned_images]
+			    sandbox = "localhost/orh-pause:1"
+			[plugins."io.containerd.cri.v1.runtime"]
+			  restrict_oom_score_adj = true
+			  netns_mounts_under_state_dir = true
+		EOF
+		[ -z "${CD2_RUNTIME:-}" ] || printf '%s\n' "$CD2_RUNTIME" | sed 's/^/  /'
+		cat <<-EOF
+			  [plugins."io.containerd.cri.v1.runtime".containerd]
+			    default_runtime_name = "runc"
+			    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+			      runtime_type = "io.containerd.runc.v2"
+			      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+			        SystemdCgroup = false
+		EOF
+		[ -z "${CD2_RUNC:-}" ] || printf '%s\n' "$CD2_RUNC" | sed 's/^/        /'
+		cat <<-EOF
+			  [plugins."io.containerd.cri.v1.runtime".cni]
+			    bin_dirs = ["${CD2_CNI_BIN:-/usr/lib/cni}"]
+			    conf_dir = "$dir/net.d"
+			# ctr's import unpacks through the transfer service, for the snapshotter named here
+			[[plugins."io.containerd.transfer.v1.local".unpack_config]]
+			  platform = "linux/$platform"
+			  snapshotter = "native"
+			[plugins."io.containerd.nri.v1.nri"]
+			  disable = false
+			  socket_path = "$nri"
+			  plugin_path = "$dir/nri/plugins"
+			  plugin_config_path = "$dir/nri/conf.d"
+		EOF
+		[ -z "${CD2_TABLES:-}" ] || printf '%s\n' "$CD2_TABLES"
+	} >"$dir/config.toml"
+}

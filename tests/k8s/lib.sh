@@ -117,57 +117,13 @@ k8s_certs() {
 # tests/k8s/cni.sh, CDI specs read from $CD/cdi; NRI on, its socket $NRI_SOCK; the shims'
 # sockets under $CD/s
 k8s_containerd_config() {
-	local platform
-	case $(uname -m) in
-	x86_64) platform=amd64 ;;
-	aarch64) platform=arm64 ;;
-	*) platform=$(uname -m) ;;
-	esac
-	mkdir -p "$CD/net.d" "$CD/cni" "$CD/nri/plugins" "$CD/nri/conf.d" "$CD/s" "$CD/cdi"
-	cat >"$CD/config.toml" <<-EOF
-		version = 3
-		root = "$CD/root"
-		state = "$CD/state"
-		[grpc]
-		  address = "$CD/containerd.sock"
-		[ttrpc]
-		  address = "$CD/containerd.sock.ttrpc"
-		[debug]
-		  address = "$CD/debug.sock"
-		[plugins."io.containerd.internal.v1.opt"]
-		  path = "$CD/opt"
-		[plugins."io.containerd.shim.v1.manager"]
-		  socket_dir = "$CD/s"
-		[plugins."io.containerd.cri.v1.images"]
-		  snapshotter = "native"
-		  [plugins."io.containerd.cri.v1.images".pinned_images]
-		    sandbox = "localhost/orh-pause:1"
-		[plugins."io.containerd.cri.v1.runtime"]
-		  # without CAP_SYS_RESOURCE runc cannot lower oom_score_adj to the sandbox's -998
-		  restrict_oom_score_adj = true
-		  netns_mounts_under_state_dir = true
-		  # the CDI specs of the lane's DRA driver (orh-rdmadev dra)
-		  enable_cdi = true
-		  cdi_spec_dirs = ["$CD/cdi"]
-		  [plugins."io.containerd.cri.v1.runtime".containerd]
-		    default_runtime_name = "runc"
-		    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
-		      runtime_type = "io.containerd.runc.v2"
-		      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-		        SystemdCgroup = false
-		        Root = "$CD/runc"
-		  [plugins."io.containerd.cri.v1.runtime".cni]
-		    bin_dirs = ["$CD/cni"]
-		    conf_dir = "$CD/net.d"
-		[[plugins."io.containerd.transfer.v1.local".unpack_config]]
-		  platform = "linux/$platform"
-		  snapshotter = "native"
-		[plugins."io.containerd.nri.v1.nri"]
-		  disable = false
-		  socket_path = "$NRI_SOCK"
-		  plugin_path = "$CD/nri/plugins"
-		  plugin_config_path = "$CD/nri/conf.d"
-	EOF
+	mkdir -p "$CD/cni" "$CD/s" "$CD/cdi"
+	# the CDI specs of the lane's DRA driver (orh-rdmadev dra); runc's root and the shims'
+	# sockets under $CD
+	CD2_CNI_BIN=$CD/cni CD2_RUNTIME="enable_cdi = true
+cdi_spec_dirs = [\"$CD/cdi\"]" CD2_RUNC="Root = \"$CD/runc\"" \
+		CD2_TABLES="[plugins.\"io.containerd.shim.v1.manager\"]
+  socket_dir = \"$CD/s\"" cd2_config "$CD" "$NRI_SOCK"
 	# the pod network: tests/k8s/cni.sh as the plugin types orh-veth and loopback
 	sed "s#@IP@#$(command -v ip)#; s#@NSENTER@#$(command -v nsenter)#" \
 		"$K8S_SRC/tests/k8s/cni.sh" >"$CD/cni/orh-veth"
