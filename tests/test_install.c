@@ -512,6 +512,40 @@ Test(install, a_lock_others_may_open_is_refused)
 	cr_assert(!there("/etc/containerd/config.toml"), "it wrote without the lock");
 }
 
+/* A /run of mode 1777 (as in a VM's or a container's root): another user's file or link at
+ * the lock's name is removed by root, which then locks with a file of its own; the link's
+ * target is left as it was. */
+Test(install, a_sticky_run_is_locked_in_after_another_users_entry_is_removed)
+{
+	struct orh_err err = { 0 };
+	char p[128], run[128], target[128];
+	struct stat st;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root (chown, the sticky directory's rule)");
+	put("/run/.keep", "");
+	put("/target", "untouched\n");
+	snprintf(run, sizeof(run), "%s/run", root);
+	cr_assert_eq(chmod(run, 01777), 0);
+	snprintf(p, sizeof(p), "%s" LOCK, root);
+	snprintf(target, sizeof(target), "%s/target", root);
+	cr_assert_eq(symlink(target, p), 0);
+	cr_assert_eq(lchown(p, 65534, 65534), 0);
+	cr_assert_eq(cfg_under(NULL, &err), 0, "%s", err.msg);
+	cr_assert(there("/etc/containerd/config.toml"));
+	cr_assert_eq(stat(target, &st), 0);
+	cr_assert_eq(st.st_size, 10, "the link's target was written");
+	cr_assert(!there(LOCK), "the lock file left behind");
+	put(LOCK, "x\n");
+	cr_assert_eq(chown(p, 65534, 65534), 0);
+	cr_assert_eq(cfg_under(NULL, &err), 0, "%s", err.msg);
+	cr_assert(!there(LOCK), "another user's file kept at the lock's name");
+	/* without the sticky bit, a directory anyone may write is still refused */
+	cr_assert_eq(chmod(run, 0777), 0);
+	cr_assert_lt(cfg_under(NULL, &err), 0);
+	cr_assert(strstr(err.msg, "not locking there"), "%s", err.msg);
+}
+
 /* A symbolic link to nothing on the way is named as such, not as a loop of links. */
 Test(install, a_dangling_link_is_named)
 {

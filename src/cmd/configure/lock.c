@@ -63,9 +63,14 @@ static int lock_dir(int rootfd, const char *dir, struct orh_cfg_lock *lk, char *
 	}
 	if (fstat(lk->dirfd, &st) < 0)
 		return orh_fail_errno(err, errno, "stat of the directory of '%s'", *path);
-	if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH)))
+	/* writable by others only with the sticky bit (a /run of mode 1777, as /tmp): there
+	 * no one else can remove or rename the lock file; one of another user at its name is
+	 * removed by root (open_lock) */
+	lk->sticky = (st.st_mode & (S_IWGRP | S_IWOTH)) && (st.st_mode & S_ISVTX);
+	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
+	    ((st.st_mode & (S_IWGRP | S_IWOTH)) && !lk->sticky))
 		return orh_fail(err, EPERM, "the directory of '%s' is not uid %u's or root's "
-				"alone (owner %u, mode %04o): not locking there", *path,
+				"alone, nor sticky (owner %u, mode %04o): not locking there", *path,
 				(unsigned)geteuid(), (unsigned)st.st_uid, st.st_mode & 07777);
 	return 0;
 }
@@ -123,17 +128,33 @@ static long long now_ms(void)
 static int open_lock(struct orh_cfg_lock *lk, const char *path, struct stat *st,
 		     struct orh_err *err)
 {
-	lk->fd = openat(lk->dirfd, lk->name,
-			O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0600);
+	/* in a sticky directory, another user's file at the name is removed, a few times at
+	 * most (root may; what another user makes there in between is refused below) */
+	for (int tries = 0;; tries++) {
+		lk->fd = openat(lk->dirfd, lk->name,
+				O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+				0600);
+		if (lk->fd < 0 && !(lk->sticky && (errno == EACCES || errno == ELOOP) && tries < 3))
+			return orh_fail_errno(err, errno, "opening '%s'", path);
+		if (lk->fd >= 0 && fstat(lk->fd, st) < 0)
+			return orh_fail_errno(err, errno, "stat of '%s'", path);
+		if (lk->fd >= 0 && S_ISREG(st->st_mode) && st->st_uid == geteuid() &&
+		    !(st->st_mode & 077))
+			return 0;
+		if (!lk->sticky || geteuid() != 0 || tries >= 3)
+			break;
+		/* another user's entry (its owner alone could remove it, and root) */
+		if (lk->fd >= 0)
+			close(TAKE_FD(lk->fd));
+		if (unlinkat(lk->dirfd, lk->name, 0) < 0 && errno != ENOENT)
+			return orh_fail_errno(err, errno, "removing '%s', another user's", path);
+	}
 	if (lk->fd < 0)
-		return orh_fail_errno(err, errno, "opening '%s'", path);
-	if (fstat(lk->fd, st) < 0)
-		return orh_fail_errno(err, errno, "stat of '%s'", path);
-	if (!S_ISREG(st->st_mode) || st->st_uid != geteuid() || (st->st_mode & 077))
-		return orh_fail(err, EPERM, "'%s' is not a regular file of uid %u with mode 0600 "
-				"(owner %u, mode %04o): not locking with it", path,
-				(unsigned)geteuid(), (unsigned)st->st_uid, st->st_mode & 07777);
-	return 0;
+		return orh_fail(err, EPERM, "'%s' is not a regular file of uid %u: not locking "
+				"with it", path, (unsigned)geteuid());
+	return orh_fail(err, EPERM, "'%s' is not a regular file of uid %u with mode 0600 "
+			"(owner %u, mode %04o): not locking with it", path,
+			(unsigned)geteuid(), (unsigned)st->st_uid, st->st_mode & 07777);
 }
 
 /* lk->fd's flock, before deadline: 1 when taken, 0 when the file was no longer at the

@@ -17,6 +17,7 @@ struct orh_cfg_lock {
 	int fd;                   /* the lock file, held; -1: none */
 	int dirfd;                /* its directory (O_PATH) */
 	char name[NAME_MAX + 1];  /* its name there */
+	bool sticky;              /* the directory is writable by others, with the sticky bit */
 };
 
 #define ORH_CFG_LOCK_INIT { .fd = -1, .dirfd = -1 }
