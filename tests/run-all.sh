@@ -46,9 +46,10 @@ for line in open(sys.argv[1]):
 
 run_suite build-test -Db_sanitize=none
 if [ $quick = 0 ]; then
-	# the VM lane (tests/vm) and the Debian package (tests/package.sh, which builds its
-	# own binary) run once, in the plain build
-	TEST_ARGS="--no-suite vm --no-suite package" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	# the VM lane (tests/vm), the Debian package (tests/package.sh, which builds its own
+	# binary) and the Kubernetes lane (the paths of e2e-nri and e2e-cri, through a kubelet)
+	# run once, in the plain build
+	TEST_ARGS="--no-suite vm --no-suite package --no-suite k8s" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_suite build-asan -Dstatic=false -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 fi
 # the failed tests again, at the end, where a log cut to its first and last lines keeps them

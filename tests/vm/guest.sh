@@ -447,7 +447,8 @@ CD=$W/cri
 cri_config $CD
 "${ORH[@]}" configure --engine containerd --engine-config $CD/config.toml --handler rdma \
 	--shim $W/oci-rdma-runtime >$W/configure.out 2>&1
-# (in a drop-in the config imports: containerd's own merged view says whether it is there)
+# (a block of config.toml on containerd 1.x, or a drop-in it imports: containerd's own merged
+# view says whether it is there)
 check "CRI: configure --engine containerd adds the handler rdma ($(tr '\n' ' ' <$W/configure.out))" \
 	bash -c 'containerd --config "$1" config dump | grep -q "runtimes\.rdma\]"' _ $CD/config.toml
 containerd --config $CD/config.toml >$CD/containerd.log 2>&1 &
