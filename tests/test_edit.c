@@ -250,10 +250,25 @@ Test(edit, the_containers_network_namespace)
 	json_t *spec = parse(SPEC("", ",\"namespaces\":[{\"type\":\"network\","
 				       "\"path\":\"/nonexistent/orh-netns\"}]"));
 
-	/* one it cannot read: said, and the spec is still served */
+	/* one it cannot read (the NRI plugin without the host's PID namespace: another's
+	 * /proc/PID/ns/net), where the nccl-conf stage reads it later: the spec is served,
+	 * the stage registered, and neither the namespace nor NCCL_SOCKET_IFNAME is said to be
+	 * missing (the stage decides it in the namespace the container runs in) */
 	ctx_init(&ctx, ORH_ACTIVATE_ALWAYS, root);
 	cr_assert_eq(orh_spec_serve(&ctx, spec, 0, &res, &err), 0, "%s", err.msg);
 	cr_assert_gt(res.edits, 0);
+	cr_assert_eq(res.changes.devices, 9);
+	assert_self_hook(spec, "createRuntime", "nccl-conf");
+	cr_assert_not(strv_mentions(&res.warnings, "not read"));
+	cr_assert_not(strv_mentions(&res.warnings, "NCCL_SOCKET_IFNAME"));
+	orh_edit_result_free(&res);
+	json_decref(spec);
+
+	/* where no stage will run (the NRI plugin without hooks): said, and still served */
+	spec = parse(SPEC("", ",\"namespaces\":[{\"type\":\"network\","
+			      "\"path\":\"/nonexistent/orh-netns\"}]"));
+	cr_assert_eq(orh_spec_serve(&ctx, spec, ORH_SERVE_CONF | ORH_SERVE_NO_POSTSTOP, &res,
+				    &err), 0, "%s", err.msg);
 	cr_assert_eq(res.changes.devices, 9);
 	cr_assert(strv_mentions(&res.warnings, "network namespace '/nonexistent/orh-netns' not read"));
 	orh_edit_result_free(&res);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "orh/apply/apply.h"
+#include "orh/apply/handoff.h"
 #include "orh/apply/record.h"
 #include "orh/base/sandbox.h"
 #include "orh/apply/statedir.h"
@@ -260,8 +261,10 @@ static int conf_stage(struct hook *h, struct orh_ncclconf_result *res)
 	h->rec.memlock_known = read_memlock(h, &h->rec.memlock_soft_before,
 					    &h->rec.memlock_hard_before);
 	orh_record_spec(&h->rec, h->spec);
+	/* the NRI plugin's stage entry alone carries the handoff's token in its environment */
 	if (!strcmp(h->stage, "nccl-conf"))
-		h->rec.edited_by = "spec edit (precreate or the runtime shim)";
+		h->rec.edited_by = getenv(ORH_HANDOFF_ENV) ? "the NRI plugin's adjustment"
+							  : "spec edit (precreate or the runtime shim)";
 	if (strcmp(h->stage, "nccl-conf") != 0 &&
 	    apply_memlock(h, memlock, sizeof(memlock), &err) < 0) {
 		if (orh_hook_failed(h, "memlock", &err) == ORH_EXIT_FAIL)

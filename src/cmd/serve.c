@@ -102,6 +102,25 @@ static void root_facts(struct netns_arg *a, struct orh_container_facts *facts)
 	facts->rootfd = a->rootfd;
 }
 
+/* Does a stage read the container's network where the edit cannot? Every caller but the
+ * NRI plugin without hooks (ORH_SERVE_CONF and no snapshot to hand over) registers the
+ * nccl-conf stage wherever it does not write /etc/nccl.conf itself (own_conf). */
+static bool stage_reads_network(unsigned flags)
+{
+	return !(flags & ORH_SERVE_CONF) || (flags & ORH_SERVE_SNAPSHOT);
+}
+
+/* The network is read later, by the stage, in the namespace the container runs in: one
+ * not readable from here (the NRI plugin without the host's PID namespace: /proc/PID/ns/net
+ * of another), or one the runtime makes and a hook sets up. Rule 5 then waits for it, and
+ * nothing is said: the stage decides NCCL_SOCKET_IFNAME. */
+static void network_later(struct netns_arg *a, struct orh_container_facts *facts,
+			  const char *nspath)
+{
+	facts->netns_later = stage_reads_network(a->flags) &&
+			     !orh_shimconf_network_known(a->spec, true, nspath, a->read);
+}
+
 static int read_netns(struct netns_arg *a, struct orh_container_facts *facts,
 		      struct orh_err *err)
 {
@@ -113,11 +132,17 @@ static int read_netns(struct netns_arg *a, struct orh_container_facts *facts,
 	if (r < 0)
 		return orh_fail(err, r, "config.json: field 'linux.namespaces': bad network entry");
 	facts->own_netns = has_netns;
-	if (!has_netns || !nspath)
+	if (!has_netns)
 		return 0;
+	if (!nspath) {
+		network_later(a, facts, NULL);
+		return 0;
+	}
 	if (stat(nspath, &a->st) < 0 || orh_netns_read(nspath, &a->ni, &nerr) < 0) {
-		orh_strv_pushf(a->warnings, "network namespace '%s' not read: %s", nspath,
-			       nerr.msg[0] ? nerr.msg : strerror(errno));
+		network_later(a, facts, nspath);
+		if (!facts->netns_later)
+			orh_strv_pushf(a->warnings, "network namespace '%s' not read: %s", nspath,
+				       nerr.msg[0] ? nerr.msg : strerror(errno));
 		return 0;
 	}
 	a->read = true;

@@ -317,10 +317,11 @@ assert r["alive"] is True, r
 assert r["nccl_conf"]["result"] in ("written", "merged"), r
 ' "$INSPECT"
 # the node the plugin read, handed to the stage (bound to the token in its hook's environment)
-check "annotated: the nccl-conf stage decided from the node the plugin read (node.json)" \
+check "annotated: the nccl-conf stage decided from the node the plugin read (node.json), its record names the plugin's edit" \
 	python3 -c 'import json, sys
 r = json.loads(sys.argv[1])
 assert r["node_read"] == "by the NRI plugin", r.get("node_read")
+assert r["edited_by"] == "the NRI plugin\x27s adjustment", r.get("edited_by")
 assert r["node_from"].endswith("/node.json"), r.get("node_from")
 assert not [w for w in r["warnings"] if "handed over" in w], r["warnings"]
 ' "$INSPECT"

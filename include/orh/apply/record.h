@@ -35,7 +35,8 @@ struct orh_record_in {
 	struct orh_ns_ids ns;           /* the writer's: the pid is one of its pid namespace, the
 					 * bundle's paths are of its mount namespace */
 	char sysfs_view[17];            /* the id of the container's sysfs view, or "" */
-	const char *edited_by;          /* nccl-conf: "spec edit" (precreate or the shim); NULL */
+	const char *edited_by;          /* nccl-conf: who edited the spec (precreate or the
+					 * shim, or the NRI plugin's adjustment); NULL */
 	long pid;
 	unsigned long long start_time;  /* /proc/<pid>/stat field 22; 0: unknown */
 	const struct orh_decision *d;   /* the decision (act, why, facts, plan, warnings) */
