@@ -12,6 +12,7 @@ demo_packages=(
 	# build (meson reads the tests' dependencies at setup: criterion, libcap, libseccomp)
 	meson ninja-build pkg-config gcc libc6-dev python3
 	libjansson-dev libibverbs-dev libcap-dev libseccomp-dev libinih-dev libcriterion-dev
+	libprotobuf-c-dev
 	# a real container: runc and a busybox rootfs
 	runc busybox-static
 )
@@ -19,6 +20,9 @@ packages=(
 	"${demo_packages[@]}"
 	# tests/manifests.sh: the Kubernetes examples in deploy/kubernetes
 	python3-yaml
+	# the test nri-proto-gen: NRI's C messages made again (src/cmd/nri/proto-gen.sh; its
+	# descriptor.proto from python3-grpc-tools, below)
+	protobuf-c-compiler
 	# fuzzing and sanitizers
 	clang libclang-rt-14-dev
 	# end-to-end: real runtimes and a busybox rootfs

@@ -1,97 +1,251 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * NRI's messages as the plugin reads them (include/orh/cmd/nri.h; nri_encode.c writes them),
- * with the field numbers of pkg/api/api.proto. A field of a known number but another wire
- * type is an error; unknown fields are stepped over.
+ * with the types protoc-c made from src/cmd/nri/api*.proto. Each message is read in three
+ * steps:
+ *  - check(): a walk of its wire format (orh/base/pbwire.h) guided by the generated
+ *    descriptors, before protobuf-c sees a byte: every length within its buffer, nesting
+ *    bounded; a key or length longer than protobuf-c reads (5 bytes), a field of a known
+ *    number and another wire type, a string holding a NUL, and a message field not
+ *    repeated sent twice (protobuf-c would merge them, in quadratic time) refused; the fields
+ *    counted, those of the messages inside it and each element of a packed field with
+ *    them, against ORH_NRI_FIELDS_MAX. An error names the field, as "container.linux field
+ *    2 (devices)". Unknown fields are stepped over: nothing inside them checked or counted.
+ *  - protobuf_c_message_unpack(), on input check() passed, through an allocator that hands
+ *    out at most unpack_bytes() in all (twice the input, and 512 bytes a field counted):
+ *    more than protobuf-c takes for any message check() lets through, and a bound on what a
+ *    hostile one could make it take.
+ *  - the generated structs copied into the plugin's own (nri.h), and freed. An empty
+ *    singular string, which proto3 does not tell from an absent one, comes out NULL.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <protobuf-c/protobuf-c.h>
 
 #include "orh/cmd/nri.h"
 #include "orh/base/pbwire.h"
+#include "nri/api.pb-c.h"
 
 const char *const orh_nri_hook_kinds[ORH_NRI_HOOK_KINDS] = {
 	"prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop",
 };
 
-typedef struct orh_pb_reader rd_t;
-typedef struct orh_pb_field fd_t;
+typedef ProtobufCMessageDescriptor desc_t;
+typedef ProtobufCFieldDescriptor fdesc_t;
 
-static int str(const fd_t *f, char **s, struct orh_err *err)
+/* ---- the check before protobuf-c ----------------------------------------------------- */
+
+static enum orh_pb_wire wire_of(ProtobufCType t)
 {
-	free(*s);
-	*s = NULL;
-	return orh_pb_string(f, s, err);
+	switch (t) {
+	case PROTOBUF_C_TYPE_STRING:
+	case PROTOBUF_C_TYPE_BYTES:
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return ORH_PB_LEN;
+	case PROTOBUF_C_TYPE_SFIXED32:
+	case PROTOBUF_C_TYPE_FIXED32:
+	case PROTOBUF_C_TYPE_FLOAT:
+		return ORH_PB_FIXED32;
+	case PROTOBUF_C_TYPE_SFIXED64:
+	case PROTOBUF_C_TYPE_FIXED64:
+	case PROTOBUF_C_TYPE_DOUBLE:
+		return ORH_PB_FIXED64;
+	default:
+		return ORH_PB_VARINT;
+	}
 }
 
-static int strv(const fd_t *f, struct orh_strv *sv, struct orh_err *err)
+static const char *wire_name(enum orh_pb_wire w)
 {
-	char *s = NULL;
-	int r = orh_pb_string(f, &s, err);
-
-	if (r == 0)
-		orh_strv_push(sv, s);
-	return r;
+	return w == ORH_PB_VARINT ? "a varint" : w == ORH_PB_LEN ? "a length-delimited field" :
+	       w == ORH_PB_FIXED32 ? "a 32-bit field" : "a 64-bit field";
 }
 
-static int u64(const fd_t *f, uint64_t *v, struct orh_err *err)
+/* A packed field's elements: each a varint or of the type's fixed size, each counted. */
+static int check_packed(const fdesc_t *fd, const struct orh_pb_reader *r,
+			const struct orh_pb_field *f, struct orh_err *err)
 {
-	return orh_pb_u64(f, v, err);
+	enum orh_pb_wire w = wire_of(fd->type);
+	size_t step = w == ORH_PB_FIXED32 ? 4 : 8;
+	uint64_t v = 0;
+	int k;
+
+	for (size_t o = 0; o < f->len; o += (size_t)k) {
+		if (r->budget && r->budget->left == 0)
+			return orh_fail(err, E2BIG, "more than %zu fields in the message",
+					r->budget->max);
+		if (r->budget)
+			r->budget->left--;
+		if (w != ORH_PB_VARINT)
+			k = f->len - o >= step ? (int)step : -EBADMSG;
+		else
+			k = orh_pb_varint_get(f->data + o, f->len - o, &v);
+		if (k < 0)
+			return orh_fail(err, EBADMSG, "a packed element truncated");
+	}
+	return 0;
 }
 
-static int i64(const fd_t *f, int64_t *v, struct orh_err *err)
+static int check(const desc_t *d, struct orh_pb_reader *r, const char *path,
+		 struct orh_err *err);
+
+/* One field of a known number: its wire type, a string's bytes, a message inside (where an
+ * error is named already: *named). */
+static int check_field(const fdesc_t *fd, struct orh_pb_reader *r,
+		       const struct orh_pb_field *f, const char *path, bool *named,
+		       struct orh_err *err)
 {
-	uint64_t u = 0;
-	int r = orh_pb_u64(f, &u, err);
+	enum orh_pb_wire w = wire_of(fd->type);
+	struct orh_pb_reader sub;
+	char inner[160];
+	int k;
 
-	*v = (int64_t)u;
-	return r;
-}
-
-static int u32(const fd_t *f, uint32_t *v, struct orh_err *err)
-{
-	uint64_t u = 0;
-	int r = orh_pb_u64(f, &u, err);
-
-	*v = (uint32_t)u;
-	return r;
-}
-
-/* The value=1 of an Optional* wrapper message. */
-static int optional(const rd_t *r, const fd_t *f, uint64_t *v, struct orh_err *err)
-{
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
-
-	*v = 0;
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0)
-		k = g.num == 1 ? u64(&g, v, err) : 0;
+	if (f->wire != w && !(fd->label == PROTOBUF_C_LABEL_REPEATED && w != ORH_PB_LEN &&
+			      f->wire == ORH_PB_LEN))
+		return orh_fail(err, EBADMSG, "%s where the field takes %s", wire_name(f->wire),
+				wire_name(w));
+	if (f->wire == ORH_PB_LEN && w != ORH_PB_LEN)
+		return check_packed(fd, r, f, err);
+	if (fd->type == PROTOBUF_C_TYPE_STRING && f->len && memchr(f->data, '\0', f->len))
+		return orh_fail(err, EBADMSG, "a string holding a NUL byte");
+	if (fd->type != PROTOBUF_C_TYPE_MESSAGE)
+		return 0;
+	k = orh_pb_sub(r, f, &sub, err);
+	if (k < 0)
+		return k;
+	snprintf(inner, sizeof(inner), "%s%s%s", path, *path ? "." : "", fd->name);
+	k = check(fd->descriptor, &sub, inner, err);
+	*named = k < 0;
 	return k;
 }
 
-/* A map<string, string> entry {key=1, value=2}, added to kvs. */
-static int kv(const rd_t *r, const fd_t *f, struct orh_nri_kvs *kvs, struct orh_err *err)
+/* Every field of the message r reads, of type d: 0, or -errno with err naming the field
+ * where it stopped, path (the fields that led to it, "" for the outermost) first. */
+static int check(const desc_t *d, struct orh_pb_reader *r, const char *path,
+		 struct orh_err *err)
 {
-	struct orh_nri_kv e = { 0 };
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
+	const fdesc_t *fd;
+	const uint8_t *at = r->p;
+	struct orh_pb_field f;
+	bool named = false;
+	uint64_t key = 0, once = 0; /* the singular messages met, by index (< 64 fields) */
+	int k;
 
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0)
-		k = g.num == 1 ? str(&g, &e.key, err) : g.num == 2 ? str(&g, &e.value, err) : 0;
-	if (k < 0) {
-		free(e.key);
-		free(e.value);
-		return k;
+	while ((k = orh_pb_next(r, &f, err)) > 0) {
+		/* protobuf-c reads a key, and a length, of 5 bytes at most: an overlong one is
+		 * refused here, in every field it scans (unknown ones too) */
+		k = orh_pb_varint_get(at, (size_t)(r->end - at), &key);
+		if (k > 5 || (f.wire == ORH_PB_LEN && f.data - at - k > 5)) {
+			k = orh_fail(err, EBADMSG, "an overlong key or length (over 5 bytes)");
+			break;
+		}
+		at = r->p;
+		fd = protobuf_c_message_descriptor_get_field(d, f.num);
+		/* protobuf-c merges a singular message sent again into the first, copying the
+		 * arrays gathered so far each time: quadratic, and no encoder sends one twice */
+		if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE &&
+		    fd->label != PROTOBUF_C_LABEL_REPEATED) {
+			uint64_t bit = 1ull << ((size_t)(fd - d->fields) & 63);
+
+			if (once & bit) {
+				k = orh_fail(err, EBADMSG, "sent twice (a message, not repeated)");
+				break;
+			}
+			once |= bit;
+		}
+		k = fd ? check_field(fd, r, &f, path, &named, err) : 0;
+		if (named)
+			return k;
+		if (k < 0)
+			break;
 	}
-	if (!e.key)
-		e.key = orh_xstrdup("");
-	if (!e.value)
-		e.value = orh_xstrdup("");
-	kvs->v = orh_xgrow(kvs->v, kvs->n, sizeof(*kvs->v));
-	kvs->v[kvs->n++] = e;
+	if (k == 0)
+		return 0;
+	if (f.num == 0) /* its key could not be read */
+		return *path ? orh_err_prefix(err, "%s", path) : k;
+	fd = protobuf_c_message_descriptor_get_field(d, f.num);
+	return orh_err_prefix(err, "%s%sfield %u (%s)", path, *path ? " " : "", f.num,
+			      fd ? fd->name : "not read");
+}
+
+/* ---- protobuf-c's unpack, bounded ----------------------------------------------------- */
+
+struct alloc_budget {
+	size_t left;
+	bool spent, failed;     /* past the bound; malloc() failed */
+};
+
+static void *take(void *data, size_t size)
+{
+	struct alloc_budget *a = data;
+	void *p;
+
+	if (size > a->left) {
+		a->spent = true;
+		return NULL;
+	}
+	p = malloc(size ? size : 1);
+	if (p)
+		a->left -= size;
+	else
+		a->failed = true;
+	return p;
+}
+
+static void give(void *data, void *p)
+{
+	free(p);
+}
+
+static size_t unpack_bytes(size_t n, size_t fields)
+{
+	return 2 * n + 512 * (fields + 1);
+}
+
+/* The message p[0..n) of type d into *out (protobuf_c_message_free_unpacked(*out, NULL)
+ * frees it: what take() hands out is malloc's):
+ * check(), its fields bounded by max, then protobuf-c. -EBADMSG, -E2BIG or -ENOMEM with
+ * err prefixed with the message's name. */
+static int unpack(const desc_t *d, const void *p, size_t n, size_t max, ProtobufCMessage **out,
+		  struct orh_err *err)
+{
+	struct orh_pb_budget fields;
+	struct orh_pb_reader r;
+	struct alloc_budget a = { 0 };
+	ProtobufCAllocator alloc = { .alloc = take, .free = give, .allocator_data = &a };
+	int k;
+
+	*out = NULL;
+	orh_pb_reader_init_bounded(&r, p, n, &fields, max);
+	k = check(d, &r, "", err);
+	if (k < 0)
+		return orh_err_prefix(err, "%s", d->short_name);
+	a.left = unpack_bytes(n, fields.max - fields.left);
+	*out = protobuf_c_message_unpack(d, &alloc, n, n ? p : (const uint8_t *)"");
+	if (!*out && a.spent)
+		return orh_fail(err, E2BIG, "%s: more than %zu bytes to unpack", d->short_name,
+				unpack_bytes(n, fields.max - fields.left));
+	if (!*out && a.failed)
+		return orh_fail(err, ENOMEM, "%s: cannot unpack: out of memory", d->short_name);
+	if (!*out) /* what check() let through and protobuf-c did not: never seen */
+		return orh_fail(err, EBADMSG, "%s: refused by protobuf-c", d->short_name);
 	return 0;
+}
+
+/* ---- the generated structs into the plugin's own -------------------------------------- */
+
+static char *dup_set(const char *s)
+{
+	return s && *s ? orh_xstrdup(s) : NULL;
+}
+
+static void strv_from(struct orh_strv *sv, char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		orh_strv_push(sv, orh_xstrdup(v[i]));
 }
 
 /* Grow an array of n elements for one more, zeroed: its address. */
@@ -99,384 +253,158 @@ static int kv(const rd_t *r, const fd_t *f, struct orh_nri_kvs *kvs, struct orh_
 	((arr) = orh_xgrow(arr, n, sizeof(*(arr))), memset(&(arr)[n], 0, sizeof(*(arr))),    \
 	 &(arr)[(n)++])
 
-static int mount(const rd_t *r, const fd_t *f, struct orh_nri_mount *m, struct orh_err *err)
+static void kvs_from(struct orh_nri_kvs *kvs, OrhNri__KeyValue *const *v, size_t n)
 {
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
+	for (size_t i = 0; i < n; i++) {
+		struct orh_nri_kv *e = ADD(kvs->v, kvs->n);
 
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-		switch (g.num) {
-		case 1:
-			k = str(&g, &m->destination, err);
-			break;
-		case 2:
-			k = str(&g, &m->type, err);
-			break;
-		case 3:
-			k = str(&g, &m->source, err);
-			break;
-		case 4:
-			k = strv(&g, &m->options, err);
-			break;
-		default:
-			k = 0;
-		}
+		e->key = orh_xstrdup(v[i]->key);
+		e->value = orh_xstrdup(v[i]->value);
 	}
-	return k;
 }
 
-static int hook(const rd_t *r, const fd_t *f, struct orh_nri_hook *h, struct orh_err *err)
+static void mounts_from(struct orh_nri_mount **m, size_t *nm, OrhNri__Mount *const *v, size_t n)
 {
-	uint64_t t = 0;
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
+	for (size_t i = 0; i < n; i++) {
+		struct orh_nri_mount *o = ADD(*m, *nm);
 
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-		switch (g.num) {
-		case 1:
-			k = str(&g, &h->path, err);
-			break;
-		case 2:
-			k = strv(&g, &h->args, err);
-			break;
-		case 3:
-			k = strv(&g, &h->env, err);
-			break;
-		case 4:
-			k = optional(&sub, &g, &t, err);
-			h->has_timeout = true;
-			h->timeout = (int64_t)t;
-			break;
-		default:
-			k = 0;
-		}
+		o->destination = dup_set(v[i]->destination);
+		o->type = dup_set(v[i]->type);
+		o->source = dup_set(v[i]->source);
+		strv_from(&o->options, v[i]->options, v[i]->n_options);
 	}
-	return k;
 }
 
-static int hooks(const rd_t *r, const fd_t *f, struct orh_nri_hooks *hs, struct orh_err *err)
+static void hooks_from(struct orh_nri_hooks *hs, const OrhNri__Hooks *g)
 {
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
-
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-		unsigned i = g.num - 1;
-
-		k = i < ORH_NRI_HOOK_KINDS ? hook(&sub, &g, ADD(hs->v[i], hs->n[i]), err) : 0;
-	}
-	return k;
-}
-
-static int device(const rd_t *r, const fd_t *f, struct orh_nri_device *d, struct orh_err *err)
-{
-	uint64_t v = 0;
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
-
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-		switch (g.num) {
-		case 1:
-			k = str(&g, &d->path, err);
-			break;
-		case 2:
-			k = str(&g, &d->type, err);
-			break;
-		case 3:
-			k = i64(&g, &d->major, err);
-			break;
-		case 4:
-			k = i64(&g, &d->minor, err);
-			break;
-		case 5:
-		case 6:
-		case 7:
-			k = optional(&sub, &g, &v, err);
-			if (g.num == 5)
-				d->has_mode = true, d->mode = (uint32_t)v;
-			else if (g.num == 6)
-				d->has_uid = true, d->uid = (uint32_t)v;
-			else
-				d->has_gid = true, d->gid = (uint32_t)v;
-			break;
-		default:
-			k = 0;
-		}
-	}
-	return k;
-}
-
-static int rule(const rd_t *r, const fd_t *f, struct orh_nri_rule *d, struct orh_err *err)
-{
-	uint64_t v = 0;
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
-
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-		switch (g.num) {
-		case 1:
-			k = u64(&g, &v, err); d->allow = v != 0;
-			break;
-		case 2:
-			k = str(&g, &d->type, err);
-			break;
-		case 3:
-		case 4:
-			k = optional(&sub, &g, &v, err);
-			if (g.num == 3)
-				d->has_major = true, d->major = (int64_t)v;
-			else
-				d->has_minor = true, d->minor = (int64_t)v;
-			break;
-		case 5:
-			k = str(&g, &d->access, err);
-			break;
-		default:
-			k = 0;
-		}
-	}
-	return k;
-}
-
-static int rlimit(const rd_t *r, const fd_t *f, struct orh_nri_rlimit *l, struct orh_err *err)
-{
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
-
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-		switch (g.num) {
-		case 1:
-			k = str(&g, &l->type, err);
-			break;
-		case 2:
-			k = u64(&g, &l->hard, err);
-			break;
-		case 3:
-			k = u64(&g, &l->soft, err);
-			break;
-		default:
-			k = 0;
-		}
-	}
-	return k;
-}
-
-/* LinuxNamespace{type=1, path=2} as a type -> path entry. */
-static int ns(const rd_t *r, const fd_t *f, struct orh_nri_kvs *kvs, struct orh_err *err)
-{
-	return kv(r, f, kvs, err);
-}
-
-/* LinuxResources: devices=7 alone. */
-static int resources(const rd_t *r, const fd_t *f, struct orh_nri_rule **rules, size_t *n,
-		     struct orh_err *err)
-{
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
-
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0)
-		k = g.num == 7 ? rule(&sub, &g, ADD(*rules, *n), err) : 0;
-	return k;
-}
-
-/* LinuxContainer{namespaces=1, devices=2, resources=3} */
-static int linux_ctr(const rd_t *r, const fd_t *f, struct orh_nri_container *c,
-		     struct orh_err *err)
-{
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
-
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-		switch (g.num) {
-		case 1:
-			k = ns(&sub, &g, &c->namespaces, err);
-			break;
-		case 2:
-			k = device(&sub, &g, ADD(c->devices, c->n_devices), err);
-			break;
-		case 3:
-			k = resources(&sub, &g, &c->rules, &c->n_rules, err);
-			break;
-		default:
-			k = 0;
-		}
-	}
-	return k;
-}
-
-static void add_gid(struct orh_nri_container *c, uint64_t v)
-{
-	c->gids = orh_xgrow(c->gids, c->n_gids, sizeof(*c->gids));
-	c->gids[c->n_gids++] = (uint32_t)v;
-}
-
-/* User{uid=1, gid=2, additional_gids=3 (packed, or one a field)} */
-static int user(const rd_t *r, const fd_t *f, struct orh_nri_container *c, struct orh_err *err)
-{
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
-
-	c->has_user = true;
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-		k = 0;
-		if (g.num == 1) {
-			k = u32(&g, &c->uid, err);
-		} else if (g.num == 2) {
-			k = u32(&g, &c->gid, err);
-		} else if (g.num == 3 && g.wire == ORH_PB_VARINT) {
-			add_gid(c, g.v);
-		} else if (g.num == 3) {
-			uint64_t v = 0;
-
-			if (g.wire != ORH_PB_LEN)
-				return orh_fail(err, EBADMSG, "additional_gids: a bad wire type");
-			for (size_t o = 0; o < g.len; o += (size_t)k) {
-				k = orh_pb_varint_get(g.data + o, g.len - o, &v);
-				if (k < 0)
-					return orh_fail(err, EBADMSG,
-							"additional_gids: a truncated varint");
-				add_gid(c, v);
-			}
-			k = 0;
-		}
-	}
-	return k;
-}
-
-/* The name of a field of Container or PodSandbox the plugin reads, for an error. */
-static const char *field_name(bool ctr, uint32_t num)
-{
-	static const char *const ctr_names[] = {
-		[1] = "id", [2] = "pod_sandbox_id", [3] = "name", [6] = "annotations",
-		[7] = "args", [8] = "env", [9] = "mounts", [10] = "hooks", [11] = "linux",
-		[13] = "rlimits", [21] = "user",
+	OrhNri__Hook *const *v[ORH_NRI_HOOK_KINDS] = {
+		g->prestart, g->create_runtime, g->create_container, g->start_container,
+		g->poststart, g->poststop,
 	};
-	static const char *const pod_names[] = {
-		[1] = "id", [2] = "name", [3] = "uid", [4] = "namespace", [6] = "annotations",
+	size_t n[ORH_NRI_HOOK_KINDS] = {
+		g->n_prestart, g->n_create_runtime, g->n_create_container, g->n_start_container,
+		g->n_poststart, g->n_poststop,
 	};
-	const char *const *v = ctr ? ctr_names : pod_names;
-	size_t n = ctr ? ORH_ARRAY_SIZE(ctr_names) : ORH_ARRAY_SIZE(pod_names);
 
-	return num < n && v[num] ? v[num] : "not read";
-}
+	for (unsigned k = 0; k < ORH_NRI_HOOK_KINDS; k++) {
+		for (size_t i = 0; i < n[k]; i++) {
+			struct orh_nri_hook *h = ADD(hs->v[k], hs->n[k]);
 
-/* What went wrong in a field of Container or PodSandbox, prefixed with its name. */
-static int in_field(struct orh_err *err, bool ctr, const fd_t *g)
-{
-	if (g->num == 0) /* its key could not be read */
-		return orh_err_prefix(err, "%s", ctr ? "container" : "pod");
-	return orh_err_prefix(err, "%s field %u (%s)", ctr ? "container" : "pod", g->num,
-			      field_name(ctr, g->num));
-}
-
-static int container(const rd_t *r, const fd_t *f, struct orh_nri_container *c,
-		     struct orh_err *err)
-{
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
-
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-		switch (g.num) {
-		case 1:
-			k = str(&g, &c->id, err);
-			break;
-		case 2:
-			k = str(&g, &c->pod_id, err);
-			break;
-		case 3:
-			k = str(&g, &c->name, err);
-			break;
-		case 6:
-			k = kv(&sub, &g, &c->annotations, err);
-			break;
-		case 7:
-			k = strv(&g, &c->args, err);
-			break;
-		case 8:
-			k = strv(&g, &c->env, err);
-			break;
-		case 9:
-			k = mount(&sub, &g, ADD(c->mounts, c->n_mounts), err);
-			break;
-		case 10:
-			k = hooks(&sub, &g, &c->hooks, err);
-			break;
-		case 11:
-			k = linux_ctr(&sub, &g, c, err);
-			break;
-		case 13:
-			k = rlimit(&sub, &g, ADD(c->rlimits, c->n_rlimits), err);
-			break;
-		case 21:
-			k = user(&sub, &g, c, err);
-			break;
-		default:
-			k = 0;
+			h->path = dup_set(v[k][i]->path);
+			strv_from(&h->args, v[k][i]->args, v[k][i]->n_args);
+			strv_from(&h->env, v[k][i]->env, v[k][i]->n_env);
+			h->has_timeout = v[k][i]->timeout != NULL;
+			h->timeout = h->has_timeout ? v[k][i]->timeout->value : 0;
 		}
 	}
-	return k < 0 ? in_field(err, true, &g) : k;
 }
 
-static int pod(const rd_t *r, const fd_t *f, struct orh_nri_pod *p, struct orh_err *err)
+static void devices_from(struct orh_nri_device **d, size_t *nd, OrhNri__LinuxDevice *const *v,
+			 size_t n)
 {
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
+	for (size_t i = 0; i < n; i++) {
+		struct orh_nri_device *o = ADD(*d, *nd);
 
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-		switch (g.num) {
-		case 1:
-			k = str(&g, &p->id, err);
-			break;
-		case 2:
-			k = str(&g, &p->name, err);
-			break;
-		case 3:
-			k = str(&g, &p->uid, err);
-			break;
-		case 4:
-			k = str(&g, &p->namespace, err);
-			break;
-		case 6:
-			k = kv(&sub, &g, &p->annotations, err);
-			break;
-		default:
-			k = 0;
-		}
+		o->path = dup_set(v[i]->path);
+		o->type = dup_set(v[i]->type);
+		o->major = v[i]->major;
+		o->minor = v[i]->minor;
+		o->has_mode = v[i]->file_mode != NULL;
+		o->mode = o->has_mode ? v[i]->file_mode->value : 0;
+		o->has_uid = v[i]->uid != NULL;
+		o->uid = o->has_uid ? v[i]->uid->value : 0;
+		o->has_gid = v[i]->gid != NULL;
+		o->gid = o->has_gid ? v[i]->gid->value : 0;
 	}
-	return k < 0 ? in_field(err, false, &g) : k;
+}
+
+/* LinuxResources: its device cgroup rules */
+static void rules_from(struct orh_nri_rule **r, size_t *nr, const OrhNri__LinuxResources *res)
+{
+	for (size_t i = 0; res && i < res->n_devices; i++) {
+		const OrhNri__LinuxDeviceCgroup *g = res->devices[i];
+		struct orh_nri_rule *o = ADD(*r, *nr);
+
+		o->allow = g->allow;
+		o->type = dup_set(g->type);
+		o->access = dup_set(g->access);
+		o->has_major = g->major != NULL;
+		o->major = o->has_major ? g->major->value : 0;
+		o->has_minor = g->minor != NULL;
+		o->minor = o->has_minor ? g->minor->value : 0;
+	}
+}
+
+static void rlimits_from(struct orh_nri_rlimit **l, size_t *nl, OrhNri__POSIXRlimit *const *v,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct orh_nri_rlimit *o = ADD(*l, *nl);
+
+		o->type = dup_set(v[i]->type);
+		o->hard = v[i]->hard;
+		o->soft = v[i]->soft;
+	}
+}
+
+static void container_from(struct orh_nri_container *c, const OrhNri__Container *g)
+{
+	c->id = dup_set(g->id);
+	c->pod_id = dup_set(g->pod_sandbox_id);
+	c->name = dup_set(g->name);
+	kvs_from(&c->annotations, g->annotations, g->n_annotations);
+	strv_from(&c->args, g->args, g->n_args);
+	strv_from(&c->env, g->env, g->n_env);
+	mounts_from(&c->mounts, &c->n_mounts, g->mounts, g->n_mounts);
+	if (g->hooks)
+		hooks_from(&c->hooks, g->hooks);
+	rlimits_from(&c->rlimits, &c->n_rlimits, g->rlimits, g->n_rlimits);
+	if (g->linux) {
+		/* LinuxNamespace{type, path} as a type -> path entry */
+		for (size_t i = 0; i < g->linux->n_namespaces; i++) {
+			struct orh_nri_kv *e = ADD(c->namespaces.v, c->namespaces.n);
+
+			e->key = orh_xstrdup(g->linux->namespaces[i]->type);
+			e->value = orh_xstrdup(g->linux->namespaces[i]->path);
+		}
+		devices_from(&c->devices, &c->n_devices, g->linux->devices, g->linux->n_devices);
+		rules_from(&c->rules, &c->n_rules, g->linux->resources);
+	}
+	if (g->user) {
+		c->has_user = true;
+		c->uid = g->user->uid;
+		c->gid = g->user->gid;
+		for (size_t i = 0; i < g->user->n_additional_gids; i++)
+			*ADD(c->gids, c->n_gids) = g->user->additional_gids[i];
+	}
 }
 
 int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
 			  struct orh_err *err)
 {
-	struct orh_pb_budget budget;
-	rd_t r;
-	fd_t f;
+	ProtobufCMessage *m = NULL;
+	const OrhNri__CreateContainerRequest *g;
 	int k;
 
 	memset(req, 0, sizeof(*req));
-	orh_pb_reader_init_bounded(&r, p, n, &budget, ORH_NRI_FIELDS_MAX);
-	while ((k = orh_pb_next(&r, &f, err)) > 0) {
-		k = f.num == 1 ? pod(&r, &f, &req->pod, err) :
-		    f.num == 2 ? container(&r, &f, &req->ctr, err) : 0;
-		if (k < 0)
-			break;
+	k = unpack(&orh_nri__create_container_request__descriptor, p, n, ORH_NRI_FIELDS_MAX, &m,
+		   err);
+	if (k < 0)
+		return k;
+	g = (const OrhNri__CreateContainerRequest *)m;
+	if (g->pod) {
+		req->pod.id = dup_set(g->pod->id);
+		req->pod.name = dup_set(g->pod->name);
+		req->pod.uid = dup_set(g->pod->uid);
+		req->pod.namespace = dup_set(g->pod->namespace_);
+		kvs_from(&req->pod.annotations, g->pod->annotations, g->pod->n_annotations);
 	}
-	if (k == 0 && !req->ctr.id)
-		k = orh_fail(err, EBADMSG, "no container id");
-	if (k < 0) {
+	if (g->container)
+		container_from(&req->ctr, g->container);
+	protobuf_c_message_free_unpacked(m, NULL);
+	if (!req->ctr.id) {
 		orh_nri_create_free(req);
-		return orh_err_prefix(err, "CreateContainerRequest");
+		return orh_fail(err, EBADMSG, "CreateContainerRequest: no container id");
 	}
 	return 0;
 }
@@ -568,36 +496,20 @@ void orh_nri_create_free(struct orh_nri_create *req)
 int orh_nri_configure_decode(const void *p, size_t n, struct orh_nri_configure *req,
 			     struct orh_err *err)
 {
-	rd_t r;
-	fd_t f;
+	ProtobufCMessage *m = NULL;
+	const OrhNri__ConfigureRequest *g;
 	int k;
 
 	memset(req, 0, sizeof(*req));
-	orh_pb_reader_init(&r, p, n);
-	while ((k = orh_pb_next(&r, &f, err)) > 0) {
-		switch (f.num) {
-		case 1:
-			k = str(&f, &req->config, err);
-			break;
-		case 2:
-			k = str(&f, &req->runtime_name, err);
-			break;
-		case 3:
-			k = str(&f, &req->runtime_version, err);
-			break;
-		case 5:
-			k = i64(&f, &req->request_timeout_ms, err);
-			break;
-		default:
-			k = 0;
-		}
-		if (k < 0)
-			break;
-	}
-	if (k < 0) {
-		orh_nri_configure_free(req);
-		return orh_err_prefix(err, "ConfigureRequest");
-	}
+	k = unpack(&orh_nri__configure_request__descriptor, p, n, ORH_NRI_FIELDS_MAX, &m, err);
+	if (k < 0)
+		return k;
+	g = (const OrhNri__ConfigureRequest *)m;
+	req->config = dup_set(g->config);
+	req->runtime_name = dup_set(g->runtime_name);
+	req->runtime_version = dup_set(g->runtime_version);
+	req->request_timeout_ms = g->request_timeout;
+	protobuf_c_message_free_unpacked(m, NULL);
 	return 0;
 }
 
@@ -611,85 +523,41 @@ void orh_nri_configure_free(struct orh_nri_configure *req)
 
 int orh_nri_sync_decode(const void *p, size_t n, bool *more, struct orh_err *err)
 {
-	uint64_t v = 0;
-	rd_t r;
-	fd_t f;
+	ProtobufCMessage *m = NULL;
 	int k;
 
 	*more = false;
-	orh_pb_reader_init(&r, p, n);
-	while ((k = orh_pb_next(&r, &f, err)) > 0) {
-		if (f.num == 3) {
-			k = u64(&f, &v, err);
-			*more = v != 0;
-		}
-		if (k < 0)
-			break;
-	}
-	return k < 0 ? orh_err_prefix(err, "SynchronizeRequest") : 0;
-}
-
-/* LinuxContainerAdjustment{devices=1, resources=2} */
-static int linux_adj(const rd_t *r, const fd_t *f, struct orh_nri_adjust *a, struct orh_err *err)
-{
-	rd_t sub;
-	fd_t g;
-	int k = orh_pb_sub(r, f, &sub, err);
-
-	while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-		switch (g.num) {
-		case 1:
-			k = device(&sub, &g, ADD(a->devices, a->n_devices), err);
-			break;
-		case 2:
-			k = resources(&sub, &g, &a->rules, &a->n_rules, err);
-			break;
-		default:
-			k = 0;
-		}
-	}
-	return k;
+	k = unpack(&orh_nri__synchronize_request__descriptor, p, n, ORH_NRI_FIELDS_MAX, &m, err);
+	if (k < 0)
+		return k;
+	*more = ((const OrhNri__SynchronizeRequest *)m)->more;
+	protobuf_c_message_free_unpacked(m, NULL);
+	return 0;
 }
 
 int orh_nri_adjust_decode(const void *p, size_t n, struct orh_nri_adjust *a,
 			  struct orh_err *err)
 {
-	rd_t r;
-	fd_t f;
+	ProtobufCMessage *m = NULL;
+	const OrhNri__ContainerAdjustment *g;
 	int k;
 
 	memset(a, 0, sizeof(*a));
-	orh_pb_reader_init(&r, p, n);
-	while ((k = orh_pb_next(&r, &f, err)) > 0) {
-		switch (f.num) {
-		case 2:
-			k = kv(&r, &f, &a->annotations, err);
-			break;
-		case 3:
-			k = mount(&r, &f, ADD(a->mounts, a->n_mounts), err);
-			break;
-		case 4:
-			k = kv(&r, &f, &a->env, err);
-			break;
-		case 5:
-			k = hooks(&r, &f, &a->hooks, err);
-			break;
-		case 6:
-			k = linux_adj(&r, &f, a, err);
-			break;
-		case 7:
-			k = rlimit(&r, &f, ADD(a->rlimits, a->n_rlimits), err);
-			break;
-		default:
-			k = 0;
-		}
-		if (k < 0)
-			break;
+	k = unpack(&orh_nri__container_adjustment__descriptor, p, n, ORH_NRI_FIELDS_MAX, &m, err);
+	if (k < 0)
+		return k;
+	g = (const OrhNri__ContainerAdjustment *)m;
+	kvs_from(&a->annotations, g->annotations, g->n_annotations);
+	mounts_from(&a->mounts, &a->n_mounts, g->mounts, g->n_mounts);
+	kvs_from(&a->env, g->env, g->n_env);
+	if (g->hooks)
+		hooks_from(&a->hooks, g->hooks);
+	if (g->linux) {
+		devices_from(&a->devices, &a->n_devices, g->linux->devices, g->linux->n_devices);
+		rules_from(&a->rules, &a->n_rules, g->linux->resources);
 	}
-	if (k < 0) {
-		orh_nri_adjust_free(a);
-		return orh_err_prefix(err, "ContainerAdjustment");
-	}
+	rlimits_from(&a->rlimits, &a->n_rlimits, g->rlimits, g->n_rlimits);
+	protobuf_c_message_free_unpacked(m, NULL);
 	return 0;
 }
 

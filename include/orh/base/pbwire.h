@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The protocol buffers wire format (src/base/pbwire.c), read and written by hand: the
- * NRI plugin's messages (orh/cmd/nri.h) and ttrpc's envelope (orh/base/ttrpc.h) are all it reads.
+ * The protocol buffers wire format (src/base/pbwire.c), read and written by hand: ttrpc's
+ * envelope (orh/base/ttrpc.h), read and written; the NRI plugin's messages (orh/cmd/nri.h),
+ * checked and counted before protobuf-c unpacks them, and RemoveContainer's, read.
  * A reader walks the fields of one message in a buffer it does not own; every length is
  * checked against that buffer, unknown fields are stepped over, and a message inside
  * another is read with a reader one level deeper (ORH_PB_MAX_DEPTH at most). A reader may be

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The NRI plugin's messages and conversions (github.com/containerd/nri, pkg/api/api.proto;
- * the field numbers are the API's). src/cmd/nri_msg.c decodes the requests the plugin
- * serves, src/cmd/nri_encode.c encodes its answers; src/cmd/nri_spec.c turns a
+ * The NRI plugin's messages and conversions (github.com/containerd/nri, pkg/api/api.proto:
+ * the part the plugin uses is src/cmd/nri/api*.proto, made into C by protoc-c). The structs
+ * here are the plugin's own: src/cmd/nri_msg.c decodes the requests the plugin serves into
+ * them, src/cmd/nri_encode.c encodes its answers from them, both through protobuf-c and
+ * the generated descriptors; src/cmd/nri_spec.c turns a
  * CreateContainer request into the OCI spec the spec edit works on (orh/cmd/serve.h) and the
  * edit's result into the ContainerAdjustment the runtime applies; src/cmd/nri_limit.c counts
  * the lines the plugin logs; src/cmd/nri_handle.c decodes RemoveContainer's request. Pure: no
@@ -133,14 +135,18 @@ struct orh_nri_adjust {
 	size_t n_rlimits;
 };
 
-/* The fields of a CreateContainerRequest read at most, the messages inside it counted with
- * it (every env entry, annotation, mount and its options, ...): what a decision holds of one
- * request stays bounded (its bytes are: ORH_TTRPC_MSG_MAX). */
+/* The fields of a request read at most (a CreateContainerRequest's, and every other's), the
+ * messages inside it counted with it (every env entry, annotation, mount and its options,
+ * each element of a packed field, ...): what a decision holds of one request stays bounded
+ * (its bytes are: ORH_TTRPC_MSG_MAX). protobuf-c unpacks a request only once these are
+ * counted, through an allocator that hands out at most twice the request's bytes and 512
+ * bytes a field (src/cmd/nri_msg.c). */
 #define ORH_NRI_FIELDS_MAX (1u << 16)
 
-/* The requests: -EBADMSG with what was wrong (err) for a malformed one; CreateContainer
+/* The requests: -EBADMSG with what was wrong (err, naming the field) for a malformed one;
  * -E2BIG, naming the field where it stopped, for one of more than ORH_NRI_FIELDS_MAX
- * fields. */
+ * fields (or one whose unpacking would take more than its allocator's bound). Unknown
+ * fields are stepped over. */
 int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
 			  struct orh_err *err);
 void orh_nri_create_free(struct orh_nri_create *req);
