@@ -3,7 +3,8 @@
  * NRI's messages read through protobuf-c (src/cmd/nri_msg.c): the check before the unpack
  * names a field deep inside a request by the fields that lead to it, counts each element of
  * a packed field, bounds every request, not only CreateContainer's, and steps over unknown
- * fields without reading inside them. tests/test_nri.c tests the rest of the codec.
+ * fields without reading inside them; a RemoveContainer or StateChange read so too.
+ * tests/test_nri.c tests the rest of the codec.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -184,5 +185,95 @@ Test(nri_msg_check, a_singular_message_sent_twice_is_refused)
 	cr_assert_eq(create(&b, &req, &err), -EBADMSG);
 	cr_assert_str_eq(err.msg, "CreateContainerRequest: container field 11 (linux): sent twice "
 			 "(a message, not repeated)");
+	free(b.p);
+}
+
+/* A RemoveContainerRequest{pod=1, container=2} or StateChangeEvent{event=1, pod=2,
+ * container=3}, container {id=1, state=4, created_at=14}; pod: the bytes of its pod field. */
+static void removal(struct orh_buf *b, bool event_msg, uint64_t event, const char *pod,
+		    uint64_t state, uint64_t created_at)
+{
+	size_t c;
+
+	if (event_msg)
+		orh_pb_put_varint(b, 1, event);
+	orh_pb_put_bytes(b, event_msg ? 2 : 1, pod, strlen(pod));
+	c = orh_pb_begin(b, event_msg ? 3 : 2);
+	orh_pb_put_string(b, 1, "ctr-1");
+	orh_pb_put_varint(b, 4, state);
+	if (created_at)
+		orh_pb_put_varint(b, 14, created_at);
+	orh_pb_end(b, c);
+}
+
+/* The container of a removal: its id, state and creation time, from RemoveContainer and
+ * from a StateChange REMOVE_CONTAINER (11); another event gives no id. The pod is not read:
+ * what it holds is not checked. */
+Test(nri_msg_removed, the_container_id_state_and_creation_time_are_read)
+{
+	struct orh_nri_removed rm;
+	struct orh_err err = { 0 };
+
+	for (int event_msg = 0; event_msg < 2; event_msg++) {
+		for (uint64_t event = 10; event < 12; event++) {
+			struct orh_buf b = { 0 };
+
+			removal(&b, event_msg, event, "\x0f\xff", 3, 1700000000123456789ull);
+			cr_assert_eq(orh_nri_removed_decode(b.p, b.n, event_msg, &rm, &err), 0,
+				     "%s", err.msg);
+			if (event_msg && event != 11) {
+				cr_assert_null(rm.id);
+			} else {
+				cr_assert_str_eq(rm.id, "ctr-1");
+				cr_assert_eq(rm.state, 3);
+				cr_assert_eq(rm.created_at, 1700000000123456789ll);
+			}
+			free(rm.id);
+			b.n = 0;
+			removal(&b, event_msg, 11, "", 0, 0);
+			cr_assert_eq(orh_nri_removed_decode(b.p, b.n, event_msg, &rm, &err), 0);
+			cr_assert_str_eq(rm.id, "ctr-1");
+			cr_assert(rm.state == ORH_NRI_STATE_UNKNOWN && rm.created_at == 0);
+			free(rm.id);
+			free(b.p);
+		}
+	}
+}
+
+/* A removal is checked as every request is, the field named by its path: a state of
+ * another wire type, an id holding a NUL, the container sent twice; nothing comes out. */
+Test(nri_msg_removed, a_bad_removal_is_refused_naming_the_field)
+{
+	struct orh_buf b = { 0 };
+	struct orh_nri_removed rm;
+	struct orh_err err = { 0 };
+	size_t c;
+
+	c = orh_pb_begin(&b, 2);
+	orh_pb_put_string(&b, 1, "ctr-1");
+	orh_pb_put_string(&b, 4, "3");
+	orh_pb_end(&b, c);
+	cr_assert_eq(orh_nri_removed_decode(b.p, b.n, false, &rm, &err), -EBADMSG);
+	cr_assert_str_eq(err.msg, "RemoveContainerRequest: container field 4 (state): a "
+			 "length-delimited field where the field takes a varint");
+	cr_assert_null(rm.id);
+
+	b.n = 0;
+	orh_pb_put_varint(&b, 1, 11);
+	c = orh_pb_begin(&b, 3);
+	orh_pb_put_bytes(&b, 1, "ctr\0x", 5);
+	orh_pb_end(&b, c);
+	cr_assert_eq(orh_nri_removed_decode(b.p, b.n, true, &rm, &err), -EBADMSG);
+	cr_assert_str_eq(err.msg, "StateChangeEvent: container field 1 (id): a string holding a "
+			 "NUL byte");
+	cr_assert_null(rm.id);
+
+	b.n = 0;
+	removal(&b, false, 0, "", 0, 0);
+	removal(&b, false, 0, "", 0, 0);
+	cr_assert_eq(orh_nri_removed_decode(b.p, b.n, false, &rm, &err), -EBADMSG);
+	cr_assert_str_eq(err.msg, "RemoveContainerRequest: field 2 (container): sent twice (a "
+			 "message, not repeated)");
+	cr_assert_null(rm.id);
 	free(b.p);
 }

@@ -149,15 +149,6 @@ int orh_pb_string(const struct orh_pb_field *f, char **out, struct orh_err *err)
 	return 0;
 }
 
-int orh_pb_u64(const struct orh_pb_field *f, uint64_t *out, struct orh_err *err)
-{
-	if (f->wire != ORH_PB_VARINT)
-		return orh_fail(err, EBADMSG, "malformed protobuf message: field %u is no varint",
-				f->num);
-	*out = f->v;
-	return 0;
-}
-
 static void put_key(struct orh_buf *b, uint32_t num, enum orh_pb_wire wire)
 {
 	uint8_t tmp[10];

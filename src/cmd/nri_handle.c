@@ -17,7 +17,6 @@
 
 #include "orh/base/log.h"
 #include "orh/cmd/nri_plugin.h"
-#include "orh/base/pbwire.h"
 #include "orh/apply/record.h"
 #include "orh/apply/statedir.h"
 
@@ -70,50 +69,6 @@ static void configure(struct orh_nri_conn *c, uint32_t stream,
 	orh_nri_respond(&c->out, stream, ORH_RPC_OK, NULL, &b);
 	free(b.p);
 	orh_nri_configure_free(&cf);
-}
-
-int orh_nri_removed_decode(const void *p, size_t n, bool event_msg,
-			   struct orh_nri_removed *rm, struct orh_err *err)
-{
-	uint32_t ctr = event_msg ? 3 : 2;
-	struct orh_pb_reader r, sub;
-	struct orh_pb_field f, g;
-	uint64_t v = 0, event = 0;
-	int k;
-
-	memset(rm, 0, sizeof(*rm));
-	orh_pb_reader_init(&r, p, n);
-	while ((k = orh_pb_next(&r, &f, err)) > 0) {
-		if (f.num == 1 && event_msg)
-			k = orh_pb_u64(&f, &event, err);
-		if (k < 0)
-			break;
-		if (f.num != ctr)
-			continue;
-		k = orh_pb_sub(&r, &f, &sub, err);
-		while (k == 0 && (k = orh_pb_next(&sub, &g, err)) > 0) {
-			if (g.num == 1) {
-				free(rm->id);
-				rm->id = NULL;
-				k = orh_pb_string(&g, &rm->id, err);
-			} else if (g.num == 4 || g.num == 14) {
-				k = orh_pb_u64(&g, &v, err);
-				if (g.num == 4)
-					rm->state = (int)v;
-				else
-					rm->created_at = (int64_t)v;
-			}
-			k = k < 0 ? k : 0;
-		}
-		if (k < 0)
-			break;
-	}
-	if (k < 0 || (event_msg && event != ORH_NRI_EVENT_REMOVE)) {
-		free(rm->id);
-		rm->id = NULL;
-	}
-	return k < 0 ? orh_err_prefix(err, event_msg ? "StateChangeEvent" : "RemoveContainerRequest")
-		     : 0;
 }
 
 /* The record of the container's state directory: 1 where it is there (stage: its stage,

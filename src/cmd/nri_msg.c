@@ -535,6 +535,39 @@ int orh_nri_sync_decode(const void *p, size_t n, bool *more, struct orh_err *err
 	return 0;
 }
 
+/* nri.h's numbers of the API's, which the runtime's messages carry */
+_Static_assert(ORH_NRI_EVENT_REMOVE == ORH_NRI__EVENT__REMOVE_CONTAINER, "Event");
+_Static_assert(ORH_NRI_STATE_UNKNOWN == ORH_NRI__CONTAINER_STATE__CONTAINER_UNKNOWN,
+	       "ContainerState");
+
+int orh_nri_removed_decode(const void *p, size_t n, bool event_msg,
+			   struct orh_nri_removed *rm, struct orh_err *err)
+{
+	ProtobufCMessage *m = NULL;
+	const OrhNri__Container *g;
+	int k;
+
+	memset(rm, 0, sizeof(*rm));
+	k = unpack(event_msg ? &orh_nri__state_change_event__descriptor
+			     : &orh_nri__remove_container_request__descriptor,
+		   p, n, ORH_NRI_FIELDS_MAX, &m, err);
+	if (k < 0)
+		return k;
+	if (event_msg)
+		g = ((const OrhNri__StateChangeEvent *)m)->event == ORH_NRI__EVENT__REMOVE_CONTAINER
+			    ? ((const OrhNri__StateChangeEvent *)m)->container
+			    : NULL;
+	else
+		g = ((const OrhNri__RemoveContainerRequest *)m)->container;
+	if (g) {
+		rm->id = dup_set(g->id);
+		rm->state = (int)g->state;
+		rm->created_at = g->created_at;
+	}
+	protobuf_c_message_free_unpacked(m, NULL);
+	return 0;
+}
+
 int orh_nri_adjust_decode(const void *p, size_t n, struct orh_nri_adjust *a,
 			  struct orh_err *err)
 {

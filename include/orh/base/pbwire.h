@@ -2,7 +2,7 @@
 /*
  * The protocol buffers wire format (src/base/pbwire.c), read and written by hand: ttrpc's
  * envelope (orh/base/ttrpc.h), read and written; the NRI plugin's messages (orh/cmd/nri.h),
- * checked and counted before protobuf-c unpacks them, and RemoveContainer's, read.
+ * checked and counted before protobuf-c unpacks them.
  * A reader walks the fields of one message in a buffer it does not own; every length is
  * checked against that buffer, unknown fields are stepped over, and a message inside
  * another is read with a reader one level deeper (ORH_PB_MAX_DEPTH at most). A reader may be
@@ -68,8 +68,6 @@ int orh_pb_sub(const struct orh_pb_reader *r, const struct orh_pb_field *f,
 /* A LEN field's bytes as a new NUL-terminated string: -EBADMSG when they hold a NUL (no
  * NRI string does) or f is no LEN field. */
 int orh_pb_string(const struct orh_pb_field *f, char **out, struct orh_err *err);
-/* A varint field's value: -EBADMSG when f is not one. */
-int orh_pb_u64(const struct orh_pb_field *f, uint64_t *out, struct orh_err *err);
 
 /* The varint at p[0..len): its length in bytes (1..10), or -EBADMSG when truncated or
  * longer than 10 bytes. */

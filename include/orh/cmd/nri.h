@@ -7,8 +7,7 @@
  * the generated descriptors; src/cmd/nri_spec.c turns a
  * CreateContainer request into the OCI spec the spec edit works on (orh/cmd/serve.h) and the
  * edit's result into the ContainerAdjustment the runtime applies; src/cmd/nri_limit.c counts
- * the lines the plugin logs; src/cmd/nri_handle.c decodes RemoveContainer's request. Pure: no
- * socket here (src/cmd/cmd_nri.c).
+ * the lines the plugin logs. Pure: no socket here (src/cmd/cmd_nri.c).
  *
  * Only what the oldest runtimes served read is sent (CRI-O 1.30 bundles NRI v0.6.0,
  * containerd 2.0 and 2.1 v0.8.0): annotations, mounts, env, hooks, linux.devices,
@@ -253,10 +252,10 @@ int orh_nri_serve_as(const struct orh_ctx *ctx, const struct orh_nri_create *req
 		     const char *hookless, struct orh_nri_adjust *adj,
 		     struct orh_edit_result *res, struct orh_err *err);
 /* A RemoveContainerRequest{pod=1, container=2}, or with event_msg a StateChangeEvent{event=1,
- * pod=2, container=3} (how runtimes before the call's own send it) (nri_handle.c): of the
- * Container, its id (malloc'd; NULL for an event other than REMOVE_CONTAINER), state (4) and
- * created_at (14: 0 where the runtime never created it, or does not say). -EBADMSG with
- * err. */
+ * pod=2, container=3} (how runtimes before the call's own send it), checked and unpacked as
+ * every request is (nri_msg.c): of the Container, its id (malloc'd; NULL for an event other
+ * than REMOVE_CONTAINER), state (4) and created_at (14: 0 where the runtime never created
+ * it, or does not say). -EBADMSG, -E2BIG or -ENOMEM with err naming the message and field. */
 struct orh_nri_removed {
 	char *id;
 	int state;

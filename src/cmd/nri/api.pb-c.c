@@ -352,6 +352,96 @@ const ProtobufCMessageDescriptor orh_nri__create_container_response__descriptor 
   NULL, /* gen_init_helpers = false */
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor orh_nri__remove_container_request__field_descriptors[1] =
+{
+  {
+    "container",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(OrhNri__RemoveContainerRequest, container),
+    &orh_nri__container__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned orh_nri__remove_container_request__field_indices_by_name[] = {
+  0,   /* field[0] = container */
+};
+static const ProtobufCIntRange orh_nri__remove_container_request__number_ranges[1 + 1] =
+{
+  { 2, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor orh_nri__remove_container_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "nri.pkg.api.v1alpha1.RemoveContainerRequest",
+  "RemoveContainerRequest",
+  "OrhNri__RemoveContainerRequest",
+  "nri.pkg.api.v1alpha1",
+  sizeof(OrhNri__RemoveContainerRequest),
+  1,
+  orh_nri__remove_container_request__field_descriptors,
+  orh_nri__remove_container_request__field_indices_by_name,
+  1,  orh_nri__remove_container_request__number_ranges,
+  NULL, /* gen_init_helpers = false */
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor orh_nri__state_change_event__field_descriptors[2] =
+{
+  {
+    "event",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(OrhNri__StateChangeEvent, event),
+    &orh_nri__event__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "container",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(OrhNri__StateChangeEvent, container),
+    &orh_nri__container__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned orh_nri__state_change_event__field_indices_by_name[] = {
+  1,   /* field[1] = container */
+  0,   /* field[0] = event */
+};
+static const ProtobufCIntRange orh_nri__state_change_event__number_ranges[2 + 1] =
+{
+  { 1, 0 },
+  { 3, 1 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor orh_nri__state_change_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "nri.pkg.api.v1alpha1.StateChangeEvent",
+  "StateChangeEvent",
+  "OrhNri__StateChangeEvent",
+  "nri.pkg.api.v1alpha1",
+  sizeof(OrhNri__StateChangeEvent),
+  2,
+  orh_nri__state_change_event__field_descriptors,
+  orh_nri__state_change_event__field_indices_by_name,
+  2,  orh_nri__state_change_event__number_ranges,
+  NULL, /* gen_init_helpers = false */
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor orh_nri__container_adjustment__field_descriptors[6] =
 {
   {
@@ -505,4 +595,60 @@ const ProtobufCMessageDescriptor orh_nri__linux_container_adjustment__descriptor
   1,  orh_nri__linux_container_adjustment__number_ranges,
   NULL, /* gen_init_helpers = false */
   NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue orh_nri__event__enum_values_by_number[16] =
+{
+  { "UNKNOWN", "ORH_NRI__EVENT__UNKNOWN", 0 },
+  { "RUN_POD_SANDBOX", "ORH_NRI__EVENT__RUN_POD_SANDBOX", 1 },
+  { "STOP_POD_SANDBOX", "ORH_NRI__EVENT__STOP_POD_SANDBOX", 2 },
+  { "REMOVE_POD_SANDBOX", "ORH_NRI__EVENT__REMOVE_POD_SANDBOX", 3 },
+  { "CREATE_CONTAINER", "ORH_NRI__EVENT__CREATE_CONTAINER", 4 },
+  { "POST_CREATE_CONTAINER", "ORH_NRI__EVENT__POST_CREATE_CONTAINER", 5 },
+  { "START_CONTAINER", "ORH_NRI__EVENT__START_CONTAINER", 6 },
+  { "POST_START_CONTAINER", "ORH_NRI__EVENT__POST_START_CONTAINER", 7 },
+  { "UPDATE_CONTAINER", "ORH_NRI__EVENT__UPDATE_CONTAINER", 8 },
+  { "POST_UPDATE_CONTAINER", "ORH_NRI__EVENT__POST_UPDATE_CONTAINER", 9 },
+  { "STOP_CONTAINER", "ORH_NRI__EVENT__STOP_CONTAINER", 10 },
+  { "REMOVE_CONTAINER", "ORH_NRI__EVENT__REMOVE_CONTAINER", 11 },
+  { "UPDATE_POD_SANDBOX", "ORH_NRI__EVENT__UPDATE_POD_SANDBOX", 12 },
+  { "POST_UPDATE_POD_SANDBOX", "ORH_NRI__EVENT__POST_UPDATE_POD_SANDBOX", 13 },
+  { "VALIDATE_CONTAINER_ADJUSTMENT", "ORH_NRI__EVENT__VALIDATE_CONTAINER_ADJUSTMENT", 14 },
+  { "LAST", "ORH_NRI__EVENT__LAST", 15 },
+};
+static const ProtobufCIntRange orh_nri__event__value_ranges[] = {
+{0, 0},{0, 16}
+};
+static const ProtobufCEnumValueIndex orh_nri__event__enum_values_by_name[16] =
+{
+  { "CREATE_CONTAINER", 4 },
+  { "LAST", 15 },
+  { "POST_CREATE_CONTAINER", 5 },
+  { "POST_START_CONTAINER", 7 },
+  { "POST_UPDATE_CONTAINER", 9 },
+  { "POST_UPDATE_POD_SANDBOX", 13 },
+  { "REMOVE_CONTAINER", 11 },
+  { "REMOVE_POD_SANDBOX", 3 },
+  { "RUN_POD_SANDBOX", 1 },
+  { "START_CONTAINER", 6 },
+  { "STOP_CONTAINER", 10 },
+  { "STOP_POD_SANDBOX", 2 },
+  { "UNKNOWN", 0 },
+  { "UPDATE_CONTAINER", 8 },
+  { "UPDATE_POD_SANDBOX", 12 },
+  { "VALIDATE_CONTAINER_ADJUSTMENT", 14 },
+};
+const ProtobufCEnumDescriptor orh_nri__event__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "nri.pkg.api.v1alpha1.Event",
+  "Event",
+  "OrhNri__Event",
+  "nri.pkg.api.v1alpha1",
+  16,
+  orh_nri__event__enum_values_by_number,
+  16,
+  orh_nri__event__enum_values_by_name,
+  1,
+  orh_nri__event__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

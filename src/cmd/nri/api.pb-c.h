@@ -24,12 +24,36 @@ typedef struct OrhNri__SynchronizeRequest OrhNri__SynchronizeRequest;
 typedef struct OrhNri__SynchronizeResponse OrhNri__SynchronizeResponse;
 typedef struct OrhNri__CreateContainerRequest OrhNri__CreateContainerRequest;
 typedef struct OrhNri__CreateContainerResponse OrhNri__CreateContainerResponse;
+typedef struct OrhNri__RemoveContainerRequest OrhNri__RemoveContainerRequest;
+typedef struct OrhNri__StateChangeEvent OrhNri__StateChangeEvent;
 typedef struct OrhNri__ContainerAdjustment OrhNri__ContainerAdjustment;
 typedef struct OrhNri__LinuxContainerAdjustment OrhNri__LinuxContainerAdjustment;
 
 
 /* --- enums --- */
 
+/*
+ * The events of StateChangeEvent; ConfigureResponse's events are bits of them.
+ */
+typedef enum _OrhNri__Event {
+  ORH_NRI__EVENT__UNKNOWN = 0,
+  ORH_NRI__EVENT__RUN_POD_SANDBOX = 1,
+  ORH_NRI__EVENT__STOP_POD_SANDBOX = 2,
+  ORH_NRI__EVENT__REMOVE_POD_SANDBOX = 3,
+  ORH_NRI__EVENT__CREATE_CONTAINER = 4,
+  ORH_NRI__EVENT__POST_CREATE_CONTAINER = 5,
+  ORH_NRI__EVENT__START_CONTAINER = 6,
+  ORH_NRI__EVENT__POST_START_CONTAINER = 7,
+  ORH_NRI__EVENT__UPDATE_CONTAINER = 8,
+  ORH_NRI__EVENT__POST_UPDATE_CONTAINER = 9,
+  ORH_NRI__EVENT__STOP_CONTAINER = 10,
+  ORH_NRI__EVENT__REMOVE_CONTAINER = 11,
+  ORH_NRI__EVENT__UPDATE_POD_SANDBOX = 12,
+  ORH_NRI__EVENT__POST_UPDATE_POD_SANDBOX = 13,
+  ORH_NRI__EVENT__VALIDATE_CONTAINER_ADJUSTMENT = 14,
+  ORH_NRI__EVENT__LAST = 15
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(ORH_NRI__EVENT)
+} OrhNri__Event;
 
 /* --- messages --- */
 
@@ -122,6 +146,34 @@ struct  OrhNri__CreateContainerResponse
 
 
 /*
+ * The pod (1) is not read: of the container, its id, state and creation time.
+ */
+struct  OrhNri__RemoveContainerRequest
+{
+  ProtobufCMessage base;
+  OrhNri__Container *container;
+};
+#define ORH_NRI__REMOVE_CONTAINER_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&orh_nri__remove_container_request__descriptor) \
+    , NULL }
+
+
+/*
+ * How runtimes before RemoveContainer's own call tell it: event REMOVE_CONTAINER. The pod
+ * (2) is not read.
+ */
+struct  OrhNri__StateChangeEvent
+{
+  ProtobufCMessage base;
+  OrhNri__Event event;
+  OrhNri__Container *container;
+};
+#define ORH_NRI__STATE_CHANGE_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&orh_nri__state_change_event__descriptor) \
+    , ORH_NRI__EVENT__UNKNOWN, NULL }
+
+
+/*
  * What the plugin has the runtime add to a container it creates.
  */
 struct  OrhNri__ContainerAdjustment
@@ -181,6 +233,12 @@ typedef void (*OrhNri__CreateContainerRequest_Closure)
 typedef void (*OrhNri__CreateContainerResponse_Closure)
                  (const OrhNri__CreateContainerResponse *message,
                   void *closure_data);
+typedef void (*OrhNri__RemoveContainerRequest_Closure)
+                 (const OrhNri__RemoveContainerRequest *message,
+                  void *closure_data);
+typedef void (*OrhNri__StateChangeEvent_Closure)
+                 (const OrhNri__StateChangeEvent *message,
+                  void *closure_data);
 typedef void (*OrhNri__ContainerAdjustment_Closure)
                  (const OrhNri__ContainerAdjustment *message,
                   void *closure_data);
@@ -193,6 +251,7 @@ typedef void (*OrhNri__LinuxContainerAdjustment_Closure)
 
 /* --- descriptors --- */
 
+extern const ProtobufCEnumDescriptor    orh_nri__event__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__register_plugin_request__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__configure_request__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__configure_response__descriptor;
@@ -200,6 +259,8 @@ extern const ProtobufCMessageDescriptor orh_nri__synchronize_request__descriptor
 extern const ProtobufCMessageDescriptor orh_nri__synchronize_response__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__create_container_request__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__create_container_response__descriptor;
+extern const ProtobufCMessageDescriptor orh_nri__remove_container_request__descriptor;
+extern const ProtobufCMessageDescriptor orh_nri__state_change_event__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__container_adjustment__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__linux_container_adjustment__descriptor;
 

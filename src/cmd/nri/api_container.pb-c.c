@@ -98,7 +98,7 @@ const ProtobufCMessageDescriptor orh_nri__pod_sandbox__descriptor =
   NULL, /* gen_init_helpers = false */
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor orh_nri__container__field_descriptors[11] =
+static const ProtobufCFieldDescriptor orh_nri__container__field_descriptors[13] =
 {
   {
     "id",
@@ -133,6 +133,18 @@ static const ProtobufCFieldDescriptor orh_nri__container__field_descriptors[11] 
     offsetof(OrhNri__Container, name),
     NULL,
     &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "state",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(OrhNri__Container, state),
+    &orh_nri__container_state__descriptor,
+    NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -221,6 +233,18 @@ static const ProtobufCFieldDescriptor orh_nri__container__field_descriptors[11] 
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "created_at",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(OrhNri__Container, created_at),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "user",
     21,
     PROTOBUF_C_LABEL_NONE,
@@ -234,25 +258,27 @@ static const ProtobufCFieldDescriptor orh_nri__container__field_descriptors[11] 
   },
 };
 static const unsigned orh_nri__container__field_indices_by_name[] = {
-  3,   /* field[3] = annotations */
-  4,   /* field[4] = args */
-  5,   /* field[5] = env */
-  7,   /* field[7] = hooks */
+  4,   /* field[4] = annotations */
+  5,   /* field[5] = args */
+  11,   /* field[11] = created_at */
+  6,   /* field[6] = env */
+  8,   /* field[8] = hooks */
   0,   /* field[0] = id */
-  8,   /* field[8] = linux */
-  6,   /* field[6] = mounts */
+  9,   /* field[9] = linux */
+  7,   /* field[7] = mounts */
   2,   /* field[2] = name */
   1,   /* field[1] = pod_sandbox_id */
-  9,   /* field[9] = rlimits */
-  10,   /* field[10] = user */
+  10,   /* field[10] = rlimits */
+  3,   /* field[3] = state */
+  12,   /* field[12] = user */
 };
 static const ProtobufCIntRange orh_nri__container__number_ranges[4 + 1] =
 {
   { 1, 0 },
-  { 6, 3 },
-  { 13, 9 },
-  { 21, 10 },
-  { 0, 11 }
+  { 6, 4 },
+  { 13, 10 },
+  { 21, 12 },
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor orh_nri__container__descriptor =
 {
@@ -262,7 +288,7 @@ const ProtobufCMessageDescriptor orh_nri__container__descriptor =
   "OrhNri__Container",
   "nri.pkg.api.v1alpha1",
   sizeof(OrhNri__Container),
-  11,
+  13,
   orh_nri__container__field_descriptors,
   orh_nri__container__field_indices_by_name,
   4,  orh_nri__container__number_ranges,
@@ -447,4 +473,38 @@ const ProtobufCMessageDescriptor orh_nri__user__descriptor =
   1,  orh_nri__user__number_ranges,
   NULL, /* gen_init_helpers = false */
   NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue orh_nri__container_state__enum_values_by_number[5] =
+{
+  { "CONTAINER_UNKNOWN", "ORH_NRI__CONTAINER_STATE__CONTAINER_UNKNOWN", 0 },
+  { "CONTAINER_CREATED", "ORH_NRI__CONTAINER_STATE__CONTAINER_CREATED", 1 },
+  { "CONTAINER_PAUSED", "ORH_NRI__CONTAINER_STATE__CONTAINER_PAUSED", 2 },
+  { "CONTAINER_RUNNING", "ORH_NRI__CONTAINER_STATE__CONTAINER_RUNNING", 3 },
+  { "CONTAINER_STOPPED", "ORH_NRI__CONTAINER_STATE__CONTAINER_STOPPED", 4 },
+};
+static const ProtobufCIntRange orh_nri__container_state__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex orh_nri__container_state__enum_values_by_name[5] =
+{
+  { "CONTAINER_CREATED", 1 },
+  { "CONTAINER_PAUSED", 2 },
+  { "CONTAINER_RUNNING", 3 },
+  { "CONTAINER_STOPPED", 4 },
+  { "CONTAINER_UNKNOWN", 0 },
+};
+const ProtobufCEnumDescriptor orh_nri__container_state__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "nri.pkg.api.v1alpha1.ContainerState",
+  "ContainerState",
+  "OrhNri__ContainerState",
+  "nri.pkg.api.v1alpha1",
+  5,
+  orh_nri__container_state__enum_values_by_number,
+  5,
+  orh_nri__container_state__enum_values_by_name,
+  1,
+  orh_nri__container_state__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

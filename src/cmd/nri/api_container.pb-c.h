@@ -25,6 +25,14 @@ typedef struct OrhNri__User OrhNri__User;
 
 /* --- enums --- */
 
+typedef enum _OrhNri__ContainerState {
+  ORH_NRI__CONTAINER_STATE__CONTAINER_UNKNOWN = 0,
+  ORH_NRI__CONTAINER_STATE__CONTAINER_CREATED = 1,
+  ORH_NRI__CONTAINER_STATE__CONTAINER_PAUSED = 2,
+  ORH_NRI__CONTAINER_STATE__CONTAINER_RUNNING = 3,
+  ORH_NRI__CONTAINER_STATE__CONTAINER_STOPPED = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(ORH_NRI__CONTAINER_STATE)
+} OrhNri__ContainerState;
 
 /* --- messages --- */
 
@@ -53,6 +61,10 @@ struct  OrhNri__Container
   char *pod_sandbox_id;
   char *name;
   /*
+   * read at RemoveContainer
+   */
+  OrhNri__ContainerState state;
+  /*
    * a map<string, string> in the API
    */
   size_t n_annotations;
@@ -68,13 +80,17 @@ struct  OrhNri__Container
   size_t n_rlimits;
   OrhNri__POSIXRlimit **rlimits;
   /*
+   * 0: never created, or not said
+   */
+  int64_t created_at;
+  /*
    * sent by newer runtimes only
    */
   OrhNri__User *user;
 };
 #define ORH_NRI__CONTAINER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&orh_nri__container__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, 0,NULL, NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, ORH_NRI__CONTAINER_STATE__CONTAINER_UNKNOWN, 0,NULL, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, 0,NULL, 0, NULL }
 
 
 struct  OrhNri__LinuxContainer
@@ -141,6 +157,7 @@ typedef void (*OrhNri__User_Closure)
 
 /* --- descriptors --- */
 
+extern const ProtobufCEnumDescriptor    orh_nri__container_state__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__pod_sandbox__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__container__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__linux_container__descriptor;
