@@ -138,8 +138,15 @@ static json_t *plan_json(const struct orh_decision *d, const char *netns_if)
 			json_string(c->port->state_text), json_boolean(c->used),
 			json_string(c->reason),
 		};
+		const struct orh_dra_device *m = NULL;
 
 		o = orh_json_object_of(ORH_ARRAY_SIZE(port_keys), port_keys, vals);
+		if (o)
+			json_object_set_new(o, "from", json_string(orh_port_source(d, c, &m)));
+		if (o && m)
+			json_object_set_new(o, "claim", json_pack("{s:s, s:b, s:s, s:s, s:s}",
+				"name", m->from.claim, "template", m->from.template, "request",
+				m->from.request, "driver", m->from.driver, "device", m->name));
 		if (o && c->gid_index >= 0) {
 			json_object_set_new(o, "gid_index", json_integer(c->gid_index));
 			json_object_set_new(o, "gid_from_container",

@@ -163,9 +163,26 @@ static void put_given(struct orh_buf *o, const struct orh_container_facts *f)
 	orh_buf_addc(o, ']');
 }
 
-/* One port of the plan; left out where a string of it is not UTF-8. */
-static bool put_port(struct orh_buf *o, const struct orh_port_choice *c)
+/* The DRA claim a port's HCA came from (orh_port_source()). */
+static void put_claim(struct orh_buf *o, const struct orh_dra_device *m)
 {
+	KEY(o, "claim");
+	orh_buf_addc(o, '{');
+	SET_STR(o, "name", m->from.claim);
+	KEY(o, "template");
+	put_bool(o, m->from.template);
+	SET_STR(o, "request", m->from.request);
+	SET_STR(o, "driver", m->from.driver);
+	SET_STR(o, "device", m->name);
+	orh_buf_addc(o, '}');
+}
+
+/* One port of the plan; left out where a string of it is not UTF-8. */
+static bool put_port(struct orh_buf *o, const struct orh_decision *d,
+		     const struct orh_port_choice *c)
+{
+	const struct orh_dra_device *claim = NULL;
+	const char *from = orh_port_source(d, c, &claim);
 	size_t mark = o->n;
 
 	sep(o);
@@ -183,6 +200,9 @@ static bool put_port(struct orh_buf *o, const struct orh_port_choice *c)
 	KEY(o, "reason");
 	if (!orh_json_put_str(o, c->reason))
 		return undo(o, mark);
+	SET_STR(o, "from", from);
+	if (claim)
+		put_claim(o, claim);
 	if (c->gid_index >= 0) {
 		KEY(o, "gid_index");
 		orh_json_put_int(o, c->gid_index);
@@ -206,7 +226,7 @@ static bool put_plan(struct orh_buf *o, const struct orh_decision *d, const char
 	KEY(o, "ports");
 	orh_buf_addc(o, '[');
 	for (size_t i = 0; i < p->n_ports; i++)
-		put_port(o, &p->ports[i]);
+		put_port(o, d, &p->ports[i]);
 	orh_buf_addc(o, ']');
 	KEY(o, "nodes");
 	orh_buf_addc(o, '[');

@@ -116,7 +116,7 @@ static void nearest_to(enum orh_nic_affinity mode, const struct orh_inventory *i
 	_cleanup_free_ bool *held = orh_xcalloc(gpus->n + 1, sizeof(bool));
 
 	held[k] = true;
-	orh_plan_near_gpus(mode, plan, inv, gpus, held, aff);
+	orh_plan_near_gpus(mode, plan, inv, gpus, held, NULL, aff);
 }
 
 static void print_gpus(enum orh_nic_affinity mode, const struct orh_inventory *inv,

@@ -196,6 +196,40 @@ static void print_flat(const char *prefix, const json_t *v)
 	print_text(json_is_string(v) ? json_string_value(v) : text ? text : "?", 0, -1, "\n");
 }
 
+static const char *str_of(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "?";
+}
+
+/* Where each HCA port the plan uses came from (the record's plan.ports[].from and claim):
+ * "hca mlx5_1:1: claim rdma (of a template), request nic, driver ..., device mlx5-1" */
+static void print_sources(const json_t *rec)
+{
+	const json_t *ports = json_object_get(json_object_get(rec, "plan"), "ports"), *p;
+	char name[160], text[1200];
+	size_t i;
+
+	json_array_foreach(ports, i, p) {
+		const json_t *c = json_object_get(p, "claim");
+
+		if (!json_is_true(json_object_get(p, "used")))
+			continue;
+		snprintf(name, sizeof(name), "hca %s:%lld", str_of(p, "hca"),
+			 (long long)json_integer_value(json_object_get(p, "port")));
+		if (json_is_object(c))
+			snprintf(text, sizeof(text), "claim %s%s, request %s, driver %s, device %s",
+				 str_of(c, "name"), json_is_true(json_object_get(c, "template"))
+				 ? " (of a template)" : "", str_of(c, "request"),
+				 str_of(c, "driver"), str_of(c, "device"));
+		else
+			snprintf(text, sizeof(text), "%s", str_of(p, "from"));
+		print_text(name, 0, -1, ": ");
+		print_text(text, 0, -1, "\n");
+	}
+}
+
 static void limit_text(const json_t *v, char *out, size_t size)
 {
 	if (json_is_string(v))
@@ -286,6 +320,7 @@ static int show_one(const char *run_dir, const json_t *ids, const char *want, bo
 		putchar('\n');
 	} else {
 		print_flat("", rec);
+		print_sources(rec);
 	}
 	json_decref(rec);
 	return ORH_EXIT_OK;

@@ -79,7 +79,8 @@ struct netns_arg {
 
 /* The image checks need the container's root: the shim has it in the bundle (the engine
  * mounted it before the runtime runs), and reads it where it serves the container alone
- * (no nccl-conf stage will run, which reads it itself). */
+ * (no nccl-conf stage will run, which reads it itself). Never for a spec that mounts DRA
+ * device metadata: the runtime mounts those files, so only the stage sees them (own_conf). */
 static void root_facts(struct netns_arg *a, struct orh_container_facts *facts)
 {
 	const char *path = json_string_value(json_object_get(json_object_get(a->spec, "root"),
@@ -88,7 +89,7 @@ static void root_facts(struct netns_arg *a, struct orh_container_facts *facts)
 	bool has_netns = false;
 
 	if (a->bundle_fd < 0 || !path || !(a->flags & ORH_SERVE_CONF) ||
-	    orh_spec_has_our_live_hook(a->spec) ||
+	    orh_spec_has_our_live_hook(a->spec) || orh_spec_dra_meta_mounts(a->spec, NULL, 0) ||
 	    orh_spec_netns(a->spec, &has_netns, &nspath) < 0 ||
 	    !orh_shimconf_network_known(a->spec, has_netns, nspath, a->read))
 		return;
@@ -271,13 +272,16 @@ static json_t *snapshot_of(const struct orh_decision *d, const struct netns_arg 
 }
 
 /* May the caller write /etc/nccl.conf itself (ORH_SERVE_CONF)? Where the network the stage
- * would see is the one decided on, and no hook of ours in the spec writes the file. */
+ * would see is the one decided on, no hook of ours in the spec writes the file, and, for the
+ * shim (a bundle), the spec mounts no DRA device metadata (the stage reads it in the
+ * container's mounts: rule 9; the NRI plugin without hooks decides without it). */
 static bool own_conf(unsigned flags, const json_t *spec, const struct netns_arg *na)
 {
 	const char *nspath = NULL;
 	bool has_netns = false;
 
 	return (flags & ORH_SERVE_CONF) && !orh_spec_has_our_live_hook(spec) &&
+	       !(na->bundle_fd >= 0 && orh_spec_dra_meta_mounts(spec, NULL, 0)) &&
 	       orh_spec_netns(spec, &has_netns, &nspath) == 0 &&
 	       orh_shimconf_network_known(spec, has_netns, nspath, na->read);
 }

@@ -356,6 +356,94 @@ size_t orh_nic_affinity(enum orh_nic_affinity mode, const struct orh_device *dev
 	return out->n_chosen;
 }
 
+/* ---------------------------------------------------------------- DRA claims */
+
+void orh_dra_device_text(const struct orh_dra_device *d, char *out, size_t size)
+{
+	snprintf(out, size, "claim %s%s, request %s, driver %s, device %s", d->from.claim,
+		 d->from.template ? " (of a template)" : "", d->from.request, d->from.driver,
+		 d->name);
+}
+
+static bool is_gpu(const struct orh_gpus *gpus, const char *bdf)
+{
+	for (size_t k = 0; bdf[0] && k < gpus->n; k++)
+		if (!strcmp(gpus->v[k].bdf, bdf))
+			return true;
+	return false;
+}
+
+/* The metadata's GPU whose pcieRoot is root (the first), or NULL. */
+static const struct orh_dra_device *gpu_on(const struct orh_dra_meta *meta,
+					   const struct orh_gpus *gpus, const char *root)
+{
+	for (size_t i = 0; root[0] && i < meta->n; i++)
+		if (is_gpu(gpus, meta->v[i].pci_bus_id) && !strcmp(meta->v[i].pcie_root, root))
+			return &meta->v[i];
+	return NULL;
+}
+
+size_t orh_dra_affinity(const struct orh_dra_meta *meta, const struct orh_device *devs,
+			size_t n_devs, const bool *candidate, const struct orh_gpus *gpus,
+			struct orh_affinity *out)
+{
+	char roots[160] = "", text[600];
+	size_t n_gpus = 0, len = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; meta && gpus && i < meta->n; i++) {
+		const struct orh_dra_device *g = &meta->v[i];
+
+		if (!is_gpu(gpus, g->pci_bus_id))
+			continue;
+		n_gpus++;
+		if (g->pcie_root[0] && gpu_on(meta, gpus, g->pcie_root) == g &&
+		    len + strlen(g->pcie_root) + 3 < sizeof(roots))
+			len += (size_t)snprintf(roots + len, sizeof(roots) - len, "%s%s",
+						len ? ", " : "", g->pcie_root);
+	}
+	if (!n_gpus)
+		return 0;
+	out->n = n_devs;
+	out->v = n_devs ? orh_xcalloc(n_devs, sizeof(*out->v)) : NULL;
+	for (size_t i = 0; i < n_devs; i++) {
+		const struct orh_dra_device *nic = orh_dra_meta_find(meta, devs[i].pci);
+		const struct orh_dra_device *g = nic ? gpu_on(meta, gpus, nic->pcie_root) : NULL;
+		struct orh_nic_pick *p = &out->v[i];
+
+		p->gpu = -1;
+		p->level = ORH_TOPO_SYS;
+		if (!is_candidate(candidate, i))
+			continue;
+		if (!g) {
+			snprintf(p->reason, sizeof(p->reason), "not on the PCIe root of a GPU of "
+				 "the container's DRA claims (%s), as their metadata says%s",
+				 roots[0] ? roots : "none said", nic ? "" : " (none names it)");
+			continue;
+		}
+		orh_dra_device_text(g, text, sizeof(text));
+		snprintf(p->reason, sizeof(p->reason), "on PCIe root %s with GPU %s (%.120s), "
+			 "as the DRA metadata says", g->pcie_root, g->pci_bus_id, text);
+		p->chosen = true;
+		out->n_chosen++;
+	}
+	if (out->n_chosen) {
+		snprintf(out->summary, sizeof(out->summary), "%zu GPU%s of DRA claims (PCIe root "
+			 "%.100s): the %zu NIC%s on %s, as the claims' metadata says", n_gpus,
+			 n_gpus == 1 ? "" : "s", roots[0] ? roots : "none said", out->n_chosen,
+			 out->n_chosen == 1 ? "" : "s", n_gpus == 1 ? "its root" : "their roots");
+		return n_gpus;
+	}
+	snprintf(text, sizeof(text), "no NIC on the PCIe root of the GPU%s of the container's "
+		 "DRA claims (%.100s): every NIC", n_gpus == 1 ? "" : "s",
+		 roots[0] ? roots : "no pcieRoot in their metadata");
+	for (size_t i = 0; i < n_devs; i++)
+		out->v[i].reason[0] = '\0';
+	choose_every(out, candidate, text);
+	orh_strlcpy(out->summary, text, sizeof(out->summary));
+	return n_gpus;
+}
+
 void orh_affinity_free(struct orh_affinity *a)
 {
 	free(a->v);

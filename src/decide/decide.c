@@ -8,6 +8,8 @@
 
 #include "orh/decide/activation.h"
 #include "orh/decide/decide.h"
+#include "orh/base/rootfs.h"
+#include "orh/node/drameta.h"
 #include "orh/node/gpu.h"
 
 static void push_all(struct orh_strv *dst, const struct orh_strv *src)
@@ -99,9 +101,13 @@ int orh_decide_node(const struct orh_config *cfg, const struct orh_node_view *no
 			       node->gpus_error);
 	if (node->gpus)
 		push_all(&d->warnings, &node->gpus->warnings);
-	/* rule 9 (in the planner) needs the GPUs the container holds */
+	/* rule 9 (in the planner) needs the GPUs the container holds, or those of its claims */
 	if (node->gpus && gpus_matter(cfg, &d->facts))
 		held_gpus(node, d);
+	if (node->gpus && d->dra.n && cfg->nic_affinity != ORH_AFFINITY_NONE) {
+		d->facts.gpus = node->gpus;
+		d->facts.dra = &d->dra;
+	}
 	r = orh_plan_build(cfg, node->inv, node->gids, &d->facts, &d->plan, err);
 	if (r < 0)
 		return r;
@@ -173,29 +179,53 @@ static void decide_image(const struct orh_decide_in *in, struct orh_decision *d)
 	free(env);
 }
 
+/* The container's DRA claims' device metadata (KEP-5304): where its root is held, it holds
+ * uverbs nodes and its spec mounts metadata files, those files read through its root, each
+ * only where something is mounted on it (not the root's own filesystem: the image's). */
+static void decide_dra(const struct orh_decide_in *in, struct orh_decision *d)
+{
+	const char *paths[ORH_DRA_META_MAX_FILES + 1];
+	uint64_t mnt = 0;
+	size_t n;
+
+	if (!d->facts.has_root || !in->spec || !orh_facts_hold_uverbs(&d->facts))
+		return;
+	n = orh_spec_dra_meta_mounts(in->spec, paths, ORH_ARRAY_SIZE(paths));
+	if (n && orh_fd_mount_id(d->facts.rootfd, &mnt) < 0) {
+		orh_strv_pushf(&d->warnings, "DRA device metadata not read: the mount of the "
+			       "container's root is not known");
+		return;
+	}
+	orh_dra_meta_read(d->facts.rootfd, mnt, paths, n < ORH_ARRAY_SIZE(paths) ? n
+			  : ORH_ARRAY_SIZE(paths), &d->dra, &d->warnings);
+}
+
 /* Read the node (orh_node_read(): from the caller's snapshot, else through the sysroot;
- * the GPUs when a GPU subset is possible; what GPUDirect needs, for a container holding
- * GPUs); then decide from it, and the sysfs view's keep-set last (the classes are read
- * for a container given a subset only). */
+ * the GPUs when a GPU subset is possible or DRA metadata was read; what GPUDirect needs,
+ * for a container holding GPUs); then decide from it, and the sysfs view's keep-set last
+ * (the classes are read for a container given a subset only). */
 static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *out,
 			   struct orh_err *err)
 {
 	const struct orh_config *cfg = in->cfg;
 	const char *sysroot = in->sysroot ? in->sysroot : "/";
-	bool gpus = gpus_matter(cfg, &out->facts);
+	bool gpus = gpus_matter(cfg, &out->facts) ||
+		    (out->dra.n && cfg->nic_affinity != ORH_AFFINITY_NONE);
 	struct orh_node_read_opts opts = {
 		.discover = {
 			.sysroot = sysroot,
 			.gid_scan = in->scan,
 			.want = { .family = cfg->gid_family, .roce_version = cfg->roce_version },
 			.mad = in->scan == ORH_GIDS_ALL || cfg->management_devices,
-			.topology = gpus,
+			.topology = gpus || out->dra.n, /* the PCI addresses the metadata names */
 			.port_wanted = orh_plan_port_usable,
 			.gid_wanted = orh_plan_gid_wanted,
 		},
 		.gpus = gpus,
 		.gpudirect = orh_facts_hold_gpus(&out->facts),
-		.snapshot = in->snapshot,
+		/* a snapshot's devices have PCI addresses only where its reading placed GPUs
+		 * (topology): a decision with DRA metadata to match reads the node itself */
+		.snapshot = out->dra.n ? NULL : in->snapshot,
 		.snapshot_what = in->snapshot_what,
 	};
 	struct orh_node *n = &out->node;
@@ -268,6 +298,7 @@ int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct 
 			return r;
 		}
 	}
+	decide_dra(in, out);
 	r = read_and_decide(in, out, err);
 	if (r < 0) {
 		out->step = "discovery";
@@ -276,9 +307,20 @@ int orh_decide(const struct orh_decide_in *in, struct orh_decision *out, struct 
 	return 0;
 }
 
+const char *orh_port_source(const struct orh_decision *d, const struct orh_port_choice *c,
+			    const struct orh_dra_device **claim)
+{
+	*claim = NULL;
+	if (!c->given)
+		return "node";
+	*claim = orh_dra_meta_find(&d->dra, c->dev->pci);
+	return *claim ? "claim" : "devices";
+}
+
 void orh_decision_free(struct orh_decision *d)
 {
 	free(d->gpus_held);
+	orh_dra_meta_free(&d->dra);
 	if (d->have_plan)
 		orh_plan_free(&d->plan);
 	orh_node_free(&d->node);

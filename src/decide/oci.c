@@ -17,6 +17,7 @@
 
 #include "orh/base/json.h"
 #include "orh/decide/oci.h"
+#include "orh/node/drameta.h"
 
 static int load_json(const char *buf, size_t len, size_t max, size_t flags,
 		     const char *name, json_t **out, struct orh_err *err)
@@ -439,6 +440,24 @@ bool orh_spec_has_rlimit(const json_t *spec, const char *type)
 			return true;
 	}
 	return false;
+}
+
+size_t orh_spec_dra_meta_mounts(const json_t *spec, const char **out, size_t max)
+{
+	const json_t *m;
+	struct orh_dra_file f;
+	size_t i, n = 0;
+
+	json_array_foreach(json_object_get(spec, "mounts"), i, m) {
+		const char *dst = json_string_value(json_object_get(m, "destination"));
+
+		if (!orh_dra_meta_path(dst, &f))
+			continue;
+		if (n < max)
+			out[n] = dst;
+		n++;
+	}
+	return n;
 }
 
 bool orh_spec_env_has(const json_t *spec, const char *name)

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The planner: node config x inventory x container facts -> plan.
- * Pure: reads nothing of the node but the GID entries it asks its caller's reader for,
- * writes nothing but the plan. Each numbered rule below is the
- * rule of the same number in man/oci-rdma-hook.conf.5.
+ * The planner: node config x inventory x container facts -> plan. Pure: reads nothing of
+ * the node but the GID entries it asks its caller's reader for, writes nothing but the
+ * plan. Each numbered rule below is the rule of the same number in man/oci-rdma-hook.conf.5.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,19 +36,18 @@ static bool listed(const struct orh_strv *list, const struct orh_device *d, unsi
 
 static void env_set(struct orh_plan *plan, const char *name, const char *value, const char *source)
 {
-	for (size_t i = 0; i < plan->n_env; i++)
-		if (!strcmp(plan->env[i].name, name)) {
-			free(plan->env[i].value);
-			free(plan->env[i].source);
-			plan->env[i].value = orh_xstrdup(value);
-			plan->env[i].source = orh_xstrdup(source);
-			return;
-		}
-	plan->env = orh_xrealloc(plan->env, (plan->n_env + 1) * sizeof(*plan->env));
-	plan->env[plan->n_env].name = orh_xstrdup(name);
-	plan->env[plan->n_env].value = orh_xstrdup(value);
-	plan->env[plan->n_env].source = orh_xstrdup(source);
-	plan->n_env++;
+	size_t i = 0;
+
+	while (i < plan->n_env && strcmp(plan->env[i].name, name))
+		i++;
+	if (i == plan->n_env) { /* a new name goes last */
+		plan->env = orh_xrealloc(plan->env, (plan->n_env + 1) * sizeof(*plan->env));
+		plan->env[plan->n_env++] = (struct orh_env_entry){ .name = orh_xstrdup(name) };
+	}
+	free(plan->env[i].value);
+	free(plan->env[i].source);
+	plan->env[i].value = orh_xstrdup(value);
+	plan->env[i].source = orh_xstrdup(source);
 }
 
 static void env_unset(struct orh_plan *plan, const char *name)
@@ -158,9 +156,8 @@ bool orh_plan_gid_wanted(const struct orh_gid *g, const struct orh_gid_want *wan
 	return g->type == ORH_GID_TYPE_IB_ROCE_V1;
 }
 
-/* Rules 1 and 2: which ports are usable. Rule 2 is a guess at which NIC the node keeps
- * for TCP; a container whose devices were chosen for it (rule 8, `given`) is not guessed
- * for. */
+/* Rules 1 and 2: which ports are usable. Rule 2 is a guess at which NIC the node keeps for
+ * TCP; a container whose devices were chosen for it (rule 8, `given`) is not guessed for. */
 static void choose_ports(const struct orh_config *cfg, const struct orh_inventory *inv,
 			 bool given, struct orh_plan *plan)
 {
@@ -199,8 +196,7 @@ static void choose_ports(const struct orh_config *cfg, const struct orh_inventor
 	}
 }
 
-/* Rule 8: a container that holds uverbs nodes already (given_devices()) gets a plan
- * limited to those devices: never another HCA's node or grant. */
+/* Rule 8: one holding uverbs nodes (given_devices()) gets those: no other HCA's node or grant */
 static void keep_given(struct orh_plan *plan)
 {
 	if (!plan->given_any)
@@ -218,26 +214,29 @@ static const char *fabric_name(enum orh_link_layer ll)
 
 void orh_plan_near_gpus(enum orh_nic_affinity mode, const struct orh_plan *plan,
 			const struct orh_inventory *inv, const struct orh_gpus *gpus,
-			const bool *held, struct orh_affinity *aff)
+			const bool *held, const struct orh_dra_meta *dra, struct orh_affinity *aff)
 {
 	_cleanup_free_ bool *candidate = orh_xcalloc(inv->n_devs + 1, sizeof(*candidate));
 
 	for (size_t k = 0; k < plan->n_ports; k++)
 		candidate[plan->ports[k].dev - inv->devs] |= plan->ports[k].used;
-	orh_nic_affinity(mode, inv->devs, inv->n_devs, candidate, gpus, held, aff);
+	if (dra)
+		orh_dra_affinity(dra, inv->devs, inv->n_devs, candidate, gpus, aff);
+	else
+		orh_nic_affinity(mode, inv->devs, inv->n_devs, candidate, gpus, held, aff);
 }
 
-/* Rule 9: a container given a subset of the node's GPUs (and no RDMA device of its own)
- * gets, among the ports the rules before left it, those of the NICs nearest to them
- * (affinity.c). */
+/* Rule 9: a container given a subset of the node's GPUs (and no RDMA device of its own) gets,
+ * among the ports the rules before left it, those of the NICs nearest to them (affinity.c);
+ * one given GPUs and NICs by DRA claims, those on its GPUs' PCIe roots (f->dra). */
 static void near_gpus(const struct orh_config *cfg, const struct orh_container_facts *f,
 		      const struct orh_inventory *inv, struct orh_plan *plan)
 {
 	struct orh_affinity aff = { 0 };
 
-	if (!f || !f->gpus_held || cfg->nic_affinity == ORH_AFFINITY_NONE)
+	if (!f || (!f->gpus_held && !f->dra) || cfg->nic_affinity == ORH_AFFINITY_NONE)
 		return;
-	orh_plan_near_gpus(cfg->nic_affinity, plan, inv, f->gpus, f->gpus_held, &aff);
+	orh_plan_near_gpus(cfg->nic_affinity, plan, inv, f->gpus, f->gpus_held, f->dra, &aff);
 	for (size_t k = 0; k < plan->n_ports && !aff.every; k++) {
 		struct orh_port_choice *c = &plan->ports[k];
 		size_t d = (size_t)(c->dev - inv->devs);
@@ -649,8 +648,8 @@ static size_t hca_and_nodes(const struct orh_config *cfg, struct orh_plan *plan,
 	return n_hca;
 }
 
-/* Rule 5: the socket interface: the config's, else the container network's default
- * route's, else the node's. */
+/* Rule 5: the socket interface: the config's, else the container network's default route's,
+ * else the node's. */
 static void socket_ifname(const struct orh_config *cfg, const struct orh_inventory *inv,
 			  const struct orh_container_facts *facts, struct orh_plan *plan)
 {

@@ -201,6 +201,11 @@ static void read_topology(struct scan *sc, int devfd, const char *where, struct 
 	if (r < 0 && r != -ENOENT)
 		disc_warn(sc, "ignoring '%s/device': %s", where,
 			  r == -EXDEV ? "leads outside sys/" : strerror(-r));
+	/* plan mode reads no device link else: the PCI address is the path's last part (a
+	 * DRA claim's metadata names the device by it) */
+	if (!d->pci[0] && r >= 0 && strrchr(d->pci_path, '/') &&
+	    looks_like_pci(strrchr(d->pci_path, '/') + 1))
+		orh_strlcpy(d->pci, strrchr(d->pci_path, '/') + 1, sizeof(d->pci));
 	if (disc_read_value(sc, devfd, "device/numa_node", buf, sizeof(buf)) > 0 &&
 	    orh_parse_numa_node(buf, &d->numa_node) < 0)
 		disc_warn(sc, "ignoring '%s/device/numa_node': garbled value '%.32s'", where, buf);

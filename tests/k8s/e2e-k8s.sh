@@ -3,7 +3,7 @@
 # End-to-end through a real Kubernetes node: kube-apiserver, the scheduler, the
 # controller-manager and a kubelet v1.34.4 on containerd 2.3.4, etcd 3.7.3 as the store
 # (tests/k8s/lib.sh brings it up once, in a private mount namespace, and tears it down).
-# The node's RDMA is the sample node seed001-roce (tests/mknode.py), handed to the hook as
+# The node's RDMA is the sample node seed001-gpu (tests/mknode.py), handed to the hook as
 # its sysroot and config (OCI_RDMA_HOOK_SYSROOT / OCI_RDMA_HOOK_CONFIG in containerd's
 # environment for the shim, --sysroot / --config for the NRI plugin), under
 # activation = annotation and memlock = 4M. Every pod is made with kubectl, checked Ready
@@ -21,8 +21,10 @@
 #     plugin under request_scope = allocated and activation = devices, a pod of
 #     rdma/hca: 1 and a pod of a ResourceClaim for one NIC get that HCA's uverbs node alone,
 #     /etc/nccl.conf for that HCA alone and the 4 MiB memlock; one that asks with nothing
-#     allocated gets nothing; through the handler, annotated pods of each are kept to
-#     their HCA the same way;
+#     allocated gets nothing; a pod of a ResourceClaim for a GPU and two NICs on two PCIe
+#     roots gets, from the claim's KEP-5304 metadata, the NIC on its GPU's root alone in
+#     /etc/nccl.conf, and inspect names the claim; through the handler, annotated pods of
+#     each are kept to their HCA the same way;
 #   - the teardown: the pods removed through the CRI, no process of the cluster or of its
 #     pods left, the kubelet's cgroup removed.
 # ORH_K8S_UNSERVED=1: the lane with the hook's binary replaced, where it serves, by one that
@@ -42,7 +44,11 @@ PLUGIN_PID=""
 trap 'rc=$?; k8s_stop "$PLUGIN_PID"; k8s_down; cleanup_work $rc' EXIT
 
 # ---- the node, its config, the binary that serves -------------------------------------------
-spec_edit_node # $WORK/node (seed001-roce), $INSIDE
+spec_edit_node # $INSIDE
+# the node: seed001-gpu, seed001-roce's NICs with 8 GPUs, two dual-port cards' NICs and two
+# GPUs under each of four PCIe roots (the plan of a container without GPUs is seed001-roce's)
+rm -rf "$WORK/node"
+make_node seed001-gpu.json "$WORK/node"
 # (nccl_record = no: the plan of a container is then what the handler's shim writes too)
 write_conf "$WORK/node.conf" "[node]
 memlock = 4M
@@ -181,9 +187,9 @@ end nri-nothing
 #   - a device plugin of rdma/hca (deviceplugin v1beta1), Allocate giving the HCA's uverbs
 #     node of the sample node (made with mknod);
 #   - a DRA driver, rdma.orh.test (kubeletplugin, resource.k8s.io/v1): a ResourceSlice of
-#     the HCAs with resource.kubernetes.io/pciBusID and pcieRoot, each claim prepared as a
-#     CDI spec in containerd's cdi_spec_dirs (the uverbs node, and a read-only mount of the
-#     claim's KEP-5304 device metadata file).
+#     the HCAs and the GPUs with resource.kubernetes.io/pciBusID and pcieRoot, each claim
+#     prepared as a CDI spec in containerd's cdi_spec_dirs (the uverbs or nvidia node, and a
+#     read-only mount of each request's KEP-5304 device metadata file).
 k8s_stop "$PLUGIN_PID"
 write_conf "$WORK/alloc.conf" "[node]
 memlock = 4M
@@ -215,9 +221,11 @@ slice_published() {
 	kc get resourceslices -o json | jq -e --argjson n "$NUSABLE" '[.items[] |
 		select(.spec.driver == "rdma.orh.test" and .spec.nodeName == "localhost") |
 		.spec.devices[] | select(.attributes["resource.kubernetes.io/pciBusID"].string and
-			.attributes["resource.kubernetes.io/pcieRoot"].string)] | length == $n'
+			.attributes["resource.kubernetes.io/pcieRoot"].string)] |
+		([.[] | select(.attributes.hca)] | length == $n) and
+		([.[] | select(.attributes.gpu)] | length == 8)'
 }
-check "DRA: the driver published a ResourceSlice of the $NUSABLE HCAs, with pciBusID and pcieRoot" \
+check "DRA: the driver published a ResourceSlice of the $NUSABLE HCAs and the 8 GPUs, with pciBusID and pcieRoot" \
 	wait_for 30 slice_published
 # uverbs_of HCA: its uverbs node's name on the sample node
 uverbs_of() {
@@ -274,7 +282,14 @@ kc apply -f - >"$WORK/dra-apply.out" 2>&1 <<-EOF || not_ok "DeviceClass: $(cat "
 	metadata: {name: orh-rdma-nic}
 	spec:
 	  selectors:
-	  - cel: {expression: 'device.driver == "rdma.orh.test"'}
+	  - cel: {expression: 'device.driver == "rdma.orh.test" && "hca" in device.attributes["rdma.orh.test"]'}
+	---
+	apiVersion: resource.k8s.io/v1
+	kind: DeviceClass
+	metadata: {name: orh-gpu}
+	spec:
+	  selectors:
+	  - cel: {expression: 'device.driver == "rdma.orh.test" && "gpu" in device.attributes["rdma.orh.test"]'}
 EOF
 dra_pod() {
 	local dra_pod_name=$1 dra_pci dra_md
@@ -312,6 +327,66 @@ dra_pod dra-one 4
 only_hca dra-one "$DRA_HCA" "$WORK/alloc.conf"
 end dra-one
 end alloc-asks-none
+
+# A claim of one GPU and two NICs on two PCIe roots (gpu_pod NAME NEAR FAR [JQ]: a
+# ResourceClaimTemplate NAME of a request gpu for the first GPU under NEAR's root and a
+# request nic for the HCAs NEAR and FAR, each chosen by its PCI address; a pod NAME of it):
+# the container holds both NICs' uverbs nodes, and the claims' KEP-5304 metadata, read by
+# the hook, gets it NEAR alone in /etc/nccl.conf; inspect says which claim it came from
+root_of() { readlink -f "$1" | sed -n 's#.*/sys/devices/\(pci[^/]*\)/.*#\1#p'; }
+pci_of() { basename "$(readlink -f "$WORK/node/sys/class/infiniband/$1/device")"; }
+gpu_pod() {
+	local gpu_pod_name=$1 near=$2 far=$3 g np fp cid md
+	np=$(pci_of "$near")
+	fp=$(pci_of "$far")
+	for g in "$WORK"/node/proc/driver/nvidia/gpus/*; do
+		g=$(basename "$g")
+		[ "$(root_of "$WORK/node/sys/bus/pci/devices/$g")" = "$(root_of "$WORK/node/sys/bus/pci/devices/$np")" ] && break
+	done
+	check "$1: GPU $g is under $near's PCIe root, $far under another" eval \
+		'[ "$(root_of "$WORK/node/sys/bus/pci/devices/$g")" = "$(root_of "$WORK/node/sys/bus/pci/devices/$np")" ] &&
+			[ "$(root_of "$WORK/node/sys/bus/pci/devices/$fp")" != "$(root_of "$WORK/node/sys/bus/pci/devices/$np")" ]'
+	kc apply -f - >"$WORK/dra-apply.out" 2>&1 <<-EOF || not_ok "$1: ResourceClaimTemplate: $(cat "$WORK/dra-apply.out")"
+		apiVersion: resource.k8s.io/v1
+		kind: ResourceClaimTemplate
+		metadata: {name: $1, namespace: default}
+		spec:
+		  spec:
+		    devices:
+		      requests:
+		      - name: gpu
+		        exactly:
+		          deviceClassName: orh-gpu
+		          selectors:
+		          - cel: {expression: 'device.attributes["resource.kubernetes.io"].pciBusID == "$g"'}
+		      - name: nic
+		        exactly:
+		          deviceClassName: orh-rdma-nic
+		          count: 2
+		          selectors:
+		          - cel: {expression: 'device.attributes["resource.kubernetes.io"].pciBusID in ["$np", "$fp"]'}
+	EOF
+	pod "$1" ".spec.resourceClaims = [{name: \"rdma\", resourceClaimTemplateName: \"$1\"}] |
+		.spec.containers[0].resources.claims = [{name: \"rdma\"}] | ${4:-.}"
+	inside "$1"
+	check "$1: the claim's NICs are both there, $near's and $far's uverbs nodes ($(seen /dev/infiniband/uverbs))" eval \
+		'grep -q "^/dev/infiniband/$(uverbs_of "$near") character" <<<"$OUT" &&
+			grep -q "^/dev/infiniband/$(uverbs_of "$far") character" <<<"$OUT"'
+	md=/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/rdma
+	check "$1: the metadata of its GPU request names $g on its PCIe root" eval \
+		'kc exec "$gpu_pod_name" -c work -- cat "$md/gpu/rdma.orh.test-metadata.json" 2>/dev/null |
+			jq -se --arg g "$g" ".[0].apiVersion == \"metadata.resource.k8s.io/v1beta1\" and
+				.[0].requests[0].devices[0].attributes[\"resource.kubernetes.io/pciBusID\"].string == \$g" >/dev/null'
+	check "$1: /etc/nccl.conf's NCCL_IB_HCA names $near alone, the NIC on its GPU's PCIe root ($(seen conf:NCCL_IB_HCA))" \
+		grep -qx "conf:NCCL_IB_HCA==$near:1" <<<"$OUT"
+	cid=$(kc get pod "$1" -o jsonpath='{.status.containerStatuses[0].containerID}')
+	cid=${cid#containerd://}
+	check "$1: inspect says $near:1 came from the claim rdma, request nic" eval \
+		'[ -n "$cid" ] && "$HOOK" inspect "$cid" 2>/dev/null |
+			grep -qx "hca $near:1: claim rdma (of a template), request nic, driver rdma.orh.test, device ${near/_/-}"'
+}
+gpu_pod gpu-pair mlx5_1 mlx5_3
+end gpu-pair
 
 k8s_stop "$PLUGIN_PID"
 PLUGIN_PID=""
@@ -362,6 +437,8 @@ end handler-dp
 dra_pod handler-dra 5 "$RC_RDMA | $ASK"
 only_hca handler-dra "$DRA_HCA" "$WORK/node.conf"
 end handler-dra
+gpu_pod handler-gpu-pair mlx5_4 mlx5_7 "$RC_RDMA | $ASK"
+end handler-gpu-pair
 
 # the teardown: every process of the cluster and of its pods ended, the cgroup removed
 k8s_stop "$PLUGIN_PID"

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "orh/node/config.h"
+#include "orh/node/drameta.h"
 #include "orh/node/gpu.h"
 #include "orh/node/inventory.h"
 
@@ -81,5 +82,21 @@ size_t orh_nic_affinity(enum orh_nic_affinity mode, const struct orh_device *dev
 			size_t n_devs, const bool *candidate, const struct orh_gpus *gpus,
 			const bool *held, struct orh_affinity *out);
 void orh_affinity_free(struct orh_affinity *a);
+
+/*
+ * The NICs on the PCIe roots of the GPUs a container's DRA claims hold, as their KEP-5304
+ * metadata says (orh/node/drameta.h), not as sysfs or a device number suggests: a GPU is a
+ * metadata device whose resource.kubernetes.io/pciBusID is one of gpus (the node's), a NIC
+ * devs[i] one whose pciBusID is devs[i].pci; each with the resource.kubernetes.io/pcieRoot
+ * of its metadata. Chosen: the candidates (candidate[i], NULL: every device) whose
+ * metadata pcieRoot is a GPU's. Where no candidate is, every candidate (out->every, with
+ * why). Returns the number of GPUs found in the metadata (0: out is left empty, nothing to
+ * choose by). Pure; out freed with orh_affinity_free().
+ */
+size_t orh_dra_affinity(const struct orh_dra_meta *meta, const struct orh_device *devs,
+			size_t n_devs, const bool *candidate, const struct orh_gpus *gpus,
+			struct orh_affinity *out);
+/* "claim rdma (template), request nic, driver rdma.orh.test, device mlx5-1" */
+void orh_dra_device_text(const struct orh_dra_device *d, char *out, size_t size);
 
 #endif

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "orh/node/drameta.h"
 #include "orh/node/gpu.h"
 #include "orh/node/inventory.h"
 #include "orh/decide/activation.h"
@@ -215,7 +216,18 @@ struct orh_decision {
 	/* the GPUs the container holds, when a subset of the node's (facts.gpus_held points
 	 * here; rule 9) */
 	bool *gpus_held;
+	/* its DRA claims' KEP-5304 device metadata (decide_dra(): read from its root where it
+	 * holds NICs and its spec mounts metadata files; facts.dra points here when it names
+	 * a GPU of the node): rule 9's input, and where each HCA given came from (the record) */
+	struct orh_dra_meta dra;
 };
+
+/* Where the HCA of one port of the plan came from: "claim" (the container holds it, and its
+ * DRA claims' metadata names it: *claim that device), "devices" (it holds it, from its
+ * spec's linux.devices: a device plugin, --device, CDI without metadata), "node" (chosen
+ * here from the node's). */
+const char *orh_port_source(const struct orh_decision *d, const struct orh_port_choice *c,
+			    const struct orh_dra_device **claim);
 
 /*
  * The node as the decision sees it: read once (orh_node_read(), or built in memory by a

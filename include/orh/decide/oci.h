@@ -91,6 +91,10 @@ bool orh_facts_hold_gpus(const struct orh_container_facts *facts);
 bool orh_nccl_debug_name(const char *name, size_t len);
 /* Is NAME set in the spec's process.env? */
 bool orh_spec_env_has(const json_t *spec, const char *name);
+/* The destinations of the spec's mounts that are KEP-5304 device metadata files
+ * (orh_dra_meta_path(): a DRA driver's CDI spec mounts them): the first max into out (NULL
+ * with max 0: only counted), pointing into the spec. Returns how many there are. */
+size_t orh_spec_dra_meta_mounts(const json_t *spec, const char **out, size_t max);
 /* The path of the network namespace the spec names (linux.namespaces type "network"
  * with a path), NULL when none is given. *has_netns tells whether the container gets
  * a network namespace of its own at all. */

@@ -62,6 +62,10 @@ struct orh_container_facts {
 	 * subset, every NIC) */
 	const struct orh_gpus *gpus;
 	const bool *gpus_held;
+	/* rule 9 from DRA claims: the KEP-5304 metadata read from the container's root (it
+	 * holds NICs), set by the decision with gpus the node's, unless nic_affinity = none;
+	 * orh_dra_affinity() chooses by it where it names a GPU of gpus. NULL: none */
+	const struct orh_dra_meta *dra;
 	/* the container's root filesystem, a directory fd the caller holds (has_root), set by
 	 * the container callback where the way in has it: the image checks read it */
 	bool has_root;
@@ -135,11 +139,13 @@ bool orh_plan_port_usable(const struct orh_port *p);
 bool orh_plan_gid_wanted(const struct orh_gid *g, const struct orh_gid_want *want,
 			 bool type_known);
 /* Rule 9's choice: among the devices with a port the plan uses, the NICs nearest to the
- * GPUs with held[k], as nic_affinity says (orh_nic_affinity). The planner leaves the others
- * out; detect shows it for each GPU alone. Free aff with orh_affinity_free(). */
+ * GPUs with held[k], as nic_affinity says (orh_nic_affinity); with dra (a container's DRA
+ * metadata), those on the PCIe roots of the GPUs it names (orh_dra_affinity). The planner
+ * leaves the others out; detect shows it for each GPU alone. Free aff with
+ * orh_affinity_free(). */
 void orh_plan_near_gpus(enum orh_nic_affinity mode, const struct orh_plan *plan,
 			const struct orh_inventory *inv, const struct orh_gpus *gpus,
-			const bool *held, struct orh_affinity *aff);
+			const bool *held, const struct orh_dra_meta *dra, struct orh_affinity *aff);
 void orh_plan_free(struct orh_plan *plan);
 /* True when the plan gives nothing (no usable device). */
 bool orh_plan_is_empty(const struct orh_plan *plan);

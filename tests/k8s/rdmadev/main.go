@@ -5,12 +5,13 @@
 //	orh-rdmadev deviceplugin NODE KUBELET-ROOT  a device plugin (deviceplugin v1beta1) of
 //	    the resource rdma/hca: one device per HCA, Allocate gives the HCA's uverbs node
 //	orh-rdmadev dra NODE KUBELET-ROOT CDI-DIR KUBECONFIG  a DRA driver (kubeletplugin):
-//	    the HCAs as devices of a resource.k8s.io/v1 ResourceSlice, each prepared as a CDI
-//	    device (its uverbs node and the claim's device metadata file)
+//	    the HCAs and GPUs as devices of a resource.k8s.io/v1 ResourceSlice, each prepared
+//	    as a CDI device (its uverbs or nvidia node; each request's KEP-5304 device metadata
+//	    file)
 //
 // NODE is the sample node's root (tests/mknode.py --devnodes); KUBELET-ROOT the kubelet's
 // root directory as seen from here; ORH_RDMADEV_HCAS (a comma list of HCA names) limits
-// both to those HCAs. Runs until SIGTERM.
+// both to those HCAs (the DRA driver publishes every GPU). Runs until SIGTERM.
 package main
 
 import (

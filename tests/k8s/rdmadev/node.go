@@ -80,3 +80,60 @@ func readNode(node string) ([]hca, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
+
+type gpu struct {
+	PCI      string // 0000:4e:00.0
+	Root     string // pci0000:4a
+	Minor    int64  // N of /dev/nvidiaN, the driver's (proc/driver/nvidia/gpus/<bdf>/information)
+	HostPath string // <node>/dev/nvidiaN
+}
+
+// readGPUs: the node's NVIDIA GPUs (sys/bus/pci/devices/<bdf> of vendor 0x10de, class 0x03xxxx,
+// that the nvidia driver lists in proc/driver/nvidia/gpus), each with its /dev/nvidiaN node
+// (195:N); none is no error
+func readGPUs(node string) ([]gpu, error) {
+	ents, err := os.ReadDir(filepath.Join(node, "proc/driver/nvidia/gpus"))
+	if os.IsNotExist(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var out []gpu
+	for _, e := range ents {
+		dev := filepath.Join(node, "sys/bus/pci/devices", e.Name())
+		vendor, _ := os.ReadFile(filepath.Join(dev, "vendor"))
+		class, _ := os.ReadFile(filepath.Join(dev, "class"))
+		if strings.TrimSpace(string(vendor)) != "0x10de" || !strings.HasPrefix(string(class), "0x03") {
+			continue
+		}
+		info, err := os.ReadFile(filepath.Join(node, "proc/driver/nvidia/gpus", e.Name(), "information"))
+		if err != nil {
+			return nil, err
+		}
+		g := gpu{PCI: e.Name(), Minor: -1}
+		for _, l := range strings.Split(string(info), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "Device Minor" {
+				fmt.Sscan(strings.TrimSpace(v), &g.Minor)
+			}
+		}
+		if g.Minor < 0 {
+			return nil, fmt.Errorf("GPU %s: no Device Minor in its information file", g.PCI)
+		}
+		real, err := filepath.EvalSymlinks(dev)
+		if err != nil {
+			return nil, err
+		}
+		rel, err := filepath.Rel(filepath.Join(node, "sys/devices"), real)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return nil, fmt.Errorf("GPU %s: not under sys/devices", g.PCI)
+		}
+		g.Root = strings.Split(rel, "/")[0]
+		g.HostPath = filepath.Join(node, "dev", fmt.Sprintf("nvidia%d", g.Minor))
+		if _, err := os.Stat(g.HostPath); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PCI < out[j].PCI })
+	return out, nil
+}
