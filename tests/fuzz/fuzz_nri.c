@@ -5,6 +5,8 @@
  *    request read becomes an OCI spec (orh_nri_spec) that dumps as JSON;
  *  - as a ContainerAdjustment: one read is written again, and what is written reads back
  *    and is written to the same bytes;
+ *  - as a RemoveContainerRequest and as a StateChangeEvent (orh_nri_removed_decode): a
+ *    refusal carries a message, an id read is a string;
  *  - as the bytes of the socket: frames of the multiplexer, each whole message of either
  *    connection decoded as a ttrpc request (and its payload as a CreateContainerRequest)
  *    and as a response.
@@ -65,6 +67,21 @@ static void as_adjustment(const uint8_t *data, size_t size)
 	free(two.p);
 }
 
+static void as_removed(const uint8_t *data, size_t size, bool event_msg)
+{
+	struct orh_nri_removed rm = { 0 };
+	struct orh_err err = { 0 };
+
+	if (orh_nri_removed_decode(data, size, event_msg, &rm, &err) < 0) {
+		if (!err.msg[0])
+			abort();
+		return;
+	}
+	if (rm.id && strlen(rm.id) > size)
+		abort(); /* an id is bytes of the message */
+	free(rm.id);
+}
+
 static void as_socket(const uint8_t *data, size_t size)
 {
 	struct orh_mux_in in = { 0 };
@@ -96,6 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	as_request(data, size);
 	as_adjustment(data, size);
+	as_removed(data, size, false);
+	as_removed(data, size, true);
 	as_socket(data, size);
 	return 0;
 }
