@@ -463,9 +463,10 @@ ds_handler = args[args.index("--handler") + 1] if "--handler" in args[:-1] else 
 check("the installer registers the RuntimeClass's handler (%s)" % handler, ds_handler == handler,
       ds_handler)
 sc = c0.get("securityContext", {})
-check("the installer is not privileged: every capability dropped, SYS_CHROOT alone added",
-      not sc.get("privileged") and sc.get("capabilities", {}).get("drop") == ["ALL"] and
-      sc.get("capabilities", {}).get("add", []) == ["SYS_CHROOT"], sc)
+check("the installer is not privileged: every capability dropped, SYS_CHROOT and SYS_PTRACE "
+      "alone added", not sc.get("privileged") and
+      sc.get("capabilities", {}).get("drop") == ["ALL"] and
+      sc.get("capabilities", {}).get("add", []) == ["SYS_CHROOT", "SYS_PTRACE"], sc)
 check("the installer sees the engine's PID (hostPID) and has no API token",
       pspec.get("hostPID") is True and pspec.get("automountServiceAccountToken") is False)
 install_h = open(os.path.join(src, "include", "orh", "cmd", "install.h")).read()

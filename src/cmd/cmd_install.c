@@ -18,7 +18,9 @@
  * configure wrote, or the default runtime it chains) re-asserted at a bounded pace: the
  * ready file removed, configure again, the engine restarted, ready once it reports the
  * handler. SIGTERM or SIGINT undo the engine's part: the feature file
- * and the ready file removed, configure --undo, the engine restarted again. The binary,
+ * and the ready file removed, configure --undo, the engine restarted again; on containerd,
+ * while a container of the handler still runs (handler_in_use()), the engine's config is
+ * kept for it instead, until --uninstall finds none. The binary,
  * the link, the hooks.d files and the node config stay for the containers that still run
  * through them; --purge removes them too.
  */
@@ -453,13 +455,45 @@ static int install(struct inst_opts *o, struct orh_inst_manifest *m, struct orh_
 	return r;
 }
 
+/* Do containers still run through the handler of containerd's e (orh_inst_engine_users)?
+ * Then the undo leaves the engine's config as it is, and says so: containerd 2.x finds a
+ * pod's handler in its config to exec into its containers. --purge reverts it anyway,
+ * warning that they lose their shim. */
+static bool handler_in_use(const struct inst_opts *o, const struct orh_inst_manifest *m,
+			   const struct orh_inst_engine *e)
+{
+	struct orh_strv users = { 0 };
+	size_t n;
+
+	if (e->engine != ORH_ENGINE_CONTAINERD)
+		return false;
+	n = orh_inst_engine_users(o->root, e, o->req.shim, &users);
+	if (n && o->purge)
+		printf("warning: %zu containers still run through the handler '%s' (%s): the "
+		       "purge removes it and its shim, and their exec, stop and delete fail\n", n,
+		       m->handler, users.v[0]);
+	else if (n)
+		printf("kept the handler '%s' in %s: %zu containers still run through it (%s); "
+		       "containerd 2.x execs into them only while its config names the handler. "
+		       "install --uninstall reverts it once none runs\n", m->handler, e->config,
+		       n, users.v[0]);
+	for (size_t i = 1; n && i < users.n; i++)
+		printf("still running through the handler: %s\n", users.v[i]);
+	orh_strv_free(&users);
+	fflush(stdout);
+	return n && !o->purge;
+}
+
 /* Undo what m records of the engine: the ready file and the node's label first (no new pod
- * comes), then configure --undo and the engine restarted. The files stay. */
+ * comes), then configure --undo and the engine restarted, unless containers still run
+ * through the handler (handler_in_use: the engine's part is kept, the manifest still names
+ * it). The files stay. */
 static int undo(struct inst_opts *o, struct orh_inst_manifest *m, const char *conf,
 		struct orh_err *err)
 {
 	struct orh_inst_engine e = { 0 };
 	struct orh_strv done = { 0 }, notes = { 0 };
+	bool kept = false;
 	int r;
 
 	if (unlink(o->ready_file) == 0)
@@ -472,11 +506,12 @@ static int undo(struct inst_opts *o, struct orh_inst_manifest *m, const char *co
 		r = orh_inst_engine_find(o->root, m->engine, m->engine_config, o->socket, &e,
 					 &notes, err);
 		print_lines("note: ", &notes);
-		if (r >= 0)
+		kept = r >= 0 && handler_in_use(o, m, &e);
+		if (r >= 0 && !kept)
 			r = configure_engine(o, m, &e, conf, NULL, err);
 		orh_inst_engine_free(&e);
 	}
-	if (r >= 0 && m->engine) {
+	if (r >= 0 && m->engine && !kept) {
 		free(TAKE_PTR(m->engine));
 		free(TAKE_PTR(m->handler));
 		free(TAKE_PTR(m->engine_config));

@@ -2,17 +2,21 @@
 /*
  * The engine `install` configures (include/orh/cmd/install.h): which one a host root holds and
  * where its files are, how it is restarted, and whether it has loaded the handler, as the
- * engine itself reports it.
+ * engine behind its socket reports it (for containerd, that process's own binary and
+ * config, read through /proc); the shims of the containers that still run through it.
  *
  * k3s and rke2 render their containerd's config.toml from a template at every start
  * (k3s pkg/agent/containerd/config.go: config-v3.toml.tmpl, else config.toml.tmpl, else
  * its built-in version 3 template), so the file to edit is the template, never the
  * rendered file. Their paths were read in their sources, not run here.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,11 +24,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "orh/base/rootfs.h"
 #include "orh/cmd/install.h"
 
 #define ENGINE_OUTPUT_MAX_BYTES (8 * 1024 * 1024)
 #define ENGINE_ASK_TIMEOUT_MS 60000
 #define RENDERED_MAX_BYTES (1024 * 1024)
+#define CMDLINE_MAX_BYTES (256 * 1024)
+#define OPTIONS_MAX_BYTES (64 * 1024)
 
 static const char *const containerd_bins[] = {
 	"/usr/bin/containerd", "/usr/local/bin/containerd", "/usr/sbin/containerd",
@@ -185,6 +192,180 @@ static void set_config(const char *root, const struct flavour *f, const char *co
 	e->rendered = orh_xasprintf("%s/config.toml", dir);
 }
 
+/* The PID behind the socket under root: > 0, 0 where nobody listens, -errno. */
+static int peer_pid(const char *root, const char *sock, struct orh_err *err)
+{
+	_cleanup_free_ char *p = orh_xasprintf("%s%s", root, sock);
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred cred = { 0 };
+	socklen_t len = sizeof(cred);
+
+	if (fd < 0 || orh_strlcpy(sa.sun_path, p, sizeof(sa.sun_path)) < 0)
+		return orh_fail(err, fd < 0 ? errno : ENAMETOOLONG, "socket '%s'", p);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == ENOENT || errno == ECONNREFUSED)
+			return 0;
+		return orh_fail_errno(err, errno, "connecting to '%s'", p);
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return orh_fail_errno(err, errno, "SO_PEERCRED of '%s'", p);
+	if (cred.pid <= 0)
+		return orh_fail(err, ESRCH, "the engine behind %s is outside this PID namespace: "
+				"the installer needs the host's (the DaemonSet's hostPID: true) to "
+				"signal it and to read what it runs", sock);
+	return cred.pid;
+}
+
+/* The engine behind a socket as /proc shows it (through the host's PID namespace, and
+ * CAP_SYS_PTRACE for a process of more capabilities: the DaemonSet's hostPID and caps). */
+struct engine_proc {
+	int pid;
+	int exe;            /* /proc/PID/exe opened O_PATH: exactly the binary that runs */
+	char *exe_path;     /* where that binary was, as the engine's mount namespace names it */
+	struct orh_strv argv;
+	char *config;       /* the config its command line names (--config, -c), else the default */
+};
+
+static void engine_proc_free(struct engine_proc *p)
+{
+	if (p->exe >= 0)
+		close(p->exe);
+	free(p->exe_path);
+	orh_strv_free(&p->argv);
+	free(p->config);
+	memset(p, 0, sizeof(*p));
+	p->exe = -1;
+}
+
+/* The value of containerd's flag --config (or -c) in argv: Go's flag syntax, one or two
+ * dashes, the value after '=' or as the next word. NULL where argv has none. */
+static const char *config_flag(const struct orh_strv *argv)
+{
+	for (size_t i = 1; i < argv->n; i++) {
+		const char *a = argv->v[i], *eq;
+		size_t n;
+
+		if (a[0] != '-' || !strcmp(a, "--"))
+			continue;
+		a += a[1] == '-' ? 2 : 1;
+		eq = strchr(a, '=');
+		n = eq ? (size_t)(eq - a) : strlen(a);
+		if ((n == 6 && !strncmp(a, "config", 6)) || (n == 1 && a[0] == 'c'))
+			return eq ? eq + 1 : i + 1 < argv->n ? argv->v[i + 1] : NULL;
+	}
+	return NULL;
+}
+
+/* /proc/PID/cmdline into argv. 0 or -errno. */
+static int read_cmdline(int pid, struct orh_strv *argv, struct orh_err *err)
+{
+	_cleanup_free_ char *path = orh_xasprintf("/proc/%d/cmdline", pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	if (fd < 0)
+		return orh_fail_errno(err, errno, "opening '%s'", path);
+	r = orh_read_fd_all(fd, CMDLINE_MAX_BYTES, &text, &len);
+	if (r < 0)
+		return orh_fail_errno(err, -r, "reading '%s'", path);
+	for (size_t o = 0; o < len; o += strlen(text + o) + 1)
+		orh_strv_push(argv, orh_xstrdup(text + o));
+	if (!argv->n)
+		return orh_fail(err, ESRCH, "'%s' is empty: pid %d has exited", path, pid);
+	return 0;
+}
+
+/* A link of /proc/PID (exe, cwd) read: a new string, NULL with errno set. */
+static char *proc_link(int pid, const char *name)
+{
+	_cleanup_free_ char *path = orh_xasprintf("/proc/%d/%s", pid, name);
+	char buf[4096];
+	ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return orh_xstrdup(buf);
+}
+
+/* The engine behind e's socket under root: its PID, its binary and the config its command
+ * line names. 1, or 0 with *why saying what keeps it from being read (nobody listens, a
+ * PID outside this namespace, a binary the installer may not open), or -errno. */
+static int engine_proc_read(const char *root, const struct orh_inst_engine *e,
+			    struct engine_proc *p, char **why, struct orh_err *err)
+{
+	_cleanup_free_ char *exe = NULL, *cwd = NULL;
+	const char *config = NULL;
+	int r;
+
+	p->exe = -1;
+	p->pid = peer_pid(root, e->socket, err);
+	if (p->pid == -ESRCH) {
+		*why = orh_xstrdup(err->msg);
+		return 0;
+	}
+	if (p->pid < 0)
+		return p->pid;
+	if (p->pid == 0) {
+		*why = orh_xasprintf("no engine listens on %s (one started later reads the config "
+				     "as configured; not ready until it does)", e->socket);
+		return 0;
+	}
+	exe = orh_xasprintf("/proc/%d/exe", p->pid);
+	p->exe = open(exe, O_PATH | O_CLOEXEC);
+	if (p->exe < 0) {
+		*why = orh_xasprintf("the engine behind %s is pid %d, whose binary (%s) the "
+				     "installer may not open: %s%s", e->socket, p->pid, exe,
+				     strerror(errno), errno == EACCES || errno == EPERM ?
+				     " (it needs CAP_SYS_PTRACE: the DaemonSet's capabilities)" : "");
+		return 0;
+	}
+	p->exe_path = proc_link(p->pid, "exe");
+	r = read_cmdline(p->pid, &p->argv, err);
+	if (r == -ESRCH || r == -ENOENT) {
+		*why = orh_xstrdup(err->msg);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	config = config_flag(&p->argv);
+	if (!config)
+		config = orh_engine_default_config(e->engine);
+	if (*config == '/') {
+		p->config = orh_xstrdup(config);
+		return 1;
+	}
+	cwd = proc_link(p->pid, "cwd");
+	if (!cwd) {
+		*why = orh_xasprintf("pid %d behind %s names its config '%s' relative to its "
+				     "working directory, which the installer may not read: %s",
+				     p->pid, e->socket, config, strerror(errno));
+		return 0;
+	}
+	p->config = orh_xasprintf("%s/%s", strcmp(cwd, "/") ? cwd : "", config);
+	return 1;
+}
+
+/* containerd with no config named: the one the engine behind the socket reads (its command
+ * line's --config), where one listens and the installer can see it; else the default. */
+static int engine_config(const char *root, const struct flavour *f, struct orh_inst_engine *e,
+			 struct orh_strv *notes, struct orh_err *err)
+{
+	struct engine_proc p = { .exe = -1 };
+	_cleanup_free_ char *why = NULL;
+	int r = engine_proc_read(root, e, &p, &why, err);
+
+	if (r > 0 && strcmp(p.config, orh_engine_default_config(e->engine)))
+		orh_strv_pushf(notes, "the engine behind %s (pid %d) reads %s (its command line): "
+			       "that file is configured", e->socket, p.pid, p.config);
+	set_config(root, f, r > 0 ? p.config : NULL, e, notes);
+	engine_proc_free(&p);
+	return r < 0 ? r : 0;
+}
+
 int orh_inst_engine_find(const char *root, const char *flavour, const char *config,
 			 const char *socket, struct orh_inst_engine *e, struct orh_strv *notes,
 			 struct orh_err *err)
@@ -217,6 +398,8 @@ int orh_inst_engine_find(const char *root, const char *flavour, const char *conf
 	e->restart = f->restart;
 	e->binaries = f->bins;
 	e->socket = socket ? orh_xstrdup(socket) : f->socket ? orh_xstrdup(f->socket) : NULL;
+	if (!config && !f->dir && f->engine == ORH_ENGINE_CONTAINERD)
+		return engine_config(root, f, e, notes, err);
 	set_config(root, f, config, e, notes);
 	return 0;
 }
@@ -229,30 +412,6 @@ void orh_inst_engine_free(struct orh_inst_engine *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* The PID behind the socket under root: > 0, 0 where nobody listens, -errno. */
-static int peer_pid(const char *root, const char *sock, struct orh_err *err)
-{
-	_cleanup_free_ char *p = orh_xasprintf("%s%s", root, sock);
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct ucred cred = { 0 };
-	socklen_t len = sizeof(cred);
-
-	if (fd < 0 || orh_strlcpy(sa.sun_path, p, sizeof(sa.sun_path)) < 0)
-		return orh_fail(err, fd < 0 ? errno : ENAMETOOLONG, "socket '%s'", p);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		if (errno == ENOENT || errno == ECONNREFUSED)
-			return 0;
-		return orh_fail_errno(err, errno, "connecting to '%s'", p);
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return orh_fail_errno(err, errno, "SO_PEERCRED of '%s'", p);
-	if (cred.pid <= 0)
-		return orh_fail(err, ESRCH, "the process behind '%s' is outside this PID "
-				"namespace (hostPID)", p);
-	return cred.pid;
-}
-
 /* SIGHUP to the PID behind the socket. An engine that does not run (no socket, nobody
  * listening) reads its config when it starts. */
 static int signal_engine(const char *root, struct orh_inst_engine *e, struct orh_strv *notes,
@@ -260,6 +419,10 @@ static int signal_engine(const char *root, struct orh_inst_engine *e, struct orh
 {
 	int pid = peer_pid(root, e->socket, err);
 
+	if (pid == -ESRCH) {
+		orh_strv_pushf(notes, "not signalled: %s", err->msg);
+		return 0;
+	}
 	if (pid < 0)
 		return pid;
 	if (pid == 0) {
@@ -276,8 +439,11 @@ static int signal_engine(const char *root, struct orh_inst_engine *e, struct orh
 }
 
 /* The child's side of run_under: root as /, SIGTERM and SIGINT unblocked, stdout to out,
- * then the first of the argv0 candidates that can be executed. */
-static void child_exec(const char *root, int out, const char *const *bins, char **argv)
+ * then exe (a binary opened before the chroot, argv[0] as given; an ELF file: a script's
+ * interpreter could not open an O_CLOEXEC descriptor), else the first of the argv0
+ * candidates that can be executed. */
+static void child_exec(const char *root, int out, int exe, const char *const *bins,
+		       char **argv)
 {
 	sigset_t none;
 
@@ -286,6 +452,10 @@ static void child_exec(const char *root, int out, const char *const *bins, char 
 	if (dup2(out, STDOUT_FILENO) < 0 || (*root && chroot(root) < 0) || chdir("/") < 0)
 		_exit(126);
 	alarm(ENGINE_ASK_TIMEOUT_MS / 1000);
+	if (exe >= 0) {
+		execveat(exe, "", argv, environ, AT_EMPTY_PATH);
+		_exit(127);
+	}
 	for (; *bins; bins++) {
 		argv[0] = (char *)*bins;
 		execv(*bins, argv);
@@ -293,10 +463,10 @@ static void child_exec(const char *root, int out, const char *const *bins, char 
 	_exit(127);
 }
 
-/* argv run chrooted into root (argv[0] the first of bins there), its stdout in *out. The
- * exit status, or -errno. */
-static int run_under(const char *root, const char *const *bins, char **argv, char **out,
-		     struct orh_err *err)
+/* argv run chrooted into root (exe where it is >= 0, else argv[0] the first of bins
+ * there), its stdout in *out. The exit status, or -errno. */
+static int run_under(const char *root, int exe, const char *const *bins, char **argv,
+		     char **out, struct orh_err *err)
 {
 	_cleanup_close_ int rd = -1;
 	int fds[2], status = 0, r;
@@ -307,7 +477,7 @@ static int run_under(const char *root, const char *const *bins, char **argv, cha
 		return orh_fail_errno(err, errno, "pipe");
 	pid = fork();
 	if (pid == 0)
-		child_exec(root, fds[1], bins, argv);
+		child_exec(root, fds[1], exe, bins, argv);
 	close(fds[1]);
 	rd = fds[0];
 	if (pid < 0)
@@ -334,13 +504,13 @@ static int systemd_restart(const char *root, struct orh_inst_engine *e, struct o
 	char *save = NULL;
 	int pid = e->socket ? peer_pid(root, e->socket, err) : 0;
 
-	if (pid < 0)
+	if (pid < 0 && pid != -ESRCH)
 		return pid;
 	e->listened = pid > 0;
 	for (char *u = strtok_r(units, " ", &save); u; u = strtok_r(NULL, " ", &save)) {
 		_cleanup_free_ char *out = NULL;
 		char *argv[] = { "systemctl", "try-restart", u, NULL };
-		int status = run_under(root, bins, argv, &out, err);
+		int status = run_under(root, -1, bins, argv, &out, err);
 
 		if (status < 0)
 			return status;
@@ -441,14 +611,57 @@ static char *engine_back(const char *root, const struct orh_inst_engine *e, int 
 	return NULL;
 }
 
+/* Are a and b (host paths) one file under root (a link to the other, resolved in it)? */
+static bool same_file_under(const char *root, const char *a, const char *b)
+{
+	_cleanup_close_ int rfd = -1, fa = -1, fb = -1;
+	struct orh_err err = { 0 };
+	struct stat sa, sb;
+
+	return orh_rootfs_open(*root ? root : "/", &rfd, &err) == 0 &&
+	       orh_rootfs_open_file(rfd, a, &fa, &sa) == 0 &&
+	       orh_rootfs_open_file(rfd, b, &fb, &sb) == 0 && sa.st_ino == sb.st_ino &&
+	       sa.st_dev == sb.st_dev;
+}
+
+/* Does the engine behind e's socket read what was configured? containerd: 1 with p filled
+ * (its binary, its config: e's rendered file), 0 with *why saying what is not so; CRI-O
+ * and docker are asked through the socket: one listening is enough. -errno. */
+static int engine_here(const char *root, const struct orh_inst_engine *e, struct engine_proc *p,
+		       char **why, struct orh_err *err)
+{
+	int r;
+
+	if (e->engine != ORH_ENGINE_CONTAINERD) {
+		r = peer_pid(root, e->socket, err);
+		if (r == 0)
+			*why = orh_xasprintf("no engine listens on %s", e->socket);
+		return r == -ESRCH ? 1 : r < 0 ? r : r > 0;
+	}
+	r = engine_proc_read(root, e, p, why, err);
+	if (r <= 0)
+		return r;
+	if (strcmp(p->config, e->rendered) && !same_file_under(root, p->config, e->rendered)) {
+		*why = orh_xasprintf("the engine behind %s (pid %d, %s) reads %s (its command "
+				     "line), not %s, the file configured: set CONTAINERD_CONFIG=%s "
+				     "in the installer's environment (or give --engine-config %s)",
+				     e->socket, p->pid, p->exe_path ? p->exe_path : "?", p->config,
+				     e->rendered, p->config, p->config);
+		return 0;
+	}
+	return 1;
+}
+
 int orh_inst_engine_loaded(const char *root, const struct orh_inst_engine *e,
 			   const char *handler, const char *shim, char **what, char **why,
 			   struct orh_err *err)
 {
-	_cleanup_free_ char *out = NULL, *sock = NULL;
+	_cleanup_free_ char *out = NULL, *sock = NULL, *by = NULL;
+	struct engine_proc p = { .exe = -1 };
 	char *argv[8] = { NULL };
 	const char *asked = e->engine == ORH_ENGINE_CONTAINERD ? "containerd config dump" :
 			    e->engine == ORH_ENGINE_CRIO ? "crio status config" : "docker info";
+	const char *read = e->rendered;
 	int r = 0, status;
 
 	*what = *why = NULL;
@@ -459,8 +672,18 @@ int orh_inst_engine_loaded(const char *root, const struct orh_inst_engine *e,
 		*what = orh_xstrdup("podman reads its config at each run");
 		return 1;
 	}
+	r = engine_here(root, e, &p, why, err);
+	if (r <= 0) {
+		engine_proc_free(&p);
+		return r;
+	}
 	if (e->engine == ORH_ENGINE_CONTAINERD) {
-		argv[1] = "--config", argv[2] = e->rendered, argv[3] = "config", argv[4] = "dump";
+		/* the binary that runs, with the argv[0] it runs as (k3s's binary tells its
+		 * commands by it), on the config it reads */
+		argv[0] = p.argv.v[0], argv[1] = "--config", argv[2] = p.config;
+		argv[3] = "config", argv[4] = "dump";
+		read = p.config;
+		by = orh_xasprintf(" (pid %d: %s)", p.pid, p.exe_path ? p.exe_path : p.argv.v[0]);
 	} else if (e->engine == ORH_ENGINE_CRIO) {
 		argv[1] = "status", argv[2] = "--socket", argv[3] = e->socket, argv[4] = "config";
 	} else {
@@ -468,20 +691,109 @@ int orh_inst_engine_loaded(const char *root, const struct orh_inst_engine *e,
 		argv[1] = "-H", argv[2] = sock, argv[3] = "info", argv[4] = "--format";
 		argv[5] = "{{json .Runtimes}}";
 	}
-	status = run_under(root, e->binaries, argv, &out, err);
-	if (status < 0)
-		return status;
-	if (status) {
-		*why = orh_xasprintf("%s under '%s/' failed (status %d%s)", asked, root, status,
-				     status == 127 ? ": no binary found" : "");
-		return 0;
+	status = run_under(root, p.exe, e->binaries, argv, &out, err);
+	if (status > 0)
+		*why = orh_xasprintf("%s%s under '%s/' failed (status %d%s)", asked, by ? by : "",
+				     root, status, status != 127 ? "" :
+				     p.exe >= 0 ? ": the engine's binary could not be executed" :
+				     ": no binary found");
+	else if (status == 0 && !ask_matches(e, out, handler, shim))
+		*why = orh_xasprintf("%s of %s has no handler '%s' with %s%s", asked, read,
+				     handler, shim, by ? by : "");
+	else if (status == 0)
+		*what = orh_xasprintf("%s of %s has handler '%s' with %s%s", asked, read, handler,
+				      shim, by ? by : "");
+	engine_proc_free(&p);
+	return status < 0 ? status : *what != NULL;
+}
+
+/* Does the runc v2 shim pid run with shim: does its working directory (the bundle of its
+ * first task) hold the options.json it was created with, whose binary_name (the handler's
+ * BinaryName) is shim? 1, 0, or -errno where it cannot be read. */
+static int shim_serves(int pid, const char *shim)
+{
+	_cleanup_free_ char *path = orh_xasprintf("/proc/%d/cwd/options.json", pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	_cleanup_free_ char *text = NULL;
+	json_t *o, *b;
+	size_t len = 0;
+	int r;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno; /* none: runc, the default */
+	r = orh_read_fd_all(fd, OPTIONS_MAX_BYTES, &text, &len);
+	if (r < 0)
+		return r;
+	o = json_loadb(text, len, 0, NULL);
+	b = json_object_get(o, "binary_name");
+	r = json_is_string(b) && !strcmp(json_string_value(b), shim);
+	json_decref(o);
+	return r;
+}
+
+/* Is the shim pid one of the engine behind sock under root: the socket its command line's
+ * -address names, as its own root shows it, the same socket? A shim whose command line
+ * names none, or whose socket cannot be looked at, counts (said in *note). */
+static bool shim_of(const char *root, const char *sock, int pid, const char **note)
+{
+	_cleanup_free_ char *ours = orh_xasprintf("%s%s", root, sock), *theirs = NULL;
+	struct orh_strv argv = { 0 };
+	struct orh_err err = { 0 };
+	const char *addr = NULL;
+	struct stat a, b;
+	bool same = true;
+
+	*note = NULL;
+	if (read_cmdline(pid, &argv, &err) < 0)
+		return false; /* gone */
+	for (size_t i = 1; i + 1 < argv.n && !addr; i++)
+		if (!strcmp(argv.v[i], "-address") || !strcmp(argv.v[i], "--address"))
+			addr = argv.v[i + 1];
+	if (!addr)
+		*note = "its command line names no -address";
+	theirs = addr ? orh_xasprintf("/proc/%d/root%s", pid, addr) : NULL;
+	if (addr && stat(theirs, &b) < 0)
+		*note = errno == ENOENT ? NULL : "its engine's socket cannot be looked at";
+	if (addr && !*note)
+		same = stat(ours, &a) == 0 && stat(theirs, &b) == 0 && a.st_dev == b.st_dev &&
+		       a.st_ino == b.st_ino;
+	orh_strv_free(&argv);
+	return same;
+}
+
+size_t orh_inst_engine_users(const char *root, const struct orh_inst_engine *e,
+			     const char *shim, struct orh_strv *users)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	size_t n = 0;
+
+	while (d && (de = readdir(d))) {
+		char comm[64] = "", *end = NULL;
+		_cleanup_free_ char *cpath = NULL, *bundle = NULL;
+		long pid = strtol(de->d_name, &end, 10);
+		const char *note = NULL;
+		int r;
+
+		if (pid <= 0 || *end)
+			continue;
+		cpath = orh_xasprintf("/proc/%ld/comm", pid);
+		if (orh_read_file_at(AT_FDCWD, cpath, comm, sizeof(comm)) < 0 ||
+		    !orh_startswith(comm, "containerd-shim"))
+			continue;
+		r = shim_serves((int)pid, shim);
+		if (r == 0 || (e->socket && !shim_of(root, e->socket, (int)pid, &note)))
+			continue;
+		bundle = proc_link((int)pid, "cwd");
+		if (r > 0)
+			orh_strv_pushf(users, "shim pid %ld, bundle %s%s%s", pid, bundle ? bundle : "?",
+				       note ? ": counted, " : "", note ? note : "");
+		else
+			orh_strv_pushf(users, "shim pid %ld, whose bundle the installer may not "
+				       "read (%s): counted", pid, strerror(-r));
+		n++;
 	}
-	if (!ask_matches(e, out, handler, shim)) {
-		*why = orh_xasprintf("%s of %s has no handler '%s' with %s", asked, e->rendered,
-				     handler, shim);
-		return 0;
-	}
-	*what = orh_xasprintf("%s of %s has handler '%s' with %s", asked, e->rendered, handler,
-			      shim);
-	return 1;
+	if (d)
+		closedir(d);
+	return n;
 }

@@ -43,14 +43,18 @@ def main():
     ap.add_argument("--entrypoint", nargs="+", default=None)
     ap.add_argument("--cmd", nargs="+", default=None)
     a = ap.parse_args()
+    write_image(a.rootfs, a.name, a.out, a.entrypoint, a.cmd)
 
-    layer = layer_tar(a.rootfs)
+
+def write_image(rootfs, name, out, entrypoint=None, cmd=None):
+    """The archive OUT of ROOTFS as the image NAME (entrypoint and cmd: lists or None)."""
+    layer = layer_tar(rootfs)
     layer_id = hashlib.sha256(layer).hexdigest()
     cfg = {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]}
-    if a.entrypoint:
-        cfg["Entrypoint"] = a.entrypoint
-    if a.cmd:
-        cfg["Cmd"] = a.cmd
+    if entrypoint:
+        cfg["Entrypoint"] = entrypoint
+    if cmd:
+        cfg["Cmd"] = cmd
     config = json.dumps({
         "architecture": "amd64",
         "os": "linux",
@@ -61,10 +65,10 @@ def main():
     config_name = hashlib.sha256(config).hexdigest() + ".json"
     manifest = json.dumps([{
         "Config": config_name,
-        "RepoTags": [a.name],
+        "RepoTags": [name],
         "Layers": [layer_id + "/layer.tar"],
     }]).encode()
-    with tarfile.open(a.out, "w") as t:
+    with tarfile.open(out, "w") as t:
         add_bytes(t, config_name, config)
         add_bytes(t, layer_id + "/layer.tar", layer)
         add_bytes(t, "manifest.json", manifest)

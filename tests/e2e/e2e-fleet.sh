@@ -445,9 +445,24 @@ mkdir -p "$R${KB%/*}"
 mv "$R$CD2" "$R$KB"
 render "$R" "$T"
 cp "$R/etc/containerd/config.toml" "$R$K3S/config.toml"
-inst "$R" --once --ready-timeout 0
+# k3s's containerd as k3s starts it (-c the rendered config, -a its socket), listening on the
+# node's socket: the installer is ready once the engine behind it reports the handler. In a
+# mount namespace whose /var/lib/rancher is the node's (a tmpfs over this machine's
+# /var/lib holds it) and whose /run/nri is its own (NRI's default socket)
+mkdir -p "$R/run/k3s/containerd" /run/nri
+KSOCK=$R/run/k3s/containerd/containerd.sock
+unshare -m --propagation private sh -c 'mount -t tmpfs tmpfs /var/lib && mkdir -p /var/lib/rancher &&
+	mount --bind "$0/var/lib/rancher" /var/lib/rancher && mount -t tmpfs tmpfs /run/nri &&
+	exec "$@"' "$R" "$R$KB" -c "$K3S/config.toml" -a "$KSOCK" --state "$WORK/k3s-inst-state" \
+	--root "$WORK/k3s-inst-root" >"$WORK/k3s-inst.log" 2>&1 &
+KPID=$!
+for _ in $(seq 300); do "$CTR2" -a "$KSOCK" version >/dev/null 2>&1 && break; sleep 0.1; done
+inst "$R" --once --ready-timeout 10
 check "installer on k3s: ready, the template configure made configured again (rc $IRC: $(grep -m1 'install:\|^ready' "$WORK/inst.out"))" \
-	bash -c '[ "$1" = 0 ] && grep -q "^ready: containerd config dump of .* has handler" "$2"' _ "$IRC" "$WORK/inst.out"
+	bash -c '[ "$1" = 0 ] && grep -q "^ready: containerd config dump of .* has handler .* (pid $3: " "$2"' \
+	_ "$IRC" "$WORK/inst.out" "$KPID"
+kill "$KPID" 2>/dev/null || true
+wait "$KPID" 2>/dev/null || true
 inst "$R" --purge
 check "installer on k3s: --purge removes the template (rc $IRC: $(tail -1 "$WORK/inst.out"))" \
 	[ "$IRC" = 0 -a ! -e "$R$T" ]

@@ -2,218 +2,84 @@
 # SPDX-License-Identifier: Apache-2.0
 # End-to-end: the installer image (deploy/installer/build-image.sh, FROM scratch) built by
 # a private dockerd, run as the DaemonSet runs it (deploy/kubernetes/base/installer.yaml:
-# its args, its ConfigMap's node config mounted where they name it, an emptyDir for the
-# ready file) against scratch host roots:
-#   - a host root with a containerd config (version 2), a containerd binary (what the
-#     installer asks: `containerd config dump`, chrooted into the root) and a file of its
-#     own: `oci-rdma-hook install --root /host` puts the binary, the oci-rdma-runtime link,
-#     the ConfigMap's node config and the hooks.d files there, registers the handler "rdma",
-#     and says it is ready (the readinessProbe's command) once the engine reports the
-#     handler, before it writes the node-feature-discovery feature file;
-#   - a containerd with its CRI plugin, started on that config and the installed node
-#     config, runs pods through the handler (tests/cri/cri.py): a pod allocated uverbs2 (a
-#     device plugin's DeviceSpec) gets mlx5_2 alone, an annotated pod allocated nothing is
-#     left alone (the ConfigMap's activation = devices, request_scope = allocated);
+# its args, the host's PID namespace, its capabilities, its ConfigMap's node config mounted
+# where they name it, an emptyDir for the ready file; installer-lib.sh) against scratch host
+# roots:
+#   - a host root with a containerd config (version 2), a containerd binary and a file of
+#     its own, and containerd 1.6 with its CRI plugin listening on the host root's socket on
+#     that config and the installed node config, started again when it exits as its service
+#     manager does: `oci-rdma-hook install --root /host` puts the binary, the
+#     oci-rdma-runtime link, the ConfigMap's node config and the hooks.d files there,
+#     registers the handler "rdma", sends containerd SIGHUP, and says it is ready (the
+#     readinessProbe's command) once the containerd behind the socket (its own binary, on the
+#     config its command line names) reports the handler, before it writes the
+#     node-feature-discovery feature file;
+#   - pods through the handler (tests/cri/cri.py): a pod allocated uverbs2 (a device
+#     plugin's DeviceSpec) gets mlx5_2 alone, an annotated pod allocated nothing is left
+#     alone (the ConfigMap's activation = devices, request_scope = allocated);
 #   - a second install over the first puts back the ConfigMap's node config edited on the
 #     node, and changes nothing else;
-#   - SIGTERM (docker stop) undoes it: the feature file first, then containerd's config back
-#     byte for byte; the binary, the link, the hooks.d files and the node config kept, and
-#     nothing else; a pod that ran through the handler before is exec'd into and removed
-#     after it (containerd's runc shim runs the kept shim for those); --purge then leaves
-#     the host root as it was, byte for byte;
+#   - SIGTERM (docker stop) while a pod of the handler runs: the feature file first, then
+#     the handler kept, said so; the pod is exec'd into and removed after it (containerd's
+#     runc shim runs the kept shim for those); `install --uninstall` then puts containerd's
+#     config back byte for byte, the binary, the link, the hooks.d files and the node config
+#     kept, and nothing else; --purge then leaves the host root as it was, byte for byte;
 #   - with the host's PID namespace (the DaemonSet's hostPID) and a containerd listening on
 #     the host root's socket, the installer sends SIGHUP to its PID and is not ready while
 #     no containerd is back; with one started again, it is;
-#   - CONTAINERD_CONFIG and CONTAINERD_SOCKET name a config and a socket of their own;
+#   - CONTAINERD_CONFIG and CONTAINERD_SOCKET name a config and a socket of their own; no
+#     engine behind that socket: not ready;
 #   - a dockerd listening on a host root's socket reloads its runtimes on SIGHUP, and the
 #     installer is ready once `docker info` (the host root's client) has the runtime;
-#   - k3s and rke2 are found by their paths, and their template is what is edited (k3s and
-#     rke2 are not run here: their paths and the template's format were read in k3s's
-#     source).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/e2e-containerd-lib.sh"
-CRI_SRC=${ORH_SRCDIR:-$HERE/../..}
-. "$CRI_SRC/tests/cri/lib.sh"
-need_root_runc
-# The image needs the static binary; a build without it (the sanitizer pass: -Dstatic=false)
-# runs the same steps with the binary itself, the image's files under $WORK/imgroot (--from)
-IMAGE_MODE=true
-file_is_static "$HOOK" || IMAGE_MODE=false
-if $IMAGE_MODE; then
-	command -v dockerd >/dev/null 2>&1 || cant_run "dockerd (docker.io) not installed"
-	command -v docker >/dev/null 2>&1 || cant_run "docker client not installed"
-fi
-command -v ctr >/dev/null 2>&1 || cant_run "ctr (containerd) not installed"
-command -v jq >/dev/null 2>&1 || cant_run "jq not installed"
-python3 -c 'import yaml' 2>/dev/null || cant_run "python3-yaml not installed"
-[ -x "${PAUSE:-}" ] || cant_run "PAUSE (the static tests/cri/pause.c) not built"
-[ -n "${ORH_BUILDDIR:-}" ] || cant_run "ORH_BUILDDIR not set"
-CRI_PY=$(cri_py) ||
-	cant_run "no python3 with grpc and grpc_tools (python3-grpcio, python3-grpc-tools)"
-
-setup_work
-INST=orh-e2e-inst-$$
-CRI_PID=""
-PODS=()
-stop_all() {
-	local id
-	for id in "${PODS[@]}"; do
-		[ -z "$id" ] || cri rmp -f "$id" >/dev/null 2>&1 || true
-	done
-	if [ -n "$CRI_PID" ]; then
-		kill "$CRI_PID" 2>/dev/null || true
-		wait "$CRI_PID" 2>/dev/null || true
-		for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $WORK/" 2>/dev/null || true); do
-			kill -9 "$p" 2>/dev/null || true
-		done
-		umount -R "$WORK"/cri/state/* 2>/dev/null || true
-	fi
-	! $IMAGE_MODE || docker rm -f "$INST" >/dev/null 2>&1 || true
-	[ -z "${INST_PID:-}" ] || kill -9 "$INST_PID" 2>/dev/null || true
-	[ -z "${CD2_PID:-}" ] || kill -9 "$CD2_PID" 2>/dev/null || true
-	stop_daemons
-}
-trap 'rc=$?; stop_all; cleanup_work $rc' EXIT
-
-define() { sed -n "s/^#define $1 \"\\(.*\\)\"\$/\\1/p" "$ORH_BUILDDIR/orh-config.h"; }
-BINDIR=$(define ORH_BINDIR)
-CONF=$(define ORH_DEFAULT_CONFIG)
-HOOKS_DIR=$(define ORH_CONTAINERS_HOOKS_DIR)
-FEATURE=/etc/kubernetes/node-feature-discovery/features.d/oci-rdma-hook
-H=$WORK/host
-# the shim as the engine on this machine finds it: in the scratch host root
-SHIM=$H$BINDIR/oci-rdma-runtime
-
-# ---- the DaemonSet's container: its args, and its ConfigMap's node config where they name it
-DS=$CRI_SRC/deploy/kubernetes/base/installer.yaml
-# shellcheck disable=SC2207 # one argument a line, none with white space
-DS_ARGS=($(python3 -c 'import sys, yaml
-ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d["kind"] == "DaemonSet"][0]
-print("\n".join(ds["spec"]["template"]["spec"]["containers"][0]["args"]))' "$DS"))
-NODE_CONFIG=""
-for ((i = 0; i < ${#DS_ARGS[@]} - 1; i++)); do
-	[ "${DS_ARGS[$i]}" = --node-config ] && NODE_CONFIG=${DS_ARGS[$((i + 1))]}
-done
-[ -n "$NODE_CONFIG" ] || cant_run "no --node-config in the DaemonSet's args (${DS_ARGS[*]})"
-CM=$WORK/configmap
-mkdir -p "$CM"
-# what the ConfigMap holds: kustomization.yaml generates it from this file
-cp "$CRI_SRC/deploy/kubernetes/base/oci-rdma-hook.conf" "$CM/${NODE_CONFIG##*/}"
-CM_CONF=$CM/${NODE_CONFIG##*/}
-
-# ---- the installer: the image run by a private dockerd, or the binary itself ---------------
-# inst_start HOST ARG...: the installer in the background on HOST (its /host), with the
-#   DaemonSet's args; inst_log: its output so far; inst_probe: its readinessProbe's command;
-#   inst_stop: SIGTERM, its exit status in $INST_RC
-# inst_once HOST ARG...: another installer with the host's PID namespace, run to its end,
-#   its output on stdout; INST_ENV: its environment (NAME=VALUE words)
-INST_PID=""
-INST_ENV=()
-if $IMAGE_MODE; then
-	start_containerd "$WORK/unused.conf" "$WORK/unused"
-	D=$WORK/docker
-	mkdir -p "$D"
-	export DOCKER_HOST=unix://$D/docker.sock
-	dockerd --data-root "$D/data" --exec-root "$D/exec" --pidfile "$D/docker.pid" \
-		-H "$DOCKER_HOST" --containerd "$CD_SOCK" --storage-driver vfs --bridge none \
-		--iptables=false --ip-masq=false --exec-opt native.cgroupdriver=cgroupfs \
-		>"$D/dockerd.log" 2>&1 &
-	DAEMON_PIDS+=($!)
-	wait_for 60 docker version || cant_run "dockerd did not start: $(tail -5 "$D/dockerd.log")"
-	IMAGE=$("$CRI_SRC/deploy/installer/build-image.sh" "$ORH_BUILDDIR" "orh-e2e-installer:$$" \
-		2>"$WORK/build.err") || { not_ok "build-image.sh: $(cat "$WORK/build.err")"; finish || exit 1; }
-	check "the image is built, its entrypoint install --root /host" \
-		eval '[ "$(docker image inspect -f "{{json .Config.Entrypoint}}" "$IMAGE")" = \
-			"[\"$BINDIR/oci-rdma-hook\",\"install\",\"--root\",\"/host\"]" ]'
-	LAYERS=$(docker image inspect -f '{{len .RootFS.Layers}}' "$IMAGE" 2>&1 || true)
-	check "the image is FROM scratch: one layer, its COPY (layers: $LAYERS)" [ "$LAYERS" = 1 ]
-	VOLS=(-v "$CM:${NODE_CONFIG%/*}:ro" --tmpfs /run/oci-rdma-hook-installer)
-
-	inst_start() {
-		local h=$1
-		shift
-		docker run -d --name "$INST" --network none -v "$h:/host" "${VOLS[@]}" "$IMAGE" \
-			"${DS_ARGS[@]}" "$@" >/dev/null
-	}
-	inst_log() { docker logs "$INST" 2>&1; }
-	inst_probe() { docker exec "$INST" /oci-rdma-hook install --probe; }
-	inst_stop() {
-		docker stop -t 30 "$INST" >/dev/null
-		INST_RC=$(docker inspect -f '{{.State.ExitCode}}' "$INST")
-	}
-	inst_once() {
-		local h=$1 e envs=()
-		shift
-		for e in "${INST_ENV[@]}"; do envs+=(-e "$e"); done
-		docker run --rm --network none --pid host -v "$h:/host" "${VOLS[@]}" "${envs[@]}" \
-			"$IMAGE" "${DS_ARGS[@]}" "$@" 2>&1
-	}
-else
-	DESTDIR=$WORK/imgroot meson install -C "$ORH_BUILDDIR" --no-rebuild --quiet >/dev/null ||
-		cant_run "meson install into $WORK/imgroot failed"
-	mkdir -p "$WORK/imgroot${NODE_CONFIG%/*}"
-	cp "$CM_CONF" "$WORK/imgroot$NODE_CONFIG"
-	# the DaemonSet's args, the ConfigMap's file under $WORK/imgroot
-	LOCAL_ARGS=()
-	for a in "${DS_ARGS[@]}"; do
-		[ "$a" = "$NODE_CONFIG" ] && a=$WORK/imgroot$NODE_CONFIG
-		LOCAL_ARGS+=("$a")
-	done
-	inst_start() {
-		local h=$1
-		shift
-		"$HOOK" install --root "$h" --from "$WORK/imgroot" --ready-file "$WORK/ready" \
-			"${LOCAL_ARGS[@]}" "$@" >"$WORK/inst.out" 2>&1 &
-		INST_PID=$!
-	}
-	inst_log() { cat "$WORK/inst.out"; }
-	inst_probe() { "$HOOK" install --probe --ready-file "$WORK/ready"; }
-	inst_stop() {
-		INST_RC=0
-		kill -TERM "$INST_PID"
-		wait "$INST_PID" || INST_RC=$?
-		INST_PID=""
-	}
-	inst_once() {
-		local h=$1
-		shift
-		env "${INST_ENV[@]}" "$HOOK" install --root "$h" --from "$WORK/imgroot" \
-			--ready-file "$WORK/ready-once" "${LOCAL_ARGS[@]}" "$@" 2>&1
-	}
-fi
-
-# add_binary DIR PROGRAM: this machine's PROGRAM and the libraries it loads, under DIR
-add_binary() {
-	local f bin
-	bin=$(command -v "$2")
-	for f in "$bin" $(ldd "$bin" | grep -o '/[^ ]*' | sort -u); do
-		mkdir -p "$1$(dirname "$f")"
-		cp -L "$f" "$1$f"
-	done
-}
-add_containerd() { add_binary "$1" containerd; }
-# snapshot DIR: every path with its type, mode and link target, and every file's sha256
-snapshot() {
-	(cd "$1" && find . -printf '%p %y %m %l\n' | LC_ALL=C sort &&
-		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
-}
+#   - k3s and rke2 are found by their paths, and their template is what is edited; ready
+#     once k3s's containerd (run here as k3s starts it: -c the rendered config) has the
+#     handler (k3s and rke2 are not run here: their paths and the template's format were
+#     read in k3s's source);
+#   - the reconcile (nvidia-ctk run while the installer runs), each host root's containerd
+#     (1.6, or 2.3) listening on its socket.
+# e2e-installer-engine.sh: the engine behind the socket (2.3.4 while /usr/bin/containerd is
+# 1.6, another config, none, no hostPID, no CAP_SYS_PTRACE) and exec after the undo on 2.3.4.
+. "$(dirname "$0")/installer-lib.sh"
 # ---- the scratch host root: a containerd config and binary, and a file of the node's own ----
+# containerd (1.6, the host root's /usr/bin/containerd) with its CRI plugin listens on the
+# host root's socket as its service manager runs it (engine_up: started again on the
+# installer's SIGHUP), in a mount namespace of its own whose /etc/containerd is the host
+# root's: the paths configure wrote there (an imports line, a drop-in) are host paths
+[ -d /etc/containerd ] || cant_run "no /etc/containerd to mount the host root's over"
 CD=$WORK/cri
 cri_config "$CD" 'restrict_oom_score_adj = true'
-mkdir -p "$H/etc/containerd" "$H$BINDIR"
-mv "$CD/config.toml" "$H/etc/containerd/config.toml"
+mkdir -p "$H/etc/containerd" "$H$BINDIR" "$H/run/containerd"
+sed -e "s#\"$CD/containerd.sock#\"$H/run/containerd/containerd.sock#" "$CD/config.toml" \
+	>"$H/etc/containerd/config.toml"
+rm "$CD/config.toml"
+ln -s "$H/run/containerd/containerd.sock" "$CD/containerd.sock"
 echo '{"cniVersion": "0.4.0", "name": "orh-inst", "plugins": [{"type": "loopback"}]}' \
 	>"$CD/net.d/10-orh-inst.conflist"
 printf '#!/bin/sh\necho the node'"'"'s own\n' >"$H$BINDIR/node-tool"
 chmod 755 "$H$BINDIR/node-tool"
 add_containerd "$H"
-snapshot "$H" >"$WORK/orig.snap"
+# snap DIR: snapshot DIR without its sockets (the engines' own, made and left as they run)
+snap() { snapshot "$1" | grep -v '^[^ ]* s '; }
+snap "$H" >"$WORK/orig.snap"
+cri() { cri_at "$CD" "$@"; }
+spec_edit_node # $WORK/node (seed001-roce), $INSIDE
+mkdir -p "$WORK/devplugin"
+mknod "$WORK/devplugin/uverbs2" c 231 194
+make_rootfs "$WORK/rootfs"
+ENGINE_ENV=(OCI_RDMA_HOOK_CONFIG="$H$CONF" OCI_RDMA_HOOK_SYSROOT="$WORK/node")
+engine_up cri "$H" containerd --config /etc/containerd/config.toml
+ENGINE_ENV=()
+wait_for 30 ctr -a "$CD/containerd.sock" version ||
+	cant_run "containerd did not start: $(tail -5 "$WORK/cri.log")"
+cri_images "$CD" "$PAUSE" "$WORK/rootfs" >"$WORK/images.log" 2>&1 ||
+	cant_run "the local images: $(cat "$WORK/images.log")"
+PID0=$(engine_pid cri)
 
 # ---- install ------------------------------------------------------------------------------
 installed() { inst_log | grep -qx "installed; waiting for SIGTERM to undo it"; }
 inst_start "$H" --shim "$SHIM" || { not_ok "the installer's start"; finish || exit 1; }
 check "the installer says it is installed and waits" \
-	wait_for 30 installed
+	wait_for 60 installed
 inst_log >"$WORK/install.log"
 check "the binary is the built one" cmp "$HOOK" "$H$BINDIR/oci-rdma-hook"
 check "oci-rdma-runtime links to it" [ "$(readlink "$SHIM")" = oci-rdma-hook ]
@@ -230,11 +96,13 @@ dump_has() {
 }
 check "containerd's own view (config dump): the handler rdma, BinaryName the copied shim" \
 	dump_has "$H" /etc/containerd/config.toml
-check "no containerd was listening: the installer says it reads the config at its start" \
-	grep -q 'no engine listens on /run/containerd/containerd.sock' "$WORK/install.log"
-check "ready once containerd config dump, run in the host root, has the handler" \
+check "containerd was listening: the installer sent SIGHUP to its pid ($PID0)" \
+	grep -qx "note: sent SIGHUP to pid $PID0 (behind /run/containerd/containerd.sock)" \
+	"$WORK/install.log"
+PID1=$(engine_pid cri)
+check "ready once the containerd started again ($PID1), asked in the host root, has the handler" \
 	grep -qxF "ready: containerd config dump of /etc/containerd/config.toml has handler 'rdma'$(
-		) with $SHIM" "$WORK/install.log"
+		) with $SHIM (pid $PID1: /usr/bin/containerd)" "$WORK/install.log"
 PROBE_RC=0
 PROBE_OUT=$(inst_probe 2>&1) || PROBE_RC=$?
 check "the readinessProbe's command exits 0 (rc $PROBE_RC: $PROBE_OUT)" [ "$PROBE_RC" = 0 ]
@@ -253,28 +121,8 @@ in_order() {
 check "the feature file is written after the engine reported the handler ($L_CFG, $L_READY, $L_LABEL)" \
 	in_order "$L_CFG" "$L_READY" "$L_LABEL"
 
-# ---- pods through the handler, containerd started on the host root's config ----------------
-# in a mount namespace of its own whose /etc/containerd is the host root's: the paths
-# configure wrote there (an imports line, a drop-in) are host paths
-[ -d /etc/containerd ] || cant_run "no /etc/containerd to mount the host root's over"
-(
-	ulimit -S -l 64
-	export OCI_RDMA_HOOK_CONFIG=$H$CONF OCI_RDMA_HOOK_SYSROOT=$WORK/node
-	exec unshare -m --propagation private sh -c 'mount --bind "$1" /etc/containerd &&
-		exec containerd --config /etc/containerd/config.toml' _ "$H/etc/containerd" \
-		>"$CD/containerd.log" 2>&1
-) &
-CRI_PID=$!
-cri() { cri_at "$CD" "$@"; }
-spec_edit_node # $WORK/node (seed001-roce), $INSIDE
-mkdir -p "$WORK/devplugin"
-mknod "$WORK/devplugin/uverbs2" c 231 194
-make_rootfs "$WORK/rootfs"
-wait_for 30 ctr -a "$CD/containerd.sock" version ||
-	cant_run "containerd did not start: $(tail -5 "$CD/containerd.log")"
-cri_images "$CD" "$PAUSE" "$WORK/rootfs" >"$WORK/images.log" 2>&1 ||
-	cant_run "the local images: $(cat "$WORK/images.log")"
-wait_for 20 cri status || cant_run "the CRI is not ready: $(cri status 2>&1 | tr '\n' ' ')"
+# ---- pods through the handler ---------------------------------------------------------------
+wait_for 30 cri status || cant_run "the CRI is not ready: $(cri status 2>&1 | tr '\n' ' ')"
 # run_pod NAME POD-JQ CTR-JQ: the pod's container output in $OUT, checked to have run
 run_pod() {
 	local d=$WORK/pods/$1
@@ -306,7 +154,7 @@ cri rmp -f "$CRI_POD" >/dev/null 2>&1 || not_ok "rmp -f $CRI_POD"
 PODS=("$KEEP_POD")
 
 # ---- a second install over the first, the node config edited on the node -----------------
-snapshot "$H" >"$WORK/installed.snap"
+snap "$H" >"$WORK/installed.snap"
 echo '# edited on the node' >>"$H$CONF"
 RC=0
 inst_once "$H" --shim "$SHIM" --once >"$WORK/second.log" || RC=$?
@@ -316,9 +164,9 @@ check "it puts back the ConfigMap's node config (updated), the others unchanged"
 	_ "$WORK/second.log" "$CONF"
 check "it wrote no engine file" \
 	bash -c '! grep -Eq "^(created|changed|removed) /etc/containerd" "$1"' _ "$WORK/second.log"
-check "it changed nothing else under the host root" diff "$WORK/installed.snap" <(snapshot "$H")
+check "it changed nothing else under the host root" diff "$WORK/installed.snap" <(snap "$H")
 
-# ---- SIGTERM undoes the engine's part, the files stay -------------------------------------
+# ---- SIGTERM while a pod of the handler runs: the handler kept; then --uninstall ----------
 inst_stop
 # what it printed from the signal on
 inst_log | sed -n '/^signal 15: /,$p' >"$WORK/undo.log"
@@ -327,38 +175,18 @@ check "it says it undid the installation" \
 	grep -q '^signal 15: undoing the installation' "$WORK/undo.log"
 check "the feature file is gone" [ ! -e "$H$FEATURE" ]
 L_LABEL=$(grep -n -m1 "^removed $FEATURE\$" "$WORK/undo.log" | cut -d: -f1)
-L_CFG=$(grep -n -m1 -E '^(changed|removed) /etc/containerd/' "$WORK/undo.log" | cut -d: -f1)
-check "the label went before the engine's config was reverted (lines $L_LABEL, $L_CFG)" \
-	bash -c '[ -n "$1" ] && [ -n "$2" ] && [ "$1" -lt "$2" ]' _ "$L_LABEL" "$L_CFG"
+L_KEPT=$(grep -n -m1 "^kept the handler 'rdma' in /etc/containerd/config.toml: 1 containers $(
+	)still run through it (shim pid [0-9]*, bundle " "$WORK/undo.log" | cut -d: -f1)
+check "the label went, then it kept the handler for the pod that runs through it, saying so (lines $L_LABEL, $L_KEPT)" \
+	in_order "$L_LABEL" "$L_KEPT"
 # same_file SNAPSHOT DIR PATH: PATH under DIR has the content it had in SNAPSHOT
 same_file() {
 	grep -qxF "$(cd "$2" && sha256sum ".$3")" "$1"
 }
-check "containerd's config is the original, byte for byte" \
-	same_file "$WORK/orig.snap" "$H" /etc/containerd/config.toml
-check "the binary is kept" cmp "$HOOK" "$H$BINDIR/oci-rdma-hook"
-check "the oci-rdma-runtime link is kept" [ "$(readlink "$SHIM")" = oci-rdma-hook ]
-check "the hooks.d files are kept" [ -s "$H$HOOKS_DIR/oci-rdma-hook.json" ]
-check "the node config is kept, the ConfigMap's" cmp "$CM_CONF" "$H$CONF"
-check "it says what it kept and how to remove it" \
-	grep -q 'install --purge removes them' "$WORK/undo.log"
-# what differs from the original is what the manifest still lists, and the manifest itself
-added() {
-	diff "$WORK/orig.snap" <(snapshot "$H") | sed -n 's/^> //p' |
-		sed -E 's/^[0-9a-f]{64}  //; s/ .*//' | LC_ALL=C sort -u
-}
-listed() {
-	{ sed -n 's#^[dflcst] #.#p' "$H/var/lib/oci-rdma-hook/install.manifest"
-	  echo ./var/lib/oci-rdma-hook/install.manifest; } | LC_ALL=C sort -u
-}
-check "nothing of the original is gone or changed" \
-	bash -c '! diff "$1" <(cd "$2" && find . -printf "%p %y %m %l\n" | LC_ALL=C sort &&
-		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | grep -q "^<"' \
-	_ "$WORK/orig.snap" "$H"
-check "what is left beside the original is what the manifest lists as kept" \
-	diff <(added) <(listed)
-check "the manifest no longer names an engine" \
-	bash -c '! grep -q "^engine " "$1/var/lib/oci-rdma-hook/install.manifest"' _ "$H"
+check "containerd's config is as installed" \
+	same_file "$WORK/installed.snap" "$H" /etc/containerd/config.toml
+check "the manifest still names the engine" \
+	grep -q "^engine containerd" "$H/var/lib/oci-rdma-hook/install.manifest"
 if $IMAGE_MODE; then
 	L_READY=$(grep -n -m1 '^removed /run/oci-rdma-hook-installer/ready$' "$WORK/undo.log" |
 		cut -d: -f1)
@@ -377,15 +205,46 @@ RMP_OUT=$(cri rmp -f "$KEEP_POD" 2>&1) || RC=$?
 check "after the undo, the pod is stopped and removed through the kept shim (rc $RC: $RMP_OUT)" \
 	[ "$RC" = 0 ]
 PODS=()
-kill "$CRI_PID"
-wait "$CRI_PID" 2>/dev/null || true
-CRI_PID=""
+# no pod of the handler left: --uninstall reverts the engine's part, the files stay
+PID0=$(engine_pid cri)
+RC=0
+inst_once "$H" --shim "$SHIM" --uninstall >"$WORK/uninstall.log" || RC=$?
+check "install --uninstall exits 0 (rc $RC), reverts the config and signals containerd ($PID0)" \
+	bash -c '[ "$1" = 0 ] && grep -Eq "^(changed|removed) /etc/containerd/" "$2" &&
+		grep -qx "note: sent SIGHUP to pid $3 (behind /run/containerd/containerd.sock)" "$2"' \
+	_ "$RC" "$WORK/uninstall.log" "$PID0"
+check "containerd's config is the original, byte for byte" \
+	same_file "$WORK/orig.snap" "$H" /etc/containerd/config.toml
+check "the binary is kept" cmp "$HOOK" "$H$BINDIR/oci-rdma-hook"
+check "the oci-rdma-runtime link is kept" [ "$(readlink "$SHIM")" = oci-rdma-hook ]
+check "the hooks.d files are kept" [ -s "$H$HOOKS_DIR/oci-rdma-hook.json" ]
+check "the node config is kept, the ConfigMap's" cmp "$CM_CONF" "$H$CONF"
+check "it says what it kept and how to remove it" \
+	grep -q 'install --purge removes them' "$WORK/uninstall.log"
+# what differs from the original is what the manifest still lists, and the manifest itself
+added() {
+	diff "$WORK/orig.snap" <(snap "$H") | sed -n 's/^> //p' |
+		sed -E 's/^[0-9a-f]{64}  //; s/ .*//' | LC_ALL=C sort -u
+}
+listed() {
+	{ sed -n 's#^[dflcst] #.#p' "$H/var/lib/oci-rdma-hook/install.manifest"
+	  echo ./var/lib/oci-rdma-hook/install.manifest; } | LC_ALL=C sort -u
+}
+check "nothing of the original is gone or changed" \
+	bash -c '! diff "$1" <(cd "$2" && find . -printf "%p %y %m %l\n" | LC_ALL=C sort &&
+		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | grep -q "^<"' \
+	_ "$WORK/orig.snap" "$H"
+check "what is left beside the original is what the manifest lists as kept" \
+	diff <(added) <(listed)
+check "the manifest no longer names an engine" \
+	bash -c '! grep -q "^engine " "$1/var/lib/oci-rdma-hook/install.manifest"' _ "$H"
+engine_down cri
 umount -R "$WORK"/cri/state/* 2>/dev/null || true
 RC=0
 inst_once "$H" --purge >"$WORK/purge.log" || RC=$?
 check "install --purge exits 0 (rc $RC)" [ "$RC" = 0 ]
 check "after --purge the host root is the original byte for byte" \
-	diff "$WORK/orig.snap" <(snapshot "$H")
+	diff "$WORK/orig.snap" <(snap "$H")
 
 # ---- the engine signalled: a containerd listening on the host root's socket ---------------
 # (the DaemonSet's hostPID: the PID behind the socket is one of the installer's namespace).
@@ -399,11 +258,13 @@ cri_config "$WORK/cd2" 'restrict_oom_score_adj = true'
 sed -e "s#\"$WORK/cd2/containerd.sock#\"$H2/run/containerd/containerd.sock#" \
 	"$WORK/cd2/config.toml" >"$H2/etc/containerd/config.toml"
 add_containerd "$H2"
-snapshot "$H2" >"$WORK/orig2.snap"
-# start_cd2: containerd on host2's config, SIGHUP at its default action even where this test
+snap "$H2" >"$WORK/orig2.snap"
+# start_cd2: containerd on host2's config (its /etc/containerd host2's, as engine_up runs
+# it, but not started again on its own), SIGHUP at its default action even where this test
 # was started with it ignored (nohup), which a Go program keeps ignoring
 start_cd2() {
-	env --default-signal=HUP containerd --config "$H2/etc/containerd/config.toml" \
+	env --default-signal=HUP unshare -m --propagation private sh -c "$ENGINE_NS" "$H2" \
+		/etc/containerd containerd --config /etc/containerd/config.toml \
 		>>"$WORK/cd2/containerd.log" 2>&1 &
 	CD2_PID=$!
 	wait_for 30 ctr -a "$H2/run/containerd/containerd.sock" version ||
@@ -442,32 +303,31 @@ check "install --purge with no containerd running: exit 0, the manifest gone (rc
 check "host2's config is the original again" \
 	same_file "$WORK/orig2.snap" "$H2" /etc/containerd/config.toml
 
-# ---- CONTAINERD_CONFIG and CONTAINERD_SOCKET ----------------------------------------------
+# ---- CONTAINERD_CONFIG and CONTAINERD_SOCKET, no engine listening ---------------------------
 H4=$WORK/host4
 mkdir -p "$H4/etc/custom"
 printf 'version = 2\n' >"$H4/etc/custom/containerd.toml"
 add_containerd "$H4"
-snapshot "$H4" >"$WORK/orig4.snap"
+snap "$H4" >"$WORK/orig4.snap"
 INST_ENV=(CONTAINERD_CONFIG=/etc/custom/containerd.toml
 	CONTAINERD_SOCKET=/run/custom/containerd.sock)
 RC=0
-inst_once "$H4" --once >"$WORK/env.log" || RC=$?
+inst_once "$H4" --once --ready-timeout 3 >"$WORK/env.log" || RC=$?
 INST_ENV=()
-check "CONTAINERD_CONFIG: that file is configured, and is what the engine is asked about (rc $RC)" \
-	bash -c '[ "$1" = 0 ] && grep -qx "engine containerd: /etc/custom/containerd.toml" "$2" &&
-		grep -q "^ready: containerd config dump of /etc/custom/containerd.toml" "$2"' \
-	_ "$RC" "$WORK/env.log"
+check "CONTAINERD_CONFIG: that file is configured" \
+	grep -qx "engine containerd: /etc/custom/containerd.toml" "$WORK/env.log"
 check "CONTAINERD_CONFIG: containerd's view of that file has the handler" \
 	dump_has "$H4" /etc/custom/containerd.toml "$BINDIR/oci-rdma-runtime"
-check "CONTAINERD_SOCKET: the engine is looked for behind that socket" \
-	grep -qx "note: no engine listens on /run/custom/containerd.sock: it reads its config$(
-		) when it starts" "$WORK/env.log"
+check "CONTAINERD_SOCKET: no engine listens behind that socket: not ready, exit 1 (rc $RC)" \
+	bash -c '[ "$1" = 1 ] && grep -qx "not ready: no engine listens on /run/custom/containerd.sock$(
+		) (one started later reads the config as configured; not ready until it does)" "$2" &&
+		[ ! -e "$3" ]' _ "$RC" "$WORK/env.log" "$H4$FEATURE"
 check "no /etc/containerd was made" [ ! -e "$H4/etc/containerd" ]
 inst_once "$H4" --purge >"$WORK/purge4.log" || not_ok "install --purge on host4"
 # (a config of `version = 2` alone, which configure --undo must not take for one it made)
 check "after --purge host4 is the original byte for byte ($(
 	grep -m1 '^removed /etc/custom/containerd.toml' "$WORK/purge4.log"))" \
-	diff "$WORK/orig4.snap" <(snapshot "$H4")
+	diff "$WORK/orig4.snap" <(snap "$H4")
 
 # ---- docker: dockerd reloads its runtimes on SIGHUP; ready once docker info has it --------
 if command -v dockerd >/dev/null 2>&1 && command -v docker >/dev/null 2>&1; then
@@ -486,7 +346,7 @@ if command -v dockerd >/dev/null 2>&1 && command -v docker >/dev/null 2>&1; then
 	D6=(docker -H "unix://$H6/run/docker.sock")
 	wait_for 60 "${D6[@]}" version ||
 		cant_run "dockerd on host6 did not start: $(tail -5 "$WORK/d6/dockerd.log")"
-	snapshot "$H6" >"$WORK/orig6.snap"
+	snap "$H6" >"$WORK/orig6.snap"
 	RC=0
 	inst_once "$H6" --once --ready-timeout 30 >"$WORK/docker.log" || RC=$?
 	check "docker: SIGHUP to dockerd ($D6_PID) behind its socket" \
@@ -499,7 +359,7 @@ if command -v dockerd >/dev/null 2>&1 && command -v docker >/dev/null 2>&1; then
 	RC=0
 	inst_once "$H6" --purge >"$WORK/purge6.log" || RC=$?
 	check "docker: --purge exits 0 (rc $RC) and host6 is the original byte for byte" \
-		bash -c '[ "$1" = 0 ] && diff "$2" "$3"' _ "$RC" "$WORK/orig6.snap" <(snapshot "$H6")
+		bash -c '[ "$1" = 0 ] && diff "$2" "$3"' _ "$RC" "$WORK/orig6.snap" <(snap "$H6")
 else
 	ok "docker: # SKIP no dockerd or docker client"
 fi
@@ -507,12 +367,12 @@ fi
 H7=$WORK/host7
 mkdir -p "$H7/etc/docker"
 echo '{}' >"$H7/etc/docker/daemon.json"
-snapshot "$H7" >"$WORK/orig7.snap"
+snap "$H7" >"$WORK/orig7.snap"
 inst_once "$H7" --engine docker --once --ready-timeout 0 >/dev/null || true
 inst_once "$H7" --purge >"$WORK/purge7.log" || true
 check "docker: after --purge a daemon.json of {} is the original ($(
 	grep -m1 '^removed /etc/docker/daemon.json' "$WORK/purge7.log"))" \
-	diff "$WORK/orig7.snap" <(snapshot "$H7")
+	diff "$WORK/orig7.snap" <(snap "$H7")
 
 # ---- k3s and rke2: found by their paths, their template edited ----------------------------
 K3S=/var/lib/rancher/k3s/agent/etc/containerd
@@ -528,9 +388,18 @@ version = 2
   runtime_type = "io.containerd.runc.v2"
 EOF
 add_containerd "$H3"
-mkdir -p "$H3${K3S_BIN%/*}"
+mkdir -p "$H3${K3S_BIN%/*}" "$H3/run/k3s/containerd"
 mv "$H3/usr/bin/containerd" "$H3$K3S_BIN"
-snapshot "$H3" >"$WORK/orig3.snap"
+snap "$H3" >"$WORK/orig3.snap"
+# k3s's containerd as k3s starts it (-c the rendered config, -a its socket, its state and
+# root), its /var/lib/rancher host3's
+ENGINE_DIR=$K3S
+engine_up k3s "$H3" "$H3$K3S_BIN" -c "$K3S/config.toml" \
+	-a "$H3/run/k3s/containerd/containerd.sock" --state "$WORK/k3s/state" --root "$WORK/k3s/root"
+ENGINE_DIR=/etc/containerd
+K3S_SOCK=$H3/run/k3s/containerd/containerd.sock
+wait_for 30 ctr -a "$K3S_SOCK" version || cant_run "k3s's containerd did not start: $(
+	tail -5 "$WORK/k3s.log")"
 TMPL=$K3S/config.toml.tmpl
 RC=0
 inst_once "$H3" --once --ready-timeout 0 >"$WORK/k3s.log" || RC=$?
@@ -543,7 +412,7 @@ check "the rendered config.toml is not edited" same_file "$WORK/orig3.snap" "$H3
 check "configure appends the handler to the template (rc $RC: $(
 	grep -m1 'oci-rdma-hook: install:' "$WORK/k3s.log"))" \
 	grep -q 'runtimes.rdma' "$H3$TMPL"
-# no k3s restarted: the config it rendered has no handler yet
+# no k3s restarted (no systemctl under host3): the config it rendered has no handler yet
 check "not ready while k3s's rendered config has no handler (rc $RC)" \
 	bash -c '[ "$1" = 1 ] && [ ! -e "$4" ] &&
 		grep -q "^not ready: containerd config dump of $2/config.toml has no handler" "$3"' \
@@ -552,18 +421,24 @@ check "not ready while k3s's rendered config has no handler (rc $RC)" \
 # the template's other lines
 { cat "$H3$K3S/config.toml"; tail -n +2 "$H3$TMPL"; } >"$WORK/rendered.toml"
 cp "$WORK/rendered.toml" "$H3$K3S/config.toml"
+# k3s restarted by hand (systemctl restart k3s): its containerd started again on it
+PID0=$(engine_pid k3s)
+kill "$PID0"
+wait_for 30 bash -c '[ "$(cat "$1")" != "$2" ] && ctr -a "$3" version' _ "$WORK/k3s.pid" "$PID0" \
+	"$K3S_SOCK" || not_ok "k3s's containerd did not start again"
 RC=0
 inst_once "$H3" --once --ready-timeout 0 >"$WORK/k3s2.log" || RC=$?
 check "ready once the rendered config has the handler, k3s's containerd asked (rc $RC)" \
 	bash -c '[ "$1" = 0 ] &&
 		grep -q "^ready: containerd config dump of $2/config.toml has handler" "$3"' \
 	_ "$RC" "$K3S" "$WORK/k3s2.log"
+engine_down k3s
 RC=0
 inst_once "$H3" --purge >"$WORK/purge3.log" 2>&1 || RC=$?
 check "install --purge on host3 exits 0 (rc $RC: $(tail -1 "$WORK/purge3.log"))" [ "$RC" = 0 ]
 # what differs from the original: the config k3s rendered, and nothing else
 only_rendered_differs() {
-	diff "$WORK/orig3.snap" <(snapshot "$H3") | grep '^[<>]' | grep -vF "$K3S/config.toml" |
+	diff "$WORK/orig3.snap" <(snap "$H3") | grep '^[<>]' | grep -vF "$K3S/config.toml" |
 		grep -q . && return 1
 	return 0
 }
@@ -639,8 +514,11 @@ if [ -x "$NVCTK" ] && [ -x "$CD2X" ] && command -v unshare >/dev/null 2>&1; then
 	# 1.6 its engine (what the installer asks) and 2.3 under /opt/cd2; else 2.3 its engine
 	new_host() {
 		local h=$WORK/$1
-		mkdir -p "$h/etc/containerd" "$h/usr/bin"
+		mkdir -p "$h/etc/containerd" "$h/usr/bin" "$h/run/containerd"
 		printf 'version = %s\n' "$2" >"$h/etc/containerd/config.toml"
+		# (2.x: NRI off, whose default socket is this machine's)
+		[ "$2" = 2 ] ||
+			echo 'disabled_plugins = ["io.containerd.nri.v1.nri"]' >>"$h/etc/containerd/config.toml"
 		add_binary "$h" "$CD2X"
 		if [ "$2" = 2 ]; then
 			add_containerd "$h"
@@ -650,6 +528,16 @@ if [ -x "$NVCTK" ] && [ -x "$CD2X" ] && command -v unshare >/dev/null 2>&1; then
 			cp "$CD2X" "$h/usr/bin/containerd"
 		fi
 		echo "$h"
+	}
+	# host_engine NAME BIN: BIN (under NAME's root: 1.6 or 2.3) on its config, listening on its
+	# socket, as its service manager runs it; its root and state under $WORK/NAME
+	host_engine() {
+		local h=$WORK/$1
+		engine_up "$1" "$h" "$2" --config /etc/containerd/config.toml \
+			--address "$h/run/containerd/containerd.sock" --root "$WORK/$1/root" \
+			--state "$WORK/$1/state"
+		wait_for 30 ctr -a "$h/run/containerd/containerd.sock" version ||
+			cant_run "containerd on $1 did not start: $(tail -5 "$WORK/$1.log")"
 	}
 	reasserts() { inst_log | grep -c '^re-asserted: ' || true; }
 	watching() { inst_log | grep -q "^watching the engine's config"; }
@@ -662,6 +550,7 @@ if [ -x "$NVCTK" ] && [ -x "$CD2X" ] && command -v unshare >/dev/null 2>&1; then
 	}
 	! $IMAGE_MODE || docker rm -f "$INST" >/dev/null 2>&1 || true
 	H8=$(new_host host8 2)
+	host_engine host8 /usr/bin/containerd
 	inst_start "$H8" || not_ok "the installer's start on host8"
 	check "reconcile: the installer on host8 is installed and watches" wait_for 30 watching
 	check "reconcile: ready before nvidia-ctk" wait_for 15 inst_probe
@@ -701,12 +590,14 @@ if [ -x "$NVCTK" ] && [ -x "$CD2X" ] && command -v unshare >/dev/null 2>&1; then
 		bash -c '[ "$1" = "$2" ]' _ "$N" "$(reasserts)"
 	check "reconcile 1.6, the same re-run: still settled" settled "$H8" "$NV2"
 	inst_stop
+	engine_down host8
 	check "reconcile: SIGTERM still undoes it (status $INST_RC)" [ "$INST_RC" = 0 ]
 	! $IMAGE_MODE || docker rm -f "$INST" >/dev/null 2>&1 || true
 	# 4. containerd 2.x (its default config's version, 4): nvidia-ctk first, then the installer, then nvidia-ctk's
 	# re-run with --config-source=command reading 2.3's dump
 	H9=$(new_host host9 4)
 	nvidia_ctk "$H9" "$H9/usr/bin" "$NV"
+	host_engine host9 "$CD2X"
 	inst_start "$H9" || not_ok "the installer's start on host9"
 	check "reconcile 2.x, nvidia-ctk first: the installer chains nvidia at its start" \
 		wait_for 30 settled "$H9"
@@ -716,6 +607,7 @@ if [ -x "$NVCTK" ] && [ -x "$CD2X" ] && command -v unshare >/dev/null 2>&1; then
 		wait_for 15 reasserted_settled "$N" "$H9" "$NV2"
 	check "reconcile 2.x: the handler rdma once in 2.3's view" rdma_once "$H9"
 	inst_stop
+	engine_down host9
 	check "reconcile 2.x: SIGTERM undoes it (status $INST_RC)" [ "$INST_RC" = 0 ]
 else
 	ok "reconcile: # SKIP no nvidia-ctk or containerd 2.x in $PEERS (tests/setup-debian.sh)"

@@ -212,14 +212,30 @@ k8s_stop() {
 }
 
 # k8s_start_containerd: containerd in the namespace, ready for ctr, with the hook's node and
-# config in its environment (the shim of the handler way reads them) and a 64 KiB soft
-# memlock, which its containers inherit: a raise shows
+# config in its environment (the shim of the handler way reads them; each left out where
+# k8s_up was given it empty: the shim then reads its installed config) and a 64 KiB soft
+# memlock, which its containers inherit: a raise shows. Its config is $K8S_CD_CONFIG (a path
+# in the namespace; default $CD/config.toml). K8S_CD_RESPAWN=1: started again each time it
+# exits, as its service manager would (containerd exits on the installer's SIGHUP, at its
+# default action even where this was started with it ignored), each exit logged
+# ("orh-k8s: containerd exited, status N"); SIGTERM ends both
 K8S_DEFAULT_MEMLOCK=64
 k8s_start_containerd() {
-	k8s_in_ns containerd env OCI_RDMA_HOOK_CONFIG="$K8S_HOOK_CONFIG" \
-		OCI_RDMA_HOOK_SYSROOT="$K8S_HOOK_SYSROOT" PATH="$PATH" \
-		sh -c 'ulimit -S -l "$1" && exec containerd --config "$2"' _ \
-		"$K8S_DEFAULT_MEMLOCK" "$CD/config.toml"
+	local envs=(PATH="$PATH")
+	[ -z "$K8S_HOOK_CONFIG" ] || envs+=(OCI_RDMA_HOOK_CONFIG="$K8S_HOOK_CONFIG")
+	[ -z "$K8S_HOOK_SYSROOT" ] || envs+=(OCI_RDMA_HOOK_SYSROOT="$K8S_HOOK_SYSROOT")
+	k8s_in_ns containerd env "${envs[@]}" \
+		sh -c 'ulimit -S -l "$1" || exit 1
+			[ "$3" = 1 ] || exec containerd --config "$2"
+			trap "kill \$c 2>/dev/null; wait \$c; exit 0" TERM
+			while :; do
+				env --default-signal=HUP containerd --config "$2" &
+				c=$!
+				wait $c
+				echo "orh-k8s: containerd exited, status $?" >&2
+				sleep 0.2
+			done' _ \
+		"$K8S_DEFAULT_MEMLOCK" "${K8S_CD_CONFIG:-$CD/config.toml}" "${K8S_CD_RESPAWN:-0}"
 	wait_for 30 ctr -a "$CD/containerd.sock" version
 }
 
@@ -233,7 +249,8 @@ k8s_stop_containerd() {
 }
 
 # k8s_up NODE CONF: the cluster, its node Ready, the default service account made and the
-# images imported; the hook's node (a sysroot) and config are NODE and CONF. cant_run where
+# images imported; the hook's node (a sysroot) and config are NODE and CONF (either empty:
+# containerd's environment does not name it). cant_run where
 # a part does not start, naming it and the end of its log.
 k8s_up() {
 	local t0=$SECONDS p
@@ -270,6 +287,10 @@ k8s_up() {
 	[ "$(cat "/proc/$K8S_HOLDER/comm" 2>/dev/null)" = sleep ] ||
 		cant_run "the private mount namespace: $(cat "$K8S/holder.log")"
 	K8S_NS=$(readlink "/proc/$K8S_HOLDER/ns/mnt")
+	# the caller's own mounts in the namespace, before containerd starts ($K8S_NS_SETUP: a
+	# function's name)
+	[ -z "${K8S_NS_SETUP:-}" ] || "$K8S_NS_SETUP" ||
+		cant_run "$K8S_NS_SETUP: the namespace's mounts failed"
 
 	k8s_start etcd etcd --name orh --data-dir "$K8S/etcd" --unsafe-no-fsync \
 		--listen-client-urls "http://127.0.0.1:$K8S_ETCD_PORT" \

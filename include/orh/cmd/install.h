@@ -8,7 +8,7 @@
  * (a ready file, a node-feature-discovery feature file). While it runs, it watches the
  * engine's config and configures again where it drifted (src/cmd/install_watch.c), not
  * ready meanwhile. On SIGTERM it reverts the engine's
- * config and removes those marks; the binary, the link, the hooks.d files and the node
+ * config (kept while a container of the handler runs on containerd) and removes those marks; the binary, the link, the hooks.d files and the node
  * config stay for the containers that still run through them, until `install --purge`.
  * What it added is recorded in a manifest under the root, so that an undo or a purge
  * removes that and nothing else.
@@ -111,7 +111,9 @@ struct orh_inst_engine {
 /* The engine under root: flavour (a flavour or engine name) when given, else found from
  * CONTAINERD_CONFIG or CONTAINERD_SOCKET in the environment, else from the files and
  * sockets under root (rke2, k3s, containerd, CRI-O, docker, podman). config and socket
- * override the flavour's (NULL: the environment's, else the flavour's). A k3s or rke2
+ * override the flavour's (NULL: the environment's, else the flavour's; for a plain
+ * containerd with none, the config the command line of the containerd behind the socket
+ * names, where one listens and is visible, else the default). A k3s or rke2
  * config is a template beside the rendered config.toml, never the rendered file. notes
  * says what was chosen where that is not plain. 0 or -errno. */
 int orh_inst_engine_find(const char *root, const char *flavour, const char *config,
@@ -125,13 +127,26 @@ bool orh_inst_engine_known(const char *name);
 int orh_inst_engine_restart(const char *root, struct orh_inst_engine *e,
 			    enum orh_inst_restart mode, struct orh_strv *notes,
 			    struct orh_err *err);
-/* Has e loaded handler with shim, as the engine reports it (containerd: `containerd config
- * dump` of its config, run chrooted into root; CRI-O: `crio status config`; docker:
- * `docker info`)? 1 with *what saying how it was seen, 0 with *why saying what is missing
- * (an engine signalled and not back, a dump without the handler), -errno. */
+/* Has the engine behind e's socket loaded handler with shim, as it reports it (containerd:
+ * the binary of the socket's peer, /proc/PID/exe, run chrooted into root for the `config
+ * dump` of the config its command line names, which must be e's rendered file; CRI-O:
+ * `crio status config`; docker: `docker info`, both through the socket)? 1 with *what
+ * saying how it was seen, 0 with *why saying what is missing (no engine listening, one
+ * signalled and not back, its PID not in this namespace, its binary unreadable, another
+ * config read, a dump without the handler), -errno. */
 int orh_inst_engine_loaded(const char *root, const struct orh_inst_engine *e,
 			   const char *handler, const char *shim, char **what, char **why,
 			   struct orh_err *err);
+
+/* The containers that still run through shim on e's engine, as this PID namespace shows
+ * them (the host's: hostPID): each of containerd's runc v2 shims (comm containerd-shim*)
+ * whose bundle (its working directory) holds an options.json whose binary_name is shim,
+ * and whose -address is the socket of e under root (compared by inode, through the shim's
+ * /proc root), as a line in users; one whose bundle or socket cannot be looked at counts
+ * too, said so. containerd 2.x looks the handler up in its config to exec into such a
+ * container, so the undo keeps it while any runs. The number found. */
+size_t orh_inst_engine_users(const char *root, const struct orh_inst_engine *e,
+			     const char *shim, struct orh_strv *users);
 
 /* configure (src/cmd/configure/cmd_configure.c) with every file under root: the plan for
  * req, written, in turn with other runs on root (src/cmd/configure/lock.c: -EWOULDBLOCK
