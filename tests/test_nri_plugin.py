@@ -557,14 +557,17 @@ def main():
               len(env[0].split('=', 1)[1]) == 32, env)
         if os.geteuid() == 0:
             try:
+                # the snapshot's object on its first line, the node's lines after it
                 with open(os.path.join(RUN_DIR, RUN + 'c1', 'node.json')) as f:
-                    snap = json.load(f)
+                    snap = json.loads(f.readline())
+                    snap['node_lines'] = f.read()
             except (OSError, ValueError) as e:
                 snap = {'error': repr(e)}
             check("and the node it read is in the container's state directory, bound to that "
                   'token', env and snap.get('token') == env[0].split('=', 1)[1] and
-                  snap.get('sysroot') == node, {k: snap.get(k) for k in ('token', 'sysroot',
-                                                                          'error')})
+                  snap.get('sysroot') == node and
+                  snap.get('node_lines', '').startswith('orh-node\t'),
+                  {k: snap.get(k) for k in ('token', 'sysroot', 'error')})
         else:
             n_test_skip('the node handed over is written under /run/oci-rdma-hook: root only')
         check('the pod\'s request goes into the container\'s annotations (the stages read them)',

@@ -4,10 +4,12 @@
  * edit that leaves the nccl-conf stage out or adds it after all (orh_spec_serve with
  * ORH_SERVE_CONF, orh_edit_add_stage) on the sample RoCE node
  * (tests/nodes/seed001-roce.json), and the record bound to the bundle's config.json in
- * place of a pid (orh_shimconf_record, orh_record_alive). test_shimconf.c tests the file
- * itself. Temporary directories under /tmp; no root needed.
+ * place of a pid (orh_shimconf_record, orh_record_alive); a network namespace read by its
+ * path (orh_netns_read). test_shimconf.c tests the file itself. Temporary directories
+ * under /tmp; root only for the namespace (ip netns), skipped without.
  */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,6 +22,7 @@
 #include "orh/cmd/commands.h"
 #include "orh/cmd/serve.h"
 #include "orh/apply/ncclconf.h"
+#include "orh/apply/netns.h"
 #include "orh/apply/record.h"
 #include "orh/base/rootfs.h"
 #include "orh/apply/shimconf.h"
@@ -336,4 +339,58 @@ Test(shimserve, the_record_is_bound_to_the_bundles_config_json)
 	orh_edit_result_free(&res);
 	json_decref(spec);
 	orh_config_free(&ctx.cfg);
+}
+
+/* ---- the container's network read by its path ----------------------------------------- */
+
+/* orh_netns_read() reads a namespace by its path in a child that shares this process's
+ * memory and joins the namespace alone: the default route's interface and the address come
+ * back, a veth's address marked as holding no GID, twice (this process's memory intact),
+ * and this process is in its own namespace after; a path of another kind names the step
+ * that failed. */
+Test(shimserve, a_namespace_read_by_its_path_leaves_this_process_in_its_own)
+{
+	char ns[64], cmd[768], path[96], addr[2][INET_ADDRSTRLEN] = { "", "" };
+	char ifname[2][IFNAMSIZ] = { "", "" };
+	struct orh_netns_info info;
+	struct orh_err err[2] = { { 0 }, { 0 } }, bad = { 0 };
+	struct stat before, after;
+	int r[2], setup;
+	size_t n[2] = { 0, 0 };
+	bool no_gid[2] = { false, false };
+
+	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1") != 0)
+		cr_skip_test("root and ip(8) are needed");
+	snprintf(ns, sizeof(ns), "orh-shimserve-%d", (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "ip netns add %s && ip -n %s link add orhv0 type veth peer name orhv1 && "
+		 "ip -n %s addr add 10.213.97.2/24 dev orhv0 && ip -n %s link set orhv1 up && "
+		 "ip -n %s link set orhv0 up && ip -n %s route add default via 10.213.97.1",
+		 ns, ns, ns, ns, ns, ns);
+	setup = system(cmd);
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	cr_assert_eq(stat("/proc/self/ns/net", &before), 0);
+	for (int i = 0; i < 2 && setup == 0; i++) {
+		r[i] = orh_netns_read(path, &info, &err[i]);
+		snprintf(ifname[i], sizeof(ifname[i]), "%s", info.default_if);
+		n[i] = info.n_addrs;
+		no_gid[i] = info.no_gid[0];
+		inet_ntop(AF_INET, &info.addrs[0], addr[i], sizeof(addr[i]));
+	}
+	cr_assert_eq(stat("/proc/self/ns/net", &after), 0);
+	snprintf(cmd, sizeof(cmd), "ip netns del %s", ns);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(setup, 0, "the namespace was not set up");
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(r[i], 0, "read %d: %s", i + 1, err[i].msg);
+		cr_assert_str_eq(ifname[i], "orhv0", "read %d", i + 1);
+		cr_assert_eq(n[i], 1, "read %d", i + 1);
+		cr_assert_str_eq(addr[i], "10.213.97.2", "read %d", i + 1);
+		cr_assert(no_gid[i], "read %d: a veth's address holds no GID", i + 1);
+	}
+	cr_assert(before.st_dev == after.st_dev && before.st_ino == after.st_ino,
+		  "this process is in another network namespace after the reads");
+	cr_assert_lt(orh_netns_read("/proc/self/status", &info, &bad), 0);
+	cr_assert(strstr(bad.msg, "'/proc/self/status': setns"), "%s", bad.msg);
+	cr_assert_eq(info.n_addrs, 0);
 }

@@ -112,17 +112,28 @@ static void same_records(const struct orh_decision *want, const struct orh_decis
 	free(g);
 }
 
-/* The snapshot the shim writes, through text as the stage reads it. */
+/* The snapshot the NRI plugin writes, through the file the stage takes (its node's text
+ * after the object's line). */
 static json_t *handed_over(const struct orh_decision *d)
 {
 	json_t *snap = orh_snapshot_build(&d->node.inv, d->node.have_gpus ? &d->node.gpus : NULL,
 					    d->node.gpus_error);
-	char *text = json_dumps(snap, JSON_COMPACT);
-	json_t *back = json_loads(text, 0, NULL);
+	char dir[64] = "/dev/shm/orh-handed-XXXXXX", state[96], why[ORH_ERR_MAX];
+	char token[ORH_HANDOFF_TOKEN_LEN + 1];
+	struct orh_err err = { 0 };
+	bool created = false;
+	json_t *back;
 
-	cr_assert_not_null(back);
-	json_decref(snap);
-	free(text);
+	cr_assert_not_null(snap);
+	cr_assert_not_null(mkdtemp(dir));
+	orh_handoff_token(token);
+	cr_assert_eq(orh_handoff_write(dir, "c1", NULL, token, "/", snap, &created, &err), 0,
+		     "%s", err.msg);
+	snprintf(state, sizeof(state), "%s/c1", dir);
+	back = orh_handoff_take(state, NULL, token, "/", why, sizeof(why));
+	cr_assert_not_null(back, "%s", why);
+	cr_assert(orh_state_dir_remove(dir, "c1"));
+	cr_assert_eq(rmdir(dir), 0);
 	return back;
 }
 
@@ -192,38 +203,49 @@ Test(snapshot, a_container_network_the_shim_could_not_see_is_planned_for)
 	same_from_snapshot("seed001-roce", NULL, &shim, &stage, false);
 }
 
+/* The first port's state, a number, made a word, signed, spaced, empty, or past what a
+ * number holds: each is named, and the node is read instead. */
 Test(snapshot, a_bad_field_is_named_and_the_node_is_read)
 {
+	static const char *const bad[] = { "x", "+4", " 4", "4 ", "", "-", "4x",
+					   "18446744073709551620", "99999999999999999999" };
 	char root[256];
-	struct orh_decision read = { 0 }, restored = { 0 };
+	struct orh_decision read = { 0 };
 	struct netns n = { .default_if = "eth0" };
 	json_t *spec = spec_with_gpus(NULL), *snap;
-	char *text, *at;
-	bool named = false;
+	char *text;
+	const char *at;
 
 	fixture_make_node(root, sizeof(root), "orh-snapshot", "seed001-roce");
 	decide(root, spec, &n, NULL, &read);
 	snap = handed_over(&read);
-	/* the first port's state, a number, made a word */
 	text = strdup(json_string_value(json_object_get(snap, "node")));
 	at = strstr(text, "\nport\t1\t4\t");
 	cr_assert_not_null(at, "%s", text);
-	at[8] = 'x';
-	json_object_set_new(snap, "node", json_string(text));
-	decide(root, spec, &n, snap, &restored);
-	cr_assert_not(restored.node.from_snapshot);
-	cr_assert(restored.have_plan);
-	for (size_t i = 0; i < restored.warnings.n; i++)
-		named |= strstr(restored.warnings.v[i], "node.json: line ") &&
-			 strstr(restored.warnings.v[i], " (port), field 2: not an integer");
-	cr_assert(named, "no warning names the field: %s",
-		  restored.warnings.n ? restored.warnings.v[0] : "(none)");
-	cr_assert_eq(restored.plan.n_ports, read.plan.n_ports);
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct orh_decision restored = { 0 };
+		char *changed = NULL;
+		bool named = false;
+
+		cr_assert_gt(asprintf(&changed, "%.*s%s%s", (int)(at + 8 - text), text, bad[k],
+				      at + 9), 0);
+		json_object_set_new(snap, "node", json_string(changed));
+		decide(root, spec, &n, snap, &restored);
+		cr_assert_not(restored.node.from_snapshot, "'%s' taken", bad[k]);
+		cr_assert(restored.have_plan);
+		for (size_t i = 0; i < restored.warnings.n; i++)
+			named |= strstr(restored.warnings.v[i], "node.json: line ") &&
+				 strstr(restored.warnings.v[i], " (port), field 2: not an integer");
+		cr_assert(named, "'%s': no warning names the field: %s", bad[k],
+			  restored.warnings.n ? restored.warnings.v[0] : "(none)");
+		cr_assert_eq(restored.plan.n_ports, read.plan.n_ports);
+		free(changed);
+		orh_decision_free(&restored);
+	}
 	free(text);
 	json_decref(snap);
 	json_decref(spec);
 	orh_decision_free(&read);
-	orh_decision_free(&restored);
 	fixture_remove_node(root);
 }
 
@@ -411,5 +433,91 @@ Test(handoff, the_nri_plugins_is_bound_to_its_token)
 	got = take_as(token, "/", why, sizeof(why));
 	cr_assert_not_null(got, "%s", why);
 	cr_assert_str_eq(orh_handoff_reader(got), "by the runtime shim");
+	json_decref(got);
+}
+
+/* Writes the file as the writer would (mode 0600 kept: it is there already). */
+static void put_file(const char *path, const char *bytes, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_eq(fwrite(bytes, 1, len, f), len);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* The file: the snapshot's object without its node on the first line, the node's text as it
+ * is after it, taken back whole. A first line that is not a JSON object, a text with a NUL
+ * or not UTF-8, or one after an object that has its node, is not taken, and why names the
+ * file; a file of one JSON object with its node is. */
+Test(handoff, the_nodes_text_follows_the_objects_line)
+{
+	static const char text[] = "orh-node\t1\nroute\teth0\nwarn\ta \\t b\n";
+	struct orh_err err = { 0 };
+	char why[512], path[160], token[ORH_HANDOFF_TOKEN_LEN + 1], head[160], buf[1024];
+	bool created = false;
+	json_t *got, *obj;
+	char *nl;
+	ssize_t len;
+	int fd, n;
+	struct {
+		const char *what, *tail;
+		size_t tail_len;
+	} bad[] = {
+		{ "a NUL in the text", "orh-node\t1\n\0route\teth0\n", 23 },
+		{ "not UTF-8", "orh-node\t1\nroute\t\xff\n", 19 },
+	};
+
+	orh_handoff_token(token);
+	cr_assert_eq(orh_handoff_write(run_dir, "c1", NULL, token, "/",
+				       json_pack("{s:i, s:s}", "version", 1, "node", text),
+				       &created, &err), 0, "%s", err.msg);
+	snprintf(path, sizeof(path), "%s/c1/%s", run_dir, ORH_HANDOFF_FILE);
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	len = read(fd, buf, sizeof(buf));
+	close(fd);
+	cr_assert_gt(len, 0);
+	nl = memchr(buf, '\n', (size_t)len);
+	cr_assert_not_null(nl);
+	obj = json_loadb(buf, (size_t)(nl - buf), 0, NULL);
+	cr_assert(json_is_object(obj), "%.*s", (int)len, buf);
+	cr_assert_null(json_object_get(obj, "node"), "the node's text is in the object");
+	cr_assert_str_eq(json_string_value(json_object_get(obj, "token")), token);
+	json_decref(obj);
+	cr_assert_eq((size_t)(buf + len - nl - 1), strlen(text));
+	cr_assert_eq(memcmp(nl + 1, text, strlen(text)), 0, "%.*s", (int)len, buf);
+	got = take_as(token, "/", why, sizeof(why));
+	cr_assert_not_null(got, "%s", why);
+	cr_assert_str_eq(json_string_value(json_object_get(got, "node")), text);
+	json_decref(got);
+
+	n = snprintf(head, sizeof(head), "{\"version\":1,\"token\":\"%s\",\"sysroot\":\"/\"}\n",
+		     token);
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		memcpy(buf, head, (size_t)n);
+		memcpy(buf + n, bad[k].tail, bad[k].tail_len);
+		put_file(path, buf, (size_t)n + bad[k].tail_len);
+		cr_assert_null(take_as(token, "/", why, sizeof(why)), "%s: taken", bad[k].what);
+		cr_assert(strstr(why, ORH_HANDOFF_FILE) && strstr(why, "first line"), "%s: %s",
+			  bad[k].what, why);
+	}
+	/* a first line that is not an object, and an object that has its node already */
+	n = snprintf(buf, sizeof(buf), "[\"%s\"]\n%s", token, text);
+	put_file(path, buf, (size_t)n);
+	cr_assert_null(take_as(token, "/", why, sizeof(why)));
+	cr_assert(strstr(why, "first line"), "%s", why);
+	n = snprintf(buf, sizeof(buf), "{\"version\":1,\"token\":\"%s\",\"sysroot\":\"/\","
+		     "\"node\":\"orh-node\\t1\\n\"}\n%s", token, text);
+	put_file(path, buf, (size_t)n);
+	cr_assert_null(take_as(token, "/", why, sizeof(why)));
+	cr_assert(strstr(why, "first line"), "%s", why);
+	/* one JSON object with its node, and nothing after it */
+	n = snprintf(buf, sizeof(buf), "{\"version\":1,\"token\":\"%s\",\"sysroot\":\"/\","
+		     "\"node\":\"orh-node\\t1\\n\"}", token);
+	put_file(path, buf, (size_t)n);
+	got = take_as(token, "/", why, sizeof(why));
+	cr_assert_not_null(got, "%s", why);
+	cr_assert_str_eq(json_string_value(json_object_get(got, "node")), "orh-node\t1\n");
 	json_decref(got);
 }

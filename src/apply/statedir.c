@@ -76,12 +76,13 @@ int orh_state_dir_open(const char *state_dir, bool *created, struct orh_err *err
 	return fd;
 }
 
-json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat *st)
+char *orh_state_file_read(int dirfd, const char *path, size_t max, struct stat *st,
+			  size_t *len)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
 
+	*len = 0;
 	/* nothing but a regular file is opened (a device's open may act), and none waits */
 	if (fstatat(dirfd, path, st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st->st_mode))
 		return NULL;
@@ -90,18 +91,27 @@ json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat
 		return NULL;
 	/* one read for the whole file (json_loadfd would read it a byte at a time) */
 	buf = orh_xmalloc((size_t)st->st_size + 1);
-	while (len <= (size_t)st->st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st->st_size + 1 - len);
+	while (*len <= (size_t)st->st_size) {
+		ssize_t n = read(fd, buf + *len, (size_t)st->st_size + 1 - *len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
-		len += (size_t)n;
+		*len += (size_t)n;
 	}
-	if (len > (size_t)st->st_size)
+	if (*len > (size_t)st->st_size)
 		return NULL; /* it grew while read: not a file written whole */
-	return json_loadb(buf, len, 0, NULL);
+	buf[*len] = '\0';
+	return TAKE_PTR(buf);
+}
+
+json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat *st)
+{
+	size_t len;
+	_cleanup_free_ char *buf = orh_state_file_read(dirfd, path, max, st, &len);
+
+	return buf ? json_loadb(buf, len, 0, NULL) : NULL;
 }
 
 bool orh_state_entry_ours(const char *name)

@@ -8,7 +8,9 @@
  * registers the stage: the shim's to the config.json it wrote (its device and inode); the
  * NRI plugin's, whose answer the runtime makes into config.json only later, to a token
  * that the stage's hook entry carries in its environment (ORH_HANDOFF_ENV). The stage
- * takes it only when both are its own, and otherwise reads the node itself.
+ * takes it only when both are its own, and otherwise reads the node itself. The file is
+ * the snapshot's JSON object without its "node" on its first line, then the node's text
+ * (orh/node/snapshot.h's lines): the stage reads those without a JSON string's lexing.
  */
 #ifndef ORH_APPLY_HANDOFF_H
 #define ORH_APPLY_HANDOFF_H

@@ -30,6 +30,10 @@
  * file's, when it could be opened. Only a regular file is opened, and without blocking
  * (O_NONBLOCK: a FIFO swapped in at the last moment cannot hold the reader). */
 json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat *st);
+/* Its bytes as read (malloc'd, NUL-terminated, *len of them), by the same rules; NULL where
+ * it is not a regular file of at most max bytes, read whole. */
+char *orh_state_file_read(int dirfd, const char *path, size_t max, struct stat *st,
+			  size_t *len);
 /* Can the container id name its state directory? runc's rule: 1 to NAME_MAX (255) of
  * [A-Za-z0-9_+.-], neither "." nor "..". */
 bool orh_state_id_usable(const char *id);
