@@ -88,24 +88,7 @@ fi
 IMAGE=$(sed -n 's/^ *image: *//p' "$K8S_SRC/deploy/kubernetes/base/installer.yaml" | head -1)
 case $IMAGE in */*) REF=$IMAGE ;; *) REF=docker.io/library/$IMAGE ;; esac
 REF2=$REF-orh2
-cat >"$WORK/bin/image-build" <<'EOF'
-#!/usr/bin/env python3
-# `docker build -q -t TAG CTX` of a Dockerfile of FROM scratch, COPY rootfs/ / and ENTRYPOINT
-# alone (build-image.sh's): the image archive for `ctr images import`, at $ORH_IMAGE_TAR
-import json, os, sys
-sys.path.insert(0, os.environ["ORH_MKIMAGE_DIR"])
-import mkimage
-a = sys.argv[1:]
-if len(a) != 5 or a[:3] != ["build", "-q", "-t"]:
-    sys.exit("image-build: not a build -q -t TAG CTX: %r" % a)
-lines = [l for l in open(os.path.join(a[4], "Dockerfile")).read().splitlines() if l.strip()]
-if len(lines) != 3 or lines[:2] != ["FROM scratch", "COPY rootfs/ /"] or \
-        not lines[2].startswith("ENTRYPOINT "):
-    sys.exit("image-build: not FROM scratch, COPY rootfs/ /, ENTRYPOINT: %r" % lines)
-mkimage.write_image(os.path.join(a[4], "rootfs"), a[3], os.environ["ORH_IMAGE_TAR"],
-                    json.loads(lines[2][len("ENTRYPOINT "):]))
-EOF
-chmod 755 "$WORK/bin/image-build"
+k8s_image_builder "$WORK/bin/image-build"
 ORH_IMAGE_TAR=$WORK/installer.tar ORH_MKIMAGE_DIR=$K8S_SRC/tests/cri DOCKER=$WORK/bin/image-build \
 	"$K8S_SRC/deploy/installer/build-image.sh" "$ORH_BUILDDIR" "$REF" >"$WORK/build.out" 2>&1 ||
 	cant_run "deploy/installer/build-image.sh: $(cat "$WORK/build.out")"
@@ -125,21 +108,8 @@ done
 HOST_PATHS=(/etc/containerd /etc/kubernetes /etc/containers/oci /etc/oci-rdma-hook
 	/usr/share/containers/oci "$BINDIR" "${CONF%/*}" "$HOOKS_DIR" "$OWN_HOOKS"
 	/var/lib/oci-rdma-hook)
-# snap PATH...: each path's entries with type, mode and link target, each file's sha256
-snap() {
-	local p
-	for p in "$@"; do
-		if [ -e "$p" ]; then
-			find "$p" -printf '%p %y %m %l\n' | LC_ALL=C sort
-			find "$p" -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum
-		else
-			echo "absent $p"
-		fi
-	done
-}
 snap "${HOST_PATHS[@]}" >"$WORK/host.before"
 S=$WORK/scratch
-k8s_ns() { nsenter --mount="/proc/$K8S_HOLDER/ns/mnt" -- "$@"; }
 # ns_mounts: the overlays on /etc and /usr, containerd's config directory on
 # /etc/containerd and its state directory (the sockets) on /run/containerd; then every
 # mount of the namespace shared (peer groups of the namespace's own: the host's mounts are
@@ -208,68 +178,9 @@ unlabelled() { [ -z "$(runtime_label)" ]; }
 check "the node labelled as node-feature-discovery would for its RDMA modules" eval \
 	'kc label node localhost feature.node.kubernetes.io/rdma.available=true >/dev/null'
 
-MARK=orh-k8s-started
-# pod NAME [JQ] (as e2e-k8s.sh's): a pod of one container "work" that prints its marker and
-# sleeps; JQ edits it. Made with kubectl, then waited on until Ready (a failed check
-# naming its state where it is not)
-pod() {
-	local name=$1
-	jq -n --arg name "$name" --arg mark "$MARK" '{
-		apiVersion: "v1", kind: "Pod",
-		metadata: {name: $name, namespace: "default", annotations: {}},
-		spec: {terminationGracePeriodSeconds: 0, automountServiceAccountToken: false,
-			containers: [{name: "work", image: "localhost/orh-e2e-bb:1",
-				imagePullPolicy: "Never",
-				command: ["/bin/sh", "-c", ("echo " + $mark + "; exec sleep 3600")]}]}}' |
-		jq "${2:-.}" >"$WORK/pod-$name.json"
-	if ! kc apply -f "$WORK/pod-$name.json" >"$WORK/apply.err" 2>&1; then
-		not_ok "$name: kubectl apply: $(cat "$WORK/apply.err")"
-		return 0
-	fi
-	kc wait --for=condition=Ready "pod/$name" --timeout=60s >/dev/null 2>&1 || true
-	check "$name: the pod is Ready ($(kc get pod "$name" -o jsonpath='{.status.phase} {.status.containerStatuses[0].state}' 2>&1 | head -c 300))" \
-		eval 'kc wait --for=condition=Ready "pod/$name" --timeout=1s >/dev/null 2>&1'
-}
-# inside NAME: `kubectl exec` of $INSIDE and $SHOW in the pod: $OUT, $RC; checked to be the
-# output of a process that ran in the container
-inside() {
-	RC=0
-	OUT=$(kc exec "$1" -c work -- /bin/sh -c "$INSIDE; $SHOW" 2>"$WORK/exec.err") || RC=$?
-	ERR=$(cat "$WORK/exec.err")
-	check_ran "$1 (kubectl exec, exit $RC)"
-	check "$1: its PID 1 printed the marker (kubectl logs)" logged "$1"
-}
-logged() { kc logs "$1" -c work 2>/dev/null | grep -qx "$MARK"; }
-seen() { grep "^$1" <<<"$OUT" | tr '\n' ' '; }
-# served NAME: every plan setting in /etc/nccl.conf, the uverbs nodes with the node's
-# numbers and allowed, PID 1's memlock the node's 4 MiB
-served() {
-	local want
-	conf_has_plan "$1: /etc/nccl.conf has every plan setting"
-	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/uverbs1")
-	check "$1: /dev/infiniband/uverbs1 has the node's numbers ($want)" \
-		grep -qx "/dev/infiniband/uverbs1 character special file $want" <<<"$OUT"
-	check "$1: uverbs1 and uverbs8 are allowed by the device cgroup (open: ENXIO, not EPERM)" \
-		eval 'grep -qx "/dev/infiniband/uverbs1 ENXIO" <<<"$OUT" &&
-			grep -qx "/dev/infiniband/uverbs8 ENXIO" <<<"$OUT"'
-	check "$1: PID 1's memlock is the node's 4 MiB ($(seen pid1-memlock))" \
-		grep -qx 'pid1-memlock 4194304' <<<"$OUT"
-}
-# left_alone NAME: no NCCL setting, no /etc/nccl.conf, no RDMA node, containerd's memlock
-left_alone() {
-	check "$1: no NCCL setting, no RDMA device" out_lacks -e 'NCCL_' -e infiniband
-	check "$1: no /etc/nccl.conf" out_lacks -x 'nccl.conf there'
-	check "$1: PID 1 has containerd's memlock, $K8S_DEFAULT_MEMLOCK KiB ($(seen pid1-memlock))" \
-		grep -qx "pid1-memlock $((K8S_DEFAULT_MEMLOCK * 1024))" <<<"$OUT"
-}
 through_rdma() {
 	k8s_crictl inspectp "$(k8s_crictl pods -q --name "$1")" |
 		jq -e '(.info.runtimeHandler // .status.runtimeHandler) == "rdma"' >/dev/null
-}
-gone() { ! kc get pod "$1" >/dev/null 2>&1; }
-end() {
-	kc delete pod "$1" --grace-period=0 --wait=false >/dev/null 2>&1 || true
-	check "$1: deleted" wait_for 30 gone "$1"
 }
 ASK='.metadata.annotations["oci-rdma-hook/enable"] = "true" | .spec.runtimeClassName = "rdma"'
 NOASK='.spec.runtimeClassName = "rdma"'

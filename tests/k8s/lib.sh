@@ -256,7 +256,8 @@ k8s_up() {
 	local t0=$SECONDS p
 	K8S=$WORK/k8s CD=$WORK/k8s/cd
 	K8S_HOOK_SYSROOT=$1 K8S_HOOK_CONFIG=$2
-	NRI_SOCK=$CD/nri.sock
+	# containerd's NRI socket: $K8S_NRI_SOCK (a path in the namespace), by default under $CD
+	NRI_SOCK=${K8S_NRI_SOCK:-$CD/nri.sock}
 	K8S_CGROUP=orh-k8s-$$
 	mkdir -p "$K8S/kubelet" "$K8S/etcd" "$CD"
 	read -r K8S_ETCD_PORT K8S_PEER_PORT K8S_API_PORT K8S_KUBELET_PORT <<<"$(k8s_ports 4)"
@@ -413,4 +414,107 @@ k8s_gone() {
 		! kill -0 "$p" 2>/dev/null || return 1
 	done
 	[ -z "$(ls -d /sys/fs/cgroup/"$K8S_CGROUP" /sys/fs/cgroup/*/"$K8S_CGROUP" 2>/dev/null)" ]
+}
+
+# ---- what the lanes of the DaemonSets share (e2e-k8s-installer.sh, e2e-k8s-nri.sh) ---------
+# k8s_ns COMMAND...: COMMAND in the cluster's mount namespace
+k8s_ns() { nsenter --mount="/proc/$K8S_HOLDER/ns/mnt" -- "$@"; }
+
+# snap PATH...: each path's entries with type, mode and link target, each file's sha256
+snap() {
+	local p
+	for p in "$@"; do
+		if [ -e "$p" ]; then
+			find "$p" -printf '%p %y %m %l\n' | LC_ALL=C sort
+			find "$p" -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum
+		else
+			echo "absent $p"
+		fi
+	done
+}
+
+# k8s_image_builder FILE: FILE, an executable that does `docker build -q -t TAG CTX` of the
+# Dockerfile deploy/installer/build-image.sh writes (FROM scratch, COPY rootfs/ /, ENTRYPOINT):
+# the image archive for `ctr images import`, written at $ORH_IMAGE_TAR, by tests/cri/mkimage.py
+# (found at $ORH_MKIMAGE_DIR)
+k8s_image_builder() {
+	cat >"$1" <<'EOF'
+#!/usr/bin/env python3
+# `docker build -q -t TAG CTX` of a Dockerfile of FROM scratch, COPY rootfs/ / and ENTRYPOINT
+# alone (build-image.sh's): the image archive for `ctr images import`, at $ORH_IMAGE_TAR
+import json, os, sys
+sys.path.insert(0, os.environ["ORH_MKIMAGE_DIR"])
+import mkimage
+a = sys.argv[1:]
+if len(a) != 5 or a[:3] != ["build", "-q", "-t"]:
+    sys.exit("image-build: not a build -q -t TAG CTX: %r" % a)
+lines = [l for l in open(os.path.join(a[4], "Dockerfile")).read().splitlines() if l.strip()]
+if len(lines) != 3 or lines[:2] != ["FROM scratch", "COPY rootfs/ /"] or \
+        not lines[2].startswith("ENTRYPOINT "):
+    sys.exit("image-build: not FROM scratch, COPY rootfs/ /, ENTRYPOINT: %r" % lines)
+mkimage.write_image(os.path.join(a[4], "rootfs"), a[3], os.environ["ORH_IMAGE_TAR"],
+                    json.loads(lines[2][len("ENTRYPOINT "):]))
+EOF
+	chmod 755 "$1"
+}
+
+MARK=orh-k8s-started
+# pod NAME [JQ] (as e2e-k8s.sh's): a pod of one container "work" that prints its marker and
+# sleeps; JQ edits it. Made with kubectl, then waited on until Ready (a failed check
+# naming its state where it is not)
+pod() {
+	local name=$1
+	jq -n --arg name "$name" --arg mark "$MARK" '{
+		apiVersion: "v1", kind: "Pod",
+		metadata: {name: $name, namespace: "default", annotations: {}},
+		spec: {terminationGracePeriodSeconds: 0, automountServiceAccountToken: false,
+			containers: [{name: "work", image: "localhost/orh-e2e-bb:1",
+				imagePullPolicy: "Never",
+				command: ["/bin/sh", "-c", ("echo " + $mark + "; exec sleep 3600")]}]}}' |
+		jq "${2:-.}" >"$WORK/pod-$name.json"
+	if ! kc apply -f "$WORK/pod-$name.json" >"$WORK/apply.err" 2>&1; then
+		not_ok "$name: kubectl apply: $(cat "$WORK/apply.err")"
+		return 0
+	fi
+	kc wait --for=condition=Ready "pod/$name" --timeout=60s >/dev/null 2>&1 || true
+	check "$name: the pod is Ready ($(kc get pod "$name" -o jsonpath='{.status.phase} {.status.containerStatuses[0].state}' 2>&1 | head -c 300))" \
+		eval 'kc wait --for=condition=Ready "pod/$name" --timeout=1s >/dev/null 2>&1'
+}
+# inside NAME: `kubectl exec` of $INSIDE and $SHOW in the pod: $OUT, $RC; checked to be the
+# output of a process that ran in the container
+inside() {
+	RC=0
+	OUT=$(kc exec "$1" -c work -- /bin/sh -c "$INSIDE; $SHOW" 2>"$WORK/exec.err") || RC=$?
+	ERR=$(cat "$WORK/exec.err")
+	check_ran "$1 (kubectl exec, exit $RC)"
+	check "$1: its PID 1 printed the marker (kubectl logs)" logged "$1"
+}
+logged() { kc logs "$1" -c work 2>/dev/null | grep -qx "$MARK"; }
+seen() { grep "^$1" <<<"$OUT" | tr '\n' ' '; }
+# served NAME: every plan setting in /etc/nccl.conf, the uverbs nodes with the node's
+# numbers and allowed, PID 1's memlock the node's 4 MiB
+served() {
+	local want
+	conf_has_plan "$1: /etc/nccl.conf has every plan setting"
+	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/uverbs1")
+	check "$1: /dev/infiniband/uverbs1 has the node's numbers ($want)" \
+		grep -qx "/dev/infiniband/uverbs1 character special file $want" <<<"$OUT"
+	check "$1: uverbs1 and uverbs8 are allowed by the device cgroup (open: ENXIO, not EPERM)" \
+		eval 'grep -qx "/dev/infiniband/uverbs1 ENXIO" <<<"$OUT" &&
+			grep -qx "/dev/infiniband/uverbs8 ENXIO" <<<"$OUT"'
+	check "$1: PID 1's memlock is the node's 4 MiB ($(seen pid1-memlock))" \
+		grep -qx 'pid1-memlock 4194304' <<<"$OUT"
+}
+# left_alone NAME: no NCCL setting, no /etc/nccl.conf, no RDMA node, containerd's memlock
+left_alone() {
+	check "$1: no NCCL setting, no RDMA device" out_lacks -e 'NCCL_' -e infiniband
+	check "$1: no /etc/nccl.conf" out_lacks -x 'nccl.conf there'
+	check "$1: PID 1 has containerd's memlock, $K8S_DEFAULT_MEMLOCK KiB ($(seen pid1-memlock))" \
+		grep -qx "pid1-memlock $((K8S_DEFAULT_MEMLOCK * 1024))" <<<"$OUT"
+}
+gone() { ! kc get pod "$1" >/dev/null 2>&1; }
+# end NAME: the pod deleted, and gone
+end() {
+	kc delete pod "$1" --grace-period=0 --wait=false >/dev/null 2>&1 || true
+	check "$1: deleted" wait_for 30 gone "$1"
 }
