@@ -89,69 +89,8 @@ check "the node's runtime is containerd 2.3.4" eval \
 	'kc get node localhost -o jsonpath={.status.nodeInfo.containerRuntimeVersion} |
 		grep -Eqx "containerd://v?2\.3\.4(\+unknown)?"'
 
-MARK=orh-k8s-started
-# pod NAME [JQ]: a pod of one container "work" (busybox and the probe) that prints its marker
-# and sleeps, PID 1 sh's exec of sleep; JQ edits the pod. Made with kubectl, then waited on
-# until Ready (a failed check naming its state where it is not); $POD_READY says which.
-pod() {
-	local name=$1
-	jq -n --arg name "$name" --arg mark "$MARK" '{
-		apiVersion: "v1", kind: "Pod",
-		metadata: {name: $name, namespace: "default", annotations: {}},
-		spec: {terminationGracePeriodSeconds: 0, automountServiceAccountToken: false,
-			containers: [{name: "work", image: "localhost/orh-e2e-bb:1",
-				imagePullPolicy: "Never",
-				command: ["/bin/sh", "-c", ("echo " + $mark + "; exec sleep 3600")]}]}}' |
-		jq "${2:-.}" >"$WORK/pod-$name.json"
-	POD_READY=0
-	if ! kc apply -f "$WORK/pod-$name.json" >"$WORK/apply.err" 2>&1; then
-		not_ok "$name: kubectl apply: $(cat "$WORK/apply.err")"
-		return 0
-	fi
-	if kc wait --for=condition=Ready "pod/$name" --timeout=60s >/dev/null 2>&1; then
-		POD_READY=1
-	fi
-	check "$name: the pod is Ready ($(kc get pod "$name" -o jsonpath='{.status.phase} {.status.containerStatuses[0].state}' 2>&1 | head -c 300))" \
-		[ "$POD_READY" = 1 ]
-}
-# inside NAME: `kubectl exec` of $INSIDE and $SHOW in the pod; the output in $OUT, the exit
-# status in $RC; checked to be the output of a process that ran in the container
-inside() {
-	RC=0
-	OUT=$(kc exec "$1" -c work -- /bin/sh -c "$INSIDE; $SHOW" 2>"$WORK/exec.err") || RC=$?
-	ERR=$(cat "$WORK/exec.err")
-	check_ran "$1 (kubectl exec, exit $RC)"
-	check "$1: its PID 1 printed the marker (kubectl logs)" logged "$1"
-}
-logged() { kc logs "$1" -c work 2>/dev/null | grep -qx "$MARK"; }
-seen() { grep "^$1" <<<"$OUT" | tr '\n' ' '; }
-# served NAME: what a served container shows: every plan setting in /etc/nccl.conf, the
-# uverbs nodes with the node's numbers and allowed, PID 1's memlock the node's 4 MiB
-served() {
-	local want
-	conf_has_plan "$1: /etc/nccl.conf has every plan setting"
-	want=$(stat -c '%t:%T' "$WORK/node/dev/infiniband/uverbs1")
-	check "$1: /dev/infiniband/uverbs1 has the node's numbers ($want)" \
-		grep -qx "/dev/infiniband/uverbs1 character special file $want" <<<"$OUT"
-	check "$1: uverbs1 and uverbs8 are allowed by the device cgroup (open: ENXIO, not EPERM)" \
-		eval 'grep -qx "/dev/infiniband/uverbs1 ENXIO" <<<"$OUT" &&
-			grep -qx "/dev/infiniband/uverbs8 ENXIO" <<<"$OUT"'
-	check "$1: PID 1's memlock is the node's 4 MiB ($(seen pid1-memlock))" \
-		grep -qx 'pid1-memlock 4194304' <<<"$OUT"
-}
-# left_alone NAME: no NCCL setting, no /etc/nccl.conf, no RDMA node, containerd's memlock
-left_alone() {
-	check "$1: no NCCL setting, no RDMA device" out_lacks -e 'NCCL_' -e infiniband
-	check "$1: no /etc/nccl.conf" out_lacks -x 'nccl.conf there'
-	check "$1: PID 1 has containerd's memlock, $K8S_DEFAULT_MEMLOCK KiB ($(seen pid1-memlock))" \
-		grep -qx "pid1-memlock $((K8S_DEFAULT_MEMLOCK * 1024))" <<<"$OUT"
-}
-gone() { ! kc get pod "$1" >/dev/null 2>&1; }
-# end NAME: the pod deleted, and gone
-end() {
-	kc delete pod "$1" --grace-period=0 --wait=false >/dev/null 2>&1 || true
-	check "$1: deleted" wait_for 30 gone "$1"
-}
+# the pods: MARK, pod, inside, logged, seen, served, left_alone, gone and end of
+# tests/k8s/lib.sh
 ASK='.metadata.annotations["oci-rdma-hook/enable"] = "true"'
 
 # ---- the NRI way -----------------------------------------------------------------------------

@@ -459,8 +459,8 @@ EOF
 }
 
 MARK=orh-k8s-started
-# pod NAME [JQ] (as e2e-k8s.sh's): a pod of one container "work" that prints its marker and
-# sleeps; JQ edits it. Made with kubectl, then waited on until Ready (a failed check
+# pod NAME [JQ]: a pod of one container "work" (busybox and the probe) that prints its marker
+# and sleeps, PID 1 sh's exec of sleep; JQ edits it. Made with kubectl, then waited on until Ready (a failed check
 # naming its state where it is not)
 pod() {
 	local name=$1
