@@ -20,9 +20,10 @@ packages=(
 	"${demo_packages[@]}"
 	# tests/manifests.sh: the Kubernetes examples in deploy/kubernetes
 	python3-yaml
-	# the test nri-proto-gen: NRI's C messages made again (src/cmd/nri/proto-gen.sh; its
-	# descriptor.proto from python3-grpc-tools, below)
-	protobuf-c-compiler
+	# the test nri-proto-gen: NRI's C messages made again (src/cmd/nri/proto-gen.sh), with
+	# google/protobuf/descriptor.proto from libprotobuf-dev (the Debian package's
+	# Build-Depends for its tests name both)
+	protobuf-c-compiler libprotobuf-dev
 	# fuzzing and sanitizers
 	clang libclang-rt-14-dev
 	# end-to-end: real runtimes and a busybox rootfs
