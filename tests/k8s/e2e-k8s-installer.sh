@@ -63,19 +63,7 @@ SEL=app.kubernetes.io/name=oci-rdma-hook-installer
 NS=(-n kube-system)
 
 # ---- the node, its config, the shim ---------------------------------------------------------
-spec_edit_node # $WORK/node (seed001-roce), $INSIDE
-write_conf "$WORK/node.conf" "[node]
-sysroot = $WORK/node
-memlock = 4M
-[containers]
-activation = annotation
-nccl_record = no"
-PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
-SHOW='sed -n "s/^Max locked memory *\([0-9a-z]*\).*/pid1-memlock \1/p" /proc/1/limits
-[ -e /etc/nccl.conf ] && echo "nccl.conf there"
-for f in /dev/infiniband/*; do [ -e "$f" ] && probe "$f"; done; true'
-make_rootfs "$WORK/rootfs"
-mkdir -p "$WORK/bin"
+k8s_sample_node # $WORK/node, $WORK/node.conf, $PLAN, $SHOW, $WORK/rootfs
 SHIM=$BINDIR/oci-rdma-runtime
 if [ "${ORH_K8S_UNSERVED:-}" = 1 ]; then
 	SHIM=$WORK/bin/oci-rdma-runtime

@@ -458,10 +458,31 @@ EOF
 	chmod 755 "$1"
 }
 
+# k8s_sample_node: what the DaemonSet lanes serve: the sample node seed001-roce ($WORK/node,
+# $INSIDE), a node config naming it as the sysroot ($WORK/node.conf: activation =
+# annotation, memlock = 4M, nccl_record = no), the plan it gives ($PLAN), what a pod shows of
+# itself ($SHOW: PID 1's memlock, whether /etc/nccl.conf is there, an open of each RDMA node)
+# and the pods' image tree ($WORK/rootfs); $WORK/bin made
+k8s_sample_node() {
+	spec_edit_node # $WORK/node (seed001-roce), $INSIDE
+	write_conf "$WORK/node.conf" "[node]
+sysroot = $WORK/node
+memlock = 4M
+[containers]
+activation = annotation
+nccl_record = no"
+	PLAN=$("$HOOK" --sysroot "$WORK/node" --config "$WORK/node.conf" env)
+	SHOW='sed -n "s/^Max locked memory *\([0-9a-z]*\).*/pid1-memlock \1/p" /proc/1/limits
+[ -e /etc/nccl.conf ] && echo "nccl.conf there"
+for f in /dev/infiniband/*; do [ -e "$f" ] && probe "$f"; done; true'
+	make_rootfs "$WORK/rootfs"
+	mkdir -p "$WORK/bin"
+}
+
 MARK=orh-k8s-started
 # pod NAME [JQ]: a pod of one container "work" (busybox and the probe) that prints its marker
-# and sleeps, PID 1 sh's exec of sleep; JQ edits it. Made with kubectl, then waited on until Ready (a failed check
-# naming its state where it is not)
+# and sleeps, PID 1 sh's exec of sleep; JQ edits it. Made with kubectl, then waited on
+# until Ready (a failed check naming its state where it is not)
 pod() {
 	local name=$1
 	jq -n --arg name "$name" --arg mark "$MARK" '{
