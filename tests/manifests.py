@@ -480,8 +480,8 @@ check("the installer image is FROM scratch, its entrypoint install --root /host"
       "FROM scratch" in build_sh and '"install", "--root", "/host"]' in build_sh)
 
 # ---- the DaemonSet as a production installer (base and overlay, as rendered) ---------------------
-cmd_install = open(os.path.join(src, "src", "cmd", "cmd_install.c")).read()
-ready_file = re.search(r'#define INST_READY_FILE "([^"]+)"', cmd_install)
+install_args = open(os.path.join(src, "src", "cmd", "install_args.h")).read()
+ready_file = re.search(r'#define INST_READY_FILE "([^"]+)"', install_args)
 ready_file = ready_file.group(1) if ready_file else None
 
 

@@ -3,7 +3,7 @@
  * oci-rdma-hook install --root DIR [--engine E] [--engine-config PATH] [--handler NAME]
  *     [--shim PATH] [--runtime PATH] [--restart-mode signal|systemd|none] [--socket PATH]
  *     [--from DIR] [--node-config FILE] [--ready-file FILE] [--ready-timeout SECONDS]
- *     [--once | --uninstall | --purge]
+ *     [--once | --uninstall [--after-pid PID] | --purge]
  * oci-rdma-hook install --probe [--ready-file FILE]
  *
  * The installer image's entrypoint (include/orh/cmd/install.h): puts the binary, the
@@ -20,7 +20,10 @@
  * handler. SIGTERM or SIGINT undo the engine's part: the feature file
  * and the ready file removed, configure --undo, the engine restarted again; on containerd,
  * while a container of the handler still runs (handler_in_use()), the engine's config is
- * kept for it instead, until --uninstall finds none. The binary,
+ * kept for it instead, and the manifest marked pending: the runtime shim's delete of a
+ * container starts `--uninstall --after-pid` (install_finish.c), which reverts it once none
+ * runs; so does a --uninstall by hand. Runs on one root take turns (orh_inst_lock()). The
+ * binary,
  * the link, the hooks.d files and the node config stay for the containers that still run
  * through them; --purge removes them too.
  */
@@ -40,113 +43,9 @@
 #include "orh/base/args.h"
 #include "orh/base/atomic.h"
 #include "orh/cmd/install.h"
+#include "install_args.h"
 
 #define INST_SOURCE_MAX_BYTES (256 * 1024 * 1024)
-/* In the installer's own filesystem: the DaemonSet mounts an emptyDir there. */
-#define INST_READY_FILE "/run/oci-rdma-hook-installer/ready"
-#define INST_READY_TIMEOUT 120
-
-static const char usage_text[] =
-	"usage: oci-rdma-hook install --root DIR\n"
-	"           [--engine containerd|k3s|rke2|crio|docker|podman] [--engine-config PATH]\n"
-	"           [--handler NAME] [--shim PATH] [--runtime PATH]\n"
-	"           [--restart-mode signal|systemd|none] [--socket PATH] [--from DIR]\n"
-	"           [--node-config FILE] [--ready-file FILE] [--ready-timeout SECONDS]\n"
-	"           [--once | --uninstall | --purge]\n"
-	"       oci-rdma-hook install --probe [--ready-file FILE]\n";
-
-struct inst_opts {
-	const char *root;        /* "" for / */
-	const char *from;        /* where the image holds the files: "" for / */
-	const char *engine;      /* NULL: found under root */
-	const char *socket;      /* NULL: the engine's */
-	const char *node_config; /* NULL: the image's */
-	const char *ready_file;
-	unsigned ready_timeout;  /* --once: how long the engine may take to load the handler */
-	enum orh_inst_restart restart;
-	struct orh_configure_req req;
-	bool once, uninstall, purge, probe;
-};
-
-static const char *parse_restart(const char *v, enum orh_inst_restart *m)
-{
-	static const char *const names[] = { [ORH_RESTART_SIGNAL] = "signal",
-					     [ORH_RESTART_SYSTEMD] = "systemd",
-					     [ORH_RESTART_NONE] = "none" };
-
-	for (size_t i = ORH_RESTART_SIGNAL; i < ORH_ARRAY_SIZE(names); i++)
-		if (!strcmp(v, names[i])) {
-			*m = (enum orh_inst_restart)i;
-			return NULL;
-		}
-	return "--restart-mode is signal, systemd or none";
-}
-
-static const char *parse_timeout(const char *v, unsigned *out)
-{
-	unsigned long long n = 0;
-
-	if (orh_parse_uint(v, 86400, &n) < 0)
-		return "--ready-timeout is a number of seconds (at most 86400)";
-	*out = (unsigned)n;
-	return NULL;
-}
-
-static const char *check_args(const struct inst_opts *o)
-{
-	if (o->probe)
-		return NULL;
-	if (!o->root)
-		return "--root is required";
-	if (*o->root != '/' && *o->root)
-		return "--root is not an absolute path";
-	if (*o->from && *o->from != '/')
-		return "--from is not an absolute path";
-	if (o->once + o->uninstall + o->purge > 1)
-		return "--once, --uninstall and --purge exclude each other";
-	if (o->req.engine_config && o->req.engine_config[0] != '/')
-		return "--engine-config is not an absolute path";
-	if (o->engine && !orh_inst_engine_known(o->engine))
-		return "unknown engine";
-	return NULL;
-}
-
-/* ORH_EXIT_OK, -1 after --help, or ORH_EXIT_USAGE (after saying why). */
-static int parse_args(int argc, char **argv, struct inst_opts *o)
-{
-	const char *problem = NULL, *root = NULL, *from = NULL, *timeout = NULL, *restart = NULL;
-	const struct orh_opt opts[] = {
-		{ "--root", &root, NULL },		{ "--from", &from, NULL },
-		{ "--engine", &o->engine, NULL },	{ "--engine-config", &o->req.engine_config, NULL },
-		{ "--handler", &o->req.handler, NULL }, { "--shim", &o->req.shim, NULL },
-		{ "--runtime", &o->req.runtime, NULL }, { "--socket", &o->socket, NULL },
-		{ "--node-config", &o->node_config, NULL },
-		{ "--ready-file", &o->ready_file, NULL },
-		{ "--ready-timeout", &timeout, NULL },	{ "--restart-mode", &restart, NULL },
-		{ "--once", NULL, &o->once },		{ "--uninstall", NULL, &o->uninstall },
-		{ "--purge", NULL, &o->purge },		{ "--probe", NULL, &o->probe },
-	};
-	const struct orh_args a = { .cmd = "install", .usage = usage_text };
-	int r = orh_args_parse(&a, argc, argv, 1, opts, ORH_ARRAY_SIZE(opts), NULL);
-
-	if (r)
-		return r;
-	if (root)
-		o->root = strcmp(root, "/") ? root : "";
-	if (from)
-		o->from = strcmp(from, "/") ? from : "";
-	if (timeout)
-		problem = parse_timeout(timeout, &o->ready_timeout);
-	if (restart && !problem)
-		problem = parse_restart(restart, &o->restart);
-	if (!problem)
-		problem = check_args(o);
-	if (problem) {
-		fprintf(stderr, "oci-rdma-hook: install: %s\n%s", problem, usage_text);
-		return ORH_EXIT_USAGE;
-	}
-	return ORH_EXIT_OK;
-}
 
 static int read_source(const char *path, char **out, size_t *len, struct orh_err *err)
 {
@@ -424,6 +323,26 @@ static int await_loaded(const struct inst_opts *o, struct orh_inst_manifest *m,
 	}
 }
 
+/* How the engine is configured, in m (saved with its next entry): what a later undo needs
+ * where it runs without these arguments (install_finish.c). A pending undo is over. */
+static int record_how(const struct inst_opts *o, struct orh_inst_manifest *m,
+		      const struct orh_inst_engine *e, struct orh_err *err)
+{
+	const char *v[] = { o->req.shim, e->socket,
+			    o->restart ? orh_inst_restart_names[o->restart] : NULL };
+	char **to[] = { &m->shim, &m->socket, &m->restart };
+
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(v); i++) {
+		if (v[i] && (!*v[i] || v[i][strcspn(v[i], " \t\n")]))
+			return orh_fail(err, EINVAL, "the %s '%s' has a blank or is empty: the "
+					"manifest cannot record it", i ? "socket" : "shim", v[i]);
+		free(*to[i]);
+		*to[i] = v[i] ? orh_xstrdup(v[i]) : NULL;
+	}
+	m->pending = false;
+	return 0;
+}
+
 static int install(struct inst_opts *o, struct orh_inst_manifest *m, struct orh_inst_engine *e,
 		   const char *conf, sigset_t *set, bool *stopped, struct orh_err *err)
 {
@@ -445,7 +364,9 @@ static int install(struct inst_opts *o, struct orh_inst_manifest *m, struct orh_
 		m->handler = orh_xstrdup(o->req.handler);
 		m->engine_config = orh_xstrdup(e->config);
 	}
-	r = put_files(o, m, conf, err);
+	r = record_how(o, m, e, err);
+	if (r >= 0)
+		r = put_files(o, m, conf, err);
 	if (r >= 0)
 		r = put_template(o, m, e, err);
 	if (r >= 0)
@@ -475,8 +396,10 @@ static bool handler_in_use(const struct inst_opts *o, const struct orh_inst_mani
 	else if (n)
 		printf("kept the handler '%s' in %s: %zu containers still run through it (%s); "
 		       "containerd 2.x execs into them only while its config names the handler. "
-		       "install --uninstall reverts it once none runs\n", m->handler, e->config,
-		       n, users.v[0]);
+		       "The runtime shim's delete of the last of them reverts it (install "
+		       "--uninstall --after-pid, its output in %s%s), as does install --uninstall "
+		       "once none runs\n", m->handler, e->config, n, users.v[0], o->root,
+		       ORH_INSTALL_FINISH_LOG);
 	for (size_t i = 1; n && i < users.n; i++)
 		printf("still running through the handler: %s\n", users.v[i]);
 	orh_strv_free(&users);
@@ -496,7 +419,7 @@ static int undo(struct inst_opts *o, struct orh_inst_manifest *m, const char *co
 	bool kept = false;
 	int r;
 
-	if (unlink(o->ready_file) == 0)
+	if (!o->after_pid && unlink(o->ready_file) == 0)
 		printf("removed %s\n", o->ready_file);
 	r = orh_inst_undo_kind(o->root, m, 's', NULL, &done, err);
 	print_lines("", &done);
@@ -515,6 +438,16 @@ static int undo(struct inst_opts *o, struct orh_inst_manifest *m, const char *co
 		free(TAKE_PTR(m->engine));
 		free(TAKE_PTR(m->handler));
 		free(TAKE_PTR(m->engine_config));
+		free(TAKE_PTR(m->shim));
+		free(TAKE_PTR(m->socket));
+		free(TAKE_PTR(m->restart));
+		m->pending = false;
+		r = orh_inst_save(o->root, m, err);
+	} else if (r >= 0 && kept && !m->pending) {
+		/* for the runtime shim's delete: the finish's log goes with the purge */
+		m->pending = true;
+		if (!orh_inst_has(m, ORH_INSTALL_FINISH_LOG))
+			orh_inst_add_file(m, ORH_INSTALL_FINISH_LOG);
 		r = orh_inst_save(o->root, m, err);
 	}
 	if (r >= 0 && m->n && !o->purge)
@@ -707,20 +640,77 @@ static int reconcile(struct inst_opts *o, struct orh_inst_manifest *m, struct or
 	return r;
 }
 
+/* The shim and, for an undo, the socket and the restart mode the manifest recorded, where
+ * the arguments name none. */
+static void how_recorded(struct inst_opts *o, const struct orh_inst_manifest *m)
+{
+	bool undo = o->uninstall || o->purge;
+
+	if (!o->req.shim)
+		o->req.shim = undo && m->shim ? m->shim : ORH_BINDIR "/oci-rdma-runtime";
+	if (undo && !o->socket)
+		o->socket = m->socket;
+	if (undo && !o->restart && m->restart && orh_inst_parse_restart(m->restart, &o->restart))
+		printf("note: the manifest's restart mode '%s' is none of signal, systemd and "
+		       "none: the engine's own is used\n", m->restart);
+}
+
+/* --uninstall --after-pid (install_finish.c): once that process exited, the undo an
+ * installer kept, unless another install runs on the root or none is pending. */
+static int finish_after(struct inst_opts *o, const char *conf)
+{
+	_cleanup_close_ int lock = -1;
+	struct orh_inst_manifest m = { 0 };
+	struct orh_err err = { 0 };
+	char when[64] = "";
+	time_t now = time(NULL);
+	int r;
+
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	printf("%s: the undo kept for running containers, once pid %ld exits\n", when,
+	       o->after_pid);
+	fflush(stdout);
+	if (!orh_inst_wait_exit(o->after_pid, INST_AFTER_PID_WAIT_S)) {
+		printf("pid %ld still runs after %d s: left pending, for a later delete\n",
+		       o->after_pid, INST_AFTER_PID_WAIT_S);
+		return ORH_EXIT_OK;
+	}
+	/* the engine removes the pod after its shim exits: a restart then would fail that
+	 * removal (its client retries, but an engine's CLI does not) */
+	sleep(INST_AFTER_PID_SETTLE_S);
+	r = orh_inst_lock(o->root, false, &lock, &err);
+	if (r == -EWOULDBLOCK) {
+		printf("another install runs on '%s/': the undo is left to it\n", o->root);
+		return ORH_EXIT_OK;
+	}
+	if (r >= 0)
+		r = orh_inst_load(o->root, &m, &err);
+	if (r >= 0 && !(m.engine && m.pending))
+		printf("no undo pending under '%s/': nothing to finish\n", o->root);
+	else if (r >= 0) {
+		how_recorded(o, &m);
+		r = undo(o, &m, conf, &err);
+	}
+	fflush(stdout);
+	if (r < 0)
+		fprintf(stderr, "oci-rdma-hook: install: %s\n", err.msg);
+	orh_inst_free(&m);
+	return r < 0 ? ORH_EXIT_FAIL : ORH_EXIT_OK;
+}
+
 int orh_cmd_install(struct orh_ctx *ctx, int argc, char **argv)
 {
 	struct inst_opts o = { .from = "", .ready_file = INST_READY_FILE,
-			       .ready_timeout = INST_READY_TIMEOUT,
-			       .req = { .handler = "rdma",
-					.shim = ORH_BINDIR "/oci-rdma-runtime" } };
+			       .ready_timeout = INST_READY_TIMEOUT, .req = { .handler = "rdma" } };
 	struct orh_inst_manifest m = { 0 };
 	struct orh_inst_engine e = { 0 };
 	struct orh_err err = { 0 };
+	_cleanup_close_ int lock = -1;
 	bool stopped = false;
 	sigset_t set;
 	int r;
 
-	r = parse_args(argc, argv, &o);
+	r = orh_inst_parse_args(argc, argv, &o);
 	if (r != ORH_EXIT_OK)
 		return r < 0 ? ORH_EXIT_OK : r; /* -1: --help */
 	if (o.probe)
@@ -733,9 +723,15 @@ int orh_cmd_install(struct orh_ctx *ctx, int argc, char **argv)
 	/* a handler, too: as a container's PID 1 it gets no signal left at SIG_DFL */
 	sigaction(SIGTERM, &(struct sigaction){ .sa_handler = on_signal }, NULL);
 	sigaction(SIGINT, &(struct sigaction){ .sa_handler = on_signal }, NULL);
+	if (o.after_pid)
+		return finish_after(&o, ctx->config_path);
 	/* one an earlier container of this pod left: not ready until the engine says so */
 	unlink(o.ready_file);
-	r = orh_inst_load(o.root, &m, &err);
+	r = orh_inst_lock(o.root, true, &lock, &err);
+	if (r >= 0)
+		r = orh_inst_load(o.root, &m, &err);
+	if (r >= 0)
+		how_recorded(&o, &m);
 	if (r >= 0 && !o.uninstall && !o.purge)
 		r = install(&o, &m, &e, ctx->config_path, &set, &stopped, &err);
 	if (r >= 0 && !o.once && !o.uninstall && !o.purge && !stopped)

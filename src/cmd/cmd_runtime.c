@@ -13,7 +13,8 @@
  * through the container's state directory (orh/apply/handoff.h). Both are keyed by the
  * container id, the command's last argument as the engines give it (containerd's go-runc,
  * CRI-O). The edit registers no poststop hook: on `delete` the shim removes the
- * container's state directory itself. When the shim itself fails a command, the reason
+ * container's state directory itself, and where an installer's undo was kept for running
+ * containers, starts its finish (orh_inst_finish_later()). When the shim itself fails a command, the reason
  * also goes to runc's --log file, where the engine reads the runtime's error (refuse.c).
  */
 #include <dirent.h>
@@ -29,6 +30,7 @@
 
 #include "orh/base/atomic.h"
 #include "orh/cmd/commands.h"
+#include "orh/cmd/install.h"
 #include "orh/cmd/serve.h"
 #include "orh/apply/handoff.h"
 #include "orh/apply/record.h"
@@ -517,6 +519,10 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 	 * it (a container started with `run` is left to the next state directory's sweep) */
 	if (ra.cmd > 0 && !strcmp(argv[ra.cmd], "delete") && ra.id)
 		orh_state_dir_remove(ORH_RUN_DIR, ra.id);
+	/* an installer's undo kept for the containers that ran through the handler: finished
+	 * once they are gone (orh/cmd/install.h) */
+	if (ra.cmd > 0 && !strcmp(argv[ra.cmd], "delete"))
+		orh_inst_finish_later();
 	r = find_runtime(ctx->cfg.runtime, &runtime, &lk, &err);
 	if (r == 0)
 		cache_runtime(ctx, from_arg, &lk, runtime);

@@ -7,8 +7,9 @@
  * the templates it made; the purge removes the rest.
  *
  * The manifest is text: "engine NAME HANDLER CONFIG" ("-": the engine's default config)
- * while the engine is configured, then one line per entry, "KIND PATH", in the order
- * added.
+ * while the engine is configured, with "shim PATH", "socket PATH" and "restart MODE" where
+ * they were given and "pending" while an undo kept it for running containers; then one
+ * line per entry, "KIND PATH", in the order added.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +34,9 @@ void orh_inst_free(struct orh_inst_manifest *m)
 	free(m->engine);
 	free(m->handler);
 	free(m->engine_config);
+	free(m->shim);
+	free(m->socket);
+	free(m->restart);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -55,6 +59,11 @@ void orh_inst_add_dir(struct orh_inst_manifest *m, const char *path)
 	add_entry(m, 'd', path);
 }
 
+void orh_inst_add_file(struct orh_inst_manifest *m, const char *path)
+{
+	add_entry(m, 'f', path);
+}
+
 static bool ends_with(const char *s, const char *tail)
 {
 	size_t n = strlen(s), t = strlen(tail);
@@ -64,6 +73,10 @@ static bool ends_with(const char *s, const char *tail)
 
 static int parse_line(struct orh_inst_manifest *m, char *line, unsigned no, struct orh_err *err)
 {
+	const struct {
+		const char *key;
+		char **v;
+	} how[] = { { "shim", &m->shim }, { "socket", &m->socket }, { "restart", &m->restart } };
 	char *a = NULL, *b = NULL, *c = NULL;
 
 	if (!*line || line[0] == '#')
@@ -82,6 +95,20 @@ static int parse_line(struct orh_inst_manifest *m, char *line, unsigned no, stru
 		m->engine_config = strcmp(c, "-") ? orh_xstrdup(c) : NULL;
 		return 0;
 	}
+	if (!strcmp(line, "pending")) {
+		m->pending = true;
+		return 0;
+	}
+	for (size_t i = 0; i < ORH_ARRAY_SIZE(how); i++)
+		if (orh_startswith(line, how[i].key) && line[strlen(how[i].key)] == ' ') {
+			a = line + strlen(how[i].key) + 1;
+			if (!*a || strchr(a, ' '))
+				return orh_fail(err, EINVAL, "%s:%u: a %s line without its one value",
+						ORH_INSTALL_MANIFEST, no, how[i].key);
+			free(*how[i].v);
+			*how[i].v = orh_xstrdup(a);
+			return 0;
+		}
 	if (!line[0] || !strchr("dflcst", line[0]) || line[1] != ' ' || line[2] != '/' ||
 	    strstr(line, "/../") || strstr(line, "/./") || strstr(line, "//") ||
 	    ends_with(line, "/..") || ends_with(line, "/."))
@@ -188,6 +215,22 @@ static char *manifest_text(const struct orh_inst_manifest *m)
 	if (m->engine) {
 		char *t = orh_xasprintf("%sengine %s %s %s\n", text, m->engine, m->handler,
 					m->engine_config ? m->engine_config : "-");
+		free(text);
+		text = t;
+	}
+	for (size_t i = 0; m->engine && i < 3; i++) {
+		const char *k[] = { "shim", "socket", "restart" };
+		const char *v[] = { m->shim, m->socket, m->restart };
+		char *t = v[i] ? orh_xasprintf("%s%s %s\n", text, k[i], v[i]) : NULL;
+
+		if (t) {
+			free(text);
+			text = t;
+		}
+	}
+	if (m->engine && m->pending) {
+		char *t = orh_xasprintf("%spending\n", text);
+
 		free(text);
 		text = t;
 	}

@@ -10,7 +10,8 @@
 #     Debian's 1.6, whose dump of a version 3 config has no handler: ready once 2.3.4 (the
 #     binary behind the socket, run in the host root) reports it; a pod through the handler;
 #     SIGTERM while it runs: the handler kept, exec into the pod works, the pod removed;
-#     `install --uninstall` then reverts containerd's config byte for byte;
+#     the runtime shim's delete then finishes the undo (install --uninstall --after-pid the
+#     pod's containerd shim): containerd's config back byte for byte, containerd restarted;
 #   - containerd 1.6 reading another config than the one CONTAINERD_CONFIG names: not ready,
 #     the log names both and the variable; with no variable, the config its command line
 #     names is the one configured, and it is ready;
@@ -37,6 +38,8 @@ snap() { snapshot "$1" | grep -v '^[^ ]* s '; }
 not() { ! "$@" >/dev/null 2>&1; }
 # ready_line LOG: the installer's last "ready: " line
 ready_line() { grep '^ready: ' "$1" | tail -1; }
+MANIFEST=/var/lib/oci-rdma-hook/install.manifest
+FINISH_LOG=/var/lib/oci-rdma-hook/finish.log
 
 # ---- containerd 2.3.4 behind the socket, 1.6 at /usr/bin/containerd ------------------------
 HA=$WORK/hosta
@@ -118,19 +121,35 @@ check "the engine's files are as installed" \
 EXEC_OUT=$(cri exec "$CRI_CTR" /bin/sh -c 'echo orh-exec-ran' 2>&1 || true)
 check "after the undo, exec into the pod of the handler on 2.3.4 works ($EXEC_OUT)" \
 	grep -qx orh-exec-ran <<<"$EXEC_OUT"
+check "the manifest marks the undo pending, with the shim and the socket it needs" \
+	bash -c 'm=$(cat "$1$2") && grep -qx pending <<<"$m" && grep -qxF "shim $3" <<<"$m" &&
+		grep -qx "socket /run/custom/containerd.sock" <<<"$m"' _ "$HA" "$MANIFEST" "$SHIM_A"
+PID2=$(engine_pid cda)
 RC=0
 RMP_OUT=$(cri rmp -f "$CRI_POD" 2>&1) || RC=$?
 check "after the undo, the pod is removed (rc $RC: $RMP_OUT)" [ "$RC" = 0 ]
 PODS=()
-RC=0
-inst_once "$HA" --shim "$SHIM_A" --uninstall >"$WORK/uninstalla.log" || RC=$?
-check "install --uninstall with no pod left: exit 0 (rc $RC), it reverts the config" \
-	bash -c '[ "$1" = 0 ] && grep -Eq "^(changed|removed) /etc/containerd/" "$2" &&
-		! grep -q "^kept the handler" "$2"' _ "$RC" "$WORK/uninstalla.log"
-check "containerd's config is the original, byte for byte" \
-	same_file "$WORK/origa.snap" "$HA" /etc/containerd/v3.toml
+# the runtime shim's delete of the pod's containers started the kept undo's finish, which
+# waited for the pod's containerd shim to exit: no one ran --uninstall
+check "the shim's delete finished the undo: containerd's config is the original, byte for byte" \
+	wait_for 30 same_file "$WORK/origa.snap" "$HA" /etc/containerd/v3.toml
+sed 's/^/# finish: /' "$HA$FINISH_LOG" 2>/dev/null
+# (a delete of each of the pod's containers starts one: those that run before the last
+# shim exits keep the handler, saying so, or leave it to the one that holds the lock)
+check "the finish's log: it waited for the pod's shim, then reverted the config" \
+	bash -c 'grep -q "^[-0-9T:]*Z: the undo kept for running containers, once pid [0-9]* exits$" "$1" &&
+		grep -Eq "^(changed|removed) /etc/containerd/" "$1"' _ "$HA$FINISH_LOG"
+check "the finish restarted containerd (pid $PID2 before)" \
+	wait_for 30 bash -c '[ "$(cat "$1")" != "$2" ]' _ "$WORK/cda.pid" "$PID2"
 check "no drop-in left (the engine's directory as it was)" \
 	diff <(grep -F ./etc/containerd "$WORK/origa.snap") <(snap "$HA" | grep -F ./etc/containerd)
+check "the manifest names no engine, nothing pending" \
+	bash -c '! grep -Eq "^(engine|pending|shim|socket)( |$)" "$1$2"' _ "$HA" "$MANIFEST"
+RC=0
+inst_once "$HA" --uninstall >"$WORK/uninstalla.log" || RC=$?
+check "install --uninstall after it: exit 0 (rc $RC), nothing left to revert" \
+	bash -c '[ "$1" = 0 ] && ! grep -Eq "^(changed|removed) /etc/containerd/" "$2"' \
+	_ "$RC" "$WORK/uninstalla.log"
 INST_ENV=()
 engine_down cda
 inst_once "$HA" --purge >"$WORK/purgea.log" 2>&1 || not_ok "install --purge on hosta"

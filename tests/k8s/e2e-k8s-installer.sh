@@ -31,9 +31,10 @@
 #     handler in the CRI throughout; the pod started before is still served (exec), one
 #     started after is served;
 #   - the DaemonSet deleted while that pod runs: the undo keeps the handler for it, the
-#     label goes; the pod is exec'd into, still served, and deleted; `install --uninstall`
-#     on the node (the installed binary) then takes the handler out of the CRI and puts
-#     containerd's config back byte for byte;
+#     label goes; the pod is exec'd into, still served, and deleted; the runtime shim's
+#     delete of its containers then finishes the undo (install --uninstall --after-pid the
+#     pod's containerd shim): the handler out of the CRI, containerd's config back byte for
+#     byte, with no one running anything on the node;
 #   - `helm install` of deploy/helm/oci-rdma-hook (handler mode, the same node config) rolls
 #     out the same and serves the same pods; `helm uninstall`, no pod running through the
 #     handler, reverts the node the same.
@@ -130,6 +131,7 @@ ctr -a "$CD/containerd.sock" -n k8s.io images import --snapshotter native "$WORK
 	>"$WORK/import.log" 2>&1 && ctr -a "$CD/containerd.sock" -n k8s.io images tag "$REF" "$REF2" \
 	>>"$WORK/import.log" 2>&1 || cant_run "importing the installer image: $(cat "$WORK/import.log")"
 # exits: how many times containerd exited (the installer's SIGHUP)
+FINISH_LOG=/var/lib/oci-rdma-hook/finish.log
 exits() { grep -c '^orh-k8s: containerd exited' "$K8S/containerd.log" || true; }
 exited_since() { [ "$(exits)" -gt "$1" ]; }
 handler_in_cri() {
@@ -287,7 +289,7 @@ undone() {
 # reverted LABEL EXITS: the handler gone from the CRI, containerd restarted, its config
 # back byte for byte
 reverted() {
-	check "$1: the handler is gone from containerd's CRI" wait_for 20 no_handler_in_cri
+	check "$1: the handler is gone from containerd's CRI" wait_for 40 no_handler_in_cri
 	check "$1: containerd was restarted again (exits before: $2)" wait_for 10 exited_since "$2"
 	check "$1: containerd's config directory is back byte for byte ($(cd_back | grep -c '^[<>]') lines differ)" \
 		cd_back
@@ -365,17 +367,33 @@ if [ "$INSTALLED" = 1 ]; then
 	check "delete: containerd's CRI still lists the handler" handler_in_cri
 	inside k-before
 	served k-before
+	E0=$(exits)
 	end k-before
 fi
-E0=$(exits)
-UARGS=()
-[ "${ORH_K8S_UNSERVED:-}" != 1 ] || UARGS=(--shim "$SHIM")
-RC=0
-k8s_ns "$BINDIR/oci-rdma-hook" install --root / --uninstall "${UARGS[@]}" \
-	>"$WORK/uninstall.log" 2>&1 || RC=$?
-check "uninstall: install --uninstall on the node, none running through the handler, exits 0 (rc $RC: $(tail -1 "$WORK/uninstall.log"))" \
-	[ "$RC" = 0 ]
-reverted uninstall "$E0"
+if [ "$INSTALLED" = 1 ] && [ "${ORH_K8S_UNSERVED:-}" != 1 ]; then
+	# the runtime shim's delete of k-before's containers finished the kept undo, once the
+	# pod's containerd shim exited: nobody runs --uninstall
+	reverted finish "$E0"
+	k8s_ns cat "$FINISH_LOG" 2>/dev/null | sed 's/^/# finish: /'
+	check "finish: its log says it waited for the pod's shim, then reverted the config" \
+		eval 'k8s_ns cat "$FINISH_LOG" | grep -q "^[-0-9T:]*Z: the undo kept for running containers, once pid [0-9]* exits$" &&
+			k8s_ns cat "$FINISH_LOG" | grep -q "^changed /etc/containerd/config.toml$"'
+	RC=0
+	k8s_ns "$BINDIR/oci-rdma-hook" install --root / --uninstall >"$WORK/uninstall.log" 2>&1 || RC=$?
+	check "uninstall: install --uninstall after it exits 0 (rc $RC) with nothing left to revert" \
+		eval '[ "$RC" = 0 ] && ! grep -q "^changed /etc/containerd" "$WORK/uninstall.log"'
+else
+	# the handler's shim is runc (ORH_K8S_UNSERVED=1), which finishes nothing: by hand
+	E0=$(exits)
+	UARGS=()
+	[ "${ORH_K8S_UNSERVED:-}" != 1 ] || UARGS=(--shim "$SHIM")
+	RC=0
+	k8s_ns "$BINDIR/oci-rdma-hook" install --root / --uninstall "${UARGS[@]}" \
+		>"$WORK/uninstall.log" 2>&1 || RC=$?
+	check "uninstall: install --uninstall on the node, none running through the handler, exits 0 (rc $RC: $(tail -1 "$WORK/uninstall.log"))" \
+		[ "$RC" = 0 ]
+	reverted uninstall "$E0"
+fi
 kc delete -k "$KZ/test" --ignore-not-found >/dev/null 2>&1 || true
 check "kustomize: the rest of the base deleted (the RuntimeClass)" \
 	wait_for 30 eval '! kc get runtimeclass rdma'

@@ -25,6 +25,12 @@
 
 /* The manifest, as the host knows it (under the root). */
 #define ORH_INSTALL_MANIFEST "/var/lib/oci-rdma-hook/install.manifest"
+/* An undo kept for running containers (the manifest's "pending" line) is finished by the
+ * runtime shim: its `delete` of a container starts `install --uninstall --after-pid` (its
+ * caller's PID, the engine's shim), which waits for that process to exit, then reverts the
+ * engine unless containers still run through the handler (src/cmd/install_finish.c). Its
+ * output is appended here; the purge removes the file. */
+#define ORH_INSTALL_FINISH_LOG "/var/lib/oci-rdma-hook/finish.log"
 /* The node-feature-discovery feature file that labels the node: NFD's local source turns
  * its line "feature.node.kubernetes.io/oci-rdma-hook-runtime=HANDLER" into that node
  * label, and drops the label when the file goes. */
@@ -48,6 +54,13 @@ struct orh_inst_manifest {
 			      * while none is */
 	char *handler;
 	char *engine_config; /* NULL: the engine's default */
+	/* How the engine was configured, for an undo run later without the installer's
+	 * arguments and environment: the shim the handler names, the engine's socket and the
+	 * restart mode (NULL: the defaults). Saved with the engine line. */
+	char *shim, *socket, *restart;
+	/* The undo kept the engine's part for containers that still ran through the handler
+	 * (ORH_INSTALL_FINISH_LOG: who finishes it) */
+	bool pending;
 	struct orh_inst_entry *v;
 	size_t n;
 };
@@ -61,6 +74,8 @@ bool orh_inst_has(const struct orh_inst_manifest *m, const char *path);
 /* Record a directory made for install (by configure: a drop-in directory), to be removed
  * by the undo once empty. */
 void orh_inst_add_dir(struct orh_inst_manifest *m, const char *path);
+/* Record a file that something else writes, for the purge to remove. */
+void orh_inst_add_file(struct orh_inst_manifest *m, const char *path);
 
 /* Put data at the host path under root with mode, making (and recording) the missing
  * directories, unless something that install did not add is there (kept: *what says so).
@@ -85,6 +100,19 @@ int orh_inst_undo_kind(const char *root, struct orh_inst_manifest *m, char kind,
  * failure; the rest is still done). */
 int orh_inst_remove_all(const char *root, struct orh_inst_manifest *m, struct orh_strv *done,
 			struct orh_err *err);
+
+/* ---- the kept undo finished later, and the install lock (install_finish.c) ---- */
+
+/* Lock root's install directory (the manifest's) for this process's life: with wait, for up
+ * to 30 s while another holds it; without, at once. *fd -1 where nothing is installed yet.
+ * 0, or -EWOULDBLOCK (said in err) or -errno. */
+int orh_inst_lock(const char *root, bool wait, int *fd, struct orh_err *err);
+/* Wait up to timeout_s for process pid to exit: true once it has (or never was). */
+bool orh_inst_wait_exit(long pid, unsigned timeout_s);
+/* The runtime shim's `delete`: where the root it was installed under holds a pending undo,
+ * start its finish, detached (`install --uninstall --after-pid` the shim's caller). Costs
+ * a readlink, and where the binary is an installed one, a read of the manifest. */
+void orh_inst_finish_later(void);
 
 /* ---- the engine (install_engine.c) ---- */
 
