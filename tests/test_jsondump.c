@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* orh_json_dump (src/base/jsondump.c): jansson's compact text, byte for byte, with u64
- * markers as numbers; orh_json_object_of. */
+ * markers as numbers; orh_json_object_of; orh_json_stringn. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
@@ -172,6 +172,37 @@ Test(jsondump, strings_as_json_string_takes_them)
 	}
 	cr_assert_not(orh_json_put_str(&o, NULL));
 	free(o.p);
+}
+
+/* orh_json_stringn takes what json_stringn takes, and refuses what it refuses: each byte
+ * sequence alone, and at each offset of a longer ASCII text (the word at a time scan). */
+Test(jsondump, stringn_as_jansson_takes_it)
+{
+	static const char *const strs[] = {
+		"", "plain", "nul\0in", "\x7f", "\xc3\xa9", "\xf0\x9f\x98\x80", "a\xc3", "\xc0\xaf",
+		"\xed\xa0\x80", "\xf4\x90\x80\x80", "\x80", "\xff", "eth0\xfe",
+	};
+	static const size_t lens[] = { 0, 5, 6, 1, 2, 4, 2, 2, 3, 4, 1, 1, 5 };
+	char text[64];
+
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+		for (size_t at = 0; at <= 17; at++) {
+			size_t len = at + lens[i] + 9;
+			json_t *want, *got;
+
+			memset(text, 'x', sizeof(text));
+			memcpy(text + at, strs[i], lens[i]);
+			want = json_stringn(text, len);
+			got = orh_json_stringn(text, len);
+			cr_assert_eq(got != NULL, want != NULL, "string %zu at %zu", i, at);
+			if (want) {
+				cr_assert_eq(json_string_length(got), len, "string %zu at %zu", i, at);
+				cr_assert(json_equal(got, want), "string %zu at %zu", i, at);
+			}
+			json_decref(want);
+			json_decref(got);
+		}
+	}
 }
 
 /* The record's times: milliseconds to the microsecond, a half away from zero. */

@@ -89,15 +89,19 @@ static int find_cgroup_mount(const struct cg_files *cf, const char *fstype,
 			continue;
 		*right = '\0';
 		right += 3;
-		for (int i = 0; i < 5; i++)
-			f[i] = strtok_r(i ? NULL : line, " ", &save2);
-		save2 = NULL;
+		/* the type and super options first: the fields before them only of the mount
+		 * that matches */
 		type = strtok_r(right, " ", &save2);
 		(void)strtok_r(NULL, " ", &save2); /* source */
 		super = strtok_r(NULL, " ", &save2);
-		if (!f[4] || !type || strcmp(type, fstype) != 0)
+		if (!type || strcmp(type, fstype) != 0)
 			continue;
 		if (controller && (!super || !has_token(super, controller)))
+			continue;
+		save2 = NULL;
+		for (int i = 0; i < 5; i++)
+			f[i] = strtok_r(i ? NULL : line, " ", &save2);
+		if (!f[4])
 			continue;
 		orh_unescape_octal(f[3]);
 		orh_unescape_octal(f[4]);

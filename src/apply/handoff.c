@@ -105,7 +105,7 @@ static json_t *handoff_parse(const char *buf, size_t len)
 	}
 	if (!rest)
 		return snap; /* nothing after the object (a file of one JSON object) */
-	node = memchr(nl + 1, '\0', rest) ? NULL : json_stringn(nl + 1, rest);
+	node = memchr(nl + 1, '\0', rest) ? NULL : orh_json_stringn(nl + 1, rest);
 	if (!node || json_object_set_new(snap, "node", node) < 0) {
 		json_decref(snap);
 		return NULL;

@@ -93,10 +93,20 @@ int orh_json_u64_escape(const char *buf, size_t len, char **out, size_t *out_len
 		size_t start = i, end = 0;
 
 		if (c == '"') {
-			for (i++; i < len && buf[i] != '"'; i++)
-				if (buf[i] == '\\')
-					i++;
-			i++;
+			/* the string ends at the first quote after an even number of
+			 * backslashes (each escapes the byte after it) */
+			size_t s0 = ++i;
+
+			while (i < len) {
+				const char *q = memchr(buf + i, '"', len - i);
+				size_t at = q ? (size_t)(q - buf) : len, bs = 0;
+
+				while (q && at - bs > s0 && buf[at - bs - 1] == '\\')
+					bs++;
+				i = at + 1;
+				if (bs % 2 == 0)
+					break;
+			}
 			continue;
 		}
 		if (!(c == '-' || (c >= '0' && c <= '9'))) {

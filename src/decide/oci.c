@@ -203,56 +203,19 @@ static const struct spec_field {
 
 /* the longest field a message names: a schema path with its indices */
 #define SPEC_FIELD_MAX 128
+/* the most keys and indices a field's name is made of (the schema's paths have four) */
+#define SPEC_TRAIL_MAX 16
 
-static int not_a(const char *name, const char *field, const char *what, struct orh_err *err)
-{
-	return orh_fail(err, EINVAL, "%s: field '%s' is not %s", name, field, what);
-}
-
-static int check_string(const json_t *v, const char *name, const char *field,
-			struct orh_err *err)
-{
-	if (!json_is_string(v))
-		return not_a(name, field, "a string", err);
-	if (strlen(json_string_value(v)) != json_string_length(v))
-		return orh_fail(err, EINVAL, "%s: field '%s' holds a NUL byte", name, field);
-	return 0;
-}
-
-/* v, the value of field, against type. */
-static int check_type(const json_t *v, enum spec_type type, const char *name,
-		      const char *field, struct orh_err *err)
-{
-	size_t i = 0;
-	json_t *e = NULL;
-	int r;
-
-	switch (type) {
-	case SPEC_OBJECT:
-		return json_is_object(v) ? 0 : not_a(name, field, "an object", err);
-	case SPEC_STRING:
-		return check_string(v, name, field, err);
-	case SPEC_STRING_MAP:
-		return check_annotations(v, name, field, err);
-	case SPEC_OBJECTS:
-	case SPEC_STRINGS:
-		if (!json_is_array(v))
-			return not_a(name, field, "an array", err);
-		json_array_foreach(v, i, e) {
-			char at[SPEC_FIELD_MAX];
-
-			snprintf(at, sizeof(at), "%s[%zu]", field, i);
-			if (type == SPEC_STRINGS)
-				r = check_string(e, name, at, err);
-			else
-				r = json_is_object(e) ? 0 : not_a(name, at, "an object", err);
-			if (r < 0)
-				return r;
-		}
-		return 0;
-	}
-	return 0;
-}
+/* Where a check is in the spec: the keys and indices walked to it. Its name is written
+ * only for a message, where a check fails. */
+struct trail {
+	int n;
+	struct {
+		const char *key; /* NULL: an index */
+		size_t len;
+		size_t idx;
+	} seg[SPEC_TRAIL_MAX];
+};
 
 /* shown (len bytes used) with fmt's text appended, cut at SPEC_FIELD_MAX: its length */
 static size_t append(char *shown, size_t len, const char *fmt, ...)
@@ -268,52 +231,147 @@ static size_t append(char *shown, size_t len, const char *fmt, ...)
 	return n < 0 ? len : len + (size_t)n < SPEC_FIELD_MAX ? len + (size_t)n : SPEC_FIELD_MAX - 1;
 }
 
-/* The members of v that rest (a schema path's tail) names, against f's type; shown holds
- * the field's name so far (len bytes). */
-static int check_at(const json_t *v, const char *rest, char *shown, size_t len,
+/* the field t is at, as a message names it ("linux.namespaces[2].type") */
+static const char *trail_name(const struct trail *t, char shown[SPEC_FIELD_MAX])
+{
+	size_t len = 0;
+
+	shown[0] = '\0';
+	for (int i = 0; i < t->n; i++)
+		len = t->seg[i].key ? append(shown, len, "%s%.*s", len ? "." : "",
+					     (int)t->seg[i].len, t->seg[i].key)
+				    : append(shown, len, "[%zu]", t->seg[i].idx);
+	return shown;
+}
+
+static bool trail_push(struct trail *t, const char *key, size_t len, size_t idx)
+{
+	if (t->n >= SPEC_TRAIL_MAX)
+		return false;
+	t->seg[t->n].key = key;
+	t->seg[t->n].len = len;
+	t->seg[t->n++].idx = idx;
+	return true;
+}
+
+/* the schema's paths are shorter than a trail holds: kept so that no check is skipped */
+static int too_deep(const char *name, const struct trail *t, struct orh_err *err)
+{
+	char shown[SPEC_FIELD_MAX];
+
+	return orh_fail(err, EINVAL, "%s: field '%s' is nested too deep", name,
+			trail_name(t, shown));
+}
+
+static int not_a(const char *name, const struct trail *t, const char *what,
+		 struct orh_err *err)
+{
+	char shown[SPEC_FIELD_MAX];
+
+	return orh_fail(err, EINVAL, "%s: field '%s' is not %s", name, trail_name(t, shown), what);
+}
+
+static int check_string(const json_t *v, const char *name, const struct trail *t,
+			struct orh_err *err)
+{
+	char shown[SPEC_FIELD_MAX];
+
+	if (!json_is_string(v))
+		return not_a(name, t, "a string", err);
+	if (strlen(json_string_value(v)) != json_string_length(v))
+		return orh_fail(err, EINVAL, "%s: field '%s' holds a NUL byte", name,
+				trail_name(t, shown));
+	return 0;
+}
+
+/* v, the value of the field t is at, against type. */
+static int check_type(const json_t *v, enum spec_type type, const char *name,
+		      struct trail *t, struct orh_err *err)
+{
+	char shown[SPEC_FIELD_MAX];
+	size_t i = 0;
+	json_t *e = NULL;
+	int r = 0;
+
+	switch (type) {
+	case SPEC_OBJECT:
+		return json_is_object(v) ? 0 : not_a(name, t, "an object", err);
+	case SPEC_STRING:
+		return check_string(v, name, t, err);
+	case SPEC_STRING_MAP:
+		return check_annotations(v, name, trail_name(t, shown), err);
+	case SPEC_OBJECTS:
+	case SPEC_STRINGS:
+		if (!json_is_array(v))
+			return not_a(name, t, "an array", err);
+		if (!trail_push(t, NULL, 0, 0))
+			return too_deep(name, t, err);
+		json_array_foreach(v, i, e) {
+			t->seg[t->n - 1].idx = i;
+			if (type == SPEC_STRINGS)
+				r = check_string(e, name, t, err);
+			else
+				r = json_is_object(e) ? 0 : not_a(name, t, "an object", err);
+			if (r < 0)
+				break;
+		}
+		t->n--;
+		return r;
+	}
+	return 0;
+}
+
+/* The members of v that rest (a schema path's tail) names, against f's type; t holds
+ * where v is. */
+static int check_at(const json_t *v, const char *rest, struct trail *t,
 		    const struct spec_field *f, const char *name, struct orh_err *err)
 {
 	const char *dot = strchr(rest, '.');
 	size_t n = dot ? (size_t)(dot - rest) : strlen(rest);
 	bool each = n > 2 && !strncmp(rest + n - 2, "[]", 2);
-	int kn = (int)(each ? n - 2 : n);
+	size_t kn = each ? n - 2 : n;
 	char key[64];
 	const json_t *c = NULL;
 	size_t i = 0;
 	json_t *e = NULL;
-	int r;
+	int r = 0;
 
-	snprintf(key, sizeof(key), "%.*s", kn, rest);
-	len = append(shown, len, "%s%s", len ? "." : "", key);
+	if (kn >= sizeof(key))
+		kn = sizeof(key) - 1;
+	memcpy(key, rest, kn);
+	key[kn] = '\0';
+	if (!trail_push(t, rest, kn, 0))
+		return too_deep(name, t, err);
 	c = json_object_get(v, key);
 	if (!c || json_is_null(c))
-		return 0;
-	if (!each) {
-		if (!dot)
-			return check_type(c, f->type, name, shown, err);
+		r = 0;
+	else if (!each)
 		/* a member of another type: the entry of c said so */
-		return json_is_object(c) ? check_at(c, dot + 1, shown, len, f, name, err) : 0;
+		r = !dot ? check_type(c, f->type, name, t, err)
+			 : json_is_object(c) ? check_at(c, dot + 1, t, f, name, err) : 0;
+	else if (json_is_array(c) && !trail_push(t, NULL, 0, 0))
+		r = too_deep(name, t, err);
+	else if (json_is_array(c)) {
+		json_array_foreach(c, i, e) {
+			t->seg[t->n - 1].idx = i;
+			if (!dot)
+				r = check_type(e, f->type, name, t, err);
+			else
+				r = json_is_object(e) ? check_at(e, dot + 1, t, f, name, err) : 0;
+			if (r < 0)
+				break;
+		}
+		t->n--;
 	}
-	if (!json_is_array(c))
-		return 0;
-	json_array_foreach(c, i, e) {
-		size_t at = append(shown, len, "[%zu]", i);
-
-		if (!dot)
-			r = check_type(e, f->type, name, shown, err);
-		else
-			r = json_is_object(e) ? check_at(e, dot + 1, shown, at, f, name, err) : 0;
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	t->n--;
+	return r;
 }
 
 static int check_spec(const json_t *spec, const char *name, struct orh_err *err)
 {
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(spec_schema); i++) {
-		char shown[SPEC_FIELD_MAX] = "";
-		int r = check_at(spec, spec_schema[i].path, shown, 0, &spec_schema[i], name, err);
+		struct trail t = { .n = 0 };
+		int r = check_at(spec, spec_schema[i].path, &t, &spec_schema[i], name, err);
 
 		if (r < 0)
 			return r;
@@ -327,6 +385,7 @@ int orh_spec_parse(const char *buf, size_t len, const char *name, json_t **spec,
 	_cleanup_json_ json_t *root = NULL;
 	_cleanup_free_ char *escaped = NULL;
 	size_t escaped_len = 0, n_big = 0, n_seen = 0;
+	struct orh_err quiet = { 0 };
 	int r;
 
 	*spec = NULL;
@@ -341,12 +400,19 @@ int orh_spec_parse(const char *buf, size_t len, const char *name, json_t **spec,
 		if (r < 0)
 			return orh_fail_errno(err, r, "%s", name);
 	}
-	r = load_json(escaped ? escaped : buf, escaped ? escaped_len : len,
-		      ORH_SPEC_MAX_BYTES + n_big * 16, JSON_ALLOW_NUL, name, &root, err);
-	if (r < 0)
-		return r;
-	if (orh_json_u64_count(root, &n_seen) < 0 || n_seen != n_big)
-		return orh_fail(err, EINVAL, "%s: a string holds a NUL byte", name);
+	/* Without markers, a document that parses without JSON_ALLOW_NUL holds no NUL in any
+	 * string, and the walk that looks for one is not needed. Where that parse fails, the
+	 * document is parsed as below, which names what is wrong. */
+	if (!escaped && load_json(buf, len, ORH_SPEC_MAX_BYTES, 0, name, &root, &quiet) < 0)
+		root = NULL;
+	if (!root) {
+		r = load_json(escaped ? escaped : buf, escaped ? escaped_len : len,
+			      ORH_SPEC_MAX_BYTES + n_big * 16, JSON_ALLOW_NUL, name, &root, err);
+		if (r < 0)
+			return r;
+		if (orh_json_u64_count(root, &n_seen) < 0 || n_seen != n_big)
+			return orh_fail(err, EINVAL, "%s: a string holds a NUL byte", name);
+	}
 	r = check_spec(root, name, err);
 	if (r < 0)
 		return r;

@@ -303,7 +303,8 @@ void disc_gids_free(struct orh_gid_source *src)
 
 /* "src WHERE REL PREFIX END SEEN", then "sgid" for each entry in use read, and "swarn IDX
  * TEXT" for each warning a read gave the planner. */
-static void put_port(FILE *f, const struct orh_gid_source *src, const struct orh_port_gids *lz)
+static void put_port(struct orh_buf *f, const struct orh_gid_source *src,
+		     const struct orh_port_gids *lz)
 {
 	size_t root_len = strlen(src->rootname) + 1, where_len = strlen(lz->where);
 	/* where is <rootname>/<rel>/ports/<n>, and "/ports/<n>" is as long as the prefix */
@@ -323,23 +324,23 @@ static void put_port(FILE *f, const struct orh_gid_source *src, const struct orh
 	for (size_t i = 0; i < n_seen; i++)
 		seen[i] = (char)('0' + lz->seen[i]);
 	seen[n_seen] = '\0';
-	fputs("src", f);
+	snap_kind(f, "src");
 	snap_str(f, lz->where);
 	snap_str(f, lz->rel ? lz->rel : rel ? rel : "");
 	snap_str(f, lz->prefix);
 	snap_num(f, lz->end == UINT_MAX ? -1 : (long long)lz->end);
 	snap_str(f, seen);
-	putc('\n', f);
+	orh_buf_addc(f, '\n');
 	for (size_t i = 0; i < lz->n_gids; i++) {
-		fputs("sgid", f);
+		snap_kind(f, "sgid");
 		snap_gid(f, &lz->gids[i]);
-		putc('\n', f);
+		orh_buf_addc(f, '\n');
 	}
 	for (size_t i = 0; i < lz->n_warns; i++) {
-		fputs("swarn", f);
+		snap_kind(f, "swarn");
 		snap_num(f, lz->warns[i].idx);
 		snap_str(f, lz->warns[i].text);
-		putc('\n', f);
+		orh_buf_addc(f, '\n');
 	}
 }
 
@@ -348,7 +349,7 @@ size_t disc_gids_count(const struct orh_gid_source *src)
 	return src ? src->n_ports : 0;
 }
 
-void disc_gids_snapshot(const struct orh_gid_source *src, FILE *f)
+void disc_gids_snapshot(const struct orh_gid_source *src, struct orh_buf *f)
 {
 	for (size_t i = 0; src && i < src->n_ports; i++)
 		put_port(f, src, &src->ports[i]);

@@ -26,7 +26,7 @@ void disc_gids_free(struct orh_gid_source *src);
 
 /* What the source has read: "src", "sgid" and "swarn" lines, the tracked ports in slot
  * order; and back, a line at a time, into a source opened for the sysroot. */
-void disc_gids_snapshot(const struct orh_gid_source *src, FILE *f);
+void disc_gids_snapshot(const struct orh_gid_source *src, struct orh_buf *f);
 size_t disc_gids_count(const struct orh_gid_source *src); /* the ports it tracks */
 int disc_gids_restore_line(struct orh_gid_source *src, struct snap_rd *rd, char **fv, int nf);
 

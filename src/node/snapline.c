@@ -24,23 +24,28 @@ int snap_fail(struct snap_rd *rd, int field, const char *why)
 			rd->kind ? rd->kind : "?", field, why);
 }
 
-void snap_str(FILE *f, const char *s)
+void snap_kind(struct orh_buf *b, const char *kind)
 {
-	putc('\t', f);
+	orh_buf_add(b, kind, strlen(kind));
+}
+
+void snap_str(struct orh_buf *b, const char *s)
+{
+	orh_buf_addc(b, '\t');
 	while (*s) {
 		size_t plain = strcspn(s, "\\\t\n");
 
-		fwrite(s, 1, plain, f);
+		orh_buf_add(b, s, plain);
 		s += plain;
 		if (!*s)
 			break;
-		putc('\\', f);
-		putc(*s == '\t' ? 't' : *s == '\n' ? 'n' : '\\', f);
+		orh_buf_addc(b, '\\');
+		orh_buf_addc(b, *s == '\t' ? 't' : *s == '\n' ? 'n' : '\\');
 		s++;
 	}
 }
 
-void snap_num(FILE *f, long long v)
+void snap_num(struct orh_buf *b, long long v)
 {
 	char buf[24], *p = buf + sizeof(buf);
 	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
@@ -52,19 +57,19 @@ void snap_num(FILE *f, long long v)
 	if (v < 0)
 		*--p = '-';
 	*--p = '\t';
-	fwrite(p, 1, (size_t)(buf + sizeof(buf) - p), f);
+	orh_buf_add(b, p, (size_t)(buf + sizeof(buf) - p));
 }
 
-void snap_chardev(FILE *f, const struct orh_chardev *c)
+void snap_chardev(struct orh_buf *b, const struct orh_chardev *c)
 {
-	snap_str(f, c->name);
-	snap_num(f, c->major);
-	snap_num(f, c->minor);
-	snap_num(f, c->port);
-	snap_num(f, c->present);
+	snap_str(b, c->name);
+	snap_num(b, c->major);
+	snap_num(b, c->minor);
+	snap_num(b, c->port);
+	snap_num(b, c->present);
 }
 
-void snap_gid(FILE *f, const struct orh_gid *g)
+void snap_gid(struct orh_buf *b, const struct orh_gid *g)
 {
 	char hex[33];
 
@@ -73,10 +78,10 @@ void snap_gid(FILE *f, const struct orh_gid *g)
 		hex[2 * i + 1] = "0123456789abcdef"[g->raw[i] & 15];
 	}
 	hex[32] = '\0';
-	snap_num(f, g->index);
-	snap_str(f, hex);
-	snap_num(f, g->type);
-	snap_str(f, g->ndev);
+	snap_num(b, g->index);
+	snap_str(b, hex);
+	snap_num(b, g->type);
+	snap_str(b, g->ndev);
 }
 
 /* Undo snap_str's escapes in place. */
@@ -100,11 +105,14 @@ int snap_split(char *line, char **fv, int max)
 	int n = 0;
 
 	for (char *p = line; p && n < max; n++) {
-		char *tab = strchr(p, '\t');
+		/* a tab in a field is written \t: every tab ends a field */
+		char *tab = strchr(p, '\t'), *esc;
 
 		if (tab)
 			*tab = '\0';
-		unescape(p);
+		esc = strchr(p, '\\');
+		if (esc) /* what comes before the first escape stays as it is */
+			unescape(esc);
 		fv[n] = p;
 		p = tab ? tab + 1 : NULL;
 	}
@@ -125,6 +133,7 @@ int snap_get_num(struct snap_rd *rd, char **fv, int nf, int i, long long min, lo
 {
 	const char *s;
 	unsigned long long u = 0;
+	size_t nd = 0;
 	bool neg;
 
 	if (i >= nf)
@@ -133,11 +142,12 @@ int snap_get_num(struct snap_rd *rd, char **fv, int nf, int i, long long min, lo
 	neg = *s == '-';
 	s += neg;
 	/* decimal digits as snap_num writes them: at most 19, so that u cannot wrap */
-	if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 19)
-		return snap_fail(rd, i, "not an integer in range");
-	for (; *s; s++)
-		u = u * 10 + (unsigned)(*s - '0');
-	if (u > (unsigned long long)LLONG_MAX)
+	for (; s[nd]; nd++) {
+		if (s[nd] < '0' || s[nd] > '9' || nd >= 19)
+			return snap_fail(rd, i, "not an integer in range");
+		u = u * 10 + (unsigned)(s[nd] - '0');
+	}
+	if (nd == 0 || u > (unsigned long long)LLONG_MAX)
 		return snap_fail(rd, i, "not an integer in range");
 	*out = neg ? -(long long)u : (long long)u;
 	if (*out < min || *out > max)

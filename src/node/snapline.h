@@ -6,8 +6,6 @@
 #ifndef ORH_NODE_SNAPLINE_H
 #define ORH_NODE_SNAPLINE_H
 
-#include <stdio.h>
-
 #include "orh/node/inventory.h"
 #include "orh/base/util.h"
 
@@ -19,12 +17,14 @@ struct snap_rd {
 	const char *kind;
 };
 int snap_fail(struct snap_rd *rd, int field, const char *why);
-/* Write a tab and one field (escaped), a number, a device's 5 fields (name, major, minor,
- * port, present), a GID entry's 4 (index, 32 hex digits, type, net device). */
-void snap_str(FILE *f, const char *s);
-void snap_num(FILE *f, long long v);
-void snap_chardev(FILE *f, const struct orh_chardev *c);
-void snap_gid(FILE *f, const struct orh_gid *g);
+/* Append a line's kind (as it is), a tab and one field (escaped), a number, a device's 5
+ * fields (name, major, minor, port, present), a GID entry's 4 (index, 32 hex digits, type,
+ * net device). */
+void snap_kind(struct orh_buf *b, const char *kind);
+void snap_str(struct orh_buf *b, const char *s);
+void snap_num(struct orh_buf *b, long long v);
+void snap_chardev(struct orh_buf *b, const struct orh_chardev *c);
+void snap_gid(struct orh_buf *b, const struct orh_gid *g);
 /* Split a line (no newline) into at most max fields, unescaped in place; their number. */
 int snap_split(char *line, char **fv, int max);
 /* Field i of fv[0..nf): a string that fits, an integer in [min, max], a device from i on,

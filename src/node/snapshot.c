@@ -27,6 +27,7 @@
 #include "discover_gids.h"
 #include "snapline.h"
 #include "sysfs.h"
+#include "orh/base/json.h"
 #include "orh/node/snapshot.h"
 
 #define MAGIC "orh-node"
@@ -36,9 +37,9 @@
 
 /* ---- writing ---- */
 
-static void put_port(FILE *f, const struct orh_port *p)
+static void put_port(struct orh_buf *f, const struct orh_port *p)
 {
-	fputs("port", f);
+	snap_kind(f, "port");
 	snap_num(f, p->num);
 	snap_num(f, p->state);
 	snap_str(f, p->state_text);
@@ -51,17 +52,17 @@ static void put_port(FILE *f, const struct orh_port *p)
 	snap_num(f, (long long)p->gid_slot);
 	snap_chardev(f, &p->umad);
 	snap_chardev(f, &p->issm);
-	putc('\n', f);
+	orh_buf_addc(f, '\n');
 	for (size_t i = 0; i < p->n_gids; i++) {
-		fputs("pgid", f);
+		snap_kind(f, "pgid");
 		snap_gid(f, &p->gids[i]);
-		putc('\n', f);
+		orh_buf_addc(f, '\n');
 	}
 }
 
-static void put_device(FILE *f, const struct orh_device *d)
+static void put_device(struct orh_buf *f, const struct orh_device *d)
 {
-	fputs("dev", f);
+	snap_kind(f, "dev");
 	snap_str(f, d->name);
 	snap_str(f, d->pci);
 	snap_str(f, d->pci_path);
@@ -73,25 +74,25 @@ static void put_device(FILE *f, const struct orh_device *d)
 	snap_str(f, d->fw_ver);
 	snap_str(f, d->node_guid);
 	snap_chardev(f, &d->uverbs);
-	putc('\n', f);
+	orh_buf_addc(f, '\n');
 	for (size_t i = 0; i < d->n_ports; i++)
 		put_port(f, &d->ports[i]);
 }
 
-static void put_line(FILE *f, const char *kind, const char *text)
+static void put_line(struct orh_buf *f, const char *kind, const char *text)
 {
-	fputs(kind, f);
+	snap_kind(f, kind);
 	snap_str(f, text);
-	putc('\n', f);
+	orh_buf_addc(f, '\n');
 }
 
-static void put_gpus(FILE *f, const struct orh_gpus *g)
+static void put_gpus(struct orh_buf *f, const struct orh_gpus *g)
 {
-	fputs("gpus\n", f);
+	snap_kind(f, "gpus\n");
 	for (size_t i = 0; i < g->n; i++) {
 		const struct orh_gpu *u = &g->v[i];
 
-		fputs("gpu", f);
+		snap_kind(f, "gpu");
 		snap_str(f, u->bdf);
 		snap_str(f, u->uuid);
 		snap_num(f, u->minor);
@@ -101,7 +102,7 @@ static void put_gpus(FILE *f, const struct orh_gpus *g)
 		snap_num(f, u->device_id);
 		snap_num(f, u->pci_class);
 		snap_str(f, u->model);
-		putc('\n', f);
+		orh_buf_addc(f, '\n');
 	}
 	for (size_t i = 0; i < g->warnings.n; i++)
 		put_line(f, "gpuwarn", g->warnings.v[i]);
@@ -110,26 +111,24 @@ static void put_gpus(FILE *f, const struct orh_gpus *g)
 json_t *orh_snapshot_build(const struct orh_inventory *inv, const struct orh_gpus *gpus,
 			   const char *gpus_error)
 {
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	json_t *snap;
+	struct orh_buf text = { 0 }, *f = &text;
+	json_t *node;
 
-	if (!f)
-		return NULL;
-	fprintf(f, MAGIC "\t%d\n", ORH_SNAPSHOT_VERSION);
+	snap_kind(f, MAGIC);
+	snap_num(f, ORH_SNAPSHOT_VERSION);
+	orh_buf_addc(f, '\n');
 	for (size_t i = 0; i < inv->n_devs; i++)
 		put_device(f, &inv->devs[i]);
-	fputs("rdma_cm", f);
+	snap_kind(f, "rdma_cm");
 	snap_chardev(f, &inv->rdma_cm);
-	putc('\n', f);
+	orh_buf_addc(f, '\n');
 	put_line(f, "abi", inv->uverbs_abi);
 	put_line(f, "route", inv->default_route_if);
 	for (size_t i = 0; i < inv->n_netdevs; i++) {
-		fputs("netdev", f);
+		snap_kind(f, "netdev");
 		snap_str(f, inv->netdevs[i].name);
 		snap_str(f, inv->netdevs[i].operstate);
-		putc('\n', f);
+		orh_buf_addc(f, '\n');
 	}
 	for (size_t i = 0; i < inv->warnings.n; i++)
 		put_line(f, "warn", inv->warnings.v[i]);
@@ -138,13 +137,12 @@ json_t *orh_snapshot_build(const struct orh_inventory *inv, const struct orh_gpu
 		put_gpus(f, gpus);
 	if (gpus_error)
 		put_line(f, "gpuerr", gpus_error);
-	if (fclose(f) != 0) {
-		free(text);
+	node = orh_json_stringn(text.p, text.n);
+	free(text.p);
+	if (!node)
 		return NULL;
-	}
-	snap = json_pack("{s:i, s:s%}", "version", ORH_SNAPSHOT_VERSION, "node", text, len);
-	free(text);
-	return snap;
+	/* "o" takes node's reference, on failure too */
+	return json_pack("{s:i, s:o}", "version", ORH_SNAPSHOT_VERSION, "node", node);
 }
 
 /* ---- reading ---- */

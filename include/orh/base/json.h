@@ -51,6 +51,10 @@ int orh_json_put_value(struct orh_buf *o, const json_t *v);
 /* An object of the n pairs keys[i] (literal, valid UTF-8): vals[i], every value's reference
  * taken; NULL (nothing left behind) when a value is NULL or out of memory. */
 json_t *orh_json_object_of(size_t n, const char *const *keys, json_t **vals);
+/* A string of the len bytes at s, as json_stringn() makes it: NULL where they are not
+ * valid UTF-8. Bytes that are all ASCII (a node snapshot's text) are taken without
+ * jansson's check of each byte, which they pass. */
+json_t *orh_json_stringn(const char *s, size_t len);
 
 /* jansson's memory from an arena that frees nothing before the process exits (not in
  * sanitizer builds), and its hash seed from getrandom(): for a process that serves one
