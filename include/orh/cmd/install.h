@@ -7,9 +7,11 @@
  * restarts or signals that engine, and once the engine reports the handler loaded, says so
  * (a ready file, a node-feature-discovery feature file). While it runs, it watches the
  * engine's config and configures again where it drifted (src/cmd/install_watch.c), not
- * ready meanwhile. On SIGTERM it reverts the engine's
- * config (kept while a container of the handler runs on containerd) and removes those marks; the binary, the link, the hooks.d files and the node
- * config stay for the containers that still run through them, until `install --purge`.
+ * ready meanwhile. On SIGTERM it reverts the engine's config and removes those marks; on
+ * containerd, while a container of the handler runs, the config is kept and the undo marked
+ * pending, finished by the runtime shim's delete of the last such container
+ * (install_finish.c). The binary, the link, the hooks.d files and the node config stay for
+ * the containers that still run through them, until `install --purge`.
  * What it added is recorded in a manifest under the root, so that an undo or a purge
  * removes that and nothing else.
  */
