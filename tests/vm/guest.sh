@@ -594,7 +594,9 @@ section "traffic between two containers: rping (rdma_cm) and ib_write_bw with th
 FROM_CONF='hca=$(sed -n "s/^NCCL_IB_HCA==\{0,1\}\([^:,]*\).*/\1/p" /etc/nccl.conf); gidx=$(sed -n "s/^NCCL_IB_GID_INDEX=//p" /etc/nccl.conf); echo "plan: -d $hca -x $gidx"'
 # pair NAME SERVER-CMD CLIENT-CMD [JQ-EDIT-SERVER] [JQ-EDIT-CLIENT]: two containers through
 # the live hook, the server started first in the background; $SOUT, $COUT; $CRC. PAIR_CONF:
-# their node config (default the installed one); PAIR_PREP: a command run in each bundle
+# their node config (default the installed one); PAIR_PREP: a command run in each bundle;
+# PAIR_STOP_SERVER=1: the server is killed once the client has ended (a server whose client
+# cannot reach it would otherwise wait for its own timeout)
 pair() {
 	local n=$1
 	bundle $W/$n-s "$2" "$OPT_IN | ${4:-.}"
@@ -610,6 +612,7 @@ pair() {
 	CRC=0
 	(cd $W/$n-c && runc run $n-c >$W/$n-c.out 2>&1 </dev/null) || CRC=$?
 	COUT=$(cat $W/$n-c.out)
+	[ -n "${PAIR_STOP_SERVER:-}" ] && runc kill $n-s KILL >/dev/null 2>&1
 	wait
 	SOUT=$(cat $W/$n-s.out)
 	runc delete -f $n-s >/dev/null 2>&1
@@ -717,7 +720,9 @@ check "the kernel gave each namespace's address its own GID (${IDX1:-none}, ${ID
 	[ -n "$IDX1" ] && [ -n "$IDX2" ] && [ "$IDX1" != "$IDX2" ]
 NS1='.linux.namespaces += [{type: "network", path: "/run/netns/c1"}]'
 NS2='.linux.namespaces += [{type: "network", path: "/run/netns/c2"}]'
-pair cni "$FROM_CONF; timeout 25 rping -s -a 10.0.3.101 -C 2 -v" \
+# (rxe on 6.1 carries no traffic between namespaces, see docs/vm-lane.md: the server is
+# stopped once the client gave up)
+PAIR_STOP_SERVER=1 pair cni "$FROM_CONF; timeout 25 rping -s -a 10.0.3.101 -C 2 -v" \
 	"$FROM_CONF; timeout 20 rping -c -a 10.0.3.101 -C 2 -v" \
 	"$NS1" "$NS2"
 check "container in c1: NCCL_IB_GID_INDEX is its own address's index $IDX1" \
