@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The command line of `oci-rdma-hook install` (src/cmd/install_args.c), shared by the
- * command (cmd_install.c) and the finish of a kept undo (install_finish.c's caller). */
+/* The command line of `oci-rdma-hook install` (src/cmd/install_args.c): its options, read
+ * and checked there, for the command (cmd_install.c), whose --after-pid finishes a kept
+ * undo (install_finish.c). */
 #ifndef ORH_CMD_INSTALL_ARGS_H
 #define ORH_CMD_INSTALL_ARGS_H
 

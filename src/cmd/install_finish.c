@@ -34,7 +34,7 @@
 #include "orh/base/log.h"
 #include "orh/cmd/install.h"
 
-#define INST_LOCK_WAIT_MS 30000
+#define INST_LOCK_WAIT_S 30
 
 int orh_inst_lock(const char *root, bool wait, int *fd, struct orh_err *err)
 {
@@ -54,11 +54,11 @@ int orh_inst_lock(const char *root, bool wait, int *fd, struct orh_err *err)
 			close(TAKE_FD(*fd));
 			return orh_fail_errno(err, e, "locking '%s'", dir);
 		}
-		if (!wait || waited >= INST_LOCK_WAIT_MS) {
+		if (!wait || waited >= INST_LOCK_WAIT_S * 1000) {
 			close(TAKE_FD(*fd));
 			return orh_fail(err, EWOULDBLOCK, "another install runs on the root '%s/' "
-					"(it holds the lock of '%s'%s)", root, dir,
-					wait ? " for 30 s" : "");
+					"(it held the lock of '%s'%s)", root, dir,
+					wait ? " all the time waited" : "");
 		}
 		nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
 		waited += 100;
