@@ -21,9 +21,11 @@
 #     node, and changes nothing else;
 #   - SIGTERM (docker stop) while a pod of the handler runs: the feature file first, then
 #     the handler kept, said so; the pod is exec'd into and removed after it (containerd's
-#     runc shim runs the kept shim for those); `install --uninstall` then puts containerd's
-#     config back byte for byte, the binary, the link, the hooks.d files and the node config
-#     kept, and nothing else; --purge then leaves the host root as it was, byte for byte;
+#     runc shim runs the kept shim for those); the kept shim's delete then finishes the undo
+#     (install --uninstall --after-pid): containerd's config back byte for byte, the binary,
+#     the link, the hooks.d files and the node config kept, and nothing else; --uninstall
+#     after it has nothing to revert; --purge then leaves the host root as it was, byte for
+#     byte;
 #   - with the host's PID namespace (the DaemonSet's hostPID) and a containerd listening on
 #     the host root's socket, the installer sends SIGHUP to its PID and is not ready while
 #     no containerd is back; with one started again, it is;
@@ -200,21 +202,26 @@ fi
 EXEC_OUT=$(cri exec "$KEEP_CTR" /bin/sh -c 'echo orh-exec-ran' 2>&1 || true)
 check "after the undo, exec into the pod that ran before it goes through the kept shim ($EXEC_OUT)" \
 	grep -qx orh-exec-ran <<<"$EXEC_OUT"
+PID0=$(engine_pid cri)
 RC=0
 RMP_OUT=$(cri rmp -f "$KEEP_POD" 2>&1) || RC=$?
 check "after the undo, the pod is stopped and removed through the kept shim (rc $RC: $RMP_OUT)" \
 	[ "$RC" = 0 ]
 PODS=()
-# no pod of the handler left: --uninstall reverts the engine's part, the files stay
-PID0=$(engine_pid cri)
+# no pod of the handler left: the kept shim's delete finished the undo (install --uninstall
+# --after-pid the pod's containerd 1.6 shim): the engine's part reverted, the files stay
+check "the shim's delete finished the undo: containerd's config is the original, byte for byte" \
+	wait_for 30 same_file "$WORK/orig.snap" "$H" /etc/containerd/config.toml
+sed 's/^/# finish: /' "$H/var/lib/oci-rdma-hook/finish.log" 2>/dev/null
+check "the finish's log: it reverted the config and signalled containerd ($PID0)" \
+	bash -c 'grep -Eq "^(changed|removed) /etc/containerd/" "$1" &&
+		grep -qx "note: sent SIGHUP to pid $2 (behind /run/containerd/containerd.sock)" "$1"' \
+	_ "$H/var/lib/oci-rdma-hook/finish.log" "$PID0"
 RC=0
 inst_once "$H" --shim "$SHIM" --uninstall >"$WORK/uninstall.log" || RC=$?
-check "install --uninstall exits 0 (rc $RC), reverts the config and signals containerd ($PID0)" \
-	bash -c '[ "$1" = 0 ] && grep -Eq "^(changed|removed) /etc/containerd/" "$2" &&
-		grep -qx "note: sent SIGHUP to pid $3 (behind /run/containerd/containerd.sock)" "$2"' \
-	_ "$RC" "$WORK/uninstall.log" "$PID0"
-check "containerd's config is the original, byte for byte" \
-	same_file "$WORK/orig.snap" "$H" /etc/containerd/config.toml
+check "install --uninstall after it exits 0 (rc $RC), with nothing left to revert" \
+	bash -c '[ "$1" = 0 ] && ! grep -Eq "^(changed|removed) /etc/containerd/" "$2"' \
+	_ "$RC" "$WORK/uninstall.log"
 check "the binary is kept" cmp "$HOOK" "$H$BINDIR/oci-rdma-hook"
 check "the oci-rdma-runtime link is kept" [ "$(readlink "$SHIM")" = oci-rdma-hook ]
 check "the hooks.d files are kept" [ -s "$H$HOOKS_DIR/oci-rdma-hook.json" ]
