@@ -21,6 +21,7 @@
 #include "orh/base/util.h"
 
 static bool log_syslog;
+static bool log_stderr = true;
 static const char *log_ident = "oci-rdma-hook";
 static int log_fd = -1;
 static pid_t log_pid; /* the process that connected it: only it connects again */
@@ -55,6 +56,14 @@ void orh_log_open(const char *ident, bool use_syslog)
 		log_fd = log_connect();
 		log_pid = getpid();
 	}
+}
+
+bool orh_log_stderr(bool on)
+{
+	bool was = log_stderr;
+
+	log_stderr = on;
+	return was;
 }
 
 int orh_log_open_socket(const char *ident, const char *path)
@@ -113,12 +122,13 @@ void orh_log(int priority, const char *fmt, ...)
 	 * control character can neither end the line nor drive the terminal */
 	text = orh_text_escape(msg);
 	/* one write a line: lines of parallel hooks must not mix */
-	(void)!writev(STDERR_FILENO, (struct iovec[]){ { (char *)log_ident, strlen(log_ident) },
+	if (log_stderr)
+		(void)!writev(STDERR_FILENO, (struct iovec[]){ { (char *)log_ident, strlen(log_ident) },
 						      { (char *)": ", 2 },
 						      { (char *)level, strlen(level) },
 						      { text, strlen(text) },
 						      { (char *)"\n", 1 } },
-		      5);
+			      5);
 	if (log_syslog)
 		log_send(priority, text);
 }

@@ -430,27 +430,6 @@ out:
 	return r;
 }
 
-/* Point fd 2 at /dev/null; returns a copy of the old fd 2 (or -1). */
-static int stderr_to_null(void)
-{
-	int saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-
-	if (saved >= 0 && null >= 0)
-		dup2(null, STDERR_FILENO);
-	if (null >= 0)
-		close(null);
-	return saved;
-}
-
-static void stderr_restore(int saved)
-{
-	if (saved < 0)
-		return;
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-}
-
 /* The shim fails the command: the reason to stderr and syslog, and, as runc would write
  * it, to the caller's --log file, whose last error containerd and docker report. */
 static int refuse(const struct runtime_args *ra, const char *fmt, ...)
@@ -502,8 +481,8 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 	if (ra.cmd > 0 && (!strcmp(argv[ra.cmd], "create") || !strcmp(argv[ra.cmd], "run"))) {
 		/* During create, the runtime's stderr is often the container's own stderr
 		 * (containerd's shim passes the container's stdio): what does not stop the
-		 * container goes to syslog only. */
-		int saved = stderr_to_null();
+		 * container goes to syslog only (the log's lines are all the shim writes) */
+		bool was = orh_log_stderr(false);
 
 		if (ctx->config_failed)
 			orh_log(LOG_ERR, "%s: container left unchanged", ctx->config_err.msg);
@@ -511,7 +490,7 @@ int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv)
 			r = edit_bundle(ctx, &ra, &fatal, &err);
 		if (r < 0 && !fatal)
 			orh_log(LOG_WARNING, "%s: container left unchanged", err.msg);
-		stderr_restore(saved);
+		orh_log_stderr(was);
 		if (r < 0 && fatal)
 			return refuse(&ra, "%s; failing the container (on_error=fail)", err.msg);
 	}

@@ -23,6 +23,9 @@ void orh_log_open(const char *ident, bool use_syslog);
 /* orh_log_open() with syslog at the socket path instead of /dev/log (tests); 0, or -errno
  * where it cannot be connected (then stderr alone). */
 int orh_log_open_socket(const char *ident, const char *path);
+/* Whether orh_log() writes to stderr too (it does until told otherwise); returns the
+ * setting it replaces. Syslog is not affected. */
+bool orh_log_stderr(bool on);
 void orh_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 
