@@ -183,6 +183,30 @@ Test(devices, made_then_kept_then_replaced)
 	orh_strv_free(&res.warnings);
 }
 
+/* A directory empty when opened needs no look at each name (dir_empty), but a path given
+ * twice is made once and then kept, and an entry already there is still seen. */
+Test(devices, an_empty_directory_a_path_twice_and_an_entry_already_there)
+{
+	const struct orh_devnode twice[] = { uverbs1, rdma_cm, uverbs1 };
+	const struct orh_devnode one[] = { rdma_cm };
+	struct orh_devices_result res;
+	struct orh_err err;
+
+	need_mknod();
+	cr_assert_eq(apply(NULL, NULL, twice, 3, &res, &err), 0, "%s", err.msg);
+	cr_assert_eq(res.created, 2, "created %u", res.created);
+	cr_assert_eq(res.kept, 1, "the path given twice is kept the second time");
+	cr_assert(is_node("dev/infiniband/uverbs1", 231, 193));
+	orh_strv_free(&res.warnings);
+
+	/* the directory holds uverbs1 now: a file planted at rdma_cm's name is seen */
+	cr_assert_eq(unlink(at("root", "dev/infiniband/rdma_cm")), 0);
+	cr_assert_eq(mkdir(at("root", "dev/infiniband/rdma_cm"), 0755), 0);
+	cr_assert_neq(apply(NULL, NULL, one, 1, &res, &err), 0);
+	cr_assert(strstr(err.msg, "a directory is in the way"), "%s", err.msg);
+	orh_strv_free(&res.warnings);
+}
+
 Test(devices, a_directory_in_the_way_is_an_error)
 {
 	struct orh_devices_result res;

@@ -10,6 +10,7 @@
  * directory): where /dev/infiniband leads onto another mount (a volume of host storage),
  * a node already there with the right numbers is kept and nothing is made.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -96,7 +97,31 @@ struct parent {
 	int fd;
 	char path[PATH_MAX];
 	bool foreign; /* on another mount than the container's /dev: make nothing there */
+	bool empty;   /* it held no entry when opened: a node made first there needs no look */
 };
+
+/* Whether the directory holds nothing but "." and ".." (one listing: a directory the walk
+ * has just made, or the runtime's /dev/infiniband with no node yet, spares a stat of each
+ * node's name). false where it cannot be listed. */
+static bool dir_empty(int fd)
+{
+	char buf[512] __attribute__((aligned(8)));
+	_cleanup_close_ int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ssize_t n;
+
+	if (dfd < 0)
+		return false;
+	while ((n = getdents64(dfd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
+
+			off += de->d_reclen;
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				return false;
+		}
+	}
+	return n == 0;
+}
 
 /* Open the directory of node n, on the mount of the container's /dev (devmnt) or, where
  * it leads onto another mount, only to look there. */
@@ -112,11 +137,12 @@ static int open_parent(int rootfd, uint64_t devmnt, const struct orh_devnode *n,
 		parent->foreign = true;
 		r = 0;
 	}
+	parent->empty = r == 0 && !parent->foreign && dir_empty(parent->fd);
 	return r;
 }
 
 static int apply_one(int rootfd, uint64_t devmnt, const struct orh_target *t, int hostfd,
-		     struct parent *parent, const struct orh_devnode *n,
+		     struct parent *parent, const struct orh_devnode *n, bool made_before,
 		     struct orh_devices_result *res, struct orh_err *err)
 {
 	const char *slash = strrchr(n->path, '/');
@@ -154,8 +180,11 @@ static int apply_one(int rootfd, uint64_t devmnt, const struct orh_target *t, in
 				"container's /dev (a volume?); no device node is made there",
 				n->path);
 	}
-	/* what is there already: kept when it is the node, else replaced */
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	/* what is there already: kept when it is the node, else replaced (nothing is there
+	 * in a directory that was empty, but a node of this path made before) */
+	if (parent->empty && !made_before) {
+		/* nothing to look at */
+	} else if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(n->major, n->minor)) {
 			res->kept++;
 			return 0;
@@ -214,8 +243,14 @@ int orh_devices_apply(int rootfd, const struct orh_target *t, const char *host_r
 	if (host_root && t)
 		hostfd = open(host_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	old_umask = umask(0);
-	for (size_t i = 0; i < n && r == 0; i++)
-		r = apply_one(rootfd, devmnt, t, hostfd, &parent, &nodes[i], res, err);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		bool made_before = false;
+
+		for (size_t j = 0; j < i && !made_before; j++)
+			made_before = !strcmp(nodes[j].path, nodes[i].path);
+		r = apply_one(rootfd, devmnt, t, hostfd, &parent, &nodes[i], made_before, res,
+			      err);
+	}
 	umask(old_umask);
 	if (parent.fd >= 0)
 		close(parent.fd);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -55,20 +56,40 @@ static void remove_stale_temps(int dirfd, const char *name, mode_t type)
 	}
 }
 
-/* Make the temporary entry under a free name in tmp: a file (its fd in *fd) or a node.
- * getrandom() never waits here (GRND_NONBLOCK): a container started before the kernel's
- * pool is ready gets names from the pid and the try instead. */
+/* The 64 bits of the next temporary name: splitmix64 over a seed that getrandom() gives
+ * once a process, and again after a name was taken (a forked child shares its parent's
+ * sequence until then). A device node, a file or a link made during a container's start
+ * takes one call fewer each: the hook makes a few dozen. getrandom() never waits here
+ * (GRND_NONBLOCK): a container started before the kernel's pool is ready gets a seed from
+ * the pid and the try instead. */
+static uint64_t temp_bits(bool reseed, int tries)
+{
+	static uint64_t seed, count;
+	static bool seeded;
+	uint64_t z;
+
+	if (!seeded || reseed) {
+		uint64_t rnd = 0;
+
+		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+			rnd = seed ^ ((uint64_t)getpid() << 32 | (unsigned)tries);
+		seed = rnd;
+		seeded = true;
+	}
+	z = seed + ++count * 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Make the temporary entry under a free name in tmp: a file (its fd in *fd) or a node. */
 static int create_temp(int dirfd, const char *name, struct orh_replace *how, const char *what,
 		       char tmp[NAME_MAX + 1], int *fd, struct orh_err *err)
 {
-	uint64_t rnd = 0;
-
 	for (int tries = 0;; tries++) {
-		int r, e;
-
-		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
-			rnd ^= (uint64_t)getpid() << 32 | (unsigned)tries;
+		uint64_t rnd = temp_bits(tries > 0, tries);
 		char *hex = tmp_prefix(tmp, name);
+		int r, e;
 
 		for (int i = 0; i < 16; i++)
 			hex[i] = "0123456789abcdef"[(rnd >> (60 - 4 * i)) & 15];
