@@ -64,18 +64,23 @@ static void arena_free(void *p)
 	(void)p; /* the process's exit gives it back */
 }
 
-void orh_json_arena_use(void)
+void orh_json_seed(void)
 {
 	uint32_t seed = 0;
 
-#ifndef ORH_SANITIZED
-	json_set_alloc_funcs(arena_malloc, arena_free);
-#endif
 	/* the seed of jansson's hash tables (against keys chosen to collide), from
 	 * getrandom() rather than jansson's own open, read and close of /dev/urandom; 0
 	 * (pool not ready) leaves the choice to jansson */
 	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed) && seed)
 		json_object_seed(seed);
+}
+
+void orh_json_arena_use(void)
+{
+#ifndef ORH_SANITIZED
+	json_set_alloc_funcs(arena_malloc, arena_free);
+#endif
+	orh_json_seed();
 }
 
 void orh_json_free_text(char *text)

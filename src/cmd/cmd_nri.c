@@ -30,6 +30,7 @@
 
 #include "orh/base/args.h"
 #include "orh/cmd/commands.h"
+#include "orh/base/json.h"
 #include "orh/base/log.h"
 #include "orh/cmd/nri_plugin.h"
 
@@ -225,6 +226,7 @@ int orh_cmd_nri(struct orh_ctx *ctx, int argc, char **argv)
 		fprintf(stderr, "oci-rdma-hook: nri: %s\n", ctx->config_err.msg);
 		return ORH_EXIT_USAGE;
 	}
+	orh_json_seed(); /* before the first worker */
 	/* a runtime that started the plugin does not keep its stderr */
 	if (once)
 		orh_log_open("oci-rdma-hook", true);

@@ -60,6 +60,10 @@ json_t *orh_json_stringn(const char *s, size_t len);
  * sanitizer builds), and its hash seed from getrandom(): for a process that serves one
  * container and exits. Call it before any other jansson call. */
 void orh_json_arena_use(void);
+/* jansson's hash seed from getrandom(), before any other jansson call: a process that
+ * forks a worker a request (the NRI plugin) seeds once, and its workers inherit it, instead
+ * of each reading /dev/urandom at its first object. */
+void orh_json_seed(void);
 /* Give back the text json_dumps() returned, through jansson's own free function (with the
  * arena in use, free() must not see it). */
 void orh_json_free_text(char *text);
