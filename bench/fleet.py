@@ -413,9 +413,14 @@ def cri(b):
 
 def nri(b):
     """7b. A pod start through NRI (oci-rdma-hook nri connected, runc) vs runc with no
-    plugin, on containerd 2.x: reported beside part 7, with no budget of its own."""
-    got = pod_bench(b, "nri_bench.py", b.n(30, 4), "7b", "A pod start through NRI")
+    plugin, on containerd 2.x, under the CRI budget's limits (issue: the NRI way costs
+    what the handler's does). 100 rounds, as part 7: with 30, the 95% interval of the median
+    CPU ratio was about 10 points wide, more than three times the budget."""
+    got = pod_bench(b, "nri_bench.py", b.n(100, 6), "7b", "A pod start through NRI")
+    name = ("pod start through NRI with `oci-rdma-hook nri` connected vs no plugin "
+            "(containerd 2.x, scale node, pod network)")
     if not got:
+        b.budgets.append((name, "not measured (part 7b)", CRI_LIMIT, False))
         return
     res, s = got
     rows = [pod_row("runc, no NRI plugin", s, "plain", base=True),
@@ -425,6 +430,9 @@ def nri(b):
         + md_table(["containerd 2.x, runc handler", "wall ms (median)", "CPU ms (median)",
                     "wall ratio (95% CI)", "CPU ratio (95% CI)"], rows)
         + "\n\n" + res.get("notes", ""))
+    ok = ("ratio_wall_median" in s and "ratio_cpu_median" in s and
+          s["ratio_wall_median"] <= BUDGET_CRI_WALL and s["ratio_cpu_median"] <= BUDGET_CRI_CPU)
+    b.budgets.append((name, f"wall {pct(s, 'wall')}, CPU {pct(s, 'cpu')}", CRI_LIMIT, ok))
 
 
 def ci(s, kind):

@@ -6,7 +6,7 @@
 # the sample nodes into a temporary directory, measures, prints the table with PASS/FAIL
 # per budget, writes docs/PERFORMANCE.md and exits 1 when a budget fails. Needs root
 # (runc), runc, busybox-static, python3 and strace, which names the files the hook reads
-# (tests/setup-debian.sh installs them). About 3-4 minutes; --quick takes fewer rounds
+# (tests/setup-debian.sh installs them). About 5-6 minutes; --quick takes fewer rounds
 # (about 1 minute) and is meant for a look, not for the record.
 set -euo pipefail
 
