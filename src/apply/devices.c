@@ -10,7 +10,6 @@
  * directory): where /dev/infiniband leads onto another mount (a volume of host storage),
  * a node already there with the right numbers is kept and nothing is made.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -100,27 +99,21 @@ struct parent {
 	bool empty;   /* it held no entry when opened: a node made first there needs no look */
 };
 
-/* Whether the directory holds nothing but "." and ".." (one listing: a directory the walk
- * has just made, or the runtime's /dev/infiniband with no node yet, spares a stat of each
- * node's name). false where it cannot be listed. */
+static bool no_entry(const char *name, void *arg)
+{
+	(void)name;
+	*(bool *)arg = false;
+	return false;
+}
+
+/* Whether the directory holds no entry (one listing: a directory the walk has just made,
+ * or the runtime's /dev/infiniband with no node yet, spares a stat of each node's name).
+ * false where it cannot be listed. */
 static bool dir_empty(int fd)
 {
-	char buf[512] __attribute__((aligned(8)));
-	_cleanup_close_ int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ssize_t n;
+	bool empty = true;
 
-	if (dfd < 0)
-		return false;
-	while ((n = getdents64(dfd, buf, sizeof(buf))) > 0) {
-		for (ssize_t off = 0; off < n;) {
-			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
-
-			off += de->d_reclen;
-			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-				return false;
-		}
-	}
-	return n == 0;
+	return orh_dir_each(fd, ".", no_entry, &empty) == 0 && empty;
 }
 
 /* Open the directory of node n, on the mount of the container's /dev (devmnt) or, where

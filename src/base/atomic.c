@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The atomic replacement of a directory entry (include/orh/base/atomic.h). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,34 +25,33 @@ static char *tmp_prefix(char buf[NAME_MAX + 1], const char *name)
 	return stpcpy(buf + 1 + n, ".orh-");
 }
 
+struct stale {
+	int dirfd;
+	char prefix[NAME_MAX + 1];
+	size_t plen;
+	mode_t type;
+};
+
+static bool remove_if_stale(const char *name, void *arg)
+{
+	struct stale *s = arg;
+	struct stat st;
+
+	if (!strncmp(name, s->prefix, s->plen) && strlen(name) == s->plen + 16 &&
+	    fstatat(s->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (st.st_mode & S_IFMT) == s->type)
+		unlinkat(s->dirfd, name, 0);
+	return true;
+}
+
 /* Remove what a writer killed between creating its temporary entry and the rename left
- * behind: only entries of exactly that form and of the type this writer makes. The
- * directory is listed with getdents64 into a small buffer: opendir() would allocate 32 KiB
- * and make three more system calls, on every config.json a shim rewrites. */
+ * behind: only entries of exactly that form and of the type this writer makes. */
 static void remove_stale_temps(int dirfd, const char *name, mode_t type)
 {
-	char prefix[NAME_MAX + 1];
-	char buf[2048] __attribute__((aligned(8)));
-	_cleanup_close_ int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	size_t plen;
-	ssize_t n;
+	struct stale s = { .dirfd = dirfd, .type = type };
 
-	if (fd < 0)
-		return;
-	plen = (size_t)(tmp_prefix(prefix, name) - prefix);
-	while ((n = getdents64(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t off = 0; off < n;) {
-			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
-			struct stat st;
-
-			off += de->d_reclen;
-			if (strncmp(de->d_name, prefix, plen) || strlen(de->d_name) != plen + 16)
-				continue;
-			if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    (st.st_mode & S_IFMT) == type)
-				unlinkat(dirfd, de->d_name, 0);
-		}
-	}
+	s.plen = (size_t)(tmp_prefix(s.prefix, name) - s.prefix);
+	orh_dir_each(dirfd, ".", remove_if_stale, &s);
 }
 
 /* The 64 bits of the next temporary name: splitmix64 over a seed that getrandom() gives

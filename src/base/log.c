@@ -122,13 +122,15 @@ void orh_log(int priority, const char *fmt, ...)
 	 * control character can neither end the line nor drive the terminal */
 	text = orh_text_escape(msg);
 	/* one write a line: lines of parallel hooks must not mix */
-	if (log_stderr)
-		(void)!writev(STDERR_FILENO, (struct iovec[]){ { (char *)log_ident, strlen(log_ident) },
-						      { (char *)": ", 2 },
-						      { (char *)level, strlen(level) },
-						      { text, strlen(text) },
-						      { (char *)"\n", 1 } },
-			      5);
+	if (log_stderr) {
+		struct iovec line[] = {
+			{ (char *)log_ident, strlen(log_ident) }, { (char *)": ", 2 },
+			{ (char *)level, strlen(level) },        { text, strlen(text) },
+			{ (char *)"\n", 1 },
+		};
+
+		(void)!writev(STDERR_FILENO, line, ORH_ARRAY_SIZE(line));
+	}
 	if (log_syslog)
 		log_send(priority, text);
 }

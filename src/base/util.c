@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -236,6 +237,33 @@ void orh_readbatch_flush(struct orh_readbatch *b)
 		i = j + 1;
 	}
 	b->n = 0;
+}
+
+int orh_dir_each(int dirfd, const char *path, bool (*fn)(const char *name, void *arg),
+		 void *arg)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* a class directory's dozens of entries fit; more take another getdents64. Small:
+	 * every stack page a hook first touches costs it a fault */
+	char buf[2048] __attribute__((aligned(8)));
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	while ((n = getdents64(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
+
+			if (de->d_reclen == 0 || off + de->d_reclen > n)
+				return -EIO;
+			off += de->d_reclen;
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			if (!fn(de->d_name, arg))
+				return 0;
+		}
+	}
+	return n < 0 ? -errno : 0;
 }
 
 ssize_t orh_read_line_batch(struct orh_readbatch *b, int dirfd, const char *path, char *buf,

@@ -7,7 +7,6 @@
  * discover_chardev.c's and discover_gids.c's (discover_gpu.c is read on its own:
  * orh_discover_gpus).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -66,29 +65,19 @@ static int cmp_names(const void *a, const void *b)
 	return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
+static bool push_name(const char *name, void *arg)
+{
+	if (name[0] != '.')
+		orh_strv_push(arg, orh_xstrdup(name));
+	return true;
+}
+
 int disc_list_dir(int dirfd, const char *path, struct orh_strv *out)
 {
-	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	/* a class directory's dozens of entries fit; more take another getdents64. Small:
-	 * every stack page a hook first touches costs it a fault */
-	char buf[2048] __attribute__((aligned(8)));
-	ssize_t n;
+	int r = orh_dir_each(dirfd, path, push_name, out);
 
-	if (fd < 0)
-		return -errno;
-	while ((n = getdents64(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t off = 0; off < n;) {
-			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
-
-			if (de->d_reclen == 0 || off + de->d_reclen > n)
-				return -EIO;
-			off += de->d_reclen;
-			if (de->d_name[0] != '.')
-				orh_strv_push(out, orh_xstrdup(de->d_name));
-		}
-	}
-	if (n < 0)
-		return -errno;
+	if (r < 0)
+		return r;
 	if (out->n)
 		qsort(out->v, out->n, sizeof(char *), cmp_names);
 	return 0;

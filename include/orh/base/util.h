@@ -166,6 +166,12 @@ struct orh_readbatch {
 ssize_t orh_read_line_batch(struct orh_readbatch *b, int dirfd, const char *path, char *buf,
 			    size_t max);
 void orh_readbatch_flush(struct orh_readbatch *b);
+/* The entries of the directory dirfd/path ("." for dirfd itself), "." and ".." left
+ * out, each name to fn until it returns false, listed with getdents64 into a 2 KiB stack
+ * buffer (opendir() allocates 32 KiB and makes three calls more). 0, also when fn
+ * stopped it; -errno where it cannot be opened or listed; -EIO for a garbled record. */
+int orh_dir_each(int dirfd, const char *path, bool (*fn)(const char *name, void *arg),
+		 void *arg);
 /* Read a whole stream/file into a malloc'd, NUL-terminated buffer of at most max bytes.
  * -EFBIG when larger. */
 int orh_read_fd_all(int fd, size_t max, char **out, size_t *len);
