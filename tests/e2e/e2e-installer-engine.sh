@@ -147,8 +147,9 @@ check "the manifest names no engine, nothing pending" \
 	bash -c '! grep -Eq "^(engine|pending|shim|socket)( |$)" "$1$2"' _ "$HA" "$MANIFEST"
 RC=0
 inst_once "$HA" --uninstall >"$WORK/uninstalla.log" || RC=$?
-check "install --uninstall after it: exit 0 (rc $RC), nothing left to revert" \
-	bash -c '[ "$1" = 0 ] && ! grep -Eq "^(changed|removed) /etc/containerd/" "$2"' \
+check "install --uninstall after it: exit 0 (rc $RC), nothing left to revert (it ran: the files kept, said so)" \
+	bash -c '[ "$1" = 0 ] && ! grep -Eq "^(changed|removed) /etc/containerd/" "$2" &&
+		grep -q "^kept the binary, the hooks.d files and the node config" "$2"' \
 	_ "$RC" "$WORK/uninstalla.log"
 INST_ENV=()
 engine_down cda

@@ -219,8 +219,9 @@ check "the finish's log: it reverted the config and signalled containerd ($PID0)
 	_ "$H/var/lib/oci-rdma-hook/finish.log" "$PID0"
 RC=0
 inst_once "$H" --shim "$SHIM" --uninstall >"$WORK/uninstall.log" || RC=$?
-check "install --uninstall after it exits 0 (rc $RC), with nothing left to revert" \
-	bash -c '[ "$1" = 0 ] && ! grep -Eq "^(changed|removed) /etc/containerd/" "$2"' \
+check "install --uninstall after it exits 0 (rc $RC), with nothing left to revert (it ran: the files kept, said so)" \
+	bash -c '[ "$1" = 0 ] && ! grep -Eq "^(changed|removed) /etc/containerd/" "$2" &&
+		grep -q "^kept the binary, the hooks.d files and the node config" "$2"' \
 	_ "$RC" "$WORK/uninstall.log"
 check "the binary is kept" cmp "$HOOK" "$H$BINDIR/oci-rdma-hook"
 check "the oci-rdma-runtime link is kept" [ "$(readlink "$SHIM")" = oci-rdma-hook ]

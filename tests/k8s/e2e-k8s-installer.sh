@@ -380,8 +380,9 @@ if [ "$INSTALLED" = 1 ] && [ "${ORH_K8S_UNSERVED:-}" != 1 ]; then
 			k8s_ns cat "$FINISH_LOG" | grep -q "^changed /etc/containerd/config.toml$"'
 	RC=0
 	k8s_ns "$BINDIR/oci-rdma-hook" install --root / --uninstall >"$WORK/uninstall.log" 2>&1 || RC=$?
-	check "uninstall: install --uninstall after it exits 0 (rc $RC) with nothing left to revert" \
-		eval '[ "$RC" = 0 ] && ! grep -q "^changed /etc/containerd" "$WORK/uninstall.log"'
+	check "uninstall: install --uninstall after it exits 0 (rc $RC) with nothing left to revert (it ran: the files kept, said so)" \
+		eval '[ "$RC" = 0 ] && ! grep -q "^changed /etc/containerd" "$WORK/uninstall.log" &&
+			grep -q "^kept the binary, the hooks.d files and the node config" "$WORK/uninstall.log"'
 else
 	# the handler's shim is runc (ORH_K8S_UNSERVED=1), which finishes nothing: by hand
 	E0=$(exits)
