@@ -15,12 +15,13 @@ alternate the order, ratios taken within a round. What differs:
     or the first containerd in PATH), config version 3, NRI on with its socket in the work
     directory, and no handler of ours: every pod goes through runc;
   - "nri": `oci-rdma-hook nri` is connected (started in containerd's mount namespace, where
-    runc runs the hooks it answers with, and in the bench's cgroup: its CPU time counts);
+    it runs the containers' nccl-conf stage, and in the bench's cgroup: its CPU time counts);
     "plain": no plugin is connected. Between two pods the plugin is started or stopped as
     the next one needs, outside the timed region, and the bench waits until containerd
     has it synchronized, or has dropped it;
   - the served check: the nri pod's container reads the /etc/nccl.conf that the nccl-conf
-    hook the plugin added wrote; the plain pod's finds none.
+    stage wrote (the plugin runs it at StartContainer: nri_stage = start, the default); the
+    plain pod's finds none.
 
 Output: cri_bench.py's JSON with the handlers "plain" and "nri" (ratio nri / plain).
 Exit 0 when measured, 1 when a pod start or a served check failed, 2 when a prerequisite is
@@ -194,7 +195,7 @@ state = "/run/containerd"
             super().check_served(handler, name, exit_code, logfile)
         except cb.Failed as e:
             raise cb.Failed(str(e).replace("rdma pod", "nri pod").replace(
-                "the shim served it", "the plugin's nccl-conf hook wrote it")
+                "the shim served it", "the plugin's nccl-conf stage wrote it")
                 + f"; plugin: {self.plugin_tail()}")
 
     def cleanup(self):
@@ -252,8 +253,8 @@ def main():
              f"holds the plugin too. Both pods through containerd {cb_version()}'s runc "
              f"handler (config version 3); nri: `oci-rdma-hook nri` connected to its NRI "
              f"socket (on the {a.node} node, activation = always, served in every round: "
-             f"{b.hca_seen}, /etc/nccl.conf written by the nccl-conf hook it added); plain: no "
-             f"plugin connected. The plugin is started or stopped between pods, outside the "
+             f"{b.hca_seen}, /etc/nccl.conf written by the nccl-conf stage it ran at "
+             f"StartContainer); plain: no plugin connected. The plugin is started or stopped between pods, outside the "
              f"region. Rounds alternate plain,nri / nri,plain; ratios are nri/plain within "
              f"a round. Hook {b.hook}.")
     return cb.report(a, b, rounds, res, order, rw, rc_, HANDLERS, started, notes,

@@ -6,7 +6,8 @@ the fake runtime of test_nri_plugin.py: with nri_hooks = no, an annotated pod's 
 of the /etc/nccl.conf copy the plugin wrote into its state directory, with the plan's
 settings, its record there saying "served without hooks (nri_hooks = no ...)"; a
 StateChange REMOVE_CONTAINER (runtimes before RemoveContainer's own call) removes that
-directory. Under the default auto: a container given hooks and removed when it had run
+directory. Under the default auto, the stage given as an OCI hook (nri_stage = hook; the
+plugin that runs it at StartContainer gives no hook: test_nri_start.py): a container given hooks and removed when it had run
 (state UNKNOWN with a creation time, as containerd 2.3 sends an exited one) changes
 nothing; one given hooks and removed in state UNKNOWN with no creation time and no record
 (what containerd's undo of a CreateContainer its validator rejected sends) makes the
@@ -166,8 +167,8 @@ def main():
               rt is not None and code == 0, code)
         if rt is not None:
             hooks_no(rt, proc, want_hca)
-        # ---- auto (the default) ----
-        proc, rt, code = plugin(logs, node, base)
+        # ---- auto (the default), with the stage as an OCI hook ----
+        proc, rt, code = plugin(logs, node, base + 'nri_stage = hook\n')
         check('auto: configured', rt is not None and code == 0, code)
         code, _, a = create(rt, 3, 'a0')
         check('auto: a container is given the nccl-conf hook', code == 0 and

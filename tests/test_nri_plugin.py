@@ -8,7 +8,8 @@ It checks registration, Configure before the registration's reply, Synchronize w
 `more`, CreateContainer answers field by field (an annotated pod's container on the sample
 RoCE node, a device plugin's uverbs2 with its sysfs view, one that asked nothing, one
 refused under on_error = fail, a decision that hangs given up in time while another is
-answered), the node config read for each container, an unknown method, frames split and
+answered; the node config says nri_stage = hook, so that the answers carry the nccl-conf
+stage's hook entries), the node config read for each container, an unknown method, frames split and
 frames of an unknown connection, reconnection after the runtime closes, a plugin started
 by the runtime (NRI_PLUGIN_SOCKET on a socketpair), the binary started as a pre-installed
 plugin (a link, no argument, its config in Configure's), pod text escaped in the log, SIGTERM,
@@ -410,7 +411,7 @@ def preinstalled(tmp, node):
     link = os.path.join(tmp, '10-rdma')
     os.symlink(os.path.abspath(HOOK), link)
     for text, want in (('[node]\nsysroot = %s\nmemlock = unlimited\n[containers]\n'
-                        'activation = annotation\n' % node, None),
+                        'activation = annotation\nnri_stage = hook\n' % node, None),
                        ('[node]\nbogus = 1\n', "Configure's config:2: [node] key 'bogus'")):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = dict(NRI_PLUGIN_SOCKET=str(theirs.fileno()), NRI_PLUGIN_NAME='rdma',
@@ -487,7 +488,10 @@ def main():
                        check=True, stdout=subprocess.DEVNULL)
     conf = os.path.join(tmp, 'node.conf')
     with open(conf, 'w') as f:
-        f.write('[node]\nmemlock = unlimited\n[containers]\nactivation = annotation\n')
+        # the stage as an OCI hook: the answers' hook entries are checked here (the stage
+        # the plugin runs at StartContainer, the default: test_nri_start.py)
+        f.write('[node]\nmemlock = unlimited\n[containers]\nactivation = annotation\n'
+                'nri_stage = hook\n')
     strict = os.path.join(tmp, 'strict.conf')
     with open(strict, 'w') as f:
         f.write('[containers]\nactivation = annotation\non_error = fail\n')
@@ -511,8 +515,8 @@ def main():
               fields(p))
         code, payload = register_and_configure(rt, req)
         check('Configure, before the registration is answered, is answered OK', code == 0, code)
-        check('the plugin subscribes to CreateContainer and RemoveContainer (events 0x408)',
-              one(payload, 2) == 0x408, fields(payload))
+        check('the plugin subscribes to CreateContainer, StartContainer and RemoveContainer '
+              '(events 0x428)', one(payload, 2) == 0x428, fields(payload))
 
         rt.request(3, 'Synchronize', f_bytes(1, f_bytes(1, 'pod-a')) + f_varint(3, 1))
         code, _, payload = rt.response(3)
@@ -652,7 +656,7 @@ def main():
               req['method'] == 'RegisterPlugin' and time.monotonic() - t < 2.0,
               time.monotonic() - t)
         code, payload = register_and_configure(rt, req)
-        check('and is configured again', code == 0 and one(payload, 2) == 0x408, code)
+        check('and is configured again', code == 0 and one(payload, 2) == 0x428, code)
         rt.request(3, 'CreateContainer',
                    create_req('c4', pod_ann=[('oci-rdma-hook/enable', 'true')]))
         code, msg, payload = rt.response(3)

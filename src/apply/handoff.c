@@ -237,3 +237,52 @@ bool orh_handoff_netns(const json_t *snap, const struct stat *ns, struct orh_net
 	out->n_addrs = addrs->n_addrs;
 	return true;
 }
+
+int orh_handoff_start_mark(const char *run_dir, const char *id, const char *token,
+			   struct orh_err *err)
+{
+	_cleanup_free_ char *dir = orh_state_dir_path(run_dir, id);
+	_cleanup_close_ int dirfd = -1;
+	bool created = false;
+
+	if (!dir)
+		return orh_fail(err, EINVAL, "the container id '%s' names no state directory", id);
+	if (!token || strlen(token) != ORH_HANDOFF_TOKEN_LEN)
+		return orh_fail(err, EINVAL, "no token to bind the stage at StartContainer to");
+	dirfd = orh_state_dir_open(dir, &created, err);
+	if (dirfd < 0)
+		return dirfd;
+	return orh_replace_at(dirfd, ORH_START_FILE, &(struct orh_replace){
+		.type = S_IFREG, .mode = 0600, .data = token, .len = ORH_HANDOFF_TOKEN_LEN,
+		.what = ORH_START_FILE }, err);
+}
+
+bool orh_handoff_start_marked(const char *run_dir, const char *id)
+{
+	char name[NAME_MAX + 1], path[PATH_MAX];
+
+	if (!orh_state_dir_name(id, name))
+		return false;
+	snprintf(path, sizeof(path), "%s/%s/%s", run_dir, name, ORH_START_FILE);
+	return faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+bool orh_handoff_start_token(const char *run_dir, const char *id,
+			     char out[ORH_HANDOFF_TOKEN_LEN + 1])
+{
+	_cleanup_free_ char *dir = orh_state_dir_path(run_dir, id), *buf = NULL;
+	_cleanup_close_ int dirfd = -1;
+	struct stat st;
+	size_t len = 0;
+
+	if (!dir || (dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return false;
+	buf = orh_state_file_read(dirfd, ORH_START_FILE, ORH_HANDOFF_TOKEN_LEN, &st, &len);
+	if (!buf || len != ORH_HANDOFF_TOKEN_LEN || !only_ours(&st))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!strchr("0123456789abcdef", buf[i]) || !buf[i])
+			return false;
+	memcpy(out, buf, len + 1);
+	return true;
+}

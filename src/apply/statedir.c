@@ -117,7 +117,7 @@ json_t *orh_state_file_load(int dirfd, const char *path, size_t max, struct stat
 bool orh_state_entry_ours(const char *name)
 {
 	static const char *const files[] = { ORH_STATE_NCCL_CONF, ORH_RECORD_FILE,
-					     ORH_HANDOFF_FILE };
+					     ORH_HANDOFF_FILE, ORH_START_FILE };
 
 	for (size_t i = 0; i < ORH_ARRAY_SIZE(files); i++) {
 		size_t n = strlen(files[i]);

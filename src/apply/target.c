@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -325,5 +327,73 @@ int orh_target_open_rootfs(const struct orh_target *t, const char *rootfs, int *
 	if (r < 0)
 		return r;
 	*out = v.pivoted ? TAKE_FD(proot) : TAKE_FD(seen);
+	return 0;
+}
+
+/* Does a line of /proc/<pid>/cgroup text name id in its path: as a whole component
+ * ("/ID"), or as the runtimes' scope names hold it ("-ID.scope")? */
+static bool cgroups_name(const char *text, const char *id)
+{
+	size_t n = strlen(id);
+
+	for (const char *line = text; line && *line;) {
+		const char *end = strchr(line, '\n'), *path = strchr(line, ':');
+
+		path = path ? strchr(path + 1, ':') : NULL;
+		if (!end)
+			end = line + strlen(line);
+		for (const char *p = path ? path + 1 : NULL; p && p + n <= end; p++)
+			if ((p[-1] == '/' || p[-1] == '-') && !memcmp(p, id, n) &&
+			    (p + n == end || p[n] == '/' || !strncmp(p + n, ".scope", 6)))
+				return true;
+		line = *end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+int orh_target_open_started(const struct orh_target *t, const char *id, int *out,
+			    bool *readonly, struct orh_err *err)
+{
+	_cleanup_free_ char *cgroups = NULL;
+	_cleanup_close_ int proot = -1;
+	struct stat st, self_root, self_ns, its_ns;
+	struct statfs fs;
+	int r;
+
+	proot = openat(t->procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (proot < 0 || fstat(proot, &st) < 0 || fstatfs(proot, &fs) < 0) {
+		int e = errno;
+
+		r = orh_target_alive(t, "its root was opened", err);
+		return r < 0 ? r : orh_fail_errno(err, e, "opening '/proc/%d/root'", (int)t->pid);
+	}
+	if (stat("/", &self_root) < 0)
+		return orh_fail_errno(err, errno, "stat of '/'");
+	if (fstatat(t->procfd, "ns/mnt", &its_ns, 0) < 0 || stat("/proc/self/ns/mnt", &self_ns) < 0)
+		return orh_fail_errno(err, errno, "stat of the mount namespace of pid %d",
+				      (int)t->pid);
+	r = orh_target_read(t, "cgroup", 64 * 1024, &cgroups, err);
+	if (r < 0)
+		return r;
+	r = orh_target_alive(t, "its root and mount namespace were read", err);
+	if (r < 0)
+		return r;
+	/* the runtimes name a container's cgroup by its id (containerd's ".../ID" and
+	 * "cri-containerd-ID.scope", CRI-O's "crio-ID.scope"): a pid of another namespace's
+	 * numbering, or a stale one, names another process */
+	if (!id || strlen(id) < 8 || !cgroups_name(cgroups, id))
+		return orh_fail(err, EPERM,
+				"pid %d is not container %s: none of its cgroups names the container",
+				(int)t->pid, id ? id : "?");
+	if (fileid_eq(fileid_of(&st), fileid_of(&self_root)) ||
+	    fileid_eq(fileid_of(&its_ns), fileid_of(&self_ns)))
+		return orh_fail(err, EPERM,
+				"pid %d is not a created container: it shares this process's %s, "
+				"as a host process does",
+				(int)t->pid,
+				fileid_eq(fileid_of(&st), fileid_of(&self_root)) ? "root"
+										: "mount namespace");
+	*readonly = (fs.f_flags & ST_RDONLY) != 0;
+	*out = TAKE_FD(proot);
 	return 0;
 }

@@ -83,6 +83,13 @@ bool orh_caps_had_sys_resource(void)
 	return capsets_get(&cur) == 0 && capsets_has(&cur, CAP_SYS_RESOURCE, false);
 }
 
+bool orh_caps_effective(unsigned cap)
+{
+	struct capsets cur;
+
+	return capsets_get(&cur) == 0 && capsets_has(&cur, cap, false);
+}
+
 /* The initial user namespace maps every uid to itself: "0 0 4294967295". In any other
  * (rootless podman's, a user namespace of a container engine) a capability counts only
  * for what that namespace owns, and rlimits are not among it: the kernel checks

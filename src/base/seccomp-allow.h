@@ -21,6 +21,7 @@
 	"read", "write", "pread64", "pwrite64", "readv", "writev", "lseek", "close",	\
 	"close_range",								\
 	"openat", "openat2", "open", "fstat", "newfstatat", "statx", "stat", "lstat",	\
+	"fstatfs",								\
 	"getdents64", "readlinkat", "readlink", "mkdirat", "mknodat", "fchmodat", "fchmod", \
 	"symlinkat", "utimensat",						\
 	"fchownat", "fchown", "renameat", "renameat2", "unlinkat", "fsync", "fdatasync", \

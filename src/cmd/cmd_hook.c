@@ -111,6 +111,12 @@ static int take_container(struct hook *h, struct orh_err *err)
 	char rootfs[PATH_MAX];
 	int r;
 
+	if (h->at_start) {
+		/* the runtime named the process; its root is the container's, as mounted */
+		r = orh_target_open(h->st.pid, &h->target, err);
+		return r < 0 ? r : orh_target_open_started(&h->target, h->st.id, &h->rootfd,
+							   &h->readonly, err);
+	}
 	r = rootfs_of(h, rootfs, sizeof(rootfs), &h->readonly, err);
 	if (r < 0)
 		return r;
@@ -180,7 +186,8 @@ static void take_handoff(struct hook *h)
 	char why[ORH_ERR_MAX];
 
 	snprintf(h->snap_path, sizeof(h->snap_path), "%s/%s", h->state_dir, ORH_HANDOFF_FILE);
-	h->snap = orh_handoff_take(h->state_dir, h->st.bundle, getenv(ORH_HANDOFF_ENV),
+	h->snap = orh_handoff_take(h->state_dir, h->st.bundle,
+				   h->at_start ? h->start_token : getenv(ORH_HANDOFF_ENV),
 				   h->ctx->sysroot, why, sizeof(why));
 	if (!h->snap && why[0])
 		orh_strv_pushf(&h->rwarn, "the reading of the node handed over is not used "
@@ -236,37 +243,13 @@ static int decide(struct hook *h, struct orh_err *err)
 	return r;
 }
 
-static int run(struct hook *h)
+/* From the decision on, the spec loaded: the stage's steps for an activated container with
+ * a plan. */
+static int run_decided(struct hook *h)
 {
 	struct orh_err err = { 0 };
 	bool conf_only = orh_startswith(h->stage, "cdi-") || !strcmp(h->stage, "nccl-conf");
-	double t0 = orh_now_ms();
 
-	record_startup(h);
-	if (read_state(h, &err) < 0) {
-		orh_log(LOG_ERR, "%s: %s; nothing done", h->stage, err.msg);
-		return ORH_EXIT_OK; /* cannot tell whether RDMA was requested */
-	}
-	if (orh_state_id_usable(h->st.id)) {
-		_cleanup_free_ char *dir = orh_state_dir_path(ORH_RUN_DIR, h->st.id);
-
-		snprintf(h->state_dir, sizeof(h->state_dir), "%s", dir);
-	}
-	if (h->ctx->config_failed) {
-		orh_log(LOG_ERR, "container %s: %s: %s; container left unchanged", orh_hook_cid(h), h->stage,
-			h->ctx->config_err.msg);
-		return ORH_EXIT_OK;
-	}
-	if (!strcmp(h->stage, "poststop"))
-		return poststop(h);
-
-	if (!h->st.bundle || orh_spec_load(h->st.bundle, &h->spec, &err) < 0) {
-		if (!h->st.bundle)
-			orh_fail(&err, EINVAL, "the OCI state has no bundle");
-		orh_log(LOG_ERR, "container %s: %s: %s; nothing done", orh_hook_cid(h), h->stage, err.msg);
-		return ORH_EXIT_OK;
-	}
-	orh_hook_record_step(h, "state and spec", t0);
 	if (decide(h, &err) < 0)
 		return orh_hook_failed_as(h, !strcmp(h->d.step, "container") ? h->step : h->d.step, &err,
 				 NEXT_NONE);
@@ -298,6 +281,39 @@ static int run(struct hook *h)
 	return conf_only ? orh_hook_conf_stage(h) : orh_hook_apply(h);
 }
 
+static int run(struct hook *h)
+{
+	struct orh_err err = { 0 };
+	double t0 = orh_now_ms();
+
+	record_startup(h);
+	if (read_state(h, &err) < 0) {
+		orh_log(LOG_ERR, "%s: %s; nothing done", h->stage, err.msg);
+		return ORH_EXIT_OK; /* cannot tell whether RDMA was requested */
+	}
+	if (orh_state_id_usable(h->st.id)) {
+		_cleanup_free_ char *dir = orh_state_dir_path(ORH_RUN_DIR, h->st.id);
+
+		snprintf(h->state_dir, sizeof(h->state_dir), "%s", dir);
+	}
+	if (h->ctx->config_failed) {
+		orh_log(LOG_ERR, "container %s: %s: %s; container left unchanged", orh_hook_cid(h), h->stage,
+			h->ctx->config_err.msg);
+		return ORH_EXIT_OK;
+	}
+	if (!strcmp(h->stage, "poststop"))
+		return poststop(h);
+
+	if (!h->st.bundle || orh_spec_load(h->st.bundle, &h->spec, &err) < 0) {
+		if (!h->st.bundle)
+			orh_fail(&err, EINVAL, "the OCI state has no bundle");
+		orh_log(LOG_ERR, "container %s: %s: %s; nothing done", orh_hook_cid(h), h->stage, err.msg);
+		return ORH_EXIT_OK;
+	}
+	orh_hook_record_step(h, "state and spec", t0);
+	return run_decided(h);
+}
+
 int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)
 {
 	struct hook h = { .ctx = ctx, .stage = argv[0], .target = { .pidfd = -1, .procfd = -1 },
@@ -321,6 +337,34 @@ int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv)
 		if (h.spec)
 			json_decref(h.spec);
 		orh_oci_state_free(&h.st);
+	}
+	if (h.rootfd >= 0)
+		close(h.rootfd);
+	orh_target_close(&h.target);
+	return r;
+}
+
+int orh_hook_at_start(struct orh_ctx *ctx, const char *id, pid_t pid, json_t *spec,
+		      const char *token, char *why, size_t size)
+{
+	struct hook h = { .ctx = ctx, .stage = "nccl-conf", .at_start = true,
+			  .start_token = token, .spec = spec,
+			  .target = { .pidfd = -1, .procfd = -1 }, .rootfd = -1,
+			  .rec = { .nodes_created = -1, .spec_devices = -1 }, .t0 = orh_now_ms() };
+	_cleanup_free_ char *dir = orh_state_dir_path(ORH_RUN_DIR, id);
+	int r;
+
+	h.st.id = (char *)id;
+	h.st.pid = pid;
+	if (dir)
+		snprintf(h.state_dir, sizeof(h.state_dir), "%s", dir);
+	r = run_decided(&h);
+	if (r == ORH_EXIT_FAIL)
+		snprintf(why, size, "%s", h.fail_msg[0] ? h.fail_msg : "the nccl-conf stage failed");
+	if (orh_free_at_exit()) {
+		orh_decision_free(&h.d);
+		orh_strv_free(&h.rwarn);
+		json_decref(h.snap);
 	}
 	if (h.rootfd >= 0)
 		close(h.rootfd);

@@ -230,6 +230,11 @@ int orh_cmd_nri(struct orh_ctx *ctx, int argc, char **argv)
 	/* a runtime that started the plugin does not keep its stderr */
 	if (once)
 		orh_log_open("oci-rdma-hook", true);
+	orh_nri_stage_probe();
+	if (orh_nri_stage_not_here() && ctx->cfg.nri_stage == ORH_NRI_STAGE_START)
+		orh_log(LOG_INFO, "nri: nri_stage = start, but %s: the containers' nccl-conf "
+			"stage is given as an OCI hook, which the runtime runs",
+			orh_nri_stage_not_here());
 	id = orh_xasprintf("%s-%s", idx, name);
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);

@@ -3,6 +3,7 @@
  * One run of the hook for one container (hook.h): its id for the log, the on_error policy
  * applied to a failed step, and each step's time in its record.
  */
+#include <stdio.h>
 #include <syslog.h>
 
 #include "orh/base/log.h"
@@ -18,6 +19,7 @@ int orh_hook_failed_as(struct hook *h, const char *step, const struct orh_err *e
 		       const char *next)
 {
 	if (h->ctx->cfg.on_error == ORH_ON_ERROR_FAIL && h->act == ORH_ACT_REQUESTED) {
+		snprintf(h->fail_msg, sizeof(h->fail_msg), "%s: %s", step, err->msg);
 		orh_log(LOG_ERR, "container %s: %s: %s: %s; failing the container (on_error=fail)",
 			orh_hook_cid(h), h->stage, step, err->msg);
 		return ORH_EXIT_FAIL;

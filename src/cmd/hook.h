@@ -30,6 +30,9 @@ struct hook {
 	struct orh_strv rwarn;       /* the stage's warnings that the record holds */
 	json_t *snap;                /* nccl-conf: the shim's reading of the node, or NULL */
 	char snap_path[PATH_MAX];    /* where it was */
+	bool at_start;               /* run by the NRI plugin at StartContainer (no bundle) */
+	const char *start_token;     /* then: the token the plugin bound node.json to */
+	char fail_msg[ORH_ERR_MAX];  /* the step that failed the container, and why */
 	double t0;                   /* monotonic ms at the start */
 	double container_ms;         /* the decision's container callback took */
 };

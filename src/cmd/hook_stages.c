@@ -186,6 +186,8 @@ static int check_context(struct hook *h)
 			"(%s)", orh_hook_cid(h), h->stage, h->d.image_verdict.refusal,
 			h->ctx->cfg.on_error == ORH_ON_ERROR_FAIL ? "on_error=fail"
 								   : "image_check=fail");
+		snprintf(h->fail_msg, sizeof(h->fail_msg), "image check: %s",
+			 h->d.image_verdict.refusal);
 		return ORH_EXIT_FAIL;
 	}
 	if (known && orh_check_memlock(soft, h->d.memlock.need, msg, sizeof(msg))) {
@@ -261,8 +263,12 @@ static int conf_stage(struct hook *h, struct orh_ncclconf_result *res)
 	h->rec.memlock_known = read_memlock(h, &h->rec.memlock_soft_before,
 					    &h->rec.memlock_hard_before);
 	orh_record_spec(&h->rec, h->spec);
-	/* the NRI plugin's stage entry alone carries the handoff's token in its environment */
-	if (!strcmp(h->stage, "nccl-conf"))
+	/* the NRI plugin's stage entry alone carries the handoff's token in its environment;
+	 * the plugin runs the stage itself at StartContainer */
+	if (h->at_start)
+		h->rec.edited_by = "the NRI plugin's adjustment, its stage run by the plugin at "
+				   "StartContainer";
+	else if (!strcmp(h->stage, "nccl-conf"))
 		h->rec.edited_by = getenv(ORH_HANDOFF_ENV) ? "the NRI plugin's adjustment"
 							  : "spec edit (precreate or the runtime shim)";
 	if (strcmp(h->stage, "nccl-conf") != 0 &&

@@ -2,8 +2,10 @@
 /*
  * The NRI plugin's answers to the runtime (include/orh/cmd/nri_plugin.h): each whole message
  * read from the connection handled. The plugin service's requests: Configure (its config,
- * the runtime's request timeout; the plugin subscribes to CreateContainer and RemoveContainer),
- * Synchronize, CreateContainer (handed to a worker, nri_workers.c), RemoveContainer (the
+ * the runtime's request timeout; the plugin subscribes to CreateContainer, StartContainer and
+ * RemoveContainer), Synchronize, CreateContainer (handed to a worker, nri_workers.c),
+ * StartContainer (a worker runs the nccl-conf stage of a container whose stage the plugin
+ * runs, nri_stage = start; any other answered at once), RemoveContainer (the
  * runtime's rejection of the hooks seen, a state directory of a container served without
  * hooks removed), the others answered empty; and on the runtime's service, RegisterPlugin
  * sent and its answer read.
@@ -17,6 +19,7 @@
 
 #include "orh/base/log.h"
 #include "orh/cmd/nri_plugin.h"
+#include "orh/apply/handoff.h"
 #include "orh/apply/record.h"
 #include "orh/apply/statedir.h"
 
@@ -60,11 +63,13 @@ static void configure(struct orh_nri_conn *c, uint32_t stream,
 		return;
 	}
 	PEER_LOG(LOG_INFO, "nri: configured by %s %s (request timeout %lld ms), the node config "
-		 "from %s: serving CreateContainer, watching RemoveContainer",
+		 "from %s: serving CreateContainer and StartContainer, watching "
+		 "RemoveContainer",
 		 cf.runtime_name ? cf.runtime_name : "a runtime",
 		 cf.runtime_version ? cf.runtime_version : "", (long long)c->timeout_ms,
 		 cf.config && *cf.config ? "Configure's config" : c->ctx->config_path);
 	orh_nri_configure_response_encode(&b, ORH_NRI_EVENT_CREATE_CONTAINER |
+						 ORH_NRI_EVENT_START_CONTAINER |
 						 ORH_NRI_EVENT_REMOVE_CONTAINER);
 	orh_nri_respond(&c->out, stream, ORH_RPC_OK, NULL, &b);
 	free(b.p);
@@ -147,16 +152,39 @@ static void removed(struct orh_nri_conn *c, const struct orh_ttrpc_request *rq, 
 				"hooks (set nri_hooks = no or auto to serve without them)", id);
 		else
 			hooks_rejected(id, why);
-	} else if (rec > 0 && stage && !strcmp(stage, "NRI plugin")) {
+	} else if ((rec > 0 && stage && !strcmp(stage, "NRI plugin")) ||
+		   orh_handoff_start_marked(ORH_RUN_DIR, id)) {
+		/* served without hooks, or its stage run here: no poststop hook removes it */
 		orh_state_dir_remove(ORH_RUN_DIR, id);
 	}
+}
+
+/* StartContainer: a container whose nccl-conf stage the plugin runs (its mark in its state
+ * directory) has it run by a worker before the answer; any other is answered at once. */
+static void started(struct orh_nri_conn *c, uint32_t stream, const struct orh_ttrpc_request *rq)
+{
+	struct orh_nri_create req;
+	struct orh_err err = { 0 };
+	bool ours;
+
+	if (orh_nri_start_decode(rq->payload, rq->payload_len, &req, &err) < 0) {
+		PEER_LOG(LOG_WARNING, "nri: %s", err.msg);
+		orh_nri_respond(&c->out, stream, ORH_RPC_OK, NULL, NULL);
+		return;
+	}
+	ours = orh_state_id_usable(req.ctr.id) && orh_handoff_start_marked(ORH_RUN_DIR, req.ctr.id);
+	orh_nri_create_free(&req);
+	if (ours)
+		orh_nri_worker_start(c, stream, rq);
+	else
+		orh_nri_respond(&c->out, stream, ORH_RPC_OK, NULL, NULL);
 }
 
 /* Plugin service methods answered with an empty message: those of events not subscribed
  * to, should one come. */
 static const char *const empty_methods[] = {
 	"Shutdown", "RunPodSandbox", "UpdatePodSandbox", "PostUpdatePodSandbox",
-	"StopPodSandbox", "RemovePodSandbox", "PostCreateContainer", "StartContainer",
+	"StopPodSandbox", "RemovePodSandbox", "PostCreateContainer",
 	"PostStartContainer", "UpdateContainer", "PostUpdateContainer", "StopContainer",
 };
 
@@ -177,6 +205,8 @@ static void request(struct orh_nri_conn *c, const struct orh_ttrpc_msg *m)
 				NULL);
 	} else if (!strcmp(rq.method, "CreateContainer")) {
 		orh_nri_worker_start(c, m->hdr.stream, &rq);
+	} else if (!strcmp(rq.method, "StartContainer")) {
+		started(c, m->hdr.stream, &rq);
 	} else if (!strcmp(rq.method, "RemoveContainer") || !strcmp(rq.method, "StateChange")) {
 		/* RemoveContainer's own call, or the StateChange of runtimes before it */
 		removed(c, &rq, !strcmp(rq.method, "StateChange"));

@@ -19,6 +19,7 @@
  *    singular string, which proto3 does not tell from an absent one, comes out NULL.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +360,7 @@ static void container_from(struct orh_nri_container *c, const OrhNri__Container 
 	if (g->hooks)
 		hooks_from(&c->hooks, g->hooks);
 	rlimits_from(&c->rlimits, &c->n_rlimits, g->rlimits, g->n_rlimits);
+	c->pid = g->pid;
 	if (g->linux) {
 		/* LinuxNamespace{type, path} as a type -> path entry */
 		for (size_t i = 0; i < g->linux->n_namespaces; i++) {
@@ -379,18 +381,20 @@ static void container_from(struct orh_nri_container *c, const OrhNri__Container 
 	}
 }
 
-int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
-			  struct orh_err *err)
+/* CreateContainerRequest and StartContainerRequest: the same two fields */
+static int container_request_decode(const ProtobufCMessageDescriptor *desc, const char *what,
+				    const void *p, size_t n, struct orh_nri_create *req,
+				    struct orh_err *err)
 {
 	ProtobufCMessage *m = NULL;
 	const OrhNri__CreateContainerRequest *g;
 	int k;
 
 	memset(req, 0, sizeof(*req));
-	k = unpack(&orh_nri__create_container_request__descriptor, p, n, ORH_NRI_FIELDS_MAX, &m,
-		   err);
+	k = unpack(desc, p, n, ORH_NRI_FIELDS_MAX, &m, err);
 	if (k < 0)
 		return k;
+	/* the generated structs of the two messages are laid out alike: base, pod, container */
 	g = (const OrhNri__CreateContainerRequest *)m;
 	if (g->pod) {
 		req->pod.id = dup_set(g->pod->id);
@@ -404,9 +408,28 @@ int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
 	protobuf_c_message_free_unpacked(m, NULL);
 	if (!req->ctr.id) {
 		orh_nri_create_free(req);
-		return orh_fail(err, EBADMSG, "CreateContainerRequest: no container id");
+		return orh_fail(err, EBADMSG, "%s: no container id", what);
 	}
 	return 0;
+}
+
+int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
+			  struct orh_err *err)
+{
+	return container_request_decode(&orh_nri__create_container_request__descriptor,
+					"CreateContainerRequest", p, n, req, err);
+}
+
+int orh_nri_start_decode(const void *p, size_t n, struct orh_nri_create *req,
+			 struct orh_err *err)
+{
+	_Static_assert(offsetof(OrhNri__StartContainerRequest, pod) ==
+			       offsetof(OrhNri__CreateContainerRequest, pod) &&
+		       offsetof(OrhNri__StartContainerRequest, container) ==
+			       offsetof(OrhNri__CreateContainerRequest, container),
+		       "StartContainerRequest read as CreateContainerRequest");
+	return container_request_decode(&orh_nri__start_container_request__descriptor,
+					"StartContainerRequest", p, n, req, err);
 }
 
 static void kvs_free(struct orh_nri_kvs *kvs)

@@ -414,9 +414,7 @@ static void pod_annotations(const struct orh_nri_create *req, const json_t *spec
 	}
 }
 
-/* Without hooks: the adjustment's hooks (a stage the edit registered where the plugin could
- * not write the file itself) dropped. */
-static void drop_hooks(struct orh_nri_adjust *adj)
+void orh_nri_adjust_drop_hooks(struct orh_nri_adjust *adj)
 {
 	for (unsigned k = 0; k < ORH_NRI_HOOK_KINDS; k++) {
 		for (size_t i = 0; i < adj->hooks.n[k]; i++) {
@@ -562,7 +560,7 @@ int orh_nri_serve_as(const struct orh_ctx *ctx, const struct orh_nri_create *req
 		r = orh_nri_diff(before, spec, adj, err);
 	if (r == 0 && hookless && orh_nri_adjust_hooks(adj)) {
 		/* a stage the edit registered: its file is not written */
-		drop_hooks(adj);
+		orh_nri_adjust_drop_hooks(adj);
 		json_decref(res->snapshot);
 		res->snapshot = NULL;
 		orh_strv_pushf(&res->warnings, ORH_NRI_NOT_DONE "/etc/nccl.conf (the pod's network "

@@ -14,18 +14,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include "orh/apply/handoff.h"
 #include "orh/base/log.h"
+#include "orh/base/sandbox.h"
 #include "orh/cmd/nri_plugin.h"
 #include "orh/apply/record.h"
 #include "orh/apply/statedir.h"
 #include "orh/apply/sweep.h"
+#include "orh/cmd/commands.h"
 
 /* A worker's output: its header (orh_nri_worker_head_put(), the name at most WHAT_MAX
  * bytes), then its answer: one byte (0: the response's payload follows, 1: a refusal's
@@ -33,6 +37,36 @@
  * gives hooks), then its bytes */
 #define WHAT_MAX 512
 #define WORKER_OUT_MAX (WHAT_MAX + 2 + NAME_MAX + 1 + ORH_TTRPC_MSG_MAX + 1)
+
+/* Why this plugin cannot run the nccl-conf stage at StartContainer (NULL: it can): the
+ * runtime's pids must be its own, and the stage needs the hook's capabilities
+ * (orh_nri_stage_probe()) */
+static const char *no_start;
+/* The proc file system's inode of the initial PID namespace (PROC_PID_INIT_INO) */
+#define PID_NS_INIT_INO 0xEFFFFFFCU
+
+void orh_nri_stage_probe(void)
+{
+	static const unsigned caps[] = { CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_SYS_CHROOT,
+					 CAP_DAC_OVERRIDE, CAP_FOWNER };
+	struct stat st;
+
+	no_start = NULL;
+	if (stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != PID_NS_INIT_INO)
+		no_start = "the plugin is not in the host's PID namespace (a container without "
+			   "hostPID): the runtime's pids do not name its processes";
+	else if (!orh_in_initial_userns())
+		no_start = "the plugin runs in a user namespace";
+	for (size_t i = 0; !no_start && i < ORH_ARRAY_SIZE(caps); i++)
+		if (!orh_caps_effective(caps[i]))
+			no_start = "the plugin lacks a capability the stage needs (CAP_SYS_ADMIN, "
+				   "CAP_SYS_PTRACE, CAP_SYS_CHROOT, CAP_DAC_OVERRIDE, CAP_FOWNER)";
+}
+
+const char *orh_nri_stage_not_here(void)
+{
+	return no_start;
+}
 
 /* Why containers are served without hooks under nri_hooks = auto (NULL: they are not): set
  * in the plugin, inherited by the workers it starts after. */
@@ -103,20 +137,41 @@ static void log_served(const char *what, const struct orh_edit_result *res,
  * that registers that stage goes out; one that cannot be written is a warning (the stage
  * then reads the node itself). The first state directory of a container sweeps those of
  * containers gone (at most once a minute). */
-static void hand_off(const struct orh_ctx *ctx, const struct orh_nri_create *req,
+static bool hand_off(const struct orh_ctx *ctx, const struct orh_nri_create *req,
 		     const char *what, struct orh_edit_result *res)
 {
 	struct orh_err err = { 0 };
-	bool created = false;
+	bool created = false, ok = true;
 
 	if (orh_handoff_write(ORH_RUN_DIR, req->ctr.id, NULL, res->token, ctx->sysroot,
 			      TAKE_PTR(res->snapshot), &created, &err) < 0) {
 		WORKER_LOG(LOG_WARNING, "nri: %s: %s; its nccl-conf stage reads the node itself",
 			   what, err.msg);
 		orh_handoff_drop(ORH_RUN_DIR, req->ctr.id);
+		ok = false;
 	}
 	if (created)
 		orh_record_sweep(ORH_RUN_DIR, "/proc", req->ctr.id, ORH_RECORD_SWEEP_EVERY);
+	return ok;
+}
+
+/* nri_stage = start: the stage the edit registered is run by the plugin at StartContainer,
+ * and its hooks leave the answer, once the mark that says so is written (after the node it
+ * reads); where it cannot be, the hooks stay and the runtime runs the stage. */
+static void stage_at_start(const struct orh_nri_create *req, const char *what,
+			   const struct orh_edit_result *res, struct orh_nri_adjust *adj,
+			   bool handed)
+{
+	struct orh_err err = { 0 };
+
+	if (!handed)
+		orh_fail(&err, EIO, "the node was not handed over");
+	else if (orh_handoff_start_mark(ORH_RUN_DIR, req->ctr.id, res->token, &err) == 0) {
+		orh_nri_adjust_drop_hooks(adj);
+		return;
+	}
+	WORKER_LOG(LOG_WARNING, "nri: %s: the nccl-conf stage cannot be run at StartContainer "
+		   "(%s): given as an OCI hook instead", what, err.msg);
 }
 
 static void __attribute__((noreturn)) worker_exit(int fd, const struct orh_buf *out)
@@ -160,8 +215,13 @@ worker_main(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd)
 	out.n = 0;
 	hookless = hookless_why(&ctx->cfg);
 	r = orh_nri_serve_as(ctx, &req, hookless, &adj, &res, &err);
-	if (r == 0 && res.snapshot && req.ctr.id)
-		hand_off(ctx, &req, what, &res);
+	if (r == 0 && res.snapshot && req.ctr.id) {
+		bool handed = hand_off(ctx, &req, what, &res);
+
+		if (!hookless && ctx->cfg.nri_stage == ORH_NRI_STAGE_START && !no_start &&
+		    orh_nri_adjust_hooks(&adj))
+			stage_at_start(&req, what, &res, &adj, handed);
+	}
 
 	if (r < 0 && orh_edit_must_fail(&ctx->cfg, &res)) {
 		/* the runtime reads the reason as a protobuf string: UTF-8 */
@@ -184,6 +244,71 @@ worker_main(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd)
 		}
 		if (r == 0)
 			orh_nri_create_response_encode(&out, &adj);
+	}
+	worker_exit(fd, &out);
+}
+
+/* A StartContainer of a container whose stage the plugin runs (its mark in its state
+ * directory): read the request, read the node config, write the header, take the hook's
+ * seccomp allow-list, run the nccl-conf stage on the created process (orh_hook_at_start()),
+ * answer: empty, or the reason the container is to fail (on_error = fail, and it asked). */
+static void __attribute__((noreturn))
+start_main(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd)
+{
+	char token[ORH_HANDOFF_TOKEN_LEN + 1], why[ORH_ERR_MAX] = "";
+	struct orh_nri_create req;
+	struct orh_err err = { 0 };
+	struct orh_buf out = { 0 };
+	bool refuses;
+	json_t *spec;
+	char *what;
+	int r = orh_nri_start_decode(p, n, &req, &err);
+
+	if (r < 0) {
+		WORKER_LOG(LOG_ERR, "nri: a StartContainer request not read: %s: its stage not run",
+			   err.msg);
+		orh_nri_worker_head_put(&out, false, "a StartContainer request not read");
+		orh_buf_addc(&out, 0);
+		worker_exit(fd, &out);
+	}
+	what = orh_nri_describe(&req, WHAT_MAX);
+	if (orh_nri_config_reload(ctx) < 0) {
+		WORKER_LOG(LOG_ERR, "nri: %s: its nccl-conf stage not run: %s", what,
+			   ctx->config_err.msg);
+		orh_nri_worker_head_put(&out, false, what);
+		orh_buf_addc(&out, 0);
+		worker_exit(fd, &out);
+	}
+	refuses = orh_nri_refuses(&ctx->cfg, &req);
+	orh_nri_worker_head_put(&out, refuses, what);
+	if (orh_write_all(fd, out.p, out.n) < 0)
+		_exit(ORH_EXIT_FAIL);
+	out.n = 0;
+	if (!req.ctr.pid)
+		snprintf(why, sizeof(why), "the runtime's StartContainer names no process");
+	else if (!orh_handoff_start_token(ORH_RUN_DIR, req.ctr.id, token))
+		snprintf(why, sizeof(why), "its mark in its state directory holds no token");
+	/* the stage reads the image (its ELF files among it) under the hook's seccomp
+	 * allow-list, as the hook does */
+	else if (orh_seccomp_confine(&err) < 0)
+		snprintf(why, sizeof(why), "%s", err.msg);
+	if (why[0]) {
+		WORKER_LOG(refuses ? LOG_ERR : LOG_WARNING, "nri: %s: its nccl-conf stage not run: "
+			   "%s%s", what, why, refuses ? "; refused (on_error = fail)" : "");
+		r = refuses ? ORH_EXIT_FAIL : ORH_EXIT_OK;
+	} else {
+		spec = orh_nri_spec(&req);
+		r = orh_hook_at_start(ctx, req.ctr.id, (pid_t)req.ctr.pid, spec, token, why,
+				      sizeof(why));
+		json_decref(spec);
+	}
+	if (r == ORH_EXIT_FAIL) {
+		_cleanup_free_ char *msg = orh_text_escape(why);
+
+		orh_buf_addc(&out, 1);
+		orh_buf_add(&out, msg, strlen(msg));
+	} else {
+		orh_buf_addc(&out, 0);
 	}
 	worker_exit(fd, &out);
 }
@@ -327,6 +452,8 @@ void orh_nri_worker_start(struct orh_nri_conn *c, uint32_t stream,
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		quiet = !loud;
+		if (!strcmp(rq->method, "StartContainer"))
+			start_main(c->ctx, rq->payload, rq->payload_len, fds[1]);
 		worker_main(c->ctx, rq->payload, rq->payload_len, fds[1]);
 	}
 	close(fds[1]);

@@ -431,6 +431,13 @@ static int containers_key(struct parse_ctx *pc, const char *key, const char *v)
 			cfg->nri_hooks = on ? ORH_NRI_HOOKS_YES : ORH_NRI_HOOKS_NO;
 		else
 			return set_error(pc, s, key, "'%s' is not yes, no or auto", v);
+	} else if (!strcmp(key, "nri_stage")) {
+		if (!strcmp(v, "start"))
+			cfg->nri_stage = ORH_NRI_STAGE_START;
+		else if (!strcmp(v, "hook"))
+			cfg->nri_stage = ORH_NRI_STAGE_HOOK;
+		else
+			return set_error(pc, s, key, "'%s' is not start or hook", v);
 	} else {
 		return set_error(pc, s, key, "unknown key%s", "");
 	}

@@ -9,7 +9,8 @@
 #     plugin_config_path (the only place that names the sample node, as [node] sysroot):
 #     containerd starts it with no argument, it registers, and an annotated pod is served
 #     from that node (what the container sees: the device allowed, the node's memlock, the
-#     plan in /etc/nccl.conf), its nccl-conf stage deciding from the same config;
+#     plan in /etc/nccl.conf), its nccl-conf stage run by the plugin at StartContainer from
+#     the same config, no hook in the container's config.json;
 #   - a pod carrying NRI's required-plugins annotation (required-plugins.noderesource.dev)
 #     naming oci-rdma-hook starts while the plugin is up;
 #   - a config in plugin_config_path that the node config's parser refuses: containerd logs
@@ -18,7 +19,10 @@
 #     annotation starts;
 #   - the plugin up again (connected to the socket): the same pod starts, served;
 #   - containerd's validator with reject_oci_hook_adjustment = true, the plugin on the
-#     socket: with nri_hooks = yes the annotated pod is refused for the plugin's hook; with
+#     socket: by default (nri_stage = start) the annotated pod starts, served, no hook in its
+#     config.json, its record the stage's run by the plugin at StartContainer, its state
+#     directory gone at RemoveContainer; with the stage as a hook (nri_stage = hook):
+#     with nri_hooks = yes the annotated pod is refused for the plugin's hook; with
 #     nri_hooks = no it starts, served without hooks (the device allowed, the node's
 #     memlock, the plan in /etc/nccl.conf from the plugin's read-only copy, no hook of ours
 #     in its config.json; `inspect` shows the plugin's record "served without hooks" and
@@ -172,12 +176,16 @@ r = json.loads(sys.argv[1])
 assert r["node_read"] == "by the NRI plugin", r.get("node_read")
 assert r["nccl_conf"]["result"] in ("written", "merged"), r
 ' "$INSPECT"
-check "preinstalled: the stage's hook entry names the config the plugin wrote from Configure's" \
-	eval 'jq -e "[.hooks[][]? | select(.args | index(\"--config\"))
-		| .args[(.args | index(\"--config\")) + 1]] | unique
-		== [\"/run/oci-rdma-hook/.nri-10-oci-rdma-hook.conf\"]" \
-		"$CD/state/io.containerd.runtime.v2.task/k8s.io/$CTR/config.json" >/dev/null &&
-		diff /run/oci-rdma-hook/.nri-10-oci-rdma-hook.conf "$CD/nri/conf.d/oci-rdma-hook.conf"'
+check "preinstalled: the plugin ran the stage at StartContainer, from Configure's config" \
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["stage"] == "nccl-conf", r.get("stage")
+assert r["edited_by"].endswith("its stage run by the plugin at StartContainer"), r["edited_by"]
+assert r["activation"]["result"] == "requested", r["activation"]  # activation = annotation
+' "$INSPECT"
+check "preinstalled: no hook in the container's config.json" \
+	jq -e '[.hooks // {} | .[][]?] | length == 0' \
+	"$CD/state/io.containerd.runtime.v2.task/k8s.io/$CTR/config.json"
 end_pod
 
 run_pod required-up "$OPT_IN | $REQUIRED" || not_ok "required-up: refused: $CRI_ERR"
@@ -231,7 +239,28 @@ no_hook_of_ours() {
 }
 REJECTED="attempted restricted OCI hook injection"
 
+# the default: the stage run by the plugin at StartContainer, no hook to reject
+plugin_on "$WORK/node.conf" "$WORK/plugin-start.log"
+run_pod start-validator "$OPT_IN" || not_ok "start-validator: the pod did not start: $CRI_ERR"
+check_plan_served start-validator
+check "start-validator: no hook in the container's config.json" no_hook_of_ours
+INSPECT=$("$HOOK" inspect "$CTR" --json 2>&1) || true
+check "start-validator: inspect shows the stage's record, run by the plugin at StartContainer" \
+	python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+assert r["stage"] == "nccl-conf", r.get("stage")
+assert r["alive"] is True, r.get("alive")
+assert r["edited_by"].endswith("its stage run by the plugin at StartContainer"), r["edited_by"]
+assert r["node_read"] == "by the NRI plugin", r.get("node_read")
+' "$INSPECT"
+START_DIR=/run/oci-rdma-hook/$CTR
+end_pod
+check "start-validator: the plugin removed the state directory at RemoveContainer" \
+	wait_for 20 test ! -e "$START_DIR"
+
+# the stage as an OCI hook (nri_stage = hook): what the validator does to it
 write_conf "$WORK/hooks-yes.conf" "$NODE_CONF
+nri_stage = hook
 nri_hooks = yes"
 plugin_on "$WORK/hooks-yes.conf" "$WORK/plugin-yes.log"
 check "validator: containerd runs with reject_oci_hook_adjustment = true" \
@@ -269,7 +298,9 @@ end_pod
 check "hooks-no: the plugin removed the state directory (its nccl.conf copy) at RemoveContainer" \
 	eval '[ "$HAD_DIR" = 1 ] && wait_for 20 test ! -e "$NOHOOK_DIR"'
 
-plugin_on "$WORK/node.conf" "$WORK/plugin-auto.log"
+write_conf "$WORK/hooks-auto.conf" "$NODE_CONF
+nri_stage = hook"
+plugin_on "$WORK/hooks-auto.conf" "$WORK/plugin-auto.log"
 RC=0
 run_pod auto-first "$OPT_IN" || RC=$?
 check "auto: the first pod is refused for the plugin's hook ($CRI_ERR)" \

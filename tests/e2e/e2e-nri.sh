@@ -10,8 +10,10 @@
 #     memlock raised, the plan in /etc/nccl.conf, for ExecSync's process too, the record
 #     written and shown by `inspect`, its stage deciding from the node the plugin read
 #     (node.json); the sandbox is left as containerd made it;
-#   - the image's own /etc/nccl.conf: merged with the plan by the nccl-conf stage the
-#     plugin adds, the image's settings kept;
+#   - the image's own /etc/nccl.conf: merged with the plan by the nccl-conf stage, which
+#     the plugin runs itself at StartContainer (no hook in config.json), the image's
+#     settings kept; the same with a read-only root (the merged file bind-mounted, the
+#     image's own left as it was);
 #   - CRI devices carrying uverbs2 (a device plugin's DeviceSpec): only mlx5_2;
 #   - NVIDIA_VISIBLE_DEVICES=2,3 on the DGX-like node: the NICs near those GPUs (rule 9);
 #   - uid 1000 with every capability dropped, in the pod network: memlock raised and
@@ -25,7 +27,8 @@
 #   - SIGTERM ends the plugin with status 0;
 #   - the NRI DaemonSet's container (deploy/kubernetes/overlays/nri) run by this containerd
 #     from the nri image's root with its host paths: it copies the binary and the node
-#     config to /opt/oci-rdma-hook and its plugin serves a pod, the hooks run from there.
+#     config to /opt/oci-rdma-hook and its plugin serves a pod; not in the host's PID
+#     namespace, it gives the stage as OCI hooks, run from there.
 # The plugin reads the node ($WORK/node, a link switched between sample nodes) and its
 # config ($WORK/node.conf) for every container.
 . "$(dirname "$0")/lib.sh"
@@ -316,12 +319,15 @@ r = json.loads(sys.argv[1])
 assert r["alive"] is True, r
 assert r["nccl_conf"]["result"] in ("written", "merged"), r
 ' "$INSPECT"
-# the node the plugin read, handed to the stage (bound to the token in its hook's environment)
+# the node the plugin read, handed to the stage (bound to the token of its mark), the stage run
+# by the plugin at StartContainer
+check "annotated: no hook in the container's config.json (the plugin ran the stage)" \
+	jq_true '[.hooks // {} | .[][]?] | length == 0' "$(bundle_of "$CTR")/config.json"
 check "annotated: the nccl-conf stage decided from the node the plugin read (node.json), its record names the plugin's edit" \
 	python3 -c 'import json, sys
 r = json.loads(sys.argv[1])
 assert r["node_read"] == "by the NRI plugin", r.get("node_read")
-assert r["edited_by"] == "the NRI plugin\x27s adjustment", r.get("edited_by")
+assert r["edited_by"] == "the NRI plugin\x27s adjustment, its stage run by the plugin at StartContainer", r.get("edited_by")
 assert r["node_from"].endswith("/node.json"), r.get("node_from")
 assert not [w for w in r["warnings"] if "handed over" in w], r["warnings"]
 ' "$INSPECT"
@@ -348,6 +354,18 @@ run_pod image-conf $NODE_NET "$OPT_IN" '.image.image = "localhost/orh-e2e-conf:1
 check_image_conf_kept image-conf
 check "image-conf: memlock raised to the node's 4 MiB ($(seen memlock))" \
 	grep -qx 'memlock 4096' <<<"$OUT"
+end_pod
+
+# the same image, its root read-only: runc has made it read-only by StartContainer, and the
+# stage gives the merged file as a read-only bind mount in the container's mount namespace
+run_pod image-conf-ro $NODE_NET "$OPT_IN" \
+	'.image.image = "localhost/orh-e2e-conf:1" | .linux.security_context.readonly_rootfs = true'
+check_image_conf_kept image-conf-ro
+check "image-conf-ro: the spec's root is read-only" \
+	jq_true '.root.readonly == true' "$(bundle_of "$CTR")/config.json"
+check "image-conf-ro: the image's own file, in the root on the host, is left as it was" \
+	eval '! grep -q "^NCCL_IB_GID_INDEX" "$(bundle_of "$CTR")/rootfs/etc/nccl.conf" &&
+		grep -qx "NCCL_IB_HCA=image_hca" "$(bundle_of "$CTR")/rootfs/etc/nccl.conf"'
 end_pod
 
 # CRI devices, as the kubelet passes a device plugin's DeviceSpec

@@ -50,6 +50,18 @@ void orh_handoff_drop(const char *run_dir, const char *id);
  * this user and writable by no other; NULL otherwise, with why ("" when there is none). */
 json_t *orh_handoff_take(const char *state_dir, const char *bundle, const char *token,
 			 const char *sysroot, char *why, size_t size);
+/* The NRI plugin runs the container's nccl-conf stage itself at StartContainer, where the
+ * runtime has created the container and not started it (no OCI hook): its CreateContainer
+ * answer leaves <state dir>/nri-start (ORH_START_FILE, root's, 0600) holding the token
+ * node.json is bound to. Written after node.json; the plugin at StartContainer, restarted
+ * or not, runs the stage where it is there. */
+int orh_handoff_start_mark(const char *run_dir, const char *id, const char *token,
+			   struct orh_err *err);
+/* Is the mark there (one faccessat: the plugin's own loop asks it of every container)? */
+bool orh_handoff_start_marked(const char *run_dir, const char *id);
+/* Its token into out; false where there is no mark of this user's alone holding one. */
+bool orh_handoff_start_token(const char *run_dir, const char *id,
+			     char out[ORH_HANDOFF_TOKEN_LEN + 1]);
 /* Who read the node a snapshot taken holds, as the record says it: "by the NRI plugin"
  * (bound to a token), "by the runtime shim". */
 const char *orh_handoff_reader(const json_t *snap);

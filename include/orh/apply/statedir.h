@@ -21,10 +21,12 @@
 #define ORH_RUN_DIR "/run/oci-rdma-hook"
 #endif
 /* The files of a state directory: the record, the node handed to the nccl-conf stage, the
- * generated /etc/nccl.conf that the container's is a mount of. */
+ * generated /etc/nccl.conf that the container's is a mount of, the NRI plugin's mark that
+ * it runs the container's stage at StartContainer (orh/apply/handoff.h). */
 #define ORH_RECORD_FILE "record.json"
 #define ORH_HANDOFF_FILE "node.json"
 #define ORH_STATE_NCCL_CONF "nccl.conf"
+#define ORH_START_FILE "nri-start"
 
 /* The same for any JSON file of the state directory, of at most max bytes; *st is the
  * file's, when it could be opened. Only a regular file is opened, and without blocking

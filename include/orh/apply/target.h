@@ -67,5 +67,12 @@ bool orh_mountinfo_has_mount_point(char *text, const char *path);
  * mount namespace (where the rootfs and its /dev are mounted). */
 int orh_target_open_rootfs(const struct orh_target *t, const char *rootfs, int *out,
 			   struct orh_err *err);
+/* The same for container id, created and not started by the runtime (the NRI plugin at
+ * StartContainer, told its pid by the runtime; no bundle): one of the process's cgroups must
+ * name id (as the CRI runtimes name a container's), and neither its root nor its mount
+ * namespace may be the caller's. *out: its root, an O_PATH directory fd; *readonly: that
+ * root is mounted read-only (the runtime remounts a read-only root before the start). */
+int orh_target_open_started(const struct orh_target *t, const char *id, int *out,
+			    bool *readonly, struct orh_err *err);
 
 #endif

@@ -30,6 +30,8 @@ int orh_caps_limit(enum orh_stage_privs stage, struct orh_err *err);
 /* Did the process hold CAP_SYS_RESOURCE before orh_caps_limit()? (The runtime that
  * will apply the spec's rlimits has the privileges the process started with.) */
 bool orh_caps_had_sys_resource(void);
+/* Does this process hold cap in its effective set now? */
+bool orh_caps_effective(unsigned cap);
 /* Is this process in the initial user namespace (not rootless podman's, say)? */
 bool orh_in_initial_userns(void);
 /* Can this process raise a hard rlimit (and so can a runtime started with its

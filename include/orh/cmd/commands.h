@@ -10,6 +10,7 @@
 #define ORH_CMD_COMMANDS_H
 
 #include <jansson.h>
+#include <sys/types.h>
 
 #include "orh/node/config.h"
 #include "orh/cmd/ctx.h"
@@ -26,6 +27,12 @@ int orh_cmd_inspect(struct orh_ctx *ctx, int argc, char **argv);
  * memlock step and /etc/nccl.conf) and cdi-memlock (older CDI specs: the memlock step).
  * argv[0] is the stage. */
 int orh_cmd_hook(struct orh_ctx *ctx, int argc, char **argv);
+/* The nccl-conf stage of container id (its process pid, created and not started; spec as
+ * the NRI plugin reads it from the runtime's StartContainer request), run by the plugin
+ * instead of an OCI hook; token: the one its CreateContainer answer bound node.json to.
+ * ORH_EXIT_OK, or ORH_EXIT_FAIL with why (the container is to fail: on_error = fail). */
+int orh_hook_at_start(struct orh_ctx *ctx, const char *id, pid_t pid, json_t *spec,
+		      const char *token, char *why, size_t size);
 int orh_cmd_precreate(struct orh_ctx *ctx, int argc, char **argv);
 /* Runtime shim: argv holds the runtime's arguments (argv[0] = "runtime"). */
 int orh_cmd_runtime(struct orh_ctx *ctx, int argc, char **argv);

@@ -32,6 +32,8 @@
 #define ORH_NRI_VERSION "v0.8.0"
 /* Event CREATE_CONTAINER (4): its bit in ConfigureResponse.events */
 #define ORH_NRI_EVENT_CREATE_CONTAINER (1 << (4 - 1))
+/* Event START_CONTAINER (6): the container created, its process not started yet */
+#define ORH_NRI_EVENT_START_CONTAINER (1 << (6 - 1))
 /* Event REMOVE_CONTAINER (11), and ContainerState CONTAINER_UNKNOWN (0): the state of a
  * container the runtime never created (one a validator of its rejected) */
 #define ORH_NRI_EVENT_REMOVE 11
@@ -106,6 +108,7 @@ struct orh_nri_container {
 	size_t n_rules;
 	struct orh_nri_rlimit *rlimits;
 	size_t n_rlimits;
+	uint32_t pid;                           /* StartContainer: its created process */
 	bool has_user;
 	uint32_t uid, gid;
 	uint32_t *gids;
@@ -148,6 +151,9 @@ struct orh_nri_adjust {
  * fields are stepped over. */
 int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
 			  struct orh_err *err);
+/* StartContainerRequest: the same fields, the container's pid with them */
+int orh_nri_start_decode(const void *p, size_t n, struct orh_nri_create *req,
+			 struct orh_err *err);
 void orh_nri_create_free(struct orh_nri_create *req);
 /* ConfigureRequest: the plugin's config (the text of plugin_config_path's file, for a plugin
  * the runtime started), the runtime's name and version (each may come back NULL) and its
@@ -176,6 +182,10 @@ int orh_nri_adjust_decode(const void *p, size_t n, struct orh_nri_adjust *adj,
 bool orh_nri_adjust_empty(const struct orh_nri_adjust *adj);
 /* The hooks of every kind the adjustment adds (nri_spec.c). */
 size_t orh_nri_adjust_hooks(const struct orh_nri_adjust *adj);
+/* The adjustment's hooks dropped: without hooks (a stage the edit registered where the
+ * plugin could not write the file itself), or with the stage run by the plugin at
+ * StartContainer. */
+void orh_nri_adjust_drop_hooks(struct orh_nri_adjust *adj);
 void orh_nri_adjust_free(struct orh_nri_adjust *adj);
 
 /* A ttrpc Response on the plugin's connection of the multiplexer, as frames appended to

@@ -83,6 +83,11 @@ void orh_nri_worker_input(struct orh_nri_conn *c, size_t i);
 /* Worker i ended: killed first when late (or when the connection is lost, answer false),
  * answered when answer. */
 void orh_nri_worker_end(struct orh_nri_conn *c, size_t i, bool answer, bool late);
+/* Can this plugin run the containers' nccl-conf stage at StartContainer (nri_stage = start)?
+ * Probed once, after the plugin's confinement: orh_nri_stage_not_here() is NULL where it
+ * can, else why not (the runtime then runs the stage as an OCI hook). */
+void orh_nri_stage_probe(void);
+const char *orh_nri_stage_not_here(void);
 /* Containers answered with hooks: was id one (it is forgotten now)? */
 bool orh_nri_hooked_take(const char *id);
 /* From now on, under nri_hooks = auto, containers are served without hooks, why in their

@@ -82,6 +82,13 @@ enum orh_nri_hooks_mode {
 	ORH_NRI_HOOKS_NO,          /* without: the plugin writes /etc/nccl.conf and the record */
 };
 
+/* Where the NRI plugin's containers get their nccl-conf stage, [containers] nri_stage
+ * (nri_hooks = no: none, the plugin writes /etc/nccl.conf at CreateContainer). */
+enum orh_nri_stage_mode {
+	ORH_NRI_STAGE_START = 0,   /* run by the plugin at StartContainer: no OCI hook */
+	ORH_NRI_STAGE_HOOK,        /* an OCI hook in the adjustment, run by the runtime */
+};
+
 struct orh_env_setting {
 	char *name;
 	char *value;   /* NULL: remove the variable from the plan */
@@ -122,6 +129,7 @@ struct orh_config {
 	 * device of is refused under on_error = fail (orh_decide_nccl(), orh_decide_image()) */
 	bool nccl_fail_closed;
 	enum orh_nri_hooks_mode nri_hooks;
+	enum orh_nri_stage_mode nri_stage;
 	/* nccl_record = yes: NCCL's debug output captured for the record of what NCCL used
 	 * (orh_decide_nccl(); default no: an NCCL_DEBUG the workload exports after it starts
 	 * would go to the capture, not to its terminal) */

@@ -314,6 +314,57 @@ const ProtobufCMessageDescriptor orh_nri__create_container_request__descriptor =
   NULL, /* gen_init_helpers = false */
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor orh_nri__start_container_request__field_descriptors[2] =
+{
+  {
+    "pod",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(OrhNri__StartContainerRequest, pod),
+    &orh_nri__pod_sandbox__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "container",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(OrhNri__StartContainerRequest, container),
+    &orh_nri__container__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned orh_nri__start_container_request__field_indices_by_name[] = {
+  1,   /* field[1] = container */
+  0,   /* field[0] = pod */
+};
+static const ProtobufCIntRange orh_nri__start_container_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor orh_nri__start_container_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "nri.pkg.api.v1alpha1.StartContainerRequest",
+  "StartContainerRequest",
+  "OrhNri__StartContainerRequest",
+  "nri.pkg.api.v1alpha1",
+  sizeof(OrhNri__StartContainerRequest),
+  2,
+  orh_nri__start_container_request__field_descriptors,
+  orh_nri__start_container_request__field_indices_by_name,
+  1,  orh_nri__start_container_request__number_ranges,
+  NULL, /* gen_init_helpers = false */
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor orh_nri__create_container_response__field_descriptors[1] =
 {
   {

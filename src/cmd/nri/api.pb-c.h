@@ -23,6 +23,7 @@ typedef struct OrhNri__ConfigureResponse OrhNri__ConfigureResponse;
 typedef struct OrhNri__SynchronizeRequest OrhNri__SynchronizeRequest;
 typedef struct OrhNri__SynchronizeResponse OrhNri__SynchronizeResponse;
 typedef struct OrhNri__CreateContainerRequest OrhNri__CreateContainerRequest;
+typedef struct OrhNri__StartContainerRequest OrhNri__StartContainerRequest;
 typedef struct OrhNri__CreateContainerResponse OrhNri__CreateContainerResponse;
 typedef struct OrhNri__RemoveContainerRequest OrhNri__RemoveContainerRequest;
 typedef struct OrhNri__StateChangeEvent OrhNri__StateChangeEvent;
@@ -135,6 +136,20 @@ struct  OrhNri__CreateContainerRequest
     , NULL, NULL }
 
 
+/*
+ * StartContainer: the same two fields; the container's pid is set. Its response is empty.
+ */
+struct  OrhNri__StartContainerRequest
+{
+  ProtobufCMessage base;
+  OrhNri__PodSandbox *pod;
+  OrhNri__Container *container;
+};
+#define ORH_NRI__START_CONTAINER_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&orh_nri__start_container_request__descriptor) \
+    , NULL, NULL }
+
+
 struct  OrhNri__CreateContainerResponse
 {
   ProtobufCMessage base;
@@ -230,6 +245,9 @@ typedef void (*OrhNri__SynchronizeResponse_Closure)
 typedef void (*OrhNri__CreateContainerRequest_Closure)
                  (const OrhNri__CreateContainerRequest *message,
                   void *closure_data);
+typedef void (*OrhNri__StartContainerRequest_Closure)
+                 (const OrhNri__StartContainerRequest *message,
+                  void *closure_data);
 typedef void (*OrhNri__CreateContainerResponse_Closure)
                  (const OrhNri__CreateContainerResponse *message,
                   void *closure_data);
@@ -258,6 +276,7 @@ extern const ProtobufCMessageDescriptor orh_nri__configure_response__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__synchronize_request__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__synchronize_response__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__create_container_request__descriptor;
+extern const ProtobufCMessageDescriptor orh_nri__start_container_request__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__create_container_response__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__remove_container_request__descriptor;
 extern const ProtobufCMessageDescriptor orh_nri__state_change_event__descriptor;

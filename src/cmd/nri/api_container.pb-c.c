@@ -98,7 +98,7 @@ const ProtobufCMessageDescriptor orh_nri__pod_sandbox__descriptor =
   NULL, /* gen_init_helpers = false */
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor orh_nri__container__field_descriptors[13] =
+static const ProtobufCFieldDescriptor orh_nri__container__field_descriptors[14] =
 {
   {
     "id",
@@ -221,6 +221,18 @@ static const ProtobufCFieldDescriptor orh_nri__container__field_descriptors[13] 
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "pid",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(OrhNri__Container, pid),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "rlimits",
     13,
     PROTOBUF_C_LABEL_REPEATED,
@@ -260,25 +272,25 @@ static const ProtobufCFieldDescriptor orh_nri__container__field_descriptors[13] 
 static const unsigned orh_nri__container__field_indices_by_name[] = {
   4,   /* field[4] = annotations */
   5,   /* field[5] = args */
-  11,   /* field[11] = created_at */
+  12,   /* field[12] = created_at */
   6,   /* field[6] = env */
   8,   /* field[8] = hooks */
   0,   /* field[0] = id */
   9,   /* field[9] = linux */
   7,   /* field[7] = mounts */
   2,   /* field[2] = name */
+  10,   /* field[10] = pid */
   1,   /* field[1] = pod_sandbox_id */
-  10,   /* field[10] = rlimits */
+  11,   /* field[11] = rlimits */
   3,   /* field[3] = state */
-  12,   /* field[12] = user */
+  13,   /* field[13] = user */
 };
-static const ProtobufCIntRange orh_nri__container__number_ranges[4 + 1] =
+static const ProtobufCIntRange orh_nri__container__number_ranges[3 + 1] =
 {
   { 1, 0 },
   { 6, 4 },
-  { 13, 10 },
-  { 21, 12 },
-  { 0, 13 }
+  { 21, 13 },
+  { 0, 14 }
 };
 const ProtobufCMessageDescriptor orh_nri__container__descriptor =
 {
@@ -288,10 +300,10 @@ const ProtobufCMessageDescriptor orh_nri__container__descriptor =
   "OrhNri__Container",
   "nri.pkg.api.v1alpha1",
   sizeof(OrhNri__Container),
-  13,
+  14,
   orh_nri__container__field_descriptors,
   orh_nri__container__field_indices_by_name,
-  4,  orh_nri__container__number_ranges,
+  3,  orh_nri__container__number_ranges,
   NULL, /* gen_init_helpers = false */
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -77,6 +77,10 @@ struct  OrhNri__Container
   OrhNri__Mount **mounts;
   OrhNri__Hooks *hooks;
   OrhNri__LinuxContainer *linux;
+  /*
+   * its process, in StartContainer: created and not started yet
+   */
+  uint32_t pid;
   size_t n_rlimits;
   OrhNri__POSIXRlimit **rlimits;
   /*
@@ -90,7 +94,7 @@ struct  OrhNri__Container
 };
 #define ORH_NRI__CONTAINER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&orh_nri__container__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, ORH_NRI__CONTAINER_STATE__CONTAINER_UNKNOWN, 0,NULL, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, 0,NULL, 0, NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, ORH_NRI__CONTAINER_STATE__CONTAINER_UNKNOWN, 0,NULL, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, 0, 0,NULL, 0, NULL }
 
 
 struct  OrhNri__LinuxContainer
