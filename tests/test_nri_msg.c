@@ -277,3 +277,48 @@ Test(nri_msg_removed, a_bad_removal_is_refused_naming_the_field)
 	cr_assert_null(rm.id);
 	free(b.p);
 }
+
+/* StartContainer's container id, read without unpacking the request (the plugin's own loop
+ * asks it of every container), and its pid with the whole request */
+Test(nri_msg_start, the_id_alone_and_the_whole_request_with_its_pid)
+{
+	struct orh_buf b = { 0 };
+	struct orh_nri_create req;
+	struct orh_err err = { 0 };
+	char *id;
+	size_t c;
+
+	c = orh_pb_begin(&b, 1); /* the pod */
+	orh_pb_put_string(&b, 1, "pod-1");
+	orh_pb_end(&b, c);
+	c = orh_pb_begin(&b, 2); /* the container: its env before its id, its pid after */
+	orh_pb_put_string(&b, 8, "PATH=/bin");
+	orh_pb_put_string(&b, 1, "ctr-1");
+	orh_pb_put_varint(&b, 12, 4242);
+	orh_pb_end(&b, c);
+	id = orh_nri_start_id(b.p, b.n);
+	cr_assert_str_eq(id, "ctr-1");
+	free(id);
+	cr_assert_eq(orh_nri_start_decode(b.p, b.n, &req, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(req.ctr.id, "ctr-1");
+	cr_assert_eq(req.ctr.pid, 4242);
+	orh_nri_create_free(&req);
+	free(b.p);
+
+	/* no container, an empty id, an id holding a NUL, a truncated message: none */
+	b = (struct orh_buf){ 0 };
+	orh_pb_put_string(&b, 1, "pod-only");
+	cr_assert_null(orh_nri_start_id(b.p, b.n));
+	b.n = 0;
+	c = orh_pb_begin(&b, 2);
+	orh_pb_put_string(&b, 1, "");
+	orh_pb_end(&b, c);
+	cr_assert_null(orh_nri_start_id(b.p, b.n));
+	b.n = 0;
+	c = orh_pb_begin(&b, 2);
+	orh_pb_put_bytes(&b, 1, "ctr\0x", 5);
+	orh_pb_end(&b, c);
+	cr_assert_null(orh_nri_start_id(b.p, b.n));
+	cr_assert_null(orh_nri_start_id(b.p, b.n - 3));
+	free(b.p);
+}

@@ -39,13 +39,15 @@ static void call(struct orh_nri_conn *c, const char *method, const struct orh_bu
 
 /* Configure: the runtime's request timeout, and the plugin's config where the runtime hands
  * one (a plugin it started, from its plugin_config_path). A config that cannot be used is
- * refused: the runtime reports it and does not use the plugin. */
+ * refused: the runtime reports it and does not use the plugin. The events: CreateContainer
+ * and RemoveContainer, and StartContainer where this plugin can run the nccl-conf stage. */
 static void configure(struct orh_nri_conn *c, uint32_t stream,
 		      const struct orh_ttrpc_request *rq)
 {
 	struct orh_nri_configure cf;
 	struct orh_err err = { 0 };
 	struct orh_buf b = { 0 };
+	bool start;
 
 	if (orh_nri_configure_decode(rq->payload, rq->payload_len, &cf, &err) < 0) {
 		PEER_LOG(LOG_WARNING, "nri: %s", err.msg);
@@ -62,14 +64,17 @@ static void configure(struct orh_nri_conn *c, uint32_t stream,
 		orh_nri_configure_free(&cf);
 		return;
 	}
+	/* StartContainer only where the plugin can run the stage there: a runtime waits on
+	 * every event a plugin subscribes to */
+	start = !orh_nri_stage_not_here();
 	PEER_LOG(LOG_INFO, "nri: configured by %s %s (request timeout %lld ms), the node config "
-		 "from %s: serving CreateContainer and StartContainer, watching "
-		 "RemoveContainer",
+		 "from %s: serving CreateContainer%s, watching RemoveContainer",
 		 cf.runtime_name ? cf.runtime_name : "a runtime",
 		 cf.runtime_version ? cf.runtime_version : "", (long long)c->timeout_ms,
-		 cf.config && *cf.config ? "Configure's config" : c->ctx->config_path);
+		 cf.config && *cf.config ? "Configure's config" : c->ctx->config_path,
+		 start ? " and StartContainer" : "");
 	orh_nri_configure_response_encode(&b, ORH_NRI_EVENT_CREATE_CONTAINER |
-						 ORH_NRI_EVENT_START_CONTAINER |
+						 (start ? ORH_NRI_EVENT_START_CONTAINER : 0) |
 						 ORH_NRI_EVENT_REMOVE_CONTAINER);
 	orh_nri_respond(&c->out, stream, ORH_RPC_OK, NULL, &b);
 	free(b.p);
@@ -163,18 +168,9 @@ static void removed(struct orh_nri_conn *c, const struct orh_ttrpc_request *rq, 
  * directory) has it run by a worker before the answer; any other is answered at once. */
 static void started(struct orh_nri_conn *c, uint32_t stream, const struct orh_ttrpc_request *rq)
 {
-	struct orh_nri_create req;
-	struct orh_err err = { 0 };
-	bool ours;
+	_cleanup_free_ char *id = orh_nri_start_id(rq->payload, rq->payload_len);
 
-	if (orh_nri_start_decode(rq->payload, rq->payload_len, &req, &err) < 0) {
-		PEER_LOG(LOG_WARNING, "nri: %s", err.msg);
-		orh_nri_respond(&c->out, stream, ORH_RPC_OK, NULL, NULL);
-		return;
-	}
-	ours = orh_state_id_usable(req.ctr.id) && orh_handoff_start_marked(ORH_RUN_DIR, req.ctr.id);
-	orh_nri_create_free(&req);
-	if (ours)
+	if (id && orh_state_id_usable(id) && orh_handoff_start_marked(ORH_RUN_DIR, id))
 		orh_nri_worker_start(c, stream, rq);
 	else
 		orh_nri_respond(&c->out, stream, ORH_RPC_OK, NULL, NULL);

@@ -19,6 +19,7 @@
  *    singular string, which proto3 does not tell from an absent one, comes out NULL.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -418,6 +419,34 @@ int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
 {
 	return container_request_decode(&orh_nri__create_container_request__descriptor,
 					"CreateContainerRequest", p, n, req, err);
+}
+
+char *orh_nri_start_id(const void *p, size_t n)
+{
+	struct orh_pb_reader r, c;
+	struct orh_pb_field f;
+	struct orh_err err;
+	const uint8_t *id = NULL;
+	size_t len = 0;
+	char *out;
+
+	/* StartContainerRequest{container = 2{id = 1}}: the last of each, as protobuf reads */
+	orh_pb_reader_init(&r, p, n);
+	while (orh_pb_next(&r, &f, &err) == 1) {
+		if (f.num != 2 || f.wire != ORH_PB_LEN || orh_pb_sub(&r, &f, &c, &err) < 0)
+			continue;
+		while (orh_pb_next(&c, &f, &err) == 1)
+			if (f.num == 1 && f.wire == ORH_PB_LEN) {
+				id = f.data;
+				len = f.len;
+			}
+	}
+	if (!id || !len || len > NAME_MAX || memchr(id, '\0', len))
+		return NULL;
+	out = orh_xmalloc(len + 1);
+	memcpy(out, id, len);
+	out[len] = '\0';
+	return out;
 }
 
 int orh_nri_start_decode(const void *p, size_t n, struct orh_nri_create *req,

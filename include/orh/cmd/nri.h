@@ -151,6 +151,10 @@ struct orh_nri_adjust {
  * fields are stepped over. */
 int orh_nri_create_decode(const void *p, size_t n, struct orh_nri_create *req,
 			  struct orh_err *err);
+/* StartContainerRequest: the container's id alone (malloc'd), read without unpacking the
+ * rest; NULL where the message holds none, or one that cannot be a state directory's
+ * name's length */
+char *orh_nri_start_id(const void *p, size_t n);
 /* StartContainerRequest: the same fields, the container's pid with them */
 int orh_nri_start_decode(const void *p, size_t n, struct orh_nri_create *req,
 			 struct orh_err *err);
