@@ -264,6 +264,9 @@ start_main(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd)
 	char *what;
 	int r = orh_nri_start_decode(p, n, &req, &err);
 
+	/* the stage's own lines too: off while the containers' lines are limited */
+	if (quiet)
+		orh_log_stderr(false);
 	if (r < 0) {
 		WORKER_LOG(LOG_ERR, "nri: a StartContainer request not read: %s: its stage not run",
 			   err.msg);
