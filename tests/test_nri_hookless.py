@@ -81,6 +81,9 @@ def mount_of(adj_raw):
 
 
 def plugin(tmp, node, conf_text):
+    """The plugin started on a socket of tmp with conf_text as its node config, registered
+    and configured: (its process, the fake runtime or None, Configure's status code); the
+    ConfigureResponse's payload in CONFIGURED[0]."""
     conf = os.path.join(tmp, 'node-%d.conf' % len(os.listdir(tmp)))
     with open(conf, 'w') as f:
         f.write(conf_text)
@@ -94,8 +97,11 @@ def plugin(tmp, node, conf_text):
     except OSError:     # it did not connect: exited (its status), or hangs
         stop(proc)
         return proc, None, proc.returncode
-    code, _ = t.register_and_configure(rt, req)
+    code, CONFIGURED[0] = t.register_and_configure(rt, req)
     return proc, rt, code
+
+
+CONFIGURED = [b'']
 
 
 def stop(proc):
@@ -137,11 +143,11 @@ def hooks_no(rt, proc, want_hca):
     stop(proc)
 
 
-def main():
-    if os.geteuid() != 0:
-        print('1..0 # SKIP root only (the state directories are /run/oci-rdma-hook\'s)')
-        return 0
-    tmp = tempfile.mkdtemp(prefix='orh-nri-hookless-')
+def sample(prefix):
+    """A temporary directory with the sample RoCE node (seed001-roce) and a logs directory:
+    (tmp, node, the base node config of activation = annotation, the plan's NCCL_IB_HCA
+    line as a list, logs)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
     node = os.path.join(tmp, 'node')
     subprocess.run(['python3', os.path.join(t.SRC, 'tests', 'mknode.py'),
                     os.path.join(t.SRC, 'tests', 'nodes', 'seed001-roce.json'), node],
@@ -151,16 +157,29 @@ def main():
     want_hca = [ln for ln in plan.stdout.splitlines() if ln.startswith('NCCL_IB_HCA=')]
     logs = os.path.join(tmp, 'logs')
     os.mkdir(logs)
+    return tmp, node, base, want_hca, logs
+
+
+def refused(tmp, node, key, value, why):
+    """[containers] key = value refused, naming the file, the line and the key (exit 2)."""
+    bad = os.path.join(tmp, 'bad-%s.conf' % key)
+    with open(bad, 'w') as f:
+        f.write('[containers]\n%s = %s\n' % (key, value))
+    r = subprocess.run([t.HOOK, '--config', bad, '--sysroot', node, 'env'],
+                       capture_output=True, text=True)
+    check('%s = %s: refused, naming the file, the line and the key (exit 2)' % (key, value),
+          r.returncode == 2 and
+          "%s:2: [containers] key '%s': '%s' %s" % (bad, key, value, why) in r.stderr,
+          (r.returncode, r.stderr))
+
+
+def main():
+    if os.geteuid() != 0:
+        print('1..0 # SKIP root only (the state directories are /run/oci-rdma-hook\'s)')
+        return 0
+    tmp, node, base, want_hca, logs = sample('orh-nri-hookless-')
     try:
-        bad = os.path.join(tmp, 'bad.conf')
-        with open(bad, 'w') as f:
-            f.write('[containers]\nnri_hooks = maybe\n')
-        r = subprocess.run([t.HOOK, '--config', bad, '--sysroot', node, 'env'],
-                           capture_output=True, text=True)
-        check('nri_hooks = maybe: refused, naming the file, the line and the key (exit 2)',
-              r.returncode == 2 and
-              "%s:2: [containers] key 'nri_hooks': 'maybe' is not yes, no or auto" % bad
-              in r.stderr, (r.returncode, r.stderr))
+        refused(tmp, node, 'nri_hooks', 'maybe', 'is not yes, no or auto')
         # ---- nri_hooks = no ----
         proc, rt, code = plugin(logs, node, base + 'nri_hooks = no\n')
         check('no: the plugin takes nri_hooks = no: connects, is configured',

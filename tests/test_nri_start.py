@@ -33,7 +33,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -126,25 +125,6 @@ def read(path):
             return f.read()
     except OSError as e:
         return 'unreadable: %s' % e
-
-
-def configure_events(tmp, node, conf):
-    """The events the plugin's ConfigureResponse subscribes to."""
-    import socket
-    path = os.path.join(tmp, 'conf-%d.conf' % len(os.listdir(tmp)))
-    with open(path, 'w') as f:
-        f.write(conf)
-    sock = os.path.join(tmp, 'ev-%d.sock' % len(os.listdir(tmp)))
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(sock)
-    srv.listen(1)
-    proc = t.start(sock, path, node)
-    try:
-        rt, req = t.accept(srv, proc)
-        code, payload = t.register_and_configure(rt, req)
-        return code, one(payload, 2, 0)
-    finally:
-        hl.stop(proc)
 
 
 def served(rt, proc, tmp, want_hca):
@@ -266,28 +246,13 @@ def main():
     if not os.path.exists('/bin/busybox'):
         print('1..0 # SKIP /bin/busybox not found (busybox-static)')
         return 0
-    tmp = tempfile.mkdtemp(prefix='orh-nri-start-')
-    node = os.path.join(tmp, 'node')
-    subprocess.run(['python3', os.path.join(t.SRC, 'tests', 'mknode.py'),
-                    os.path.join(t.SRC, 'tests', 'nodes', 'seed001-roce.json'), node],
-                   check=True, stdout=subprocess.DEVNULL)
-    base = '[node]\nmemlock = unlimited\n[containers]\nactivation = annotation\n'
+    tmp, node, base, want_hca, logs = hl.sample('orh-nri-start-')
     NODE[0], BASE[0] = node, base
-    plan = subprocess.run([t.HOOK, '--sysroot', node, 'env'], capture_output=True, text=True)
-    want_hca = [ln for ln in plan.stdout.splitlines() if ln.startswith('NCCL_IB_HCA=')]
-    logs = os.path.join(tmp, 'logs')
-    os.mkdir(logs)
     try:
-        bad = os.path.join(tmp, 'bad.conf')
-        with open(bad, 'w') as f:
-            f.write('[containers]\nnri_stage = maybe\n')
-        r = subprocess.run([t.HOOK, '--config', bad, '--sysroot', node, 'env'],
-                           capture_output=True, text=True)
-        check('nri_stage = maybe: refused, naming the file, the line and the key (exit 2)',
-              r.returncode == 2 and
-              "%s:2: [containers] key 'nri_stage': 'maybe' is not start or hook" % bad
-              in r.stderr, (r.returncode, r.stderr))
-        code, events = configure_events(logs, node, base)
+        hl.refused(tmp, node, 'nri_stage', 'maybe', 'is not start or hook')
+        proc, rt, code = hl.plugin(logs, node, base)
+        events = one(hl.CONFIGURED[0], 2, 0)
+        hl.stop(proc)
         check('Configure subscribes to CreateContainer (4), StartContainer (6) and '
               'RemoveContainer (11)',
               code == 0 and events == (1 << 3) | (1 << 5) | (1 << 10), (code, bin(events)))

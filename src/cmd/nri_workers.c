@@ -179,6 +179,40 @@ static void __attribute__((noreturn)) worker_exit(int fd, const struct orh_buf *
 	_exit(orh_write_all(fd, out->p, out->n) < 0 ? ORH_EXIT_FAIL : ORH_EXIT_OK);
 }
 
+/* A worker's start, for either request (r: its decoding's result, err its error): a request
+ * not read, or a node config not read, ends the worker with an empty answer (no config says
+ * on_error: the container starts as it would without us), its line saying so (none: what is
+ * not done); else the header is written, *refuses saying whether a late answer refuses, and
+ * the container's description returned. */
+static char *worker_begin(struct orh_ctx *ctx, int fd, int r, const struct orh_nri_create *req,
+			  const char *request, const char *none, const struct orh_err *err,
+			  bool *refuses)
+{
+	struct orh_buf out = { 0 };
+	char *what;
+
+	if (r < 0) {
+		what = orh_xasprintf("a %s request not read", request);
+		WORKER_LOG(LOG_ERR, "nri: %s: %s: %s", what, err->msg, none);
+		orh_nri_worker_head_put(&out, false, what);
+		orh_buf_addc(&out, 0);
+		worker_exit(fd, &out);
+	}
+	what = orh_nri_describe(req, WHAT_MAX);
+	if (orh_nri_config_reload(ctx) < 0) {
+		WORKER_LOG(LOG_ERR, "nri: %s: %s: %s", what, none, ctx->config_err.msg);
+		orh_nri_worker_head_put(&out, false, what);
+		orh_buf_addc(&out, 0);
+		worker_exit(fd, &out);
+	}
+	*refuses = orh_nri_refuses(&ctx->cfg, req);
+	orh_nri_worker_head_put(&out, *refuses, what);
+	if (orh_write_all(fd, out.p, out.n) < 0)
+		_exit(ORH_EXIT_FAIL);
+	free(out.p);
+	return what;
+}
+
 /* The child: read the request (at most ORH_NRI_FIELDS_MAX fields), read the node config,
  * write the header (the parent answers from it should the decision not end in time), decide,
  * hand the node to the nccl-conf stage, write the answer to fd, exit. */
@@ -191,28 +225,11 @@ worker_main(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd)
 	struct orh_err err = { 0 };
 	struct orh_buf out = { 0 };
 	const char *hookless;
+	bool refuses;
 	char *what;
 	int r = orh_nri_create_decode(p, n, &req, &err);
 
-	if (r < 0) {
-		WORKER_LOG(LOG_ERR, "nri: a CreateContainer request not read: %s: nothing given",
-			   err.msg);
-		orh_nri_worker_head_put(&out, false, "a CreateContainer request not read");
-		orh_buf_addc(&out, 0);
-		worker_exit(fd, &out);
-	}
-	what = orh_nri_describe(&req, WHAT_MAX);
-	if (orh_nri_config_reload(ctx) < 0) {
-		/* no config to say on_error: the container starts as it would without us */
-		WORKER_LOG(LOG_ERR, "nri: %s: nothing given: %s", what, ctx->config_err.msg);
-		orh_nri_worker_head_put(&out, false, what);
-		orh_buf_addc(&out, 0);
-		worker_exit(fd, &out);
-	}
-	orh_nri_worker_head_put(&out, orh_nri_refuses(&ctx->cfg, &req), what);
-	if (orh_write_all(fd, out.p, out.n) < 0)
-		_exit(ORH_EXIT_FAIL);
-	out.n = 0;
+	what = worker_begin(ctx, fd, r, &req, "CreateContainer", "nothing given", &err, &refuses);
 	hookless = hookless_why(&ctx->cfg);
 	r = orh_nri_serve_as(ctx, &req, hookless, &adj, &res, &err);
 	if (r == 0 && res.snapshot && req.ctr.id) {
@@ -267,26 +284,8 @@ start_main(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd)
 	/* the stage's own lines too: off while the containers' lines are limited */
 	if (quiet)
 		orh_log_stderr(false);
-	if (r < 0) {
-		WORKER_LOG(LOG_ERR, "nri: a StartContainer request not read: %s: its stage not run",
-			   err.msg);
-		orh_nri_worker_head_put(&out, false, "a StartContainer request not read");
-		orh_buf_addc(&out, 0);
-		worker_exit(fd, &out);
-	}
-	what = orh_nri_describe(&req, WHAT_MAX);
-	if (orh_nri_config_reload(ctx) < 0) {
-		WORKER_LOG(LOG_ERR, "nri: %s: its nccl-conf stage not run: %s", what,
-			   ctx->config_err.msg);
-		orh_nri_worker_head_put(&out, false, what);
-		orh_buf_addc(&out, 0);
-		worker_exit(fd, &out);
-	}
-	refuses = orh_nri_refuses(&ctx->cfg, &req);
-	orh_nri_worker_head_put(&out, refuses, what);
-	if (orh_write_all(fd, out.p, out.n) < 0)
-		_exit(ORH_EXIT_FAIL);
-	out.n = 0;
+	what = worker_begin(ctx, fd, r, &req, "StartContainer", "its nccl-conf stage not run",
+			    &err, &refuses);
 	if (!req.ctr.pid)
 		snprintf(why, sizeof(why), "the runtime's StartContainer names no process");
 	else if (!orh_handoff_start_token(ORH_RUN_DIR, req.ctr.id, token))

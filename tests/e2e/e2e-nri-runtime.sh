@@ -238,13 +238,18 @@ no_hook_of_ours() {
 		"$CD/state/io.containerd.runtime.v2.task/k8s.io/$CTR/config.json" >/dev/null
 }
 REJECTED="attempted restricted OCI hook injection"
+# served_no_hook NAME: the annotated pod NAME started, served, with no hook in its
+# config.json; its record in $INSPECT
+served_no_hook() {
+	run_pod "$1" "$OPT_IN" || not_ok "$1: the pod did not start: $CRI_ERR"
+	check_plan_served "$1"
+	check "$1: no hook in the container's config.json" no_hook_of_ours
+	INSPECT=$("$HOOK" inspect "$CTR" --json 2>&1) || true
+}
 
 # the default: the stage run by the plugin at StartContainer, no hook to reject
 plugin_on "$WORK/node.conf" "$WORK/plugin-start.log"
-run_pod start-validator "$OPT_IN" || not_ok "start-validator: the pod did not start: $CRI_ERR"
-check_plan_served start-validator
-check "start-validator: no hook in the container's config.json" no_hook_of_ours
-INSPECT=$("$HOOK" inspect "$CTR" --json 2>&1) || true
+served_no_hook start-validator
 check "start-validator: inspect shows the stage's record, run by the plugin at StartContainer" \
 	python3 -c 'import json, sys
 r = json.loads(sys.argv[1])
@@ -277,10 +282,7 @@ check "hooks-yes: the plugin logs the likely rejection and goes on giving hooks 
 write_conf "$WORK/hooks-no.conf" "$NODE_CONF
 nri_hooks = no"
 plugin_on "$WORK/hooks-no.conf" "$WORK/plugin-no.log"
-run_pod hooks-no "$OPT_IN" || not_ok "hooks-no: the pod did not start: $CRI_ERR"
-check_plan_served hooks-no
-check "hooks-no: no hook in the container's config.json" no_hook_of_ours
-INSPECT=$("$HOOK" inspect "$CTR" --json 2>&1) || true
+served_no_hook hooks-no
 check "hooks-no: inspect shows the plugin's record: served without hooks, nri_hooks = no" \
 	python3 -c 'import json, sys
 r = json.loads(sys.argv[1])
@@ -309,10 +311,7 @@ end_pod
 check "auto: the plugin logs the rejection, naming reject_oci_hook_adjustment and nri_hooks" \
 	wait_for 20 grep -q 'reject_oci_hook_adjustment = true.*without hooks.*nri_hooks = no' \
 	"$WORK/plugin-auto.log"
-run_pod auto-next "$OPT_IN" || not_ok "auto-next: the pod did not start: $CRI_ERR"
-check_plan_served auto-next
-check "auto-next: no hook in the container's config.json" no_hook_of_ours
-INSPECT=$("$HOOK" inspect "$CTR" --json 2>&1) || true
+served_no_hook auto-next
 check "auto-next: inspect shows the plugin's record: served without hooks, the rejection why" \
 	python3 -c 'import json, sys
 r = json.loads(sys.argv[1])
