@@ -142,7 +142,9 @@ def served(rt, proc, tmp, want_hca):
     check('start: nothing written into the image before StartContainer',
           read(os.path.join(root, 'etc', 'nccl.conf')) == IMAGE_LINE + '\n')
     p = created(root, 's1')
+    t0 = time.monotonic()
     code, msg = start(rt, 5, 's1', p.pid)
+    took_ms = (time.monotonic() - t0) * 1000
     conf = read(os.path.join(root, 'etc', 'nccl.conf'))
     check('start: StartContainer answered OK', code == 0, (code, msg))
     check('start: the image\'s /etc/nccl.conf keeps its own line and has the plan\'s %s' %
@@ -154,6 +156,9 @@ def served(rt, proc, tmp, want_hca):
           'process the runtime named',
           r.get('stage') == 'nccl-conf' and 'at StartContainer' in r.get('edited_by', '') and
           r.get('pid') == p.pid, {k: r.get(k) for k in ('stage', 'edited_by', 'pid')})
+    total = (r.get('time_ms') or {}).get('total', -1)
+    check('start: the record times the stage, within StartContainer\'s %.1f ms, not the '
+          'plugin\'s life (%s ms)' % (took_ms, total), 0 < total <= took_ms, r.get('time_ms'))
     check('start: the stage decided from the node the plugin read at CreateContainer',
           'by the NRI plugin' in json.dumps(r.get('node_read', '')),
           r.get('node_read'))

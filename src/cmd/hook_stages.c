@@ -223,7 +223,8 @@ static int finish(struct hook *h)
 	h->rec.d = &h->d;
 	h->rec.netns_if = h->netns.default_if;
 	h->rec.warnings = &h->rwarn;
-	h->rec.total_ms = orh_now_ms() - (h->ctx->t_main ? h->ctx->t_main : h->t0);
+	/* from the process's start; the plugin's child at StartContainer, from its stage's */
+	h->rec.total_ms = orh_now_ms() - (h->ctx->t_main && !h->at_start ? h->ctx->t_main : h->t0);
 	if (access(h->state_dir, F_OK) < 0)
 		orh_record_sweep(ORH_RUN_DIR, "/proc", h->st.id, ORH_RECORD_SWEEP_EVERY);
 	if (orh_record_write(h->state_dir, &h->rec, &err) < 0)
