@@ -12,7 +12,8 @@
  * pidfd_open and a successful check was its own. A mount namespace is entered through
  * the pidfd itself (setns, mount.c), or through its ns/mnt before Linux 5.8.
  *
- * Which process: see orh_target_judge() and docs/security.md.
+ * Which process: see orh_target_judge(), orh_target_open_started() for a process the NRI
+ * plugin is named at StartContainer, and docs/security.md.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -17,7 +17,10 @@
  *
  * This file drives one run: it reads the OCI state and the spec, takes hold of the
  * container, decides, and hands the decision to the stages' steps (hook_stages.c), which
- * apply it and write the record; poststop removes the state directory.
+ * apply it and write the record; poststop removes the state directory. The NRI plugin runs
+ * the nccl-conf stage itself at a container's StartContainer (orh_hook_at_start()): the
+ * container's id, pid and spec come from the runtime's request instead of the OCI state and
+ * the bundle, and the process is judged by its cgroups instead of root.path.
  *
  * Failure policy (config [containers] on_error): "warn" logs a failed step and goes on
  * with the others (device nodes, device cgroup, memlock, /etc/nccl.conf and the sysfs
