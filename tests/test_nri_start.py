@@ -3,7 +3,7 @@
 """`oci-rdma-hook nri` running the nccl-conf stage itself at StartContainer ([containers]
 nri_stage = start, the default), the binary driven by the fake runtime of test_nri_plugin.py.
 A created container is a real process as the runtime leaves it before the start: in a mount
-namespace of its own, its root an image's directory (chroot), waiting. Checked:
+namespace of its own, its root a bind mount of an image's directory (chroot), waiting. Checked:
   - Configure subscribes to StartContainer;
   - CreateContainer: the devices and memlock are given, no OCI hook; the state directory
     holds the node handed over and the mark (nri-start) that the plugin runs the stage;
@@ -21,6 +21,8 @@ namespace of its own, its root an image's directory (chroot), waiting. Checked:
     the stage is not run on it; under on_error = fail, for a container that asked,
     StartContainer fails naming why; under warn it is answered OK;
   - RemoveContainer removes the state directory;
+  - image_supply = yes: a glibc image without libibverbs gets the node's from the stage, read
+    only, with its driver file and loader entry (where this machine has rdma-core's);
   - nri_stage = hook: the adjustment carries the nccl-conf hook, and no mark is left;
   - nri_stage = maybe: refused, naming the file, the line and the key.
 Root only (the state directories are the host's /run/oci-rdma-hook, the mount namespaces
@@ -80,11 +82,12 @@ def cgroup_named(cid, pid):
 
 def created(root, cid, readonly=False):
     """A process as a runtime leaves a created container: its own mount namespace, its root
-    the image's directory (read-only: a read-only bind mount of it), in a cgroup named after
+    a bind mount of the image's directory (read-only where asked), in a cgroup named after
     the container, waiting."""
-    ro = ('mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && ' if readonly else '')
+    ro = 'mount -o remount,bind,ro "$0" && ' if readonly else ''
     p = subprocess.Popen(['unshare', '-m', '--propagation', 'private', '/bin/sh', '-c',
-                          'read x; ' + ro + 'exec chroot "$0" /bin/sleep 300', root],
+                          'read x; mount --bind "$0" "$0" && ' + ro +
+                          'exec chroot "$0" /bin/sleep 300', root],
                          stdin=subprocess.PIPE)
     cgroup_named(cid, p.pid)
     p.stdin.write(b'go\n')
@@ -237,6 +240,62 @@ def served(rt, proc, tmp, want_hca):
     hl.stop(proc)
 
 
+MULTI = 'usr/lib/x86_64-linux-gnu'
+
+
+def supplied(tmp, logs):
+    """image_supply = yes: the node's RDMA userspace given to a glibc image without
+    libibverbs by the stage at StartContainer, seen from inside the container."""
+    if not os.path.exists('/%s/libibverbs.so.1' % MULTI):
+        print('# no libibverbs on this machine: the supply case is not run')
+        return
+    node = os.path.join(tmp, 'node-dgx')
+    subprocess.run(['python3', os.path.join(t.SRC, 'tests', 'mknode.py'),
+                    os.path.join(t.SRC, 'tests', 'nodes', 'dgx-h100.json'), node],
+                   check=True, stdout=subprocess.DEVNULL)
+    os.makedirs(os.path.join(node, MULTI, 'libibverbs'))
+    os.makedirs(os.path.join(node, 'etc', 'libibverbs.d'))
+    for lib in ('libibverbs.so.1', 'libnl-3.so.200', 'libnl-route-3.so.200'):
+        shutil.copy(os.path.realpath('/%s/%s' % (MULTI, lib)), os.path.join(node, MULTI, lib))
+    shutil.copy(os.path.realpath('/%s/libibverbs/libmlx5-rdmav34.so' % MULTI),
+                os.path.join(node, MULTI, 'libibverbs', 'libmlx5-rdmav34.so'))
+    with open(os.path.join(node, 'etc', 'libibverbs.d', 'mlx5.driver'), 'w') as f:
+        f.write('driver mlx5\n')
+    root = image(tmp, 'rootfs-glibc')
+    os.makedirs(os.path.join(root, 'lib64'))
+    os.makedirs(os.path.join(root, MULTI))
+    shutil.copy(os.path.realpath('/lib64/ld-linux-x86-64.so.2'),
+                os.path.join(root, 'lib64', 'ld-linux-x86-64.so.2'))
+    shutil.copy(os.path.realpath('/%s/libc.so.6' % MULTI), os.path.join(root, MULTI, 'libc.so.6'))
+    proc, rt, code = hl.plugin(logs, node, BASE[0] + 'image_check = warn\nimage_supply = yes\n')
+    code, msg, a = create(rt, 3, 'u1')
+    p = created(root, 'u1')
+    code, msg = start(rt, 5, 'u1', p.pid)
+    inside = '/proc/%d/root' % p.pid
+    libs = sorted(os.listdir(inside + '/run/oci-rdma-hook/lib')) \
+        if os.path.isdir(inside + '/run/oci-rdma-hook/lib') else []
+    check('supply: StartContainer answered OK; the container has the node\'s libibverbs, '
+          'libnl and mlx5 provider under /run/oci-rdma-hook/lib',
+          code == 0 and libs == ['libibverbs.so.1', 'libmlx5-rdmav34.so', 'libnl-3.so.200',
+                                 'libnl-route-3.so.200'], (code, msg, libs))
+    check('supply: a driver file names the provider by its path, the loader has its entry',
+          read(inside + '/etc/libibverbs.d/oci-rdma-hook-mlx5.driver').strip() ==
+          'driver /run/oci-rdma-hook/lib/libmlx5' and
+          '/run/oci-rdma-hook/lib' in read(inside + '/etc/ld.so.conf.d/00-oci-rdma-hook.conf'),
+          (read(inside + '/etc/libibverbs.d/oci-rdma-hook-mlx5.driver'),
+           read(inside + '/etc/ld.so.conf.d/00-oci-rdma-hook.conf')))
+    try:
+        with open(inside + '/run/oci-rdma-hook/lib/libibverbs.so.1', 'ab'):
+            writable = True
+    except OSError:
+        writable = False
+    check('supply: the given library is there and read-only in the container',
+          'libibverbs.so.1' in libs and not writable, (libs, writable))
+    p.kill()
+    p.wait()
+    hl.stop(proc)
+
+
 NODE, BASE = [None], [None]
 
 
@@ -266,6 +325,8 @@ def main():
               rt is not None and code == 0, code)
         if rt is not None:
             served(rt, proc, logs, want_hca)
+
+        supplied(tmp, logs)
 
         # on_error = fail: a container that asked fails at StartContainer where its stage
         # cannot run
