@@ -23,6 +23,7 @@ namespace of its own, its root a bind mount of an image's directory (chroot), wa
   - RemoveContainer removes the state directory;
   - image_supply = yes: a glibc image without libibverbs gets the node's from the stage, read
     only, with its driver file and loader entry (where this machine has rdma-core's);
+  - nccl_record = yes: the capture's tmpfs mounted in the container by the stage;
   - nri_stage = hook: the adjustment carries the nccl-conf hook, and no mark is left;
   - nri_stage = maybe: refused, naming the file, the line and the key.
 Root only (the state directories are the host's /run/oci-rdma-hook, the mount namespaces
@@ -296,6 +297,28 @@ def supplied(tmp, logs):
     hl.stop(proc)
 
 
+def captured(tmp, logs):
+    """nccl_record = yes: the capture's tmpfs mounted in the container by the stage."""
+    proc, rt, code = hl.plugin(logs, NODE[0], BASE[0] + 'nccl_record = yes\n')
+    root = image(tmp, 'rootfs-capture')
+    code, msg, a = create(rt, 3, 'c1')
+    p = created(root, 'c1')
+    code, msg = start(rt, 5, 'c1', p.pid)
+    mounts = [ln.split() for ln in read('/proc/%d/mountinfo' % p.pid).splitlines()]
+    capture = [m for m in mounts if len(m) > 4 and m[4] == '/run/oci-rdma-hook-nccl']
+    mode = os.stat('/proc/%d/root/run/oci-rdma-hook-nccl' % p.pid).st_mode & 0o7777 \
+        if capture else None
+    check('nccl_record = yes: the stage mounts the capture\'s tmpfs, mode 1777, in the '
+          'container', code == 0 and len(capture) == 1 and 'tmpfs' in capture[0] and
+          mode == 0o1777, (code, msg, capture, oct(mode or 0)))
+    check('nccl_record = yes: nothing of it on the image\'s storage',
+          not os.path.ismount(os.path.join(root, 'run', 'oci-rdma-hook-nccl')) and
+          os.listdir(os.path.join(root, 'run', 'oci-rdma-hook-nccl')) == [])
+    p.kill()
+    p.wait()
+    hl.stop(proc)
+
+
 NODE, BASE = [None], [None]
 
 
@@ -327,6 +350,7 @@ def main():
             served(rt, proc, logs, want_hca)
 
         supplied(tmp, logs)
+        captured(tmp, logs)
 
         # on_error = fail: a container that asked fails at StartContainer where its stage
         # cannot run
