@@ -11,7 +11,8 @@
 #   - the NRI way: `oci-rdma-hook nri` on the cluster's containerd NRI socket, pods with no
 #     RuntimeClass: a pod annotated oci-rdma-hook/enable gets the uverbs nodes (allowed by
 #     the device cgroup), PID 1's memlock raised (and the exec'd process's), the plan in
-#     /etc/nccl.conf; a pod that asks for nothing gets nothing;
+#     /etc/nccl.conf written by the stage the plugin runs at its StartContainer (no hook);
+#     a pod that asks for nothing gets nothing;
 #   - the handler way: the handler rdma that `oci-rdma-hook configure --engine containerd`
 #     writes into this containerd's config, the RuntimeClass of deploy/kubernetes/base, the
 #     node labelled by hand as its nodeSelector asks: an annotated pod of runtimeClassName
@@ -111,6 +112,11 @@ CID=$(kc get pod nri-asks -o jsonpath='{.status.containerStatuses[0].containerID
 CID=${CID#containerd://}
 check "nri-asks: the plugin logged the devices it gave container ${CID:0:12}" eval \
 	'[ -n "$CID" ] && grep -F "$CID" "$WORK/plugin.log" | grep -qF "device(s)"'
+# the plugin on the host runs the stage itself at StartContainer: the kubelet's cgroup of the
+# container names it, and no hook is in its spec
+check "nri-asks: the plugin ran the container's nccl-conf stage at its StartContainer" eval \
+	'[ -n "$CID" ] && grep -F "container $CID: nccl-conf: /etc/nccl.conf: " "$WORK/plugin.log" |
+		grep -qF "settings added" && grep -F "$CID" "$WORK/plugin.log" | grep -qF " 0 hook(s)"'
 end nri-asks
 
 pod nri-nothing
