@@ -120,12 +120,15 @@ assert any("yes\nforged: line" in w for w in r["warnings"]), r["warnings"]' "$J"
 check "the hook's log: the env value escaped, no forged line" \
 	bash -c 'grep -qF "yes\x0aforged: line" "$1" && ! grep -q "^forged" "$1"' _ "$WORK/bj/hook.log"
 FOREIGN=$(unshare -p -f --mount-proc "$HOOK" inspect 2>&1 || true)
+# the table's first 16 characters of the id, as a pattern: the id holds '+' and '.', which
+# a pattern would read as operators (with a 3-digit pid the 16th character is the '+')
+JOB_RE=$(printf '%s' "${JOB:0:16}" | sed 's/[][\.*^$+?(){}|]/\\&/g')
 check "inspect in another pid namespace (unshare -p -f --mount-proc) lists it, alive unknown" \
-	grep -Eq "^${JOB:0:16} +createRuntime +requested .* \?$" <<<"$FOREIGN"
+	grep -Eq "^$JOB_RE +createRuntime +requested .* \?$" <<<"$FOREIGN"
 check "inspect in another pid namespace leaves the running container's record" \
 	[ -f "$RUN/$JOB/record.json" ]
 check "inspect here still sees it alive" \
-	grep -Eq "^${JOB:0:16} +createRuntime +requested .* yes$" <<<"$("$HOOK" inspect 2>&1)"
+	grep -Eq "^$JOB_RE +createRuntime +requested .* yes$" <<<"$("$HOOK" inspect 2>&1)"
 runc delete -f "$JOB" >/dev/null 2>&1 || true
 check "after delete (poststop) its state directory is gone" [ ! -e "$RUN/$JOB" ]
 
