@@ -278,11 +278,9 @@ bool orh_handoff_start_token(const char *run_dir, const char *id,
 	if (!dir || (dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return false;
 	buf = orh_state_file_read(dirfd, ORH_START_FILE, ORH_HANDOFF_TOKEN_LEN, &st, &len);
-	if (!buf || len != ORH_HANDOFF_TOKEN_LEN || !only_ours(&st))
+	if (!buf || len != ORH_HANDOFF_TOKEN_LEN || !only_ours(&st) ||
+	    strspn(buf, "0123456789abcdef") != len)
 		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!strchr("0123456789abcdef", buf[i]) || !buf[i])
-			return false;
 	memcpy(out, buf, len + 1);
 	return true;
 }

@@ -266,13 +266,47 @@ static int is_mount_point(const struct orh_target *t, int fd, const char *path, 
 	return 0;
 }
 
+/* The process's root, an O_PATH directory fd into *fd, and whether it is the caller's
+ * root (*ours). */
+static int open_root(const struct orh_target *t, int *fd, struct stat *st, bool *ours,
+		     struct orh_err *err)
+{
+	struct stat self;
+	int r;
+
+	*fd = openat(t->procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*fd < 0 || fstat(*fd, st) < 0) {
+		int e = errno;
+
+		r = orh_target_alive(t, "its root was opened", err);
+		return r < 0 ? r : orh_fail_errno(err, e, "opening '/proc/%d/root'", (int)t->pid);
+	}
+	if (stat("/", &self) < 0)
+		return orh_fail_errno(err, errno, "stat of '/'");
+	*ours = fileid_eq(fileid_of(st), fileid_of(&self));
+	return 0;
+}
+
+/* Is the process's mount namespace the caller's? */
+static int mntns_ours(const struct orh_target *t, bool *ours, struct orh_err *err)
+{
+	struct stat its, self;
+
+	if (fstatat(t->procfd, "ns/mnt", &its, 0) < 0 || stat("/proc/self/ns/mnt", &self) < 0)
+		return orh_fail_errno(err, errno, "stat of the mount namespace of pid %d",
+				      (int)t->pid);
+	*ours = fileid_eq(fileid_of(&its), fileid_of(&self));
+	return 0;
+}
+
 int orh_target_open_rootfs(const struct orh_target *t, const char *rootfs, int *out,
 			   struct orh_err *err)
 {
 	struct orh_target_view v = { 0 };
-	struct stat st, self_root, self_ns, its_ns;
+	struct stat st;
 	_cleanup_close_ int proot = -1;
 	_cleanup_close_ int seen = -1;
+	bool same;
 	int r;
 
 	if (!rootfs || rootfs[0] != '/')
@@ -282,23 +316,16 @@ int orh_target_open_rootfs(const struct orh_target *t, const char *rootfs, int *
 	if (stat(rootfs, &st) < 0)
 		return orh_fail_errno(err, errno, "stat of root.path '%s'", rootfs);
 	v.want = fileid_of(&st);
-	proot = openat(t->procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (proot < 0 || fstat(proot, &st) < 0) {
-		int e = errno;
-
-		r = orh_target_alive(t, "its root was opened", err);
-		return r < 0 ? r : orh_fail_errno(err, e, "opening '/proc/%d/root'", (int)t->pid);
-	}
+	r = open_root(t, &proot, &st, &same, err);
+	if (r < 0)
+		return r;
 	v.root = fileid_of(&st);
-	if (stat("/", &self_root) < 0)
-		return orh_fail_errno(err, errno, "stat of '/'");
-	v.pivoted = !fileid_eq(v.root, fileid_of(&self_root));
+	v.pivoted = !same;
 	if (!v.pivoted) {
-		if (fstatat(t->procfd, "ns/mnt", &its_ns, 0) < 0 ||
-		    stat("/proc/self/ns/mnt", &self_ns) < 0)
-			return orh_fail_errno(err, errno, "stat of the mount namespace of pid %d",
-					      (int)t->pid);
-		v.own_mntns = !fileid_eq(fileid_of(&its_ns), fileid_of(&self_ns));
+		r = mntns_ours(t, &same, err);
+		if (r < 0)
+			return r;
+		v.own_mntns = !same;
 	}
 	if (!v.pivoted && v.own_mntns) {
 		/* the runtime's own path, looked up in the container's mount namespace (its
@@ -357,23 +384,19 @@ int orh_target_open_started(const struct orh_target *t, const char *id, int *out
 {
 	_cleanup_free_ char *cgroups = NULL;
 	_cleanup_close_ int proot = -1;
-	struct stat st, self_root, self_ns, its_ns;
+	bool root_ours, mntns_same;
 	struct statfs fs;
+	struct stat st;
 	int r;
 
-	proot = openat(t->procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (proot < 0 || fstat(proot, &st) < 0 || fstatfs(proot, &fs) < 0) {
-		int e = errno;
-
-		r = orh_target_alive(t, "its root was opened", err);
-		return r < 0 ? r : orh_fail_errno(err, e, "opening '/proc/%d/root'", (int)t->pid);
-	}
-	if (stat("/", &self_root) < 0)
-		return orh_fail_errno(err, errno, "stat of '/'");
-	if (fstatat(t->procfd, "ns/mnt", &its_ns, 0) < 0 || stat("/proc/self/ns/mnt", &self_ns) < 0)
-		return orh_fail_errno(err, errno, "stat of the mount namespace of pid %d",
-				      (int)t->pid);
-	r = orh_target_read(t, "cgroup", 64 * 1024, &cgroups, err);
+	r = open_root(t, &proot, &st, &root_ours, err);
+	if (r < 0)
+		return r;
+	if (fstatfs(proot, &fs) < 0)
+		return orh_fail_errno(err, errno, "statfs of '/proc/%d/root'", (int)t->pid);
+	r = mntns_ours(t, &mntns_same, err);
+	if (r == 0)
+		r = orh_target_read(t, "cgroup", 64 * 1024, &cgroups, err);
 	if (r < 0)
 		return r;
 	r = orh_target_alive(t, "its root and mount namespace were read", err);
@@ -386,14 +409,11 @@ int orh_target_open_started(const struct orh_target *t, const char *id, int *out
 		return orh_fail(err, EPERM,
 				"pid %d is not container %s: none of its cgroups names the container",
 				(int)t->pid, id ? id : "?");
-	if (fileid_eq(fileid_of(&st), fileid_of(&self_root)) ||
-	    fileid_eq(fileid_of(&its_ns), fileid_of(&self_ns)))
+	if (root_ours || mntns_same)
 		return orh_fail(err, EPERM,
 				"pid %d is not a created container: it shares this process's %s, "
 				"as a host process does",
-				(int)t->pid,
-				fileid_eq(fileid_of(&st), fileid_of(&self_root)) ? "root"
-										: "mount namespace");
+				(int)t->pid, root_ours ? "root" : "mount namespace");
 	*readonly = (fs.f_flags & ST_RDONLY) != 0;
 	*out = TAKE_FD(proot);
 	return 0;

@@ -2,10 +2,11 @@
 /*
  * The NRI plugin's answers to the runtime (include/orh/cmd/nri_plugin.h): each whole message
  * read from the connection handled. The plugin service's requests: Configure (its config,
- * the runtime's request timeout; the plugin subscribes to CreateContainer, StartContainer and
- * RemoveContainer), Synchronize, CreateContainer (handed to a worker, nri_workers.c),
- * StartContainer (a worker runs the nccl-conf stage of a container whose stage the plugin
- * runs, nri_stage = start; any other answered at once), RemoveContainer (the
+ * the runtime's request timeout; the plugin subscribes to CreateContainer and RemoveContainer,
+ * and to StartContainer where it can run the nccl-conf stage there), Synchronize,
+ * CreateContainer (handed to a worker, nri_workers.c), StartContainer (a worker runs the
+ * nccl-conf stage of a container whose mark says the plugin runs it; any other answered at
+ * once), RemoveContainer (the
  * runtime's rejection of the hooks seen, a state directory of a container served without
  * hooks removed), the others answered empty; and on the runtime's service, RegisterPlugin
  * sent and its answer read.
@@ -170,7 +171,7 @@ static void started(struct orh_nri_conn *c, uint32_t stream, const struct orh_tt
 {
 	_cleanup_free_ char *id = orh_nri_start_id(rq->payload, rq->payload_len);
 
-	if (id && orh_state_id_usable(id) && orh_handoff_start_marked(ORH_RUN_DIR, id))
+	if (id && orh_handoff_start_marked(ORH_RUN_DIR, id))
 		orh_nri_worker_start(c, stream, rq);
 	else
 		orh_nri_respond(&c->out, stream, ORH_RPC_OK, NULL, NULL);
