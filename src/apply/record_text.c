@@ -647,6 +647,10 @@ char *orh_record_text(const struct orh_record_in *in, size_t *len)
 								       : "by this stage");
 	}
 	SET_STR(&o, "node_from", in->node_from);
+	if (in->node_age_ms && json_is_integer(in->node_age_ms)) {
+		KEY(&o, "node_age_ms");
+		orh_json_put_int(&o, json_integer_value(in->node_age_ms));
+	}
 	if (d->have_plan)
 		put_nccl(&o, &d->nccl);
 	if (in->bundle && in->bundle_config)

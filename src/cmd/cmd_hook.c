@@ -243,6 +243,8 @@ static int decide(struct hook *h, struct orh_err *err)
 	h->rec.node_from = h->d.node.from_snapshot ? h->snap_path : NULL;
 	h->rec.node_read = h->d.node.from_snapshot ? orh_handoff_reader(h->snap) : NULL;
 	h->rec.shim_ms = h->d.node.from_snapshot ? json_object_get(h->snap, "shim_ms") : NULL;
+	h->rec.node_age_ms = h->d.node.from_snapshot ? json_object_get(h->snap, "node_age_ms")
+						       : NULL;
 	return r;
 }
 

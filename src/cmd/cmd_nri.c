@@ -7,12 +7,14 @@
  * with no argument and these set), uses that connection and logs to syslog too (the runtime
  * keeps no stderr of its plugins). It registers, then serves the connection: its frames read
  * and written, the messages handled (nri_handle.c) and each CreateContainer decided by a
- * worker (nri_workers.c) with a deadline. What the runtime can make the plugin hold is
+ * worker (nri_workers.c) with a deadline, from the node the plugin keeps where it can
+ * (nri_node.c: read when the plugin starts, again when it is old or the kernel says it
+ * changed). What the runtime can make the plugin hold is
  * bounded: its connection is not read while more than ORH_NRI_OUT_MAX bytes of answers wait
  * for it to read them, or while every worker is busy; the lines its requests cause are
  * limited (nri_log.c). A lost connection is made again, waiting longer each time up to a
  * second, until SIGTERM or SIGINT ends the plugin (status 0); one the runtime handed over
- * ends it (the runtime starts its plugins again).
+ * ends it (the runtime starts its plugins again). SIGHUP reads the node again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,12 +42,18 @@
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 1000
 
-static volatile sig_atomic_t stopping;
+static volatile sig_atomic_t stopping, reread;
 
 static void on_stop(int sig)
 {
 	(void)sig;
 	stopping = 1;
+}
+
+static void on_hup(int sig)
+{
+	(void)sig;
+	reread = 1;
 }
 
 /* Read what came into the multiplexer. -1: the connection is done. */
@@ -94,11 +102,11 @@ static void serve(struct orh_nri_conn *c, const char *name, const char *idx,
 {
 	orh_nri_register(c, name, idx);
 	while (!stopping) {
-		struct pollfd p[1 + ORH_NRI_MAX_WORKERS];
-		double now = orh_now_ms(), next = -1, flush;
+		struct pollfd p[3 + ORH_NRI_MAX_WORKERS];
+		double now = orh_now_ms(), next = orh_nri_node_due(), flush;
 		struct timespec ts, *tsp = NULL;
-		size_t polled = c->n_w;
-		int r;
+		size_t polled = c->n_w, n_ev;
+		int ev[2], r;
 
 		p[0] = (struct pollfd){ .fd = c->fd, .events = (can_take(c) ? POLLIN : 0) |
 							      (c->out.n ? POLLOUT : 0) };
@@ -107,6 +115,9 @@ static void serve(struct orh_nri_conn *c, const char *name, const char *idx,
 			if (next < 0 || c->w[i].deadline < next)
 				next = c->w[i].deadline;
 		}
+		n_ev = orh_nri_node_fds(c->ctx, ev);
+		for (size_t i = 0; i < n_ev; i++)
+			p[1 + c->n_w + i] = (struct pollfd){ .fd = ev[i], .events = POLLIN };
 		if (orh_nri_workers_dying() && (next < 0 || next > now + 1000))
 			next = now + 1000; /* look for the killed ones that have ended */
 		flush = orh_nri_log_flush(now, false); /* a count to log */
@@ -119,7 +130,7 @@ static void serve(struct orh_nri_conn *c, const char *name, const char *idx,
 			ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000) * 1e6);
 			tsp = &ts;
 		}
-		r = ppoll(p, 1 + c->n_w, tsp, run_mask);
+		r = ppoll(p, 1 + c->n_w + n_ev, tsp, run_mask);
 		if (r < 0 && errno != EINTR)
 			break;
 		if (r > 0 && (p[0].revents & (POLLERR | POLLNVAL)))
@@ -130,10 +141,19 @@ static void serve(struct orh_nri_conn *c, const char *name, const char *idx,
 			break;
 		/* from the last polled: orh_nri_worker_end() moves the last into the place it
 		 * frees, one polled and seen to already */
+		for (size_t i = 0; r > 0 && i < n_ev; i++)
+			if (p[1 + polled + i].revents)
+				orh_nri_node_event(c->ctx, ev[i]);
 		for (size_t i = polled; r > 0 && i-- > 0;)
 			if (p[1 + i].revents)
 				orh_nri_worker_input(c, i);
 		now = orh_now_ms();
+		if (reread) {
+			reread = 0;
+			orh_log(LOG_INFO, "nri: SIGHUP: reading the node again");
+			orh_nri_node_read(c->ctx);
+		}
+		orh_nri_node_tick(c->ctx, now);
 		for (size_t i = c->n_w; i-- > 0;)
 			if (c->w[i].deadline <= now)
 				orh_nri_worker_end(c, i, true, true);
@@ -187,7 +207,8 @@ static const char usage[] =
 	"Usage: oci-rdma-hook nri [--socket PATH] [--config FILE] [--sysroot DIR] [--name NAME]\n"
 	"                         [--idx NN]\n"
 	"Serve as an NRI plugin (default socket " DEFAULT_SOCKET ", name " DEFAULT_NAME
-	",\nindex " DEFAULT_IDX "); SIGTERM or SIGINT ends it.\n";
+	",\nindex " DEFAULT_IDX "); SIGTERM or SIGINT ends it, SIGHUP makes it read the node\n"
+	"again.\n";
 
 int orh_cmd_nri(struct orh_ctx *ctx, int argc, char **argv)
 {
@@ -203,7 +224,7 @@ int orh_cmd_nri(struct orh_ctx *ctx, int argc, char **argv)
 	};
 	const struct orh_args a = { .cmd = "nri", .usage = usage };
 	_cleanup_free_ char *id = NULL;
-	struct sigaction sa = { .sa_handler = on_stop };
+	struct sigaction sa = { .sa_handler = on_stop }, hup = { .sa_handler = on_hup };
 	sigset_t block, run_mask;
 	unsigned backoff = BACKOFF_FIRST_MS;
 	int fd = inherited(), last_err = 0;
@@ -227,6 +248,7 @@ int orh_cmd_nri(struct orh_ctx *ctx, int argc, char **argv)
 		return ORH_EXIT_USAGE;
 	}
 	orh_json_seed(); /* before the first worker */
+	orh_nri_node_read(ctx);
 	/* a runtime that started the plugin does not keep its stderr */
 	if (once)
 		orh_log_open("oci-rdma-hook", true);
@@ -239,11 +261,14 @@ int orh_cmd_nri(struct orh_ctx *ctx, int argc, char **argv)
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGHUP);
 	sigprocmask(SIG_BLOCK, &block, &run_mask);
 	sigdelset(&run_mask, SIGTERM);
 	sigdelset(&run_mask, SIGINT);
+	sigdelset(&run_mask, SIGHUP);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &hup, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	/* a block of 128 KiB or more is mapped apart and unmapped when freed: the buffers of a
 	 * large message or backlog give their memory back (glibc would raise this bound

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The lines the runtime can make the NRI plugin log, limited (include/orh/cmd/nri_plugin.h):
- * the warnings about the runtime's messages and the containers' lines, each kind at most a
+ * the warnings about the runtime's messages, the containers' lines and the lines saying the
+ * kernel reported a change of the node, each kind at most a
  * burst in a window of time (nri_limit.c counts them), the others counted and the count
  * logged once the window is over.
  */
@@ -12,12 +13,15 @@
 
 #define PEER_BURST 5
 #define CTR_BURST 100
+#define NODE_BURST 5
 
 static struct orh_nri_limit lines[ORH_NRI_LINES] = {
 	[ORH_NRI_PEER] = { .what = "warning(s) about the runtime's messages", .burst = PEER_BURST,
 			   .window_ms = ORH_NRI_LOG_WINDOW_MS },
 	[ORH_NRI_CTR] = { .what = "container line(s)", .burst = CTR_BURST,
 			  .window_ms = ORH_NRI_LOG_WINDOW_MS },
+	[ORH_NRI_NODE] = { .what = "line(s) about the node changing", .burst = NODE_BURST,
+			   .window_ms = ORH_NRI_LOG_WINDOW_MS },
 };
 
 /* Once a window is over (or now, when force): the count of its lines not logged. */

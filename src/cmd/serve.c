@@ -260,12 +260,17 @@ static int stage_hooks(const struct orh_ctx *ctx, unsigned flags, char *token,
 }
 
 /* The node as the decision read it, for the nccl-conf stage (orh/node/snapshot.h), with the
- * container's network where it was read by its path (na, or NULL). */
-static json_t *snapshot_of(const struct orh_decision *d, const struct netns_arg *na)
+ * container's network where it was read by its path (na, or NULL), and the age of the
+ * node kept that it restored (cache, or NULL), which the stage's record shows. */
+static json_t *snapshot_of(const struct orh_decision *d, const struct netns_arg *na,
+			   const struct orh_node_cache *cache)
 {
 	json_t *snap = orh_snapshot_build(&d->node.inv, d->node.have_gpus ? &d->node.gpus : NULL,
 					    d->node.gpus_error);
 
+	if (d->node.from_cache && cache)
+		json_object_set_new(snap, "node_age_ms",
+				    json_integer((json_int_t)(orh_now_ms() - cache->read_ms)));
 	if (na && na->read) /* the container's network, for a stage that is in the same one */
 		json_object_set_new(snap, "netns", orh_handoff_netns_json(&na->st, &d->facts));
 	return snap;
@@ -306,6 +311,7 @@ int orh_spec_serve_at(const struct orh_ctx *ctx, json_t *spec, int bundle_fd, un
 		.container_facts = netns_facts,
 		.arg = &na,
 		.memlock_ceiling = memlock_ceiling(),
+		.node_cache = ctx->node_cache,
 	};
 	/* on the heap: the caller that writes /etc/nccl.conf keeps it (res->d) */
 	struct orh_decision *d = orh_xcalloc(1, sizeof(*d));
@@ -358,7 +364,7 @@ int orh_spec_serve_at(const struct orh_ctx *ctx, json_t *spec, int bundle_fd, un
 		r = 0;
 	}
 	if (r >= 0 && (flags & ORH_SERVE_SNAPSHOT) && nccl_hook)
-		res->snapshot = snapshot_of(d, &na);
+		res->snapshot = snapshot_of(d, &na, ctx->node_cache);
 out:
 	if (na.rootfd >= 0)
 		close(TAKE_FD(na.rootfd));
@@ -384,7 +390,7 @@ int orh_edit_add_stage(const struct orh_ctx *ctx, json_t *spec, unsigned flags,
 	if (r == 0)
 		r = orh_spec_add_nccl_hook(spec, nccl_hook, &added, err);
 	if (r == 0 && added && (flags & ORH_SERVE_SNAPSHOT) && res->d && !res->snapshot)
-		res->snapshot = snapshot_of(res->d, NULL);
+		res->snapshot = snapshot_of(res->d, NULL, ctx->node_cache);
 	res->changes.hooks += added;
 	res->edits += added; /* the spec changed: config.json must be written */
 	res->own_conf = false;

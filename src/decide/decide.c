@@ -227,6 +227,7 @@ static int read_and_decide(const struct orh_decide_in *in, struct orh_decision *
 		 * (topology): a decision with DRA metadata to match reads the node itself */
 		.snapshot = out->dra.n ? NULL : in->snapshot,
 		.snapshot_what = in->snapshot_what,
+		.cache = out->dra.n ? NULL : in->node_cache,
 	};
 	struct orh_node *n = &out->node;
 	struct orh_gid_reader gids;

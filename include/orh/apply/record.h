@@ -46,6 +46,8 @@ struct orh_record_in {
 					 * runtime shim" where node_from or bundle is set, else
 					 * "by this stage" */
 	const json_t *shim_ms;          /* the shim's time as it handed it over, or NULL */
+	const json_t *node_age_ms;      /* how old the NRI plugin's node kept was when the
+					 * decision restored it (orh/node/node.h), or NULL */
 	/* the runtime shim serving a container alone (no stage, so no pid): the bundle, the
 	 * stat of the config.json it wrote, and the runtime's state directory of the
 	 * container (or NULL), which tell whether the container is there */

@@ -14,6 +14,8 @@
 #include "orh/node/config.h"
 #include "orh/base/util.h"
 
+struct orh_node_cache;
+
 struct orh_ctx {
 	struct orh_config cfg;
 	const char *sysroot;     /* --sysroot, else cfg.sysroot, else "/" */
@@ -33,6 +35,9 @@ struct orh_ctx {
 	/* monotonic ms (orh_now_ms) at main's start, after the config, after the confinement
 	 * (0: none): the record's first steps */
 	double t_main, t_config, t_confined;
+	/* the NRI plugin's node read for no container in particular (src/cmd/nri_node.c),
+	 * which its decisions use where they would read the node alike; NULL elsewhere */
+	const struct orh_node_cache *node_cache;
 };
 
 /* An OCI hook entry {path, args, timeout} that runs this binary's `stage` with the

@@ -50,11 +50,27 @@ struct orh_nri_conn {
 	size_t n_w;
 };
 
-/* nri_log.c: the lines of the runtime's requests (peer) and of the containers (ctr), at
- * most a few of each kind in a window of ORH_NRI_LOG_WINDOW_MS, the others counted and the
- * count logged when the window ends. */
+/* nri_node.c: the node read for no container in particular, which the decisions use where
+ * they would read it alike (ctx->node_cache): read again at this age, or as soon as the
+ * kernel says the node changed */
+#define ORH_NRI_NODE_MAX_AGE_MS 30000
+/* Read the node now (in a child, under a deadline), the config reloaded first; none kept
+ * when it cannot be read. */
+void orh_nri_node_read(struct orh_ctx *ctx);
+/* When it is to be read again (orh_now_ms()), and read it when that time has come. */
+double orh_nri_node_due(void);
+void orh_nri_node_tick(struct orh_ctx *ctx, double now);
+/* The kernel's sockets that say the node changed (on the host's sysfs only), and the
+ * handling of what one of them can read: a message that concerns the node drops it, and
+ * it is read again soon. */
+size_t orh_nri_node_fds(const struct orh_ctx *ctx, int fds[2]);
+void orh_nri_node_event(struct orh_ctx *ctx, int fd);
+
+/* nri_log.c: the lines of the runtime's requests (peer), of the containers (ctr) and of the
+ * kernel's messages that the node changed (node), at most a few of each kind in a window of
+ * ORH_NRI_LOG_WINDOW_MS, the others counted and the count logged when the window ends. */
 #define ORH_NRI_LOG_WINDOW_MS 10000
-enum orh_nri_lines { ORH_NRI_PEER, ORH_NRI_CTR, ORH_NRI_LINES };
+enum orh_nri_lines { ORH_NRI_PEER, ORH_NRI_CTR, ORH_NRI_NODE, ORH_NRI_LINES };
 /* May one more line of this kind be logged now? */
 bool orh_nri_log_take(enum orh_nri_lines kind);
 /* The counts of the windows over at now (all of them, with force) logged; the time the

@@ -49,6 +49,10 @@ struct orh_decide_in {
 	 * cannot be restored is a warning, and the node is read. */
 	const json_t *snapshot;
 	const char *snapshot_what;
+	/* without a snapshot: the node read for no container in particular (the NRI
+	 * plugin's, orh/node/node.h), used where this decision reads the node as it was read;
+	 * NULL: none */
+	const struct orh_node_cache *node_cache;
 };
 
 /* The least RLIMIT_MEMLOCK a container's process needs for RDMA, unless the node config

@@ -17,6 +17,18 @@
 #include "orh/node/inventory.h"
 #include "orh/base/util.h"
 
+/* The node as read for no container in particular, kept for the next decisions (the NRI
+ * plugin's: src/cmd/nri_node.c), with what it was read with: a plan-mode read whose
+ * options are these restores it instead of reading the node; any other reads. Its GID
+ * entries are those its planner read; the others are read when a decision asks. */
+struct orh_node_cache {
+	json_t *snap;                       /* orh/node/snapshot.h's */
+	const char *sysroot;
+	struct orh_gid_want want;
+	bool mad, topology;
+	double read_ms;                     /* orh_now_ms() when it was read */
+};
+
 struct orh_node_read_opts {
 	struct orh_discover_opts discover;  /* its sysroot is every read's */
 	bool gpus;                          /* read the GPUs (the driver's) */
@@ -26,6 +38,8 @@ struct orh_node_read_opts {
 	 * be restored is a warning (the node's warnings), and the node is read. */
 	const json_t *snapshot;
 	const char *snapshot_what;
+	/* without a snapshot: the node kept for any container, or NULL */
+	const struct orh_node_cache *cache;
 };
 
 struct orh_node {
@@ -38,6 +52,7 @@ struct orh_node {
 	bool have_gpudirect;
 	bool from_snapshot;                 /* inv (and the GPUs, where it held them) came
 					     * from opts->snapshot */
+	bool from_cache;                    /* inv came from opts->cache */
 	struct orh_strv warnings;           /* the snapshot's that was not used */
 };
 

@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The node `oci-rdma-hook nri` keeps: read when the plugin starts, restored by each
+CreateContainer decision that reads the node as it was read, read again when it is old,
+on SIGHUP, or when the kernel says the node changed. The binary is driven by the fake
+runtime of test_nri_plugin.py. Checked:
+  - a served container's decision restored the node kept: its node.json (the node handed
+    to its nccl-conf stage) says how old the reading was, and the record of the stage the
+    plugin runs at StartContainer says it too;
+  - a fake tree (--sysroot) changed under a running plugin: the next container still gets
+    the node kept (a fake tree has no kernel to say it changed);
+  - SIGHUP: the plugin says it reads the node again, and the next container gets the tree
+    as it is now;
+  - a node config changed after the node was read, its reading options different
+    (roce_version = 1): the decision reads the node itself, and says no age;
+  - on "/" (no --sysroot), in a network and mount namespace of its own where /sys holds
+    the sample node's tree and the namespace's real net devices (veths named as the node's
+    RDMA ports' net devices, a bridge, another veth pair): a container is served from the
+    node kept; an address or link change of an unrelated device does not make the plugin
+    read the node again; an address of an RDMA port's net device, its link joining a
+    bridge, and an address of that bridge (a device on top of it: its lower_ link) each
+    do, once the node was read again after the one before.
+Root only (the state directories are the host's /run/oci-rdma-hook; the network namespace
+needs CAP_SYS_ADMIN); TAP output.
+
+  test_nri_node.py HOOK SRCDIR
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_nri_plugin as t  # noqa: E402  (its fake runtime and messages)
+import test_nri_hookless as hl  # noqa: E402  (its plugin, state directories)
+import test_nri_start as st  # noqa: E402  (its created containers)
+
+from test_nri_plugin import check  # noqa: E402
+
+ANN = [('oci-rdma-hook/enable', 'true')]
+KEPT_MAX_MS = 30000
+
+
+def node_json(cid):
+    """The handed-over node's first line (its JSON object without the node's text)."""
+    try:
+        with open(os.path.join(hl.state_dir(cid), 'node.json')) as f:
+            import json
+            return json.loads(f.readline())
+    except (OSError, ValueError):
+        return {}
+
+
+def log_lines(logs, text):
+    try:
+        with open(os.path.join(logs, 'plugin.log'), errors='replace') as f:
+            return sum(1 for ln in f if text in ln)
+    except OSError:
+        return 0
+
+
+def wait_lines(logs, text, n, secs):
+    deadline = time.monotonic() + secs
+    while time.monotonic() < deadline:
+        if log_lines(logs, text) >= n:
+            return True
+        time.sleep(0.05)
+    return log_lines(logs, text) >= n
+
+
+def kept(tmp, node, base, logs):
+    proc, rt, code = hl.plugin(logs, node, base)
+    check('kept: the plugin connects and is configured', rt is not None and code == 0, code)
+    if rt is None:
+        return
+    code, msg, a1 = st.create(rt, 3, 'k1')
+    n1 = node_json('k1')
+    age = n1.get('node_age_ms')
+    check('kept: CreateContainer restored the node the plugin read at its start (node.json '
+          'says its age: %s ms)' % age,
+          code == 0 and len(a1['devices']) >= 9 and isinstance(age, int) and
+          0 <= age < KEPT_MAX_MS, (code, msg, len(a1['devices']), n1))
+
+    # the stage the plugin runs at StartContainer: its record says the age too
+    root = st.image(tmp, 'img-k1')
+    p = st.created(root, 'k1')
+    code, msg = st.start(rt, 5, 'k1', p.pid)
+    r = hl.record('k1')
+    check('kept: the stage\'s record says the node was the plugin\'s, kept %s ms' %
+          r.get('node_age_ms'),
+          code == 0 and 'by the NRI plugin' in str(r.get('node_read')) and
+          r.get('node_age_ms') == age, (code, msg, r.get('node_read'), r.get('node_age_ms')))
+    p.kill()
+    p.wait()
+
+    # the fake tree changes under the running plugin: one device gone
+    ib = os.path.join(node, 'sys', 'class', 'infiniband')
+    gone = sorted(os.listdir(ib))[-1]
+    live = subprocess.run([t.HOOK, '--sysroot', node, 'env'], capture_output=True, text=True)
+    shutil.rmtree(os.path.join(ib, gone)) if os.path.isdir(os.path.join(ib, gone)) and \
+        not os.path.islink(os.path.join(ib, gone)) else os.unlink(os.path.join(ib, gone))
+    live2 = subprocess.run([t.HOOK, '--sysroot', node, 'env'], capture_output=True, text=True)
+    check('kept: the tree changed (%s removed): read as it is now, the plan differs' % gone,
+          live.stdout != live2.stdout, (live.stdout[-200:], live2.stdout[-200:]))
+    code, msg, a2 = st.create(rt, 7, 'k2')
+    check('kept: the next container gets the node kept (a fake tree is not watched): the '
+          'same %d devices' % len(a1['devices']),
+          code == 0 and a2['devices'] == a1['devices'] and
+          isinstance(node_json('k2').get('node_age_ms'), int), (len(a2['devices']),
+                                                                 node_json('k2')))
+
+    # SIGHUP: read again
+    proc.send_signal(1)
+    check('SIGHUP: the plugin says it reads the node again',
+          wait_lines(logs, 'SIGHUP: reading the node again', 1, 5), '')
+    time.sleep(0.2)
+    code, msg, a3 = st.create(rt, 9, 'k3')
+    age3 = node_json('k3').get('node_age_ms')
+    check('SIGHUP: the next container gets the tree as it is now: one device fewer (%d), '
+          'from the node read again (%s ms old)' % (len(a3['devices']), age3),
+          code == 0 and len(a3['devices']) == len(a1['devices']) - 1 and
+          isinstance(age3, int), (len(a3['devices']), node_json('k3')))
+    hl.stop(proc)
+
+    # a node config changed after the plugin read the node, its reading options others:
+    # the next decision reads the node itself
+    conf = os.path.join(tmp, 'opts.conf')
+    with open(conf, 'w') as f:
+        f.write(base)
+    sock = os.path.join(tmp, 'opts.sock')
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(sock)
+    srv.listen(1)
+    proc = t.start(sock, conf, node)
+    rt, req = t.accept(srv, proc)
+    t.register_and_configure(rt, req)
+    with open(conf, 'w') as f:
+        f.write(base.replace('[node]\n', '[node]\nroce_version = 1\n'))
+    code, msg, a5 = st.create(rt, 3, 'k5')
+    check('other options: a config changed to roce_version = 1 after the node was read: '
+          'the decision reads the node itself (node.json says no age)',
+          code == 0 and len(a5['devices']) >= 1 and 'node_age_ms' not in node_json('k5') and
+          os.path.exists(os.path.join(hl.state_dir('k5'), 'node.json')),
+          (code, msg, node_json('k5')))
+    hl.stop(proc)
+    srv.close()
+
+
+# The plugin's view, on "/" (no --sysroot): its own network namespace and mount namespace,
+# a tmpfs on /sys holding the sample node's tree, the namespace's own net devices under
+# /sys/class/net (the real sysfs's, mounted apart), the sample node's /proc/devices; eth0
+# (the default route's) and eth1 (mlx5_1's RoCE net device) are veths, as are v2/v3, and a
+# bridge br0.
+NETNS_SETUP = """set -e
+node=$0 ready=$1
+shift
+real=$node.sysfs
+mkdir "$real"
+mount -t sysfs sysfs "$real"
+mount -t tmpfs tmpfs /sys
+cp -a "$node/sys/." /sys/
+rm -rf /sys/class/net
+mkdir -p /sys/class/net /sys/devices/virtual/net
+mount --bind "$real/class/net" /sys/class/net
+mount --bind "$real/devices/virtual/net" /sys/devices/virtual/net
+mount --bind "$node/proc/devices" /proc/devices
+ip link set lo up
+ip link add eth0 type veth peer name p0
+ip link set eth0 up
+ip addr add 10.0.60.3/24 dev eth0
+ip route add default via 10.0.60.1 dev eth0
+ip link add eth1 type veth peer name p1
+ip link set eth1 up
+ip link add br0 type bridge
+ip link add v2 type veth peer name v3
+echo ready >"$ready"
+exec "$@"
+"""
+
+
+def kernel(tmp, node, base, logs):
+    """On the host's sysfs as the plugin sees it, in namespaces of its own."""
+    conf = os.path.join(tmp, 'host.conf')
+    with open(conf, 'w') as f:
+        f.write(base)
+    sock = os.path.join(tmp, 'host.sock')
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(sock)
+    srv.listen(1)
+    ready = os.path.join(tmp, 'netns-ready')
+    log = open(os.path.join(logs, 'plugin.log'), 'ab')
+    proc = subprocess.Popen(['unshare', '-n', '-m', '--propagation', 'private', 'sh', '-c',
+                             NETNS_SETUP, node, ready, t.HOOK, 'nri', '--socket', sock,
+                             '--config', conf], stdout=log, stderr=log)
+    try:
+        rt, req = t.accept(srv, proc)
+        code, _ = t.register_and_configure(rt, req)
+    except OSError as e:
+        check('kernel: the plugin in its namespaces connects', False, e)
+        hl.stop(proc)
+        return
+    check('kernel: the plugin in namespaces of its own, on "/" (the sample node\'s tree on '
+          '/sys, the namespace\'s net devices), connects', code == 0 and os.path.exists(ready),
+          code)
+    code, msg, a = st.create(rt, 3, 'n1')
+    check('kernel: a container is served from the node kept (%d devices, %s ms old)' %
+          (len(a['devices']), node_json('n1').get('node_age_ms')),
+          code == 0 and len(a['devices']) >= 8 and
+          isinstance(node_json('n1').get('node_age_ms'), int), (code, msg, node_json('n1')))
+
+    def ip(*args):
+        return subprocess.run(['nsenter', '-t', str(proc.pid), '-n', 'ip', *args],
+                              capture_output=True, text=True)
+
+    said = 'the kernel says the node changed'
+    n0 = log_lines(logs, said)
+    ip('addr', 'add', '10.9.8.1/24', 'dev', 'v3')
+    ip('link', 'set', 'v3', 'up')
+    time.sleep(1)
+    check('kernel: an address and a link change of an unrelated device: the node is not '
+          'read again', log_lines(logs, said) == n0, log_lines(logs, said) - n0)
+    r = ip('addr', 'add', '25.11.128.9/27', 'dev', 'eth1')
+    check('kernel: an address of an RDMA port\'s net device (eth1): the plugin reads the '
+          'node again', r.returncode == 0 and wait_lines(logs, said, n0 + 1, 5), r.stderr)
+    time.sleep(0.6)  # read again (250 ms after the reading before, at most)
+    r = ip('link', 'set', 'eth1', 'master', 'br0')
+    check('kernel: eth1 joins a bridge (its link message): read again, so the node was read '
+          'after the address', r.returncode == 0 and wait_lines(logs, said, n0 + 2, 5),
+          r.stderr)
+    time.sleep(0.6)
+    r = ip('addr', 'add', '10.9.7.1/24', 'dev', 'br0')
+    check('kernel: an address of the bridge on top of eth1 (its lower_eth1 link): read '
+          'again', r.returncode == 0 and wait_lines(logs, said, n0 + 3, 5), r.stderr)
+    hl.stop(proc)
+    srv.close()
+
+
+def main():
+    if os.geteuid() != 0:
+        print('1..0 # SKIP root only (the state directories are /run/oci-rdma-hook\'s)')
+        return 0
+    for tool in ('unshare', 'nsenter', 'chroot', 'mount', 'ip'):
+        if not shutil.which(tool):
+            print('1..0 # SKIP %s not found (util-linux, coreutils, iproute2)' % tool)
+            return 0
+    if not os.path.exists('/bin/busybox'):
+        print('1..0 # SKIP /bin/busybox not found (busybox-static)')
+        return 0
+    tmp, node, base, want_hca, logs = hl.sample('orh-nri-node-')
+    st.NODE[0], st.BASE[0] = node, base
+    try:
+        kept(tmp, node, base, logs)
+        kernel(tmp, node, base, logs)
+        if t.failed:
+            with open(os.path.join(logs, 'plugin.log'), errors='replace') as f:
+                for ln in f.readlines()[-25:]:
+                    print('# ' + ln.rstrip()[:400])
+    finally:
+        t.remove_state_dirs()
+        for d in st.CGROUPS:
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+    print('1..%d' % t.n_test)
+    return 1 if t.failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
