@@ -644,6 +644,7 @@ def main():
     ap.add_argument("--filtercost", help="bench/filtercost.c: the seccomp filter's cost (1c)")
     ap.add_argument("--noop", help="bench/execwrap.c built with EXECWRAP_NOOP: a runtime "
                     "that does nothing (part 3g)")
+    ap.add_argument("--nri-floor", help="bench/nri_floor.c, built: the floor plugin of part 7c")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--output", default=os.path.join(REPO, "docs", "PERFORMANCE.md"))
@@ -679,6 +680,7 @@ def main():
         b.bench_shell()
         fleet.cri(b)
         fleet.nri(b)
+        fleet.nri_floor(b)
     finally:
         b.cleanup()
     text = b.report(started, time.time() - t0)

@@ -360,12 +360,12 @@ def sweep(b):
           "(poststop never ran); once a minute is enough for that.")
 
 
-def pod_bench(b, script, rounds, part, title):
+def pod_bench(b, script, rounds, part, title, extra=()):
     """Run a pod-start bench (bench/cri_bench.py, bench/nri_bench.py) and read its result:
     (the result, its summary), or None with the section saying why it was not measured."""
-    out = b.p(script.replace(".py", ".json"))
+    out = b.p(script.replace(".py", "-%s.json" % part))
     cmd = [sys.executable, os.path.join(HERE, script), "--hook", b.hook,
-           "--rounds", str(rounds), "--out", out]
+           "--rounds", str(rounds), "--out", out, *extra]
     r = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         tail = r.stderr.strip().splitlines()[-3:]
@@ -433,6 +433,37 @@ def nri(b):
     ok = ("ratio_wall_median" in s and "ratio_cpu_median" in s and
           s["ratio_wall_median"] <= BUDGET_CRI_WALL and s["ratio_cpu_median"] <= BUDGET_CRI_CPU)
     b.budgets.append((name, f"wall {pct(s, 'wall')}, CPU {pct(s, 'cpu')}", CRI_LIMIT, ok))
+
+
+def nri_floor(b):
+    """7c. What part 7b's budget leaves a plugin: a pod start with the floor plugin
+    (bench/nri_floor.c) connected vs no plugin. The floor registers as oci-rdma-hook nri
+    does, subscribes to the same events, and answers each at once, CreateContainer with
+    oci-rdma-hook nri's answer for a container of the scale node: what the runtime's side of
+    serving those devices costs (NRI's messages, the adjustment applied, runc's device
+    nodes and limit), with no plugin's work. Not a budget: it says how much of 7b's is the
+    runtime's."""
+    floor = getattr(b.args, "nri_floor", None)
+    if not floor:
+        b.sections.append("### 7c. The floor of a pod start through NRI\n\nNot measured: "
+                          "no --nri-floor (bench/run.sh builds bench/nri_floor.c)")
+        return
+    got = pod_bench(b, "nri_bench.py", b.n(100, 6), "7c", "The floor of a pod start through "
+                    "NRI", extra=("--floor", floor))
+    if not got:
+        return
+    res, s = got
+    rows = [pod_row("runc, no NRI plugin", s, "plain", base=True),
+            pod_row("runc, the floor plugin connected (oci-rdma-hook nri's answer, scale "
+                    "node)", s, "nri")]
+    b.sections.append(
+        f"### 7c. The floor of a pod start through NRI ({res['rounds']} rounds, "
+        f"`bench/nri_bench.py --floor`)\n\n"
+        + md_table(["containerd 2.x, runc handler", "wall ms (median)", "CPU ms (median)",
+                    "wall ratio (95% CI)", "CPU ratio (95% CI)"], rows)
+        + "\n\nThe ratio is the runtime's side of serving the scale node's devices through "
+          "NRI; part 7b's ratio above it is what oci-rdma-hook nri's own work costs. "
+        + res.get("notes", ""))
 
 
 def ci(s, kind):

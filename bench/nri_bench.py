@@ -5,6 +5,7 @@ with no plugin, both through the plain runc handler, driven as the kubelet drive
 
     nri_bench.py [--rounds N] [--quick] [--hook-build DIR | --hook FILE] [--pause FILE]
                  [--work DIR] [--node NAME] [--network pod|node] [--out FILE] [--keep]
+                 [--floor FILE]
 
 The method is bench/cri_bench.py's (its head says it in full): the same pods, the same
 timed region (from just before RunPodSandbox to the return of StartContainer), the same
@@ -23,6 +24,14 @@ alternate the order, ratios taken within a round. What differs:
     stage wrote (the plugin runs it at StartContainer: nri_stage = start, the default); the
     plain pod's finds none.
 
+With --floor FILE (bench/nri_floor.c, built), the plugin connected for the "nri" pod is that
+floor instead: it registers as the plugin does, subscribes to the same events and answers
+each at once, CreateContainer with the answer oci-rdma-hook nri gave a container of the same
+node (bench/nri_answer.py, once before the rounds), and does nothing else. The ratio is then
+what the runtime's side of serving those devices costs a pod start, with no plugin work. Its
+served check: the floor answered the pod's CreateContainer, and the container found no
+/etc/nccl.conf (the floor writes none).
+
 Output: cri_bench.py's JSON with the handlers "plain" and "nri" (ratio nri / plain).
 Exit 0 when measured, 1 when a pod start or a served check failed, 2 when a prerequisite is
 missing.
@@ -37,6 +46,7 @@ import time
 
 import cri_bench as cb
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.environ.get("ORH_GO_BIN", "/opt/oci-rdma-hook-peers/bin")
 SUBNET = "10.213.80.0/24"
 PLUGIN = "50-oci-rdma-hook"
@@ -50,6 +60,19 @@ class NriBench(cb.CriBench):
     def __init__(self, args):
         super().__init__(args)
         self.plugin = None
+        self.floor = args.floor
+        self.answered = 0
+
+    def setup(self):
+        super().setup()
+        if self.floor:
+            self.answer = self.p("floor-answer.bin")
+            r = subprocess.run([sys.executable, os.path.join(HERE, "nri_answer.py"), self.hook,
+                                self.node, self.conf, self.answer],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise cb.Failed(f"the floor's answer: {r.stderr.strip()}")
+            cb.log(r.stderr.strip())
 
     def check_prerequisites(self):
         if os.access(os.path.join(PEERS, "containerd"), os.X_OK):
@@ -63,6 +86,9 @@ class NriBench(cb.CriBench):
         r = subprocess.run([self.hook, "nri", "--help"], capture_output=True)
         if r.returncode != 0:
             raise cb.Missing(f"{self.hook} has no nri command")
+        if self.floor and not os.access(self.floor, os.X_OK):
+            raise cb.Missing(f"--floor {self.floor}: not an executable (bench/run.sh builds "
+                             f"bench/nri_floor.c)")
 
     def start_containerd(self, cfg):
         """cri_bench's setup wrote cfg (version 2, with configure's handler): replaced by
@@ -159,10 +185,12 @@ state = "/run/containerd"
             n = self.synced("up")
             script = 'if [ -n "$1" ]; then echo $$ >"$1" || exit 1; fi; shift; exec "$@"'
             self.plugin_log = open(self.p("plugin.log"), "a")
+            argv = ([self.floor, self.nri_sock, self.answer] if self.floor else
+                    [self.hook, "nri", "--socket", self.nri_sock, "--config", self.conf,
+                     "--sysroot", self.node])
             self.plugin = subprocess.Popen(
                 ["nsenter", f"--mount=/proc/{self.cd.pid}/ns/mnt", "sh", "-c", script, "sh",
-                 self.cg.procs_file or "", self.hook, "nri", "--socket", self.nri_sock,
-                 "--config", self.conf, "--sysroot", self.node],
+                 self.cg.procs_file or "", *argv],
                 stdin=subprocess.DEVNULL, stdout=self.plugin_log, stderr=subprocess.STDOUT,
                 start_new_session=True)
             self.wait_log("up", n)
@@ -191,6 +219,20 @@ state = "/run/containerd"
         return super().pod_start(handler, name)
 
     def check_served(self, handler, name, exit_code, logfile):
+        if self.floor and handler == "rdma":
+            n = 0
+            try:
+                with open(self.p("plugin.log")) as f:
+                    n = sum(1 for ln in f if "CreateContainer answered" in ln)
+            except OSError:
+                pass
+            if n <= self.answered or exit_code == 0:
+                raise cb.Failed(f"floor pod {name}: want its CreateContainer answered by the "
+                                f"floor ({n} answers, {self.answered} before) and no "
+                                f"/etc/nccl.conf (exit {exit_code})")
+            self.answered = n
+            self.hca_seen = "the floor's answer"
+            return
         try:
             super().check_served(handler, name, exit_code, logfile)
         except cb.Failed as e:
@@ -211,7 +253,9 @@ def cb_version():
 
 
 def main():
-    a = cb.parse_args(__doc__, "bench/nri_bench.py")
+    a = cb.parse_args(__doc__, "bench/nri_bench.py", more=lambda ap: ap.add_argument(
+        "--floor", metavar="FILE", help="connect this floor plugin (bench/nri_floor.c) "
+                                        "instead of oci-rdma-hook nri"))
 
     def stop(sig, _frame):
         raise cb.Stop(signal.Signals(sig).name)
@@ -251,14 +295,20 @@ def main():
     notes = (f"Timed region: RunPodSandbox call to StartContainer's return, one gRPC "
              f"connection, {a.network} network. CPU: bench/cri_bench.py's cgroup, which "
              f"holds the plugin too. Both pods through containerd {cb_version()}'s runc "
-             f"handler (config version 3); nri: `oci-rdma-hook nri` connected to its NRI "
-             f"socket (on the {a.node} node, activation = always, served in every round: "
-             f"{b.hca_seen}, /etc/nccl.conf written by the nccl-conf stage it ran at "
-             f"StartContainer); plain: no plugin connected. The plugin is started or stopped between pods, outside the "
-             f"region. Rounds alternate plain,nri / nri,plain; ratios are nri/plain within "
-             f"a round. Hook {b.hook}.")
+             f"handler (config version 3); nri: " + (
+                 f"the floor plugin bench/nri_floor.c connected to the NRI socket, answering "
+                 f"every CreateContainer with oci-rdma-hook nri's answer for a container of "
+                 f"the {a.node} node and nothing else (served in every round: "
+                 f"{b.hca_seen})" if a.floor else
+                 f"`oci-rdma-hook nri` connected to its NRI socket (on the {a.node} node, "
+                 f"activation = always, served in every round: {b.hca_seen}, /etc/nccl.conf "
+                 f"written by the nccl-conf stage it ran at StartContainer)") +
+             f"; plain: no plugin connected. The plugin is started or stopped between pods, "
+             f"outside the region. Rounds alternate plain,nri / nri,plain; ratios are "
+             f"nri/plain within a round. Hook {b.hook}.")
+    nri = "runc, the floor plugin" if a.floor else "runc, oci-rdma-hook nri"
     return cb.report(a, b, rounds, res, order, rw, rc_, HANDLERS, started, notes,
-                     {"plain": "runc, no NRI plugin", "nri": "runc, oci-rdma-hook nri"},
+                     {"plain": "runc, no NRI plugin", "nri": nri},
                      {"plain": "runc", "nri": "runc"})
 
 

@@ -31,7 +31,7 @@ def median_ci(xs):
     return statistics.median(s), s[k], s[j]
 
 
-def parse_args(doc, prog):
+def parse_args(doc, prog, more=None):
     ap = argparse.ArgumentParser(description=" ".join(doc.split("\n\n")[0].split()),
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=f"The timed region and the method: see the head of "
@@ -55,6 +55,8 @@ def parse_args(doc, prog):
                     help="the pods' network: CNI bridge (pod, as most pods) or the node's")
     ap.add_argument("--out", metavar="FILE", help="write the JSON here instead of stdout")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    if more:
+        more(ap)
     a = ap.parse_args()
     if a.rounds is not None and a.rounds < 1:
         ap.error("--rounds must be at least 1")

@@ -79,6 +79,13 @@ if [ ! -x "$build/bench-noop" ] || [ bench/execwrap.c -nt "$build/bench-noop" ];
 	cc -O2 -Wall -Wextra -static -DEXECWRAP_NOOP -o "$build/bench-noop" bench/execwrap.c
 fi
 
+# the floor plugin of part 7c, with the project's own multiplexer and ttrpc framing
+if [ ! -x "$build/bench-nri-floor" ] || [ bench/nri_floor.c -nt "$build/bench-nri-floor" ]; then
+	cc -O2 -Wall -Wextra -Wno-format-truncation -D_GNU_SOURCE -static -I include \
+		-o "$build/bench-nri-floor" bench/nri_floor.c src/base/ttrpc.c src/base/pbwire.c \
+		src/base/util.c
+fi
+
 exec python3 bench/bench.py --hook "$build/src/oci-rdma-hook" --harness "$build/bench-harness" \
 	--readfiles "$build/bench-readfiles" --execwrap "$build/bench-execwrap" --noop "$build/bench-noop" \
-	--filtercost "$build/bench-filtercost" "$@"
+	--filtercost "$build/bench-filtercost" --nri-floor "$build/bench-nri-floor" "$@"
