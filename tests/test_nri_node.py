@@ -11,6 +11,7 @@ runtime of test_nri_plugin.py. Checked:
     the node kept (a fake tree has no kernel to say it changed);
   - SIGHUP: the plugin says it reads the node again, and the next container gets the tree
     as it is now;
+  - a --sysroot link re-pointed to another tree: the next decision reads that tree;
   - a node config changed after the node was read, its reading options different
     (roce_version = 1): the decision reads the node itself, and says no age;
   - on "/" (no --sysroot), in a network and mount namespace of its own where /sys holds
@@ -122,6 +123,26 @@ def kept(tmp, node, base, logs):
           'from the node read again (%s ms old)' % (len(a3['devices']), age3),
           code == 0 and len(a3['devices']) == len(a1['devices']) - 1 and
           isinstance(age3, int), (len(a3['devices']), node_json('k3')))
+    hl.stop(proc)
+
+    # a sysroot that is a link, re-pointed to another tree: the next decision reads it
+    link = os.path.join(tmp, 'node-link')
+    other = os.path.join(tmp, 'node-ib')
+    subprocess.run(['python3', os.path.join(t.SRC, 'tests', 'mknode.py'),
+                    os.path.join(t.SRC, 'tests', 'nodes', 'ib.json'), other],
+                   check=True, stdout=subprocess.DEVNULL)
+    os.symlink(node, link)
+    proc, rt, code = hl.plugin(logs, link, base)
+    code, msg, a6 = st.create(rt, 3, 'k6')
+    os.unlink(link)
+    os.symlink(other, link)
+    code2, msg2, a7 = st.create(rt, 5, 'k7')
+    check('re-pointed: a --sysroot link re-pointed to another tree: the next decision reads '
+          'it (no age in node.json), its devices the other tree\'s (%d, then %d)' %
+          (len(a6['devices']), len(a7['devices'])),
+          code == 0 and code2 == 0 and isinstance(node_json('k6').get('node_age_ms'), int) and
+          'node_age_ms' not in node_json('k7') and a7['devices'] and
+          a7['devices'] != a6['devices'], (code, code2, node_json('k7'), a7['devices'][:3]))
     hl.stop(proc)
 
     # a node config changed after the plugin read the node, its reading options others:

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -124,6 +125,7 @@ void orh_nri_node_read(struct orh_ctx *ctx)
 	char *text = NULL;
 	size_t len = 0;
 	json_t *snap = NULL;
+	struct stat st;
 	pid_t pid;
 	int r = -1;
 
@@ -152,7 +154,7 @@ void orh_nri_node_read(struct orh_ctx *ctx)
 	if (r == 0 && len)
 		snap = json_loadb(text, len, 0, NULL);
 	free(text);
-	if (!json_is_object(snap)) {
+	if (!json_is_object(snap) || stat(ctx->sysroot ? ctx->sysroot : "/", &st) < 0) {
 		json_decref(snap);
 		return;
 	}
@@ -162,6 +164,7 @@ void orh_nri_node_read(struct orh_ctx *ctx)
 		.snap = snap, .sysroot = cache_sysroot,
 		.want = { .family = ctx->cfg.gid_family, .roce_version = ctx->cfg.roce_version },
 		.mad = ctx->cfg.management_devices, .topology = false,
+		.root_dev = st.st_dev, .root_ino = st.st_ino,
 	};
 	read_at = cache.read_ms = orh_now_ms();
 	ctx->node_cache = &cache;

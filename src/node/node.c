@@ -3,6 +3,7 @@
  * node kept for any container where it was read as this read would, else through the
  * sysroot. */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "orh/node/node.h"
 #include "orh/node/snapshot.h"
@@ -22,16 +23,18 @@ static bool restore(const struct orh_node_read_opts *o, struct orh_node *n)
 	return true;
 }
 
-/* May the cache stand for a read with these options (plan mode, the same sysroot, GIDs
- * wanted, management devices and topology)? */
+/* May the cache stand for a read with these options (plan mode, the same sysroot naming
+ * the same directory, GIDs wanted, management devices and topology)? */
 static bool cache_fits(const struct orh_node_read_opts *o, const char *sysroot)
 {
 	const struct orh_node_cache *c = o->cache;
+	struct stat st;
 
 	return c && c->snap && o->discover.gid_scan == ORH_GIDS_PLAN && c->sysroot &&
 	       !strcmp(c->sysroot, sysroot) && c->want.family == o->discover.want.family &&
 	       c->want.roce_version == o->discover.want.roce_version &&
-	       c->mad == o->discover.mad && c->topology == o->discover.topology;
+	       c->mad == o->discover.mad && c->topology == o->discover.topology &&
+	       stat(sysroot, &st) == 0 && st.st_dev == c->root_dev && st.st_ino == c->root_ino;
 }
 
 /* The node from the cache; false when it cannot be restored (then it is read, and the

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "orh/node/gpu.h"
 #include "orh/node/inventory.h"
@@ -27,6 +28,9 @@ struct orh_node_cache {
 	struct orh_gid_want want;
 	bool mad, topology;
 	double read_ms;                     /* orh_now_ms() when it was read */
+	/* the directory sysroot named then (a link re-pointed since names another tree) */
+	dev_t root_dev;
+	ino_t root_ino;
 };
 
 struct orh_node_read_opts {
