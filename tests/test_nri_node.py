@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The node `oci-rdma-hook nri` keeps: read when the plugin starts, restored by each
 CreateContainer decision that reads the node as it was read, read again when it is old,
-on SIGHUP, or when the kernel says the node changed. The binary is driven by the fake
+on SIGHUP, or when the kernel says the node changed; and the resident worker that makes
+those decisions one after another. The binary is driven by the fake
 runtime of test_nri_plugin.py. Checked:
   - a served container's decision restored the node kept: its node.json (the node handed
     to its nccl-conf stage) says how old the reading was, and the record of the stage the
@@ -14,6 +15,9 @@ runtime of test_nri_plugin.py. Checked:
   - a --sysroot link re-pointed to another tree: the next decision reads that tree;
   - a node config changed after the node was read, its reading options different
     (roce_version = 1): the decision reads the node itself, and says no age;
+  - the resident worker: three CreateContainer answered by the one child the plugin keeps;
+    killed, the next container is answered by a worker of its own and a new resident is
+    started; SIGHUP replaces it (it held the node read before);
   - on "/" (no --sysroot), in a network and mount namespace of its own where /sys holds
     the sample node's tree and the namespace's real net devices (veths named as the node's
     RDMA ports' net devices, a bridge, another veth pair): a container is served from the
@@ -174,6 +178,57 @@ def kept(tmp, node, base, logs):
 # /sys/class/net (the real sysfs's, mounted apart), the sample node's /proc/devices; eth0
 # (the default route's) and eth1 (mlx5_1's RoCE net device) are veths, as are v2/v3, and a
 # bridge br0.
+def children(pid):
+    try:
+        with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
+            return sorted(int(x) for x in f.read().split())
+    except OSError:
+        return []
+
+
+def wait_children(pid, want, secs=5):
+    """Wait until the plugin's children are want(kids) (a predicate): its last children."""
+    deadline = time.monotonic() + secs
+    while True:
+        kids = children(pid)
+        if want(kids) or time.monotonic() > deadline:
+            return kids
+        time.sleep(0.05)
+
+
+def resident(tmp, node, base, logs):
+    """The resident worker: one child decides one CreateContainer after another."""
+    proc, rt, code = hl.plugin(logs, node, base)
+    if rt is None:
+        check('resident: the plugin connects', False, code)
+        return
+    kids = wait_children(proc.pid, lambda k: len(k) == 1)
+    seen, answered = [], True
+    for i, stream in enumerate((3, 5, 7)):
+        code, msg, a = st.create(rt, stream, 'r%d' % i)
+        answered = answered and code == 0 and len(a['devices']) >= 8
+        seen.append(wait_children(proc.pid, lambda k: len(k) == 1))
+    check('resident: three CreateContainer answered by the one child the plugin keeps (pid '
+          '%s), no process of their own' % kids,
+          answered and len(kids) == 1 and all(k == kids for k in seen), (kids, seen))
+    os.kill(kids[0], 9)
+    code, msg, a = st.create(rt, 9, 'r3')
+    check('resident: killed, the next container is still answered (by a worker of its own)',
+          code == 0 and len(a['devices']) >= 8, (code, msg))
+    again = wait_children(proc.pid, lambda k: len(k) == 1 and k != kids)
+    check('resident: a new one is started once the plugin is idle (%s after %s)' %
+          (again, kids), len(again) == 1 and again != kids, again)
+    proc.send_signal(1)
+    wait_lines(logs, 'SIGHUP: reading the node again', 2, 5)
+    fresh = wait_children(proc.pid, lambda k: len(k) == 1 and k != again)
+    check('resident: SIGHUP reads the node again, and the resident that held the old one is '
+          'replaced (%s after %s)' % (fresh, again), len(fresh) == 1 and fresh != again, fresh)
+    code, msg, a = st.create(rt, 11, 'r4')
+    check('resident: the new one answers', code == 0 and len(a['devices']) >= 8 and
+          isinstance(node_json('r4').get('node_age_ms'), int), (code, msg, node_json('r4')))
+    hl.stop(proc)
+
+
 NETNS_SETUP = """set -e
 node=$0 ready=$1
 shift
@@ -273,6 +328,7 @@ def main():
     st.NODE[0], st.BASE[0] = node, base
     try:
         kept(tmp, node, base, logs)
+        resident(tmp, node, base, logs)
         kernel(tmp, node, base, logs)
         if t.failed:
             with open(os.path.join(logs, 'plugin.log'), errors='replace') as f:

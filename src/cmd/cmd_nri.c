@@ -118,6 +118,9 @@ static void serve(struct orh_nri_conn *c, const char *name, const char *idx,
 		n_ev = orh_nri_node_fds(c->ctx, ev);
 		for (size_t i = 0; i < n_ev; i++)
 			p[1 + c->n_w + i] = (struct pollfd){ .fd = ev[i], .events = POLLIN };
+		flush = orh_nri_resident_due(); /* a resident worker to start again */
+		if (flush >= 0 && (next < 0 || next > flush))
+			next = flush;
 		if (orh_nri_workers_dying() && (next < 0 || next > now + 1000))
 			next = now + 1000; /* look for the killed ones that have ended */
 		flush = orh_nri_log_flush(now, false); /* a count to log */
@@ -160,12 +163,14 @@ static void serve(struct orh_nri_conn *c, const char *name, const char *idx,
 		/* the messages read, as far as the answers waiting and the workers free allow */
 		if (orh_nri_dispatch(c, can_take) < 0)
 			break;
+		orh_nri_resident_tick(c, now);
 		orh_nri_workers_reap();
 		orh_nri_log_flush(now, false);
 	}
 	/* a lost connection takes the decisions under way with it: nobody waits for them */
 	while (c->n_w)
 		orh_nri_worker_end(c, c->n_w - 1, false, true);
+	orh_nri_resident_stop();
 }
 
 static int connect_to(const char *path)

@@ -56,6 +56,7 @@ static void configure(struct orh_nri_conn *c, uint32_t stream,
 	}
 	if (cf.request_timeout_ms > 0)
 		c->timeout_ms = cf.request_timeout_ms;
+	orh_nri_resident_stop(); /* it holds the config it was started with */
 	if (orh_nri_config_set(c->ctx, c->id, cf.config, &err) < 0) {
 		_cleanup_free_ char *why = orh_text_escape(err.msg);
 		_cleanup_free_ char *msg = orh_xasprintf("oci-rdma-hook: %s", why);

@@ -55,6 +55,7 @@ static int ev_fd[2] = { -1, -1 };
 
 static void drop(struct orh_ctx *ctx)
 {
+	orh_nri_resident_stop(); /* it holds the node dropped */
 	json_decref(cache.snap);
 	cache.snap = NULL;
 	read_at = -1;

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The NRI plugin's workers (include/orh/cmd/nri_plugin.h): each CreateContainer is decided in
- * a child process of its own while the plugin goes on serving. The child reads the request
- * (the plugin only passes its bytes on: a large one costs the event loop nothing), says
- * which container it is, reads the node config, decides, and hands the node it read to the
- * container's nccl-conf stage (orh/apply/handoff.h) before it answers through its pipe. An answer
- * not ready by three quarters of the runtime's request timeout is given up (the child
- * killed) and the container gets nothing, or is refused when on_error = fail and it asked.
+ * The NRI plugin's workers (include/orh/cmd/nri_plugin.h): each CreateContainer is decided
+ * in a child process while the plugin goes on serving: the resident one (nri_resident.c,
+ * which calls orh_nri_resident_decide() for each request it is handed), else one of its
+ * own, which exits once it has answered. The child reads the request (the plugin only
+ * passes its bytes on: a large one costs the event loop nothing), says which container it
+ * is, reads the node config, decides (from the node the plugin keeps, where it can), and
+ * hands the node it read to the container's nccl-conf stage (orh/apply/handoff.h) before it
+ * answers through its pipe. An answer not ready by three quarters of the runtime's request
+ * timeout is given up (the child killed) and the container gets nothing, or is refused
+ * when on_error = fail and it asked. A StartContainer whose stage the plugin runs is run by
+ * a child of its own (start_main()).
  * Without hooks (nri_hooks = no, or auto once the runtime was seen rejecting them:
  * orh_nri_hooks_off()), the worker writes the container's /etc/nccl.conf and record itself
  * (orh_nri_serve_as()).
@@ -15,6 +19,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -77,6 +82,7 @@ static size_t next_hooked;
 
 void orh_nri_hooks_off(const char *why)
 {
+	orh_nri_resident_stop(); /* it would give hooks still */
 	free(hooks_off);
 	hooks_off = orh_xstrdup(why);
 }
@@ -109,6 +115,9 @@ static const char *hookless_why(const struct orh_config *cfg)
 
 /* In a worker: its lines are not logged (the containers' limit said so when it started). */
 static bool quiet;
+/* In the resident worker (nri_resident.c): a decision's end goes back to its loop. */
+static bool resident;
+static jmp_buf resident_next;
 
 #define WORKER_LOG(...) do { if (!quiet) orh_log(__VA_ARGS__); } while (0)
 #define CTR_LOG(...) ORH_NRI_LOG(ORH_NRI_CTR, __VA_ARGS__)
@@ -174,9 +183,19 @@ static void stage_at_start(const struct orh_nri_create *req, const char *what,
 		   "(%s): given as an OCI hook instead", what, err.msg);
 }
 
+/* The answer written: a one-shot worker exits, the resident one closes the answer's pipe
+ * and takes the next request. */
 static void __attribute__((noreturn)) worker_exit(int fd, const struct orh_buf *out)
 {
-	_exit(orh_write_all(fd, out->p, out->n) < 0 ? ORH_EXIT_FAIL : ORH_EXIT_OK);
+	int r = out ? orh_write_all(fd, out->p, out->n) : -1;
+
+	if (resident) {
+		close(fd);
+		if (out)
+			free(out->p);
+		longjmp(resident_next, 1);
+	}
+	_exit(r < 0 ? ORH_EXIT_FAIL : ORH_EXIT_OK);
 }
 
 /* A worker's start, for either request (r: its decoding's result, err its error): a request
@@ -208,7 +227,7 @@ static char *worker_begin(struct orh_ctx *ctx, int fd, int r, const struct orh_n
 	*refuses = orh_nri_refuses(&ctx->cfg, req);
 	orh_nri_worker_head_put(&out, *refuses, what);
 	if (orh_write_all(fd, out.p, out.n) < 0)
-		_exit(ORH_EXIT_FAIL);
+		worker_exit(fd, NULL);
 	free(out.p);
 	return what;
 }
@@ -262,7 +281,21 @@ worker_main(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd)
 		if (r == 0)
 			orh_nri_create_response_encode(&out, &adj);
 	}
+	if (resident) { /* what a one-shot worker leaves to its exit */
+		orh_nri_adjust_free(&adj);
+		orh_edit_result_free(&res);
+		orh_nri_create_free(&req);
+		free(what);
+	}
 	worker_exit(fd, &out);
+}
+
+void orh_nri_resident_decide(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd, bool loud)
+{
+	resident = true;
+	quiet = !loud;
+	if (setjmp(resident_next) == 0)
+		worker_main(ctx, p, n, fd);
 }
 
 /* A StartContainer of a container whose stage the plugin runs (its mark in its state
@@ -373,11 +406,29 @@ void orh_nri_workers_reap(void)
 			dying[i] = dying[--n_dying];
 }
 
+void orh_nri_worker_forget(pid_t pid)
+{
+	if (n_dying < ORH_ARRAY_SIZE(dying))
+		dying[n_dying++] = pid;
+	else /* no room left: wait for it */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+}
+
 void orh_nri_worker_end(struct orh_nri_conn *c, size_t i, bool answer, bool late)
 {
 	struct orh_nri_worker *w = &c->w[i];
+	struct orh_ttrpc_request again = { .method = (char *)"CreateContainer" };
+	bool retry = false;
 
-	if (late) {
+	if (w->resident) {
+		/* the resident worker goes on (nri_resident.c); killed when late or dead. Dead
+		 * before it answered, in time: a worker of its own decides the request again */
+		bool got = !late && w->head && w->out.n > w->head;
+
+		orh_nri_resident_done(w->gen, got);
+		retry = answer && !got && !late && w->req.p;
+	} else if (late) {
 		pid_t r;
 
 		kill(w->pid, SIGKILL);
@@ -392,11 +443,26 @@ void orh_nri_worker_end(struct orh_nri_conn *c, size_t i, bool answer, bool late
 		while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
-	if (answer)
+	if (answer && !retry)
 		worker_answer(c, w, late);
 	close(w->fd);
 	free(w->what);
 	free(w->out.p);
+	if (retry) {
+		uint32_t stream = w->stream;
+		struct orh_buf req = w->req;
+
+		again.payload = (const uint8_t *)req.p;
+		again.payload_len = req.n;
+		again.timeout_nano = (int64_t)((w->deadline - orh_now_ms()) * 4 / 3 * 1e6);
+		c->w[i] = c->w[--c->n_w];
+		if (again.timeout_nano < 1000000)
+			again.timeout_nano = 1000000;
+		orh_nri_worker_start(c, stream, &again);
+		free(req.p);
+		return;
+	}
+	free(w->req.p);
 	c->w[i] = c->w[--c->n_w];
 }
 
@@ -429,11 +495,26 @@ void orh_nri_worker_start(struct orh_nri_conn *c, uint32_t stream,
 	int64_t budget = c->timeout_ms;
 	int fds[2] = { -1, -1 };
 	struct orh_nri_worker *w;
+	unsigned gen;
 	bool loud;
 	pid_t pid;
 
 	if (rq->timeout_nano > 0 && rq->timeout_nano / 1000000 < budget)
 		budget = rq->timeout_nano / 1000000;
+	loud = orh_nri_log_take(ORH_NRI_CTR);
+	if (!strcmp(rq->method, "CreateContainer") &&
+	    (fds[0] = orh_nri_resident_take(rq, loud, &gen)) >= 0) {
+		w = &c->w[c->n_w++];
+		memset(w, 0, sizeof(*w));
+		w->resident = true;
+		w->gen = gen;
+		orh_buf_add(&w->req, (const char *)rq->payload, rq->payload_len);
+		w->fd = fds[0];
+		w->stream = stream;
+		w->deadline = orh_now_ms() + (double)(budget * 3 / 4);
+		w->what = orh_xstrdup("a container whose request was not read in time");
+		return;
+	}
 	if (pipe2(fds, O_CLOEXEC) < 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) {
 		not_decided(c, stream, rq, strerror(errno));
 		if (fds[0] >= 0) {
@@ -442,7 +523,6 @@ void orh_nri_worker_start(struct orh_nri_conn *c, uint32_t stream,
 		}
 		return;
 	}
-	loud = orh_nri_log_take(ORH_NRI_CTR);
 	pid = fork();
 	if (pid == 0) {
 		sigset_t none;

@@ -2,9 +2,11 @@
 /*
  * The NRI plugin's parts (the command: src/cmd/cmd_nri.c, the connection and its loop):
  * src/cmd/nri_handle.c answers the runtime's messages, src/cmd/nri_workers.c decides each
- * CreateContainer in a child process of its own, src/cmd/nri_config.c holds the node
- * config the plugin decides with (Configure's, else the node config file), and
- * src/cmd/nri_log.c limits the lines the runtime's requests make it log. The messages
+ * CreateContainer in a child process (src/cmd/nri_resident.c: the one kept for one request
+ * after another, else one of its own), src/cmd/nri_node.c keeps the node those decisions
+ * restore, src/cmd/nri_config.c holds the node config the plugin decides with
+ * (Configure's, else the node config file), and src/cmd/nri_log.c limits the lines the
+ * runtime's requests and the kernel's messages make it log. The messages
  * themselves: orh/cmd/nri.h.
  */
 #ifndef ORH_CMD_NRI_PLUGIN_H
@@ -35,6 +37,9 @@ struct orh_nri_worker {
 				 * escapes it), from its header */
 	size_t head;            /* the header's bytes in out; 0 until it is whole */
 	struct orh_buf out;
+	bool resident;          /* the resident worker's request (pid 0): its generation, */
+	unsigned gen;
+	struct orh_buf req;     /* and the request, decided again should it die first */
 };
 
 struct orh_nri_conn {
@@ -109,6 +114,22 @@ bool orh_nri_hooked_take(const char *id);
 /* From now on, under nri_hooks = auto, containers are served without hooks, why in their
  * record (orh_nri_serve_as()). */
 void orh_nri_hooks_off(const char *why);
+/* A worker not waited for: reaped once it has ended (orh_nri_workers_reap()). */
+void orh_nri_worker_forget(pid_t pid);
+
+/* nri_resident.c: the resident worker, which decides CreateContainer requests one after
+ * another. Started when the plugin is idle and holds a node (tick), ended (stop) when what
+ * it was started with changes; take hands it a request (the read end of its answer's pipe,
+ * or -1: busy, absent or too large, a one-shot worker decides), done says its answer came
+ * (or not: late or dead, it is killed). orh_nri_resident_decide() is its side of a request
+ * (nri_workers.c). */
+void orh_nri_resident_tick(struct orh_nri_conn *c, double now);
+double orh_nri_resident_due(void); /* when a new one may be started; -1: none waits */
+void orh_nri_resident_stop(void);
+int orh_nri_resident_take(const struct orh_ttrpc_request *rq, bool loud, unsigned *gen);
+void orh_nri_resident_done(unsigned gen, bool answered);
+void orh_nri_resident_decide(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd, bool loud);
+
 /* Killed workers not ended yet (reaped by orh_nri_workers_reap()). */
 size_t orh_nri_workers_dying(void);
 void orh_nri_workers_reap(void);
