@@ -163,7 +163,7 @@ static void serve(struct orh_nri_conn *c, const char *name, const char *idx,
 		/* the messages read, as far as the answers waiting and the workers free allow */
 		if (orh_nri_dispatch(c, can_take) < 0)
 			break;
-		orh_nri_resident_tick(c, now);
+		orh_nri_resident_tick(c, now, orh_nri_resident_decide);
 		orh_nri_workers_reap();
 		orh_nri_log_flush(now, false);
 	}

@@ -37,6 +37,11 @@ struct req_head {
 	uint8_t loud;
 };
 
+/* Ended ones not waited for yet (one exits once it has answered the request it holds):
+ * reaped by orh_nri_resident_tick() */
+static pid_t ended[16];
+static size_t n_ended;
+
 static struct {
 	pid_t pid;
 	int sock;
@@ -61,7 +66,8 @@ static int read_exact(int fd, void *p, size_t n)
 	return 0;
 }
 
-static void __attribute__((noreturn)) resident_main(struct orh_ctx *ctx, int sock)
+static void __attribute__((noreturn)) resident_main(struct orh_ctx *ctx, int sock,
+						  orh_nri_decide_fn decide)
 {
 	for (unsigned n = 0; n < RESIDENT_MAX; n++) {
 		struct req_head h;
@@ -87,7 +93,7 @@ static void __attribute__((noreturn)) resident_main(struct orh_ctx *ctx, int soc
 		p = orh_xmalloc(h.len ? h.len : 1);
 		if (read_exact(sock, p, h.len) < 0)
 			break;
-		orh_nri_resident_decide(ctx, p, h.len, fd, h.loud);
+		decide(ctx, p, h.len, fd, h.loud);
 		free(p);
 	}
 	_exit(ORH_EXIT_OK);
@@ -95,7 +101,16 @@ static void __attribute__((noreturn)) resident_main(struct orh_ctx *ctx, int soc
 
 double orh_nri_resident_due(void)
 {
+	if (n_ended) /* look for the ended ones that have exited */
+		return orh_now_ms() + 1000;
 	return r.pid || !r.not_before ? -1 : r.not_before;
+}
+
+static void reap(void)
+{
+	for (size_t i = n_ended; i-- > 0;)
+		if (waitpid(ended[i], NULL, WNOHANG) != 0)
+			ended[i] = ended[--n_ended];
 }
 
 void orh_nri_resident_stop(void)
@@ -104,18 +119,25 @@ void orh_nri_resident_stop(void)
 		return;
 	/* it exits once it has answered the request it holds, if any */
 	close(r.sock);
-	orh_nri_worker_forget(r.pid);
+	if (n_ended == ORH_ARRAY_SIZE(ended)) { /* no room left: wait for it */
+		kill(r.pid, SIGKILL);
+		while (waitpid(r.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	} else {
+		ended[n_ended++] = r.pid;
+	}
 	r.pid = 0;
 	r.sock = -1;
 	r.busy = false;
 	r.gen++;
 }
 
-void orh_nri_resident_tick(struct orh_nri_conn *c, double now)
+void orh_nri_resident_tick(struct orh_nri_conn *c, double now, orh_nri_decide_fn decide)
 {
 	int sv[2];
 	pid_t pid;
 
+	reap();
 	if (r.pid || c->n_w || now < r.not_before || !c->ctx->node_cache)
 		return;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -133,7 +155,7 @@ void orh_nri_resident_tick(struct orh_nri_conn *c, double now)
 		signal(SIGHUP, SIG_DFL);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		resident_main(c->ctx, sv[1]);
+		resident_main(c->ctx, sv[1], decide);
 	}
 	close(sv[1]);
 	if (pid < 0) {

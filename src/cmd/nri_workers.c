@@ -406,15 +406,6 @@ void orh_nri_workers_reap(void)
 			dying[i] = dying[--n_dying];
 }
 
-void orh_nri_worker_forget(pid_t pid)
-{
-	if (n_dying < ORH_ARRAY_SIZE(dying))
-		dying[n_dying++] = pid;
-	else /* no room left: wait for it */
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-}
-
 void orh_nri_worker_end(struct orh_nri_conn *c, size_t i, bool answer, bool late)
 {
 	struct orh_nri_worker *w = &c->w[i];

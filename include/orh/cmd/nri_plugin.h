@@ -114,16 +114,15 @@ bool orh_nri_hooked_take(const char *id);
 /* From now on, under nri_hooks = auto, containers are served without hooks, why in their
  * record (orh_nri_serve_as()). */
 void orh_nri_hooks_off(const char *why);
-/* A worker not waited for: reaped once it has ended (orh_nri_workers_reap()). */
-void orh_nri_worker_forget(pid_t pid);
-
 /* nri_resident.c: the resident worker, which decides CreateContainer requests one after
  * another. Started when the plugin is idle and holds a node (tick), ended (stop) when what
  * it was started with changes; take hands it a request (the read end of its answer's pipe,
  * or -1: busy, absent or too large, a one-shot worker decides), done says its answer came
- * (or not: late or dead, it is killed). orh_nri_resident_decide() is its side of a request
- * (nri_workers.c). */
-void orh_nri_resident_tick(struct orh_nri_conn *c, double now);
+ * (or not: late or dead, it is killed). decide is its side of a request:
+ * orh_nri_resident_decide() (nri_workers.c), which the loop hands it. */
+typedef void (*orh_nri_decide_fn)(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd,
+				  bool loud);
+void orh_nri_resident_tick(struct orh_nri_conn *c, double now, orh_nri_decide_fn decide);
 double orh_nri_resident_due(void); /* when a new one may be started; -1: none waits */
 void orh_nri_resident_stop(void);
 int orh_nri_resident_take(const struct orh_ttrpc_request *rq, bool loud, unsigned *gen);
