@@ -75,6 +75,19 @@ def wait_lines(logs, text, n, secs):
     return log_lines(logs, text) >= n
 
 
+def listening(tmp, name, conf_text):
+    """A node config NAME.conf holding conf_text, and the fake runtime's socket NAME.sock,
+    listening: (the config's path, the socket's, the listening socket)."""
+    conf = os.path.join(tmp, name + '.conf')
+    with open(conf, 'w') as f:
+        f.write(conf_text)
+    sock = os.path.join(tmp, name + '.sock')
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(sock)
+    srv.listen(1)
+    return conf, sock, srv
+
+
 def kept(tmp, node, base, logs):
     proc, rt, code = hl.plugin(logs, node, base)
     check('kept: the plugin connects and is configured', rt is not None and code == 0, code)
@@ -104,8 +117,11 @@ def kept(tmp, node, base, logs):
     ib = os.path.join(node, 'sys', 'class', 'infiniband')
     gone = sorted(os.listdir(ib))[-1]
     live = subprocess.run([t.HOOK, '--sysroot', node, 'env'], capture_output=True, text=True)
-    shutil.rmtree(os.path.join(ib, gone)) if os.path.isdir(os.path.join(ib, gone)) and \
-        not os.path.islink(os.path.join(ib, gone)) else os.unlink(os.path.join(ib, gone))
+    path = os.path.join(ib, gone)
+    if os.path.islink(path) or not os.path.isdir(path):
+        os.unlink(path)
+    else:
+        shutil.rmtree(path)
     live2 = subprocess.run([t.HOOK, '--sysroot', node, 'env'], capture_output=True, text=True)
     check('kept: the tree changed (%s removed): read as it is now, the plan differs' % gone,
           live.stdout != live2.stdout, (live.stdout[-200:], live2.stdout[-200:]))
@@ -151,13 +167,7 @@ def kept(tmp, node, base, logs):
 
     # a node config changed after the plugin read the node, its reading options others:
     # the next decision reads the node itself
-    conf = os.path.join(tmp, 'opts.conf')
-    with open(conf, 'w') as f:
-        f.write(base)
-    sock = os.path.join(tmp, 'opts.sock')
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(sock)
-    srv.listen(1)
+    conf, sock, srv = listening(tmp, 'opts', base)
     proc = t.start(sock, conf, node)
     rt, req = t.accept(srv, proc)
     t.register_and_configure(rt, req)
@@ -258,13 +268,7 @@ exec "$@"
 
 def kernel(tmp, node, base, logs):
     """On the host's sysfs as the plugin sees it, in namespaces of its own."""
-    conf = os.path.join(tmp, 'host.conf')
-    with open(conf, 'w') as f:
-        f.write(base)
-    sock = os.path.join(tmp, 'host.sock')
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(sock)
-    srv.listen(1)
+    conf, sock, srv = listening(tmp, 'host', base)
     ready = os.path.join(tmp, 'netns-ready')
     log = open(os.path.join(logs, 'plugin.log'), 'ab')
     proc = subprocess.Popen(['unshare', '-n', '-m', '--propagation', 'private', 'sh', '-c',
@@ -335,13 +339,7 @@ def main():
                 for ln in f.readlines()[-25:]:
                     print('# ' + ln.rstrip()[:400])
     finally:
-        t.remove_state_dirs()
-        for d in st.CGROUPS:
-            try:
-                os.rmdir(d)
-            except OSError:
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
+        st.cleanup(tmp)
     print('1..%d' % t.n_test)
     return 1 if t.failed else 0
 

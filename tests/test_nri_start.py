@@ -379,15 +379,20 @@ def main():
                 for ln in f.readlines()[-25:]:
                     print('# ' + ln.rstrip()[:400])
     finally:
-        t.remove_state_dirs()
-        for d in CGROUPS:
-            try:
-                os.rmdir(d)
-            except OSError:
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
+        cleanup(tmp)
     print('1..%d' % t.n_test)
     return 1 if t.failed else 0
+
+
+def cleanup(tmp):
+    """This run's state directories, the cgroups named after its containers, tmp."""
+    t.remove_state_dirs()
+    for d in CGROUPS:
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == '__main__':
