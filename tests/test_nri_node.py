@@ -319,15 +319,10 @@ def kernel(tmp, node, base, logs):
 
 
 def main():
-    if os.geteuid() != 0:
-        print('1..0 # SKIP root only (the state directories are /run/oci-rdma-hook\'s)')
-        return 0
-    for tool in ('unshare', 'nsenter', 'chroot', 'mount', 'ip'):
-        if not shutil.which(tool):
-            print('1..0 # SKIP %s not found (util-linux, coreutils, iproute2)' % tool)
-            return 0
-    if not os.path.exists('/bin/busybox'):
-        print('1..0 # SKIP /bin/busybox not found (busybox-static)')
+    why = st.skip_reason(('unshare', 'nsenter', 'chroot', 'mount', 'ip'),
+                         'util-linux, coreutils, iproute2')
+    if why:
+        print('1..0 # SKIP ' + why)
         return 0
     tmp, node, base, want_hca, logs = hl.sample('orh-nri-node-')
     st.NODE[0], st.BASE[0] = node, base

@@ -322,16 +322,22 @@ def captured(tmp, logs):
 NODE, BASE = [None], [None]
 
 
-def main():
+def skip_reason(tools, packages):
+    """Why the test cannot run here (its TAP skip line), or None."""
     if os.geteuid() != 0:
-        print('1..0 # SKIP root only (the state directories are /run/oci-rdma-hook\'s)')
-        return 0
-    for tool in ('unshare', 'chroot', 'mount'):
+        return 'root only (the state directories are /run/oci-rdma-hook\'s)'
+    for tool in tools:
         if not shutil.which(tool):
-            print('1..0 # SKIP %s not found (util-linux, coreutils)' % tool)
-            return 0
+            return '%s not found (%s)' % (tool, packages)
     if not os.path.exists('/bin/busybox'):
-        print('1..0 # SKIP /bin/busybox not found (busybox-static)')
+        return '/bin/busybox not found (busybox-static)'
+    return None
+
+
+def main():
+    why = skip_reason(('unshare', 'chroot', 'mount'), 'util-linux, coreutils')
+    if why:
+        print('1..0 # SKIP ' + why)
         return 0
     tmp, node, base, want_hca, logs = hl.sample('orh-nri-start-')
     NODE[0], BASE[0] = node, base
