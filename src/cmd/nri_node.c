@@ -9,8 +9,10 @@
  * classes, or an rtnetlink link or address message of an RDMA port's net device or of a
  * device on top of one (a VLAN, a bond). Between the message and the new reading the node
  * kept is not used. A fake tree (--sysroot) has no kernel to say it changed: its node is read
- * again by age only. The reading is a child's, under a deadline, as a worker's decision is:
- * a hung sysfs read holds up no container, and the plugin keeps serving.
+ * again by age and SIGHUP only. The reading is a child's, which the plugin waits for 2
+ * seconds at most (a few milliseconds on the scale node): a hung sysfs read holds the
+ * plugin's loop that long, once, and the plugin then keeps no node (the decisions read it
+ * themselves, each under its own deadline).
  */
 #include <dirent.h>
 #include <errno.h>
