@@ -17,7 +17,8 @@ runtime of test_nri_plugin.py. Checked:
     (roce_version = 1): the decision reads the node itself, and says no age;
   - the resident worker: three CreateContainer answered by the one child the plugin keeps;
     killed, the next container is answered by a worker of its own and a new resident is
-    started; SIGHUP replaces it (it held the node read before);
+    started; SIGHUP replaces it (it held the node read before); killed while it holds a
+    request, a worker of its own decides that request again;
   - on "/" (no --sysroot), in a network and mount namespace of its own where /sys holds
     the sample node's tree and the namespace's real net devices (veths named as the node's
     RDMA ports' net devices, a bridge, another veth pair): a container is served from the
@@ -237,6 +238,33 @@ def resident(tmp, node, base, logs):
     code, msg, a = st.create(rt, 11, 'r4')
     check('resident: the new one answers', code == 0 and len(a['devices']) >= 8 and
           isinstance(node_json('r4').get('node_age_ms'), int), (code, msg, node_json('r4')))
+    hl.stop(proc)
+
+    # killed while it holds a request (its decision waits on a FIFO as the container's
+    # network namespace): a worker of its own decides that request again, in time, and
+    # serves it (the FIFO let through is no namespace: a warning); without it, under
+    # on_error = fail, the container would be refused with "no decision"
+    proc, rt, code = hl.plugin(logs, node, base + 'on_error = fail\n')
+    held = wait_children(proc.pid, lambda k: len(k) == 1)
+    fifo = os.path.join(tmp, 'netns-fifo')
+    os.mkfifo(fifo)
+    rt.request(3, 'CreateContainer', t.create_req('r5', pod_ann=ANN, netns=fifo))
+    time.sleep(0.3)
+    os.kill(held[0], 9)
+    deadline, wfd = time.monotonic() + 1.0, -1
+    while wfd < 0 and time.monotonic() < deadline:
+        try:   # the worker deciding again opens the FIFO too: let it through
+            wfd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            time.sleep(0.02)
+    code, msg, payload = rt.response(3)
+    if wfd >= 0:
+        os.close(wfd)
+    devices = t.adjustment(payload)['devices'] if code == 0 else []
+    check('resident: killed holding a request, a worker of its own decides it again and '
+          'serves it (%d devices), not refused with "no decision" (on_error = fail)' %
+          len(devices), len(held) == 1 and wfd >= 0 and code == 0 and len(devices) >= 8,
+          (held, wfd, code, msg))
     hl.stop(proc)
 
 

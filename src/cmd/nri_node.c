@@ -6,8 +6,8 @@
  * its own decision adds (the GPUs of a container that holds some, GID entries the first
  * planning did not need). It is read again when it is ORH_NRI_NODE_MAX_AGE_MS old, and,
  * on the host's sysfs, as soon as the kernel says the node changed: a uevent of the RDMA
- * classes, or an rtnetlink link or address message of an RDMA port's net device or of a
- * device on top of one (a VLAN, a bond). Between the message and the new reading the node
+ * classes, or an rtnetlink link or address message of one of its net devices (an RDMA
+ * port's, the default route's) or of a device on top of one (a VLAN, a bond, a bridge). Between the message and the new reading the node
  * kept is not used. A fake tree (--sysroot) has no kernel to say it changed: its node is read
  * again by age and SIGHUP only. The reading is a child's, which the plugin waits for 2
  * seconds at most (a few milliseconds on the scale node): a hung sysfs read holds the
@@ -46,10 +46,10 @@
 
 static struct orh_node_cache cache;
 static char *cache_sysroot;
-static double read_at = -1;      /* orh_now_ms() of the reading kept; -1: none */
 static double due;               /* when to read again */
 static double last_try = -1;
-/* the net devices of the RDMA ports of the node kept, by index (host's sysfs only) */
+/* the net devices of the node kept (its RDMA ports', the default route's), by index and
+ * name (the host's sysfs only) */
 static unsigned netdev_idx[NETDEVS_MAX];
 static char netdev_name[NETDEVS_MAX][IF_NAMESIZE];
 static size_t n_netdevs;
@@ -60,7 +60,6 @@ static void drop(struct orh_ctx *ctx)
 	orh_nri_resident_stop(); /* it holds the node dropped */
 	json_decref(cache.snap);
 	cache.snap = NULL;
-	read_at = -1;
 	ctx->node_cache = NULL;
 }
 
@@ -112,10 +111,10 @@ static void netdevs_note(const struct orh_node_cache *c)
 	if (strcmp(c->sysroot, "/") ||
 	    orh_snapshot_restore(c->snap, "the node kept", &o, &inv, &g, &gread, &gerr, &err) < 0)
 		return;
-	for (size_t i = 0; i <= inv.n_devs; i++)
-		for (size_t j = 0; j < (i < inv.n_devs ? inv.devs[i].n_ports : 1); j++)
-			note_netdev(i < inv.n_devs ? inv.devs[i].ports[j].netdev
-						   : inv.default_route_if);
+	for (size_t i = 0; i < inv.n_devs; i++)
+		for (size_t j = 0; j < inv.devs[i].n_ports; j++)
+			note_netdev(inv.devs[i].ports[j].netdev);
+	note_netdev(inv.default_route_if);
 	orh_inventory_free(&inv);
 	orh_gpus_free(&g);
 	free(gerr);
@@ -169,7 +168,7 @@ void orh_nri_node_read(struct orh_ctx *ctx)
 		.mad = ctx->cfg.management_devices, .topology = false,
 		.root_dev = st.st_dev, .root_ino = st.st_ino,
 	};
-	read_at = cache.read_ms = orh_now_ms();
+	cache.read_ms = orh_now_ms();
 	ctx->node_cache = &cache;
 	netdevs_note(&cache);
 }
@@ -226,8 +225,8 @@ static bool kept_index(unsigned idx)
 	return false;
 }
 
-/* Is the device of this index on top of an RDMA port's net device (its lower_NAME link in
- * sysfs names one)? */
+/* Is the device of this index on top of one of the node's net devices (its lower_NAME link
+ * in sysfs names one)? */
 static bool above_kept(unsigned idx)
 {
 	char name[IF_NAMESIZE], path[64];

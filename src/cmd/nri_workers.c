@@ -480,6 +480,21 @@ static void not_decided(struct orh_nri_conn *c, uint32_t stream,
 	free(none.what);
 }
 
+/* A worker's place: the read end of its answer's pipe, the request's stream, its deadline
+ * (three quarters of the budget, in ms). */
+static struct orh_nri_worker *slot_add(struct orh_nri_conn *c, int fd, uint32_t stream,
+				       int64_t budget)
+{
+	struct orh_nri_worker *w = &c->w[c->n_w++];
+
+	memset(w, 0, sizeof(*w));
+	w->fd = fd;
+	w->stream = stream;
+	w->deadline = orh_now_ms() + (double)(budget * 3 / 4);
+	w->what = orh_xstrdup("a container whose request was not read in time");
+	return w;
+}
+
 void orh_nri_worker_start(struct orh_nri_conn *c, uint32_t stream,
 			  const struct orh_ttrpc_request *rq)
 {
@@ -495,15 +510,10 @@ void orh_nri_worker_start(struct orh_nri_conn *c, uint32_t stream,
 	loud = orh_nri_log_take(ORH_NRI_CTR);
 	if (!strcmp(rq->method, "CreateContainer") &&
 	    (fds[0] = orh_nri_resident_take(rq, loud, &gen)) >= 0) {
-		w = &c->w[c->n_w++];
-		memset(w, 0, sizeof(*w));
+		w = slot_add(c, fds[0], stream, budget);
 		w->resident = true;
 		w->gen = gen;
 		orh_buf_add(&w->req, (const char *)rq->payload, rq->payload_len);
-		w->fd = fds[0];
-		w->stream = stream;
-		w->deadline = orh_now_ms() + (double)(budget * 3 / 4);
-		w->what = orh_xstrdup("a container whose request was not read in time");
 		return;
 	}
 	if (pipe2(fds, O_CLOEXEC) < 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) {
@@ -538,13 +548,8 @@ void orh_nri_worker_start(struct orh_nri_conn *c, uint32_t stream,
 		free(why);
 		return;
 	}
-	w = &c->w[c->n_w++];
-	memset(w, 0, sizeof(*w));
+	w = slot_add(c, fds[0], stream, budget);
 	w->pid = pid;
-	w->fd = fds[0];
-	w->stream = stream;
-	w->deadline = orh_now_ms() + (double)(budget * 3 / 4);
-	w->what = orh_xstrdup("a container whose request was not read in time");
 }
 
 void orh_nri_worker_input(struct orh_nri_conn *c, size_t i)

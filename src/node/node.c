@@ -8,19 +8,13 @@
 #include "orh/node/node.h"
 #include "orh/node/snapshot.h"
 
-/* The node from the caller's snapshot; false (with a warning) when it cannot be used. */
-static bool restore(const struct orh_node_read_opts *o, struct orh_node *n)
+/* The node from a snapshot (what names it in errors): false, with why in serr, when it
+ * cannot be used. */
+static bool restore(const struct orh_node_read_opts *o, const json_t *snap, const char *what,
+		    struct orh_node *n, struct orh_err *serr)
 {
-	struct orh_err serr = { 0 };
-
-	if (orh_snapshot_restore(o->snapshot, o->snapshot_what ? o->snapshot_what : "snapshot",
-				 &o->discover, &n->inv, &n->gpus, &n->have_gpus, &n->gpus_error,
-				 &serr) < 0) {
-		orh_strv_pushf(&n->warnings, "%s; the node is read instead", serr.msg);
-		return false;
-	}
-	n->from_snapshot = true;
-	return true;
+	return orh_snapshot_restore(snap, what, &o->discover, &n->inv, &n->gpus, &n->have_gpus,
+				    &n->gpus_error, serr) == 0;
 }
 
 /* May the cache stand for a read with these options (plan mode, the same sysroot naming
@@ -37,37 +31,24 @@ static bool cache_fits(const struct orh_node_read_opts *o, const char *sysroot)
 	       stat(sysroot, &st) == 0 && st.st_dev == c->root_dev && st.st_ino == c->root_ino;
 }
 
-/* The node from the cache; false when it cannot be restored (then it is read, and the
- * cache's reason is not the container's warning). */
-static bool restore_cache(const struct orh_node_read_opts *o, struct orh_node *n)
-{
-	struct orh_err serr = { 0 };
-	bool gpus_read = false;
-	char *gpus_error = NULL;
-
-	if (orh_snapshot_restore(o->cache->snap, "the node kept", &o->discover, &n->inv,
-				 &n->gpus, &gpus_read, &gpus_error, &serr) < 0)
-		return false;
-	/* the GPUs are the container's to read: a cache holds none */
-	if (gpus_read)
-		orh_gpus_free(&n->gpus);
-	free(gpus_error);
-	n->from_cache = true;
-	return true;
-}
-
 int orh_node_read(const struct orh_node_read_opts *o, struct orh_node *n, struct orh_err *err)
 {
 	const char *sysroot = o->discover.sysroot ? o->discover.sysroot : "/";
-	struct orh_err gerr = { 0 };
+	struct orh_err gerr = { 0 }, serr = { 0 };
 	bool have = false;
 	int r;
 
 	memset(n, 0, sizeof(*n));
-	if (o->snapshot && o->discover.gid_scan == ORH_GIDS_PLAN)
-		have = restore(o, n);
-	else if (!o->snapshot && cache_fits(o, sysroot))
-		have = restore_cache(o, n);
+	if (o->snapshot && o->discover.gid_scan == ORH_GIDS_PLAN) {
+		have = n->from_snapshot = restore(o, o->snapshot, o->snapshot_what ?
+						  o->snapshot_what : "snapshot", n, &serr);
+		if (!have)
+			orh_strv_pushf(&n->warnings, "%s; the node is read instead", serr.msg);
+	} else if (!o->snapshot && cache_fits(o, sysroot)) {
+		/* one that cannot be used is read: its reason is not the container's warning
+		 * (it holds no GPUs: a container's are read below) */
+		have = n->from_cache = restore(o, o->cache->snap, "the node kept", n, &serr);
+	}
 	if (!have) {
 		r = orh_discover(&o->discover, &n->inv, err);
 		if (r < 0)
