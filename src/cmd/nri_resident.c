@@ -9,10 +9,10 @@
  * new pipe (SCM_RIGHTS) and the request's bytes; the worker answers through that pipe as a
  * one-shot worker does (nri_workers.c) and closes it, so that the plugin's handling of an
  * answer, its deadline included, is the same. A request while it is busy, or larger than
- * RESIDENT_MSG_MAX, is decided by a one-shot worker. Late, or dead without an answer: it
- * is killed and reaped as a one-shot worker is, and started again once the plugin is idle,
- * a second later; a request it died on in time is decided again by a one-shot worker
- * (nri_workers.c). It is ended (its socket closed: it exits once its request is
+ * RESIDENT_MSG_MAX, is decided by a one-shot worker. Late (killed by the plugin, as a
+ * one-shot worker is, whether it was ended before or not), or dead without an answer: it is
+ * reaped here, and started again once the plugin is idle, a second later; a request it
+ * died on in time is decided again by a one-shot worker (nri_workers.c). It is ended (its socket closed: it exits once its request is
  * answered) when the plugin reads the node again, takes a config from Configure, stops
  * giving hooks (nri_hooks = auto), loses its connection, or after RESIDENT_MAX requests.
  */
@@ -169,7 +169,8 @@ void orh_nri_resident_tick(struct orh_nri_conn *c, double now, orh_nri_decide_fn
 	r.gen++;
 }
 
-int orh_nri_resident_take(const struct orh_ttrpc_request *rq, bool loud, unsigned *gen)
+int orh_nri_resident_take(const struct orh_ttrpc_request *rq, bool loud, unsigned *gen,
+			  pid_t *pid)
 {
 	struct req_head h = { .len = (uint32_t)rq->payload_len, .loud = loud };
 	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
@@ -202,6 +203,7 @@ int orh_nri_resident_take(const struct orh_ttrpc_request *rq, bool loud, unsigne
 	}
 	r.busy = true;
 	*gen = r.gen;
+	*pid = r.pid;
 	return fds[0];
 }
 
@@ -210,8 +212,7 @@ void orh_nri_resident_done(unsigned gen, bool answered)
 	if (gen != r.gen || !r.pid)
 		return;
 	r.busy = false;
-	if (!answered) { /* late (killed here) or dead: not again for a while */
-		kill(r.pid, SIGKILL);
+	if (!answered) { /* late (killed by the caller) or dead: not again for a while */
 		orh_nri_resident_stop();
 		r.not_before = orh_now_ms() + RESPAWN_EVERY_MS;
 		return;

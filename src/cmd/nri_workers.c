@@ -417,6 +417,8 @@ void orh_nri_worker_end(struct orh_nri_conn *c, size_t i, bool answer, bool late
 		 * before it answered, in time: a worker of its own decides the request again */
 		bool got = !late && w->head && w->out.n > w->head;
 
+		if (late) /* one ended meanwhile is reaped by nri_resident.c: a zombie at most */
+			kill(w->pid, SIGKILL);
 		orh_nri_resident_done(w->gen, got);
 		retry = answer && !got && !late && w->req.p;
 	} else if (late) {
@@ -509,8 +511,9 @@ void orh_nri_worker_start(struct orh_nri_conn *c, uint32_t stream,
 		budget = rq->timeout_nano / 1000000;
 	loud = orh_nri_log_take(ORH_NRI_CTR);
 	if (!strcmp(rq->method, "CreateContainer") &&
-	    (fds[0] = orh_nri_resident_take(rq, loud, &gen)) >= 0) {
+	    (fds[0] = orh_nri_resident_take(rq, loud, &gen, &pid)) >= 0) {
 		w = slot_add(c, fds[0], stream, budget);
+		w->pid = pid;
 		w->resident = true;
 		w->gen = gen;
 		orh_buf_add(&w->req, (const char *)rq->payload, rq->payload_len);

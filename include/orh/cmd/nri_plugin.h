@@ -37,7 +37,8 @@ struct orh_nri_worker {
 				 * escapes it), from its header */
 	size_t head;            /* the header's bytes in out; 0 until it is whole */
 	struct orh_buf out;
-	bool resident;          /* the resident worker's request (pid 0): its generation, */
+	bool resident;          /* the resident worker's request (pid: that worker's): its
+				 * generation, */
 	unsigned gen;
 	struct orh_buf req;     /* and the request, decided again should it die first */
 };
@@ -125,7 +126,8 @@ typedef void (*orh_nri_decide_fn)(struct orh_ctx *ctx, const uint8_t *p, size_t 
 void orh_nri_resident_tick(struct orh_nri_conn *c, double now, orh_nri_decide_fn decide);
 double orh_nri_resident_due(void); /* when a new one may be started; -1: none waits */
 void orh_nri_resident_stop(void);
-int orh_nri_resident_take(const struct orh_ttrpc_request *rq, bool loud, unsigned *gen);
+int orh_nri_resident_take(const struct orh_ttrpc_request *rq, bool loud, unsigned *gen,
+			  pid_t *pid);
 void orh_nri_resident_done(unsigned gen, bool answered);
 void orh_nri_resident_decide(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd, bool loud);
 
