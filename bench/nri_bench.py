@@ -5,7 +5,7 @@ with no plugin, both through the plain runc handler, driven as the kubelet drive
 
     nri_bench.py [--rounds N] [--quick] [--hook-build DIR | --hook FILE] [--pause FILE]
                  [--work DIR] [--node NAME] [--network pod|node] [--out FILE] [--keep]
-                 [--floor FILE]
+                 [--floor FILE] [--conf-line LINE ...]
 
 The method is bench/cri_bench.py's (its head says it in full): the same pods, the same
 timed region (from just before RunPodSandbox to the return of StartContainer), the same
@@ -31,6 +31,12 @@ node (bench/nri_answer.py, once before the rounds), and does nothing else. The r
 what the runtime's side of serving those devices costs a pod start, with no plugin work. Its
 served check: the floor answered the pod's CreateContainer, and the container found no
 /etc/nccl.conf (the floor writes none).
+
+With --conf-line LINE (repeatable), LINE is appended to the node config's [containers]
+section before the rounds: `--conf-line 'nri_hooks = no'` measures the plugin serving at
+CreateContainer alone, with no nccl-conf stage (oci-rdma-hook.conf(5)); the served check is
+the same (the container reads NCCL_IB_HCA from /etc/nccl.conf, there the plugin's copy the
+runtime bind-mounts).
 
 Output: cri_bench.py's JSON with the handlers "plain" and "nri" (ratio nri / plain).
 Exit 0 when measured, 1 when a pod start or a served check failed, 2 when a prerequisite is
@@ -65,6 +71,10 @@ class NriBench(cb.CriBench):
 
     def setup(self):
         super().setup()
+        if self.args.conf_line:
+            # the node config ends in its [containers] section (cri_bench.py's setup)
+            with open(self.conf, "a") as f:
+                f.write("".join(line + "\n" for line in self.args.conf_line))
         if self.floor:
             self.answer = self.p("floor-answer.bin")
             r = subprocess.run([sys.executable, os.path.join(HERE, "nri_answer.py"), self.hook,
@@ -253,9 +263,14 @@ def cb_version():
 
 
 def main():
-    a = cb.parse_args(__doc__, "bench/nri_bench.py", more=lambda ap: ap.add_argument(
-        "--floor", metavar="FILE", help="connect this floor plugin (bench/nri_floor.c) "
-                                        "instead of oci-rdma-hook nri"))
+    def more(ap):
+        ap.add_argument("--floor", metavar="FILE", help="connect this floor plugin "
+                        "(bench/nri_floor.c) instead of oci-rdma-hook nri")
+        ap.add_argument("--conf-line", metavar="LINE", action="append", default=[],
+                        help="append LINE to the node config's [containers] section "
+                             "(repeatable), e.g. 'nri_hooks = no'")
+
+    a = cb.parse_args(__doc__, "bench/nri_bench.py", more=more)
 
     def stop(sig, _frame):
         raise cb.Stop(signal.Signals(sig).name)
@@ -301,8 +316,11 @@ def main():
                  f"the {a.node} node and nothing else (served in every round: "
                  f"{b.hca_seen})" if a.floor else
                  f"`oci-rdma-hook nri` connected to its NRI socket (on the {a.node} node, "
-                 f"activation = always, served in every round: {b.hca_seen}, /etc/nccl.conf "
-                 f"written by the nccl-conf stage it ran at StartContainer)") +
+                 f"activation = always" +
+                 "".join(f", {line}" for line in a.conf_line) +
+                 f", served in every round: {b.hca_seen}, /etc/nccl.conf " +
+                 ("as the config's lines above give it" if a.conf_line else
+                  "written by the nccl-conf stage it ran at StartContainer") + ")") +
              f"; plain: no plugin connected. The plugin is started or stopped between pods, "
              f"outside the region. Rounds alternate plain,nri / nri,plain; ratios are "
              f"nri/plain within a round. Hook {b.hook}.")
