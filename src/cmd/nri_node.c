@@ -6,9 +6,10 @@
  * its own decision adds (the GPUs of a container that holds some, GID entries the first
  * planning did not need). It is read again when it is ORH_NRI_NODE_MAX_AGE_MS old, and,
  * on the host's sysfs, as soon as the kernel says the node changed: a uevent of the RDMA
- * classes, or an rtnetlink link or address message of one of its net devices (an RDMA
- * port's, the default route's) or of a device on top of one (a VLAN, a bond, a bridge). Between the message and the new reading the node
- * kept is not used. A fake tree (--sysroot) has no kernel to say it changed: its node is read
+ * classes, or an rtnetlink message of route_counts(): a link or address message of one of
+ * its net devices (an RDMA port's, the default route's) or of a device whose link or
+ * master is one, or an address of a device on top of one (a VLAN, a bond, a bridge).
+ * Between the message and the new reading the node kept is not used. A fake tree (--sysroot) has no kernel to say it changed: its node is read
  * again by age and SIGHUP only. The reading is a child's, which the plugin waits for 2
  * seconds at most (a few milliseconds on the scale node): a hung sysfs read holds the
  * plugin's loop that long, once, and the plugin then keeps no node (the decisions read it

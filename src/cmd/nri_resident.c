@@ -12,9 +12,11 @@
  * RESIDENT_MSG_MAX, is decided by a one-shot worker. Late (killed by the plugin, as a
  * one-shot worker is, whether it was ended before or not), or dead without an answer: it is
  * reaped here, and started again once the plugin is idle, a second later; a request it
- * died on in time is decided again by a one-shot worker (nri_workers.c). It is ended (its socket closed: it exits once its request is
- * answered) when the plugin reads the node again, takes a config from Configure, stops
- * giving hooks (nri_hooks = auto), loses its connection, or after RESIDENT_MAX requests.
+ * died on in time is decided again by a one-shot worker (nri_workers.c). It is ended (its
+ * socket closed: it exits once its request is answered) when the plugin reads the node
+ * again, takes a config from Configure, stops giving hooks (nri_hooks = auto), loses its
+ * connection, or after RESIDENT_MAX requests. orh_nri_worker_child() starts either kind of
+ * worker's child.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +101,17 @@ static void __attribute__((noreturn)) resident_main(struct orh_ctx *ctx, int soc
 	_exit(ORH_EXIT_OK);
 }
 
+void orh_nri_worker_child(int conn)
+{
+	sigset_t none;
+
+	close(conn);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 double orh_nri_resident_due(void)
 {
 	if (n_ended) /* look for the ended ones that have exited */
@@ -146,15 +159,9 @@ void orh_nri_resident_tick(struct orh_nri_conn *c, double now, orh_nri_decide_fn
 	}
 	pid = fork();
 	if (pid == 0) {
-		sigset_t none;
-
 		close(sv[0]);
-		close(c->fd);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
+		orh_nri_worker_child(c->fd);
 		resident_main(c->ctx, sv[1], decide);
 	}
 	close(sv[1]);

@@ -445,12 +445,13 @@ void orh_nri_worker_end(struct orh_nri_conn *c, size_t i, bool answer, bool late
 		uint32_t stream = w->stream;
 		struct orh_buf req = w->req;
 
+		/* what is left of the budget, at least 1 ms */
 		again.payload = (const uint8_t *)req.p;
 		again.payload_len = req.n;
 		again.timeout_nano = (int64_t)((w->deadline - orh_now_ms()) * 4 / 3 * 1e6);
-		c->w[i] = c->w[--c->n_w];
 		if (again.timeout_nano < 1000000)
 			again.timeout_nano = 1000000;
+		c->w[i] = c->w[--c->n_w];
 		orh_nri_worker_start(c, stream, &again);
 		free(req.p);
 		return;
@@ -529,14 +530,8 @@ void orh_nri_worker_start(struct orh_nri_conn *c, uint32_t stream,
 	}
 	pid = fork();
 	if (pid == 0) {
-		sigset_t none;
-
 		close(fds[0]);
-		close(c->fd);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
+		orh_nri_worker_child(c->fd);
 		quiet = !loud;
 		if (!strcmp(rq->method, "StartContainer"))
 			start_main(c->ctx, rq->payload, rq->payload_len, fds[1]);

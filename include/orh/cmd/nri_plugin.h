@@ -130,6 +130,9 @@ int orh_nri_resident_take(const struct orh_ttrpc_request *rq, bool loud, unsigne
 			  pid_t *pid);
 void orh_nri_resident_done(unsigned gen, bool answered);
 void orh_nri_resident_decide(struct orh_ctx *ctx, const uint8_t *p, size_t n, int fd, bool loud);
+/* In a worker's child, the resident one's or a one-shot one's: the runtime's connection
+ * (conn) closed, SIGTERM and SIGINT as by default, no signal blocked. */
+void orh_nri_worker_child(int conn);
 
 /* Killed workers not ended yet (reaped by orh_nri_workers_reap()). */
 size_t orh_nri_workers_dying(void);
